@@ -1,0 +1,212 @@
+//! The command line: what each subcommand takes, and running it.
+//!
+//! `main` parses with [`Cli`] and calls [`run`]; this module maps every
+//! failure to a message and an exit code scripts can trust:
+//! 0 success, 1 runtime failure, 2 usage or configuration error.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use crate::app::App;
+use crate::clock::Clock;
+use crate::config::{self, Config, LogFormat};
+use crate::send::{self, SendArgs};
+use crate::verify::Verifier;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "hookinbox",
+    version,
+    about = "A single-binary webhook inbox: verify, dedupe, durably store, deliver."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Receive webhooks (with no --config: the embedded default config).
+    Serve(ConfigArg),
+    /// Validate or print configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Sign and send a webhook exactly as a provider would, printing each answer.
+    Send(Box<SendArgs>),
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArg {
+    /// The config file (TOML). Without it, the embedded default is used.
+    #[arg(long, short = 'c', env = "HOOKINBOX_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate a config and print the effective config, secrets redacted.
+    Check(ConfigArg),
+    /// Print the embedded default config, commented, to start a file from.
+    Default,
+}
+
+/// Exit codes.
+pub const EXIT_OK: u8 = 0;
+pub const EXIT_FAILURE: u8 = 1;
+pub const EXIT_USAGE: u8 = 2;
+
+/// A failure with the exit code it maps to.
+pub struct Failure {
+    pub code: u8,
+    pub error: anyhow::Error,
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(error: E) -> Failure {
+        Failure {
+            code: EXIT_FAILURE,
+            error: error.into(),
+        }
+    }
+}
+
+fn usage(error: impl Into<anyhow::Error>) -> Failure {
+    Failure {
+        code: EXIT_USAGE,
+        error: error.into(),
+    }
+}
+
+fn load_config(arg: &ConfigArg) -> Result<Config, Failure> {
+    let config = match &arg.config {
+        Some(path) => Config::load(path, &config::process_env),
+        None => Config::embedded(&config::process_env),
+    };
+    let config = config.map_err(usage)?;
+    // Build every verifier now: a secret the kind cannot use is a config error.
+    for source in &config.sources {
+        if !source.secrets.is_empty() {
+            Verifier::new(source).map_err(|e| {
+                usage(anyhow::anyhow!(
+                    "{}: source {:?}: {e}",
+                    config.origin,
+                    source.name.as_str()
+                ))
+            })?;
+        }
+    }
+    Ok(config)
+}
+
+pub fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Serve(arg) => {
+            let config = load_config(&arg)?;
+            init_logging(&config).map_err(usage)?;
+            runtime()?.block_on(serve(config))
+        }
+        Command::Config(ConfigCommand::Check(arg)) => {
+            let config = load_config(&arg)?;
+            for warning in &config.warnings {
+                eprintln!("warning: {warning}");
+            }
+            print!("{}", config.to_redacted_toml());
+            eprintln!("{}: ok", config.origin);
+            Ok(())
+        }
+        Command::Config(ConfigCommand::Default) => {
+            print!("{}", config::DEFAULT_TOML);
+            Ok(())
+        }
+        Command::Send(args) => {
+            init_plain_logging();
+            let ok = runtime()?.block_on(send::run(*args)).map_err(usage)?;
+            if ok {
+                Ok(())
+            } else {
+                Err(Failure {
+                    code: EXIT_FAILURE,
+                    error: anyhow::anyhow!("some requests got no 2xx"),
+                })
+            }
+        }
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?)
+}
+
+async fn serve(config: Config) -> Result<(), Failure> {
+    let listen = config.server.listen;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen} (server.listen / HOOKINBOX_LISTEN)"))?;
+    let app = App::start(config, listener, Clock::system(), shutdown_signal()).await?;
+    for generated in app.generated_secrets() {
+        print_generated_secret(generated, app.ingest_addr());
+    }
+    app.wait().await?;
+    Ok(())
+}
+
+fn print_generated_secret(generated: &crate::app::GeneratedSecret, addr: std::net::SocketAddr) {
+    let secret = generated.secret.expose();
+    println!(
+        "\nhookinbox generated the secret of source {name:?} (kept in {path}, mode 0600):\n\n    {secret}\n\n\
+         Send it a signed test event:\n\n    \
+         hookinbox send --provider standard --secret '{secret}' --url http://{addr}/in/{name}\n",
+        name = generated.source.as_str(),
+        path = generated.path.display(),
+    );
+}
+
+/// Resolves on SIGTERM (systemd stop) or ctrl-c.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}
+
+fn init_logging(config: &Config) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_new(&config.log.level).with_context(|| {
+        format!(
+            "{}: log.level: {:?} is not a level or filter",
+            config.origin, config.log.level
+        )
+    })?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match config.log.format {
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+        LogFormat::Text => builder.init(),
+    }
+    Ok(())
+}
+
+fn init_plain_logging() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+        .with_writer(std::io::stderr)
+        .try_init();
+}

@@ -1,0 +1,544 @@
+//! Configuration: embedded commented defaults → TOML file → `HOOKINBOX_*`
+//! environment → one validated [`Config`] with typed fields.
+//!
+//! This module owns parsing and validation only. It knows the vocabulary of a
+//! source (kind, secrets, where the event id lives) but no provider facts: the
+//! per-kind defaults for tolerance and event id belong to `verify`. Secrets
+//! named by `secret_env`/`secret_file` are read here, once, so no other module
+//! reads the environment or a secret file.
+
+mod raw;
+mod secret;
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use secret::{Secret, generate_secret_text, load_or_generate_secret};
+
+/// The embedded default configuration: it serves with no file at all.
+pub const DEFAULT_TOML: &str = include_str!("default.toml");
+
+/// Where a configuration came from, for error messages.
+pub const EMBEDDED_ORIGIN: &str = "<embedded default config>";
+
+/// The validated configuration every module receives its slice of.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it was read from, or [`EMBEDDED_ORIGIN`].
+    pub origin: String,
+    pub server: ServerConfig,
+    pub retention: RetentionConfig,
+    pub log: LogConfig,
+    pub sources: Vec<SourceConfig>,
+    /// Non-fatal findings (inline secrets, …) to log at start.
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    pub admin_listen: SocketAddr,
+    pub data_dir: PathBuf,
+    pub header_read_timeout: Duration,
+    pub body_read_timeout: Duration,
+    pub shutdown_timeout: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct RetentionConfig {
+    pub dedupe_ttl: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    pub level: String,
+    pub format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// A source's name: the `{source}` of `POST /in/{source}`.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SourceName(Arc<str>);
+
+impl SourceName {
+    /// 1 to 64 characters of `a-z 0-9 _ -`: safe in a URL path, a metric label
+    /// and a file name without escaping.
+    pub fn parse(text: &str) -> Result<SourceName, String> {
+        let ok = !text.is_empty()
+            && text.len() <= 64
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+        if ok {
+            Ok(SourceName(Arc::from(text)))
+        } else {
+            Err(format!(
+                "{text:?} is not a valid source name: use 1 to 64 characters of a-z, 0-9, '_' and '-'"
+            ))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for SourceName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for SourceName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+/// The provider scheme a source verifies with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Stripe,
+    Github,
+    Shopify,
+    Slack,
+    Standard,
+    Paddle,
+    Linear,
+    Twilio,
+    Gitlab,
+    Hmac,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 10] = [
+        Kind::Stripe,
+        Kind::Github,
+        Kind::Shopify,
+        Kind::Slack,
+        Kind::Standard,
+        Kind::Paddle,
+        Kind::Linear,
+        Kind::Twilio,
+        Kind::Gitlab,
+        Kind::Hmac,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Stripe => "stripe",
+            Kind::Github => "github",
+            Kind::Shopify => "shopify",
+            Kind::Slack => "slack",
+            Kind::Standard => "standard",
+            Kind::Paddle => "paddle",
+            Kind::Linear => "linear",
+            Kind::Twilio => "twilio",
+            Kind::Gitlab => "gitlab",
+            Kind::Hmac => "hmac",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Kind, String> {
+        // "svix" and "standardwebhooks" are the same scheme under other names.
+        match text {
+            "svix" | "standardwebhooks" | "standard-webhooks" => return Ok(Kind::Standard),
+            _ => {}
+        }
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == text)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
+                format!(
+                    "unknown kind {text:?}: expected one of {}",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where in a request a value (event id, event type) is found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Locator {
+    /// `header:Name`: a request header (case-insensitive).
+    Header(http::HeaderName),
+    /// `json:/pointer`: an RFC 6901 pointer into a JSON body.
+    Json(String),
+    /// `form:name`: a field of an `application/x-www-form-urlencoded` body.
+    Form(String),
+    /// `body-sha256`: the hex SHA-256 of the raw body, for senders with no id.
+    BodySha256,
+}
+
+impl Locator {
+    pub fn parse(text: &str) -> Result<Locator, String> {
+        if text == "body-sha256" {
+            return Ok(Locator::BodySha256);
+        }
+        let Some((prefix, rest)) = text.split_once(':') else {
+            return Err(format!(
+                "{text:?} is not a locator: use \"header:Name\", \"json:/pointer\", \"form:name\" or \"body-sha256\""
+            ));
+        };
+        match prefix {
+            "header" => http::HeaderName::from_bytes(rest.as_bytes())
+                .map(Locator::Header)
+                .map_err(|_| format!("{rest:?} is not a valid header name")),
+            "json" if rest.is_empty() || rest.starts_with('/') => {
+                Ok(Locator::Json(rest.to_owned()))
+            }
+            "json" => Err(format!("JSON pointer {rest:?} must start with '/'")),
+            "form" if !rest.is_empty() => Ok(Locator::Form(rest.to_owned())),
+            _ => Err(format!(
+                "{text:?} is not a locator: use \"header:Name\", \"json:/pointer\", \"form:name\" or \"body-sha256\""
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Locator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Locator::Header(name) => write!(f, "header:{name}"),
+            Locator::Json(pointer) => write!(f, "json:{pointer}"),
+            Locator::Form(name) => write!(f, "form:{name}"),
+            Locator::BodySha256 => f.write_str("body-sha256"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HmacAlgorithm {
+    Sha1,
+    Sha256,
+    Sha512,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignatureEncoding {
+    Hex,
+    Base64,
+}
+
+/// One piece of an `hmac` source's `signed_payload` template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PayloadPart {
+    Literal(String),
+    Body,
+    Timestamp,
+    Header(http::HeaderName),
+}
+
+/// The generic `hmac` kind's scheme.
+#[derive(Debug, Clone)]
+pub struct HmacSpec {
+    pub signature_header: http::HeaderName,
+    pub algorithm: HmacAlgorithm,
+    pub encoding: SignatureEncoding,
+    pub prefix: String,
+    pub signed_payload: Vec<PayloadPart>,
+    pub timestamp_header: Option<http::HeaderName>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SourceConfig {
+    pub name: SourceName,
+    pub kind: Kind,
+    /// Every active secret, in the order configured. Empty only while
+    /// `generate_secret` has not run yet.
+    pub secrets: Vec<Secret>,
+    pub generate_secret: bool,
+    /// `None`: the kind's default (see `verify`).
+    pub tolerance: Option<Duration>,
+    pub max_body: usize,
+    /// `None`: the kind's default (see `verify`).
+    pub event_id: Option<Vec<Locator>>,
+    pub event_type: Option<Vec<Locator>>,
+    pub public_url: Option<String>,
+    pub destination: Option<reqwest::Url>,
+    pub hmac: Option<HmacSpec>,
+}
+
+/// A configuration error: names the file (or variable), the key and what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("{origin}: {key}: {message}")]
+pub struct ConfigError {
+    pub origin: String,
+    pub key: String,
+    pub message: String,
+}
+
+/// 1 MiB: larger than any provider's documented payload (Stripe and GitHub
+/// cap theirs well below), small enough that a flood of them cannot exhaust memory.
+pub const DEFAULT_MAX_BODY: usize = 1024 * 1024;
+
+impl Config {
+    /// The embedded default with the environment applied.
+    pub fn embedded(env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        Config::from_toml(DEFAULT_TOML, EMBEDDED_ORIGIN, None, env)
+    }
+
+    /// Reads `path`, applies the environment, validates.
+    pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            origin: origin.clone(),
+            key: "(file)".into(),
+            message: format!("cannot read the config file: {e}"),
+        })?;
+        Config::from_toml(&text, &origin, path.parent(), env)
+    }
+
+    /// `base_dir` resolves relative `secret_file` paths (the config file's directory).
+    pub fn from_toml(
+        text: &str,
+        origin: &str,
+        base_dir: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let mut file: raw::RawConfig = toml::from_str(text).map_err(|e| ConfigError {
+            origin: origin.to_owned(),
+            key: toml_error_key(&e),
+            message: e.message().to_owned(),
+        })?;
+        raw::apply_env(&mut file, env)?;
+        raw::validate(file, origin, base_dir, env)
+    }
+
+    /// The effective configuration as TOML, secrets redacted: what `config check` prints.
+    pub fn to_redacted_toml(&self) -> String {
+        raw::render_redacted(self)
+    }
+
+    pub fn source(&self, name: &str) -> Option<&SourceConfig> {
+        self.sources.iter().find(|s| s.name.as_str() == name)
+    }
+}
+
+/// The environment of this process, for [`Config::load`].
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+fn toml_error_key(error: &toml::de::Error) -> String {
+    match error.span() {
+        Some(span) => format!("at byte {}..{}", span.start, span.end),
+        None => "(syntax)".into(),
+    }
+}
+
+/// Parses "30s", "5m", "3d", "250ms".
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim()).map_err(|e| {
+        format!("{text:?} is not a duration ({e}); use e.g. \"500ms\", \"30s\", \"5m\", \"3d\"")
+    })
+}
+
+/// Parses "1048576", "512KiB", "1MiB", "64KB".
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let unit_bytes: usize = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "KB" | "kB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        other => {
+            return Err(format!(
+                "unknown size unit {other:?} in {text:?}; use B, KiB, MiB or GiB"
+            ));
+        }
+    };
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size; use e.g. \"512KiB\" or \"1MiB\""))?;
+    n.checked_mul(unit_bytes)
+        .ok_or_else(|| format!("{text:?} is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn embedded_default_is_valid_and_serves_demo() {
+        let config = Config::embedded(&no_env).unwrap();
+        assert_eq!(config.server.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.server.admin_listen.to_string(), "127.0.0.1:8081");
+        assert_eq!(config.server.data_dir, PathBuf::from("./hookinbox-data"));
+        assert_eq!(config.sources.len(), 1);
+        let demo = &config.sources[0];
+        assert_eq!(demo.name.as_str(), "demo");
+        assert_eq!(demo.kind, Kind::Standard);
+        assert!(demo.generate_secret);
+        assert_eq!(demo.max_body, DEFAULT_MAX_BODY);
+    }
+
+    #[test]
+    fn environment_overrides_the_file() {
+        let env = |name: &str| match name {
+            "HOOKINBOX_LISTEN" => Some("127.0.0.1:9999".to_owned()),
+            "HOOKINBOX_DATA_DIR" => Some("/tmp/x".to_owned()),
+            _ => None,
+        };
+        let config = Config::embedded(&env).unwrap();
+        assert_eq!(config.server.listen.to_string(), "127.0.0.1:9999");
+        assert_eq!(config.server.data_dir, PathBuf::from("/tmp/x"));
+    }
+
+    #[test]
+    fn bad_environment_value_names_the_variable() {
+        let env = |name: &str| (name == "HOOKINBOX_ADMIN_LISTEN").then(|| "nope".to_owned());
+        let err = Config::embedded(&env).unwrap_err().to_string();
+        assert!(
+            err.starts_with("environment: HOOKINBOX_ADMIN_LISTEN: "),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn errors_name_file_key_and_problem() {
+        let text = "[[source]]\nname = \"s\"\nkind = \"stripe\"\nsecret = \"x\"\ntolerance = \"5 parsecs\"\n";
+        let err = Config::from_toml(text, "f.toml", None, &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("f.toml: source[0].tolerance: "), "{err}");
+
+        let text = "[[source]]\nname = \"s\"\nkind = \"paypal\"\nsecret = \"x\"\n";
+        let err = Config::from_toml(text, "f.toml", None, &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("source[0].kind") && err.contains("unknown kind"),
+            "{err}"
+        );
+
+        let text = "[[source]]\nname = \"s\"\nkind = \"github\"\n";
+        let err = Config::from_toml(text, "f.toml", None, &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("source[0]") && err.contains("no secret"),
+            "{err}"
+        );
+
+        let text = "[server]\nlisten = \"127.0.0.1:1\"\nbogus = 1\n";
+        let err = Config::from_toml(text, "f.toml", None, &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("f.toml: ") && err.contains("bogus"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn duplicate_source_names_are_rejected() {
+        let text = "[[source]]\nname = \"a\"\nkind = \"github\"\nsecret = \"x\"\n\
+                    [[source]]\nname = \"a\"\nkind = \"github\"\nsecret = \"y\"\n";
+        let err = Config::from_toml(text, "f.toml", None, &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("source[1].name") && err.contains("already"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn secrets_come_from_env_file_and_inline_with_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("gh.secret"), "one\n\n two \n").unwrap();
+        let text = "[[source]]\nname = \"gh\"\nkind = \"github\"\nsecret_file = \"gh.secret\"\n\
+                    secret_env = \"GH_SECRET\"\nsecrets = [\"four\"]\n";
+        let env = |name: &str| (name == "GH_SECRET").then(|| "three".to_owned());
+        let config = Config::from_toml(text, "f.toml", Some(dir.path()), &env).unwrap();
+        let secrets: Vec<&str> = config.sources[0]
+            .secrets
+            .iter()
+            .map(|s| s.expose())
+            .collect();
+        assert_eq!(secrets, ["one", "two", "three", "four"]);
+        assert_eq!(config.warnings.len(), 1, "{:?}", config.warnings);
+
+        let text = "[[source]]\nname = \"gh\"\nkind = \"github\"\nsecret_env = \"MISSING\"\n";
+        let err = Config::from_toml(text, "f.toml", None, &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("source[0].secret_env") && err.contains("MISSING"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn redacted_output_never_contains_a_secret() {
+        let text = "[[source]]\nname = \"gh\"\nkind = \"github\"\nsecret = \"s3cr3t-value\"\n";
+        let config = Config::from_toml(text, "f.toml", None, &no_env).unwrap();
+        let shown = config.to_redacted_toml();
+        assert!(!shown.contains("s3cr3t-value"), "{shown}");
+        assert!(shown.contains("[redacted]"), "{shown}");
+        // The printed config is itself a valid config (with secrets replaced).
+        assert!(format!("{config:?}").contains("[redacted]"));
+    }
+
+    #[test]
+    fn hmac_kind_needs_its_scheme_and_an_id() {
+        let text = "[[source]]\nname = \"h\"\nkind = \"hmac\"\nsecret = \"x\"\n";
+        let err = Config::from_toml(text, "f.toml", None, &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("signature_header"), "{err}");
+
+        let text = "[[source]]\nname = \"h\"\nkind = \"hmac\"\nsecret = \"x\"\nsignature_header = \"X-Sig\"\n";
+        let err = Config::from_toml(text, "f.toml", None, &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("event_id"), "{err}");
+
+        let text = "[[source]]\nname = \"h\"\nkind = \"hmac\"\nsecret = \"x\"\nsignature_header = \"X-Sig\"\n\
+                    event_id = [\"header:X-Id\"]\nsigned_payload = \"{timestamp}.{body}\"\n";
+        let err = Config::from_toml(text, "f.toml", None, &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("timestamp_header"), "{err}");
+    }
+
+    #[test]
+    fn sizes_and_durations_parse() {
+        assert_eq!(parse_size("1MiB").unwrap(), 1 << 20);
+        assert_eq!(parse_size("512KiB").unwrap(), 512 << 10);
+        assert_eq!(parse_size("100").unwrap(), 100);
+        assert!(parse_size("1XB").is_err());
+        assert_eq!(
+            parse_duration("3d").unwrap(),
+            Duration::from_secs(3 * 86400)
+        );
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+    }
+}

@@ -1,0 +1,642 @@
+//! The config file as written (serde, every field optional) and its
+//! validation into the typed [`Config`](super::Config).
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::{
+    Config, ConfigError, DEFAULT_MAX_BODY, HmacAlgorithm, HmacSpec, Kind, Locator, LogConfig,
+    LogFormat, PayloadPart, RetentionConfig, Secret, ServerConfig, SignatureEncoding, SourceConfig,
+    SourceName, parse_duration, parse_size,
+};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    #[serde(default)]
+    server: RawServer,
+    #[serde(default)]
+    retention: RawRetention,
+    #[serde(default)]
+    log: RawLog,
+    #[serde(default)]
+    source: Vec<RawSource>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    listen: Option<String>,
+    admin_listen: Option<String>,
+    data_dir: Option<String>,
+    header_read_timeout: Option<String>,
+    body_read_timeout: Option<String>,
+    shutdown_timeout: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRetention {
+    dedupe_ttl: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLog {
+    level: Option<String>,
+    format: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawSize {
+    Bytes(u64),
+    Text(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    fn into_vec(self) -> Vec<String> {
+        match self {
+            OneOrMany::One(s) => vec![s],
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSource {
+    name: Option<String>,
+    kind: Option<String>,
+    secret: Option<String>,
+    secrets: Option<Vec<String>>,
+    secret_env: Option<String>,
+    secret_file: Option<String>,
+    #[serde(default)]
+    generate_secret: bool,
+    tolerance: Option<String>,
+    max_body: Option<RawSize>,
+    event_id: Option<OneOrMany>,
+    event_type: Option<OneOrMany>,
+    public_url: Option<String>,
+    destination: Option<String>,
+    signature_header: Option<String>,
+    algorithm: Option<String>,
+    encoding: Option<String>,
+    prefix: Option<String>,
+    signed_payload: Option<String>,
+    timestamp_header: Option<String>,
+}
+
+/// The `HOOKINBOX_*` variables and the `[server]`/`[log]` keys they override.
+const ENV_OVERRIDES: [&str; 5] = [
+    "HOOKINBOX_LISTEN",
+    "HOOKINBOX_ADMIN_LISTEN",
+    "HOOKINBOX_DATA_DIR",
+    "HOOKINBOX_LOG_LEVEL",
+    "HOOKINBOX_LOG_FORMAT",
+];
+
+pub fn apply_env(
+    raw: &mut RawConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), ConfigError> {
+    for name in ENV_OVERRIDES {
+        let Some(value) = env(name) else { continue };
+        if value.trim().is_empty() {
+            return Err(ConfigError {
+                origin: "environment".into(),
+                key: name.into(),
+                message: "is set but empty; unset it or give it a value".into(),
+            });
+        }
+        let slot = match name {
+            "HOOKINBOX_LISTEN" => &mut raw.server.listen,
+            "HOOKINBOX_ADMIN_LISTEN" => &mut raw.server.admin_listen,
+            "HOOKINBOX_DATA_DIR" => &mut raw.server.data_dir,
+            "HOOKINBOX_LOG_LEVEL" => &mut raw.log.level,
+            _ => &mut raw.log.format,
+        };
+        // Check the address here so the error names the variable, not the file.
+        if name.ends_with("LISTEN") && value.parse::<std::net::SocketAddr>().is_err() {
+            return Err(ConfigError {
+                origin: "environment".into(),
+                key: name.into(),
+                message: format!("{value:?} is not an address like 127.0.0.1:8080"),
+            });
+        }
+        *slot = Some(value);
+    }
+    Ok(())
+}
+
+struct Ctx<'a> {
+    origin: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            origin: self.origin.to_owned(),
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    fn duration(
+        &self,
+        key: &str,
+        value: Option<&str>,
+        default: &str,
+    ) -> Result<std::time::Duration, ConfigError> {
+        parse_duration(value.unwrap_or(default)).map_err(|m| self.err(key, m))
+    }
+}
+
+pub fn validate(
+    raw: RawConfig,
+    origin: &str,
+    base_dir: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
+    let cx = Ctx { origin };
+    let mut warnings = Vec::new();
+
+    let addr = |key: &str, value: Option<&str>, default: &str| {
+        let text = value.unwrap_or(default);
+        text.parse().map_err(|_| {
+            cx.err(
+                key,
+                format!("{text:?} is not an address like 127.0.0.1:8080"),
+            )
+        })
+    };
+    let s = &raw.server;
+    let server = ServerConfig {
+        listen: addr("server.listen", s.listen.as_deref(), "127.0.0.1:8080")?,
+        admin_listen: addr(
+            "server.admin_listen",
+            s.admin_listen.as_deref(),
+            "127.0.0.1:8081",
+        )?,
+        data_dir: PathBuf::from(s.data_dir.as_deref().unwrap_or("./hookinbox-data")),
+        header_read_timeout: cx.duration(
+            "server.header_read_timeout",
+            s.header_read_timeout.as_deref(),
+            "10s",
+        )?,
+        body_read_timeout: cx.duration(
+            "server.body_read_timeout",
+            s.body_read_timeout.as_deref(),
+            "30s",
+        )?,
+        shutdown_timeout: cx.duration(
+            "server.shutdown_timeout",
+            s.shutdown_timeout.as_deref(),
+            "30s",
+        )?,
+    };
+    if server.listen == server.admin_listen && server.listen.port() != 0 {
+        return Err(cx.err("server.admin_listen", "must differ from server.listen"));
+    }
+
+    let retention = RetentionConfig {
+        dedupe_ttl: cx.duration(
+            "retention.dedupe_ttl",
+            raw.retention.dedupe_ttl.as_deref(),
+            "30d",
+        )?,
+    };
+
+    let log = LogConfig {
+        level: raw.log.level.unwrap_or_else(|| "info".into()),
+        format: match raw.log.format.as_deref().unwrap_or("text") {
+            "text" => LogFormat::Text,
+            "json" => LogFormat::Json,
+            other => {
+                return Err(cx.err(
+                    "log.format",
+                    format!("{other:?}: expected \"text\" or \"json\""),
+                ));
+            }
+        },
+    };
+
+    let mut sources: Vec<SourceConfig> = Vec::new();
+    for (i, rs) in raw.source.into_iter().enumerate() {
+        let source = validate_source(&cx, i, rs, base_dir, env, &mut warnings)?;
+        if sources.iter().any(|s| s.name == source.name) {
+            return Err(cx.err(
+                format!("source[{i}].name"),
+                format!(
+                    "{:?} is already the name of another source",
+                    source.name.as_str()
+                ),
+            ));
+        }
+        sources.push(source);
+    }
+
+    Ok(Config {
+        origin: origin.to_owned(),
+        server,
+        retention,
+        log,
+        sources,
+        warnings,
+    })
+}
+
+fn validate_source(
+    cx: &Ctx<'_>,
+    i: usize,
+    mut rs: RawSource,
+    base_dir: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+    warnings: &mut Vec<String>,
+) -> Result<SourceConfig, ConfigError> {
+    let key = |k: &str| format!("source[{i}].{k}");
+    let name = rs
+        .name
+        .as_deref()
+        .ok_or_else(|| cx.err(key("name"), "is required"))?;
+    let name = SourceName::parse(name).map_err(|m| cx.err(key("name"), m))?;
+    let kind = rs
+        .kind
+        .as_deref()
+        .ok_or_else(|| cx.err(key("kind"), "is required"))?;
+    let kind = Kind::parse(kind).map_err(|m| cx.err(key("kind"), m))?;
+
+    let mut secrets = Vec::new();
+    if let Some(path) = &rs.secret_file {
+        let path = resolve(base_dir, path);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            cx.err(
+                key("secret_file"),
+                format!("cannot read {}: {e}", path.display()),
+            )
+        })?;
+        secrets.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(Secret::new),
+        );
+    }
+    if let Some(var) = &rs.secret_env {
+        let value = env(var).ok_or_else(|| {
+            cx.err(
+                key("secret_env"),
+                format!("environment variable {var} is not set"),
+            )
+        })?;
+        secrets.extend(value.split_whitespace().map(Secret::new));
+    }
+    let inline: Vec<String> = rs
+        .secret
+        .take()
+        .into_iter()
+        .chain(rs.secrets.take().into_iter().flatten())
+        .collect();
+    if !inline.is_empty() {
+        warnings.push(format!(
+            "{}: source {:?} has its secret inline in the config; prefer secret_file or secret_env",
+            cx.origin,
+            name.as_str()
+        ));
+        secrets.extend(inline.into_iter().map(Secret::new));
+    }
+    if rs.generate_secret && !secrets.is_empty() {
+        return Err(cx.err(
+            key("generate_secret"),
+            "cannot be combined with secret, secrets, secret_env or secret_file",
+        ));
+    }
+    if !rs.generate_secret && secrets.is_empty() {
+        return Err(cx.err(
+            format!("source[{i}]"),
+            "has no secret: set secret_file, secret_env or generate_secret = true",
+        ));
+    }
+    if secrets.iter().any(|s| s.expose().is_empty()) {
+        return Err(cx.err(format!("source[{i}]"), "has an empty secret"));
+    }
+
+    let tolerance = rs
+        .tolerance
+        .as_deref()
+        .map(|t| parse_duration(t).map_err(|m| cx.err(key("tolerance"), m)))
+        .transpose()?;
+    let max_body = match rs.max_body.take() {
+        None => DEFAULT_MAX_BODY,
+        Some(RawSize::Bytes(n)) => {
+            usize::try_from(n).map_err(|_| cx.err(key("max_body"), "is too large"))?
+        }
+        Some(RawSize::Text(t)) => parse_size(&t).map_err(|m| cx.err(key("max_body"), m))?,
+    };
+    if max_body == 0 {
+        return Err(cx.err(key("max_body"), "must be at least 1 byte"));
+    }
+    let locators =
+        |field: &str, value: Option<OneOrMany>| -> Result<Option<Vec<Locator>>, ConfigError> {
+            let Some(value) = value else { return Ok(None) };
+            let list: Vec<Locator> = value
+                .into_vec()
+                .iter()
+                .map(|t| Locator::parse(t).map_err(|m| cx.err(key(field), m)))
+                .collect::<Result<_, _>>()?;
+            if list.is_empty() {
+                return Err(cx.err(key(field), "must name at least one place"));
+            }
+            Ok(Some(list))
+        };
+    let event_id = locators("event_id", rs.event_id.take())?;
+    let event_type = locators("event_type", rs.event_type.take())?;
+
+    let public_url = match rs.public_url.take() {
+        Some(u) => {
+            reqwest::Url::parse(&u)
+                .map_err(|e| cx.err(key("public_url"), format!("{u:?}: {e}")))?;
+            Some(u)
+        }
+        None if kind == Kind::Twilio => {
+            return Err(cx.err(
+                key("public_url"),
+                "is required for twilio: the URL Twilio calls, which it signs",
+            ));
+        }
+        None => None,
+    };
+    let destination = rs
+        .destination
+        .as_deref()
+        .map(|u| {
+            let url = reqwest::Url::parse(u)
+                .map_err(|e| cx.err(key("destination"), format!("{u:?}: {e}")))?;
+            match url.scheme() {
+                "http" | "https" => Ok(url),
+                other => Err(cx.err(
+                    key("destination"),
+                    format!("scheme {other:?}: use http or https"),
+                )),
+            }
+        })
+        .transpose()?;
+
+    let hmac_keys = [
+        ("signature_header", rs.signature_header.is_some()),
+        ("algorithm", rs.algorithm.is_some()),
+        ("encoding", rs.encoding.is_some()),
+        ("prefix", rs.prefix.is_some()),
+        ("signed_payload", rs.signed_payload.is_some()),
+        ("timestamp_header", rs.timestamp_header.is_some()),
+    ];
+    let hmac = if kind == Kind::Hmac {
+        Some(validate_hmac(cx, i, &rs)?)
+    } else {
+        if let Some((k, _)) = hmac_keys.iter().find(|(_, set)| *set) {
+            return Err(cx.err(
+                key(k),
+                format!("applies only to kind = \"hmac\", not {kind}"),
+            ));
+        }
+        None
+    };
+    if kind == Kind::Hmac && event_id.is_none() {
+        return Err(cx.err(
+            key("event_id"),
+            "is required for kind = \"hmac\": e.g. [\"header:X-Event-Id\"], [\"json:/id\"] or [\"body-sha256\"]",
+        ));
+    }
+
+    Ok(SourceConfig {
+        name,
+        kind,
+        secrets,
+        generate_secret: rs.generate_secret,
+        tolerance,
+        max_body,
+        event_id,
+        event_type,
+        public_url,
+        destination,
+        hmac,
+    })
+}
+
+fn validate_hmac(cx: &Ctx<'_>, i: usize, rs: &RawSource) -> Result<HmacSpec, ConfigError> {
+    let key = |k: &str| format!("source[{i}].{k}");
+    let header = |k: &str, v: &str| {
+        http::HeaderName::from_bytes(v.as_bytes())
+            .map_err(|_| cx.err(key(k), format!("{v:?} is not a header name")))
+    };
+    let signature_header = rs
+        .signature_header
+        .as_deref()
+        .ok_or_else(|| cx.err(key("signature_header"), "is required for kind = \"hmac\""))?;
+    let signature_header = header("signature_header", signature_header)?;
+    let algorithm = match rs.algorithm.as_deref().unwrap_or("sha256") {
+        "sha1" => HmacAlgorithm::Sha1,
+        "sha256" => HmacAlgorithm::Sha256,
+        "sha512" => HmacAlgorithm::Sha512,
+        other => {
+            return Err(cx.err(
+                key("algorithm"),
+                format!("{other:?}: expected sha1, sha256 or sha512"),
+            ));
+        }
+    };
+    let encoding = match rs.encoding.as_deref().unwrap_or("hex") {
+        "hex" => SignatureEncoding::Hex,
+        "base64" => SignatureEncoding::Base64,
+        other => {
+            return Err(cx.err(
+                key("encoding"),
+                format!("{other:?}: expected hex or base64"),
+            ));
+        }
+    };
+    let timestamp_header = rs
+        .timestamp_header
+        .as_deref()
+        .map(|v| header("timestamp_header", v))
+        .transpose()?;
+    let template = rs.signed_payload.as_deref().unwrap_or("{body}");
+    let signed_payload = parse_template(template).map_err(|m| cx.err(key("signed_payload"), m))?;
+    if !signed_payload.contains(&PayloadPart::Body) {
+        return Err(cx.err(
+            key("signed_payload"),
+            "must include {body}: a signature that does not cover the body proves nothing",
+        ));
+    }
+    if signed_payload.contains(&PayloadPart::Timestamp) && timestamp_header.is_none() {
+        return Err(cx.err(
+            key("timestamp_header"),
+            "is required when signed_payload uses {timestamp}",
+        ));
+    }
+    Ok(HmacSpec {
+        signature_header,
+        algorithm,
+        encoding,
+        prefix: rs.prefix.clone().unwrap_or_default(),
+        signed_payload,
+        timestamp_header,
+    })
+}
+
+/// Parses a template such as `"{timestamp}.{body}"` or
+/// `"{header:Twitch-Eventsub-Message-Id}{header:Twitch-Eventsub-Message-Timestamp}{body}"`.
+fn parse_template(template: &str) -> Result<Vec<PayloadPart>, String> {
+    let mut parts = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        if open > 0 {
+            parts.push(PayloadPart::Literal(rest[..open].to_owned()));
+        }
+        let close = rest[open..]
+            .find('}')
+            .ok_or_else(|| format!("unclosed '{{' in {template:?}"))?
+            + open;
+        let name = &rest[open + 1..close];
+        parts.push(match name {
+            "body" => PayloadPart::Body,
+            "timestamp" => PayloadPart::Timestamp,
+            _ => match name.strip_prefix("header:") {
+                Some(h) => PayloadPart::Header(
+                    http::HeaderName::from_bytes(h.as_bytes()).map_err(|_| format!("{h:?} is not a header name"))?,
+                ),
+                None => return Err(format!("unknown placeholder {{{name}}}: use {{body}}, {{timestamp}} or {{header:Name}}")),
+            },
+        });
+        rest = &rest[close + 1..];
+    }
+    if !rest.is_empty() {
+        parts.push(PayloadPart::Literal(rest.to_owned()));
+    }
+    Ok(parts)
+}
+
+fn resolve(base_dir: Option<&Path>, path: &str) -> PathBuf {
+    let path = Path::new(path);
+    match base_dir {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// Renders the effective configuration as TOML with every secret replaced.
+pub fn render_redacted(config: &Config) -> String {
+    use std::fmt::Write;
+    let q = |s: &str| toml::Value::String(s.to_owned()).to_string();
+    let d = |d: std::time::Duration| q(&humantime::format_duration(d).to_string());
+    let list = |l: &[Locator]| {
+        let items: Vec<String> = l.iter().map(|x| q(&x.to_string())).collect();
+        format!("[{}]", items.join(", "))
+    };
+    let s = &config.server;
+    let mut out = String::new();
+    let _ = writeln!(out, "# effective configuration from {}", config.origin);
+    let _ = writeln!(out, "[server]");
+    let _ = writeln!(out, "listen = {}", q(&s.listen.to_string()));
+    let _ = writeln!(out, "admin_listen = {}", q(&s.admin_listen.to_string()));
+    let _ = writeln!(out, "data_dir = {}", q(&s.data_dir.display().to_string()));
+    let _ = writeln!(out, "header_read_timeout = {}", d(s.header_read_timeout));
+    let _ = writeln!(out, "body_read_timeout = {}", d(s.body_read_timeout));
+    let _ = writeln!(out, "shutdown_timeout = {}", d(s.shutdown_timeout));
+    let _ = writeln!(
+        out,
+        "\n[retention]\ndedupe_ttl = {}",
+        d(config.retention.dedupe_ttl)
+    );
+    let format = match config.log.format {
+        LogFormat::Text => "text",
+        LogFormat::Json => "json",
+    };
+    let _ = writeln!(
+        out,
+        "\n[log]\nlevel = {}\nformat = {}",
+        q(&config.log.level),
+        q(format)
+    );
+    for src in &config.sources {
+        let _ = writeln!(
+            out,
+            "\n[[source]]\nname = {}\nkind = {}",
+            q(src.name.as_str()),
+            q(src.kind.as_str())
+        );
+        if src.generate_secret && src.secrets.is_empty() {
+            let _ = writeln!(out, "generate_secret = true  # generated on first start");
+        } else {
+            let _ = writeln!(
+                out,
+                "secrets = [{}]",
+                vec![q("[redacted]"); src.secrets.len()].join(", ")
+            );
+        }
+        if let Some(t) = src.tolerance {
+            let _ = writeln!(out, "tolerance = {}", d(t));
+        }
+        let _ = writeln!(out, "max_body = {}", src.max_body);
+        if let Some(l) = &src.event_id {
+            let _ = writeln!(out, "event_id = {}", list(l));
+        }
+        if let Some(l) = &src.event_type {
+            let _ = writeln!(out, "event_type = {}", list(l));
+        }
+        if let Some(u) = &src.public_url {
+            let _ = writeln!(out, "public_url = {}", q(u));
+        }
+        match &src.destination {
+            Some(u) => {
+                let _ = writeln!(out, "destination = {}", q(u.as_str()));
+            }
+            None => {
+                let _ = writeln!(out, "# no destination: events are held");
+            }
+        }
+        if let Some(h) = &src.hmac {
+            let _ = writeln!(out, "signature_header = {}", q(h.signature_header.as_str()));
+            let alg = match h.algorithm {
+                HmacAlgorithm::Sha1 => "sha1",
+                HmacAlgorithm::Sha256 => "sha256",
+                HmacAlgorithm::Sha512 => "sha512",
+            };
+            let enc = match h.encoding {
+                SignatureEncoding::Hex => "hex",
+                SignatureEncoding::Base64 => "base64",
+            };
+            let _ = writeln!(
+                out,
+                "algorithm = {}\nencoding = {}\nprefix = {}",
+                q(alg),
+                q(enc),
+                q(&h.prefix)
+            );
+            let template: String = h
+                .signed_payload
+                .iter()
+                .map(|p| match p {
+                    PayloadPart::Literal(l) => l.clone(),
+                    PayloadPart::Body => "{body}".into(),
+                    PayloadPart::Timestamp => "{timestamp}".into(),
+                    PayloadPart::Header(n) => format!("{{header:{n}}}"),
+                })
+                .collect();
+            let _ = writeln!(out, "signed_payload = {}", q(&template));
+            if let Some(t) = &h.timestamp_header {
+                let _ = writeln!(out, "timestamp_header = {}", q(t.as_str()));
+            }
+        }
+    }
+    out
+}

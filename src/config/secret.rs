@@ -1,0 +1,133 @@
+//! Secrets: a newtype that never prints itself, and the generated secret of a
+//! source with `generate_secret = true` (kept 0600 under the data dir).
+
+use std::fmt;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use rand::RngCore;
+
+use super::Kind;
+
+/// A secret as the user configured it. `Debug` and `Display` print `[redacted]`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(text: impl Into<String>) -> Secret {
+        Secret(text.into())
+    }
+
+    /// The secret text. Call only where the secret is used: signing, verifying,
+    /// printing it once to the operator who asked for it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// A fresh random secret in the form the kind's senders expect: Standard
+/// Webhooks keys are `whsec_` + base64 of 24 random bytes (as Svix issues
+/// them), others 32 random bytes in hex.
+pub fn generate_secret_text(kind: Kind) -> String {
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    match kind {
+        Kind::Standard => format!(
+            "whsec_{}",
+            base64::engine::general_purpose::STANDARD.encode(&bytes[..24])
+        ),
+        _ => hex::encode(bytes),
+    }
+}
+
+fn secret_path(data_dir: &Path, source: &str) -> PathBuf {
+    data_dir.join("secrets").join(format!("{source}.secret"))
+}
+
+/// Returns the generated secret of `source`, creating it (0600, in a 0700
+/// directory) on first call. The flag is true when it was created just now,
+/// so the caller prints it once.
+pub fn load_or_generate_secret(
+    data_dir: &Path,
+    source: &str,
+    kind: Kind,
+) -> std::io::Result<(Secret, bool)> {
+    let path = secret_path(data_dir, source);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let text = text.trim();
+            if text.is_empty() {
+                return Err(std::io::Error::other(format!(
+                    "{} is empty: delete it to have a new secret generated",
+                    path.display()
+                )));
+            }
+            return Ok((Secret::new(text), false));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(std::io::Error::new(
+                e.kind(),
+                format!("{}: {e}", path.display()),
+            ));
+        }
+    }
+    let dir = path.parent().expect("secret path has a parent");
+    // Created 0700 from the start (data dir included), never widened then narrowed.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    let text = generate_secret_text(kind);
+    // create_new: two processes racing on first start cannot both win.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)?;
+    file.write_all(format!("{text}\n").as_bytes())?;
+    file.sync_all()?;
+    Ok((Secret::new(text), true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_and_display_never_show_the_secret() {
+        let s = Secret::new("hunter2");
+        assert_eq!(format!("{s:?} {s}"), "[redacted] [redacted]");
+    }
+
+    #[test]
+    fn generated_secret_is_kept_private_and_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (first, created) = load_or_generate_secret(dir.path(), "demo", Kind::Standard).unwrap();
+        assert!(created);
+        assert!(first.expose().starts_with("whsec_"));
+        let mode = std::fs::metadata(secret_path(dir.path(), "demo"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let (again, created) = load_or_generate_secret(dir.path(), "demo", Kind::Standard).unwrap();
+        assert!(!created);
+        assert_eq!(first, again);
+    }
+}

@@ -1,0 +1,290 @@
+//! Ingest: `POST /in/{source}` on the public listener.
+//!
+//! Owns the HTTP contract with providers: body limits and read timeout, the
+//! status code and JSON of every answer, and the one log line and counter per
+//! decision. It refuses to judge a request itself (that is `verify`) or to
+//! touch the database (that is `store`): it answers 2xx only with the store's
+//! durable answer in hand.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use serde_json::json;
+
+use crate::clock::Clock;
+use crate::config::{Config, SourceName};
+use crate::metrics::Metrics;
+use crate::store::{Ingested, Initial, Store, StoreError};
+use crate::verify::{self, Rejection, Verified, Verifier};
+
+/// Seconds a provider is told to wait after a 503. Short: a full disk or a
+/// reopening database is either fixed soon or needs a person, and providers
+/// back off on their own schedule anyway.
+const RETRY_AFTER_SECS: &str = "5";
+
+struct Source {
+    name: SourceName,
+    verifier: Verifier,
+    max_body: usize,
+    initial: Initial,
+}
+
+#[derive(Clone)]
+pub struct IngestState {
+    sources: Arc<HashMap<String, Source>>,
+    store: Store,
+    clock: Clock,
+    metrics: Metrics,
+    body_read_timeout: Duration,
+}
+
+impl IngestState {
+    /// Builds every source's verifier; fails on a secret the kind cannot use.
+    pub fn new(
+        config: &Config,
+        store: Store,
+        clock: Clock,
+        metrics: Metrics,
+    ) -> Result<IngestState, String> {
+        let mut sources = HashMap::new();
+        for s in &config.sources {
+            let verifier =
+                Verifier::new(s).map_err(|e| format!("source {:?}: {e}", s.name.as_str()))?;
+            let initial = if s.destination.is_some() {
+                Initial::Deliver
+            } else {
+                Initial::Hold
+            };
+            sources.insert(
+                s.name.as_str().to_owned(),
+                Source {
+                    name: s.name.clone(),
+                    verifier,
+                    max_body: s.max_body,
+                    initial,
+                },
+            );
+        }
+        Ok(IngestState {
+            sources: Arc::new(sources),
+            store,
+            clock,
+            metrics,
+            body_read_timeout: config.server.body_read_timeout,
+        })
+    }
+}
+
+pub fn router(state: IngestState) -> Router {
+    Router::new()
+        .route("/in/{source}", post(receive))
+        .route("/in/{source}/{*rest}", post(receive))
+        .fallback(|| async {
+            (
+                StatusCode::NOT_FOUND,
+                axum::Json(
+                    json!({"error": "not_found", "reason": "webhooks go to POST /in/{source}"}),
+                ),
+            )
+        })
+        .with_state(state)
+}
+
+/// Why a request got no 2xx. [`IngestError::into_response`] is the one place
+/// that maps it to a status, counts it and logs it.
+#[derive(Debug, thiserror::Error)]
+enum IngestError {
+    #[error("no source named {0:?} is configured")]
+    UnknownSource(String),
+    #[error("the body is larger than the {limit} bytes this source accepts")]
+    BodyTooLarge { limit: usize },
+    #[error("the body was not received within {0:?}")]
+    BodyTimeout(Duration),
+    #[error("the body could not be read: {0}")]
+    BodyRead(String),
+    #[error(transparent)]
+    Rejected(#[from] Rejection),
+    #[error("the event could not be stored: {0}")]
+    Store(#[from] StoreError),
+}
+
+impl IngestError {
+    fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            IngestError::UnknownSource(_) => (StatusCode::NOT_FOUND, "unknown_source"),
+            IngestError::BodyTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "body_too_large"),
+            IngestError::BodyTimeout(_) => (StatusCode::REQUEST_TIMEOUT, "body_timeout"),
+            IngestError::BodyRead(_) => (StatusCode::BAD_REQUEST, "body_unreadable"),
+            IngestError::Rejected(r) if r.is_authentication() => {
+                (StatusCode::UNAUTHORIZED, "invalid_signature")
+            }
+            IngestError::Rejected(r) => (StatusCode::BAD_REQUEST, r.label()),
+            IngestError::Store(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
+        }
+    }
+
+    /// The counter label: finer than the public code for signature failures.
+    fn reason_label(&self) -> &'static str {
+        match self {
+            IngestError::Rejected(r) => r.label(),
+            other => other.status_and_code().1,
+        }
+    }
+
+    fn into_response(
+        self,
+        source: Option<&SourceName>,
+        event_id: Option<&str>,
+        metrics: &Metrics,
+    ) -> Response {
+        let (status, code) = self.status_and_code();
+        let source_label = source.map_or("(unknown)", |s| s.as_str());
+        metrics.rejected(source_label, self.reason_label());
+        let reason = self.to_string();
+        if status.is_server_error() {
+            tracing::error!(source = source_label, event_id, status = status.as_u16(), reason = %reason, "ingest failed");
+        } else {
+            tracing::warn!(source = source_label, event_id, status = status.as_u16(), reason = %reason, "ingest rejected");
+        }
+        let mut response =
+            (status, axum::Json(json!({"error": code, "reason": reason}))).into_response();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from_static(RETRY_AFTER_SECS),
+            );
+        }
+        response
+    }
+}
+
+async fn receive(State(state): State<IngestState>, request: Request) -> Response {
+    let started = Instant::now();
+    let (parts, body) = request.into_parts();
+    // Path is /in/{source} or /in/{source}/{*rest}; the router guarantees the prefix.
+    let path = parts.uri.path().strip_prefix("/in/").unwrap_or_default();
+    let (name, rest) = match path.find('/') {
+        Some(i) => (&path[..i], &path[i..]),
+        None => (path, ""),
+    };
+    let Some(source) = state.sources.get(name) else {
+        return IngestError::UnknownSource(truncate_for_log(name)).into_response(
+            None,
+            None,
+            &state.metrics,
+        );
+    };
+    let reject = |e: IngestError, event_id: Option<&str>| {
+        e.into_response(Some(&source.name), event_id, &state.metrics)
+    };
+
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > source.max_body) {
+        return reject(
+            IngestError::BodyTooLarge {
+                limit: source.max_body,
+            },
+            None,
+        );
+    }
+    let body = match read_body(body, source.max_body, state.body_read_timeout).await {
+        Ok(b) => b,
+        Err(e) => return reject(e, None),
+    };
+
+    let now = state.clock.now();
+    let request = verify::Request {
+        headers: &parts.headers,
+        body: &body,
+        path_rest: rest,
+        query: parts.uri.query(),
+    };
+    let event = match source.verifier.verify(&request, now) {
+        Ok(Verified::Event(event)) => event,
+        Ok(Verified::Challenge(challenge)) => {
+            tracing::info!(
+                source = source.name.as_str(),
+                "answered the provider's url_verification challenge"
+            );
+            return (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "text/plain")],
+                challenge,
+            )
+                .into_response();
+        }
+        Err(rejection) => return reject(rejection.into(), None),
+    };
+
+    let event_id = event.event_id().as_str().to_owned();
+    let event_type = event.event_type().map(str::to_owned);
+    match state.store.ingest(event, source.initial).await {
+        Ok(Ingested::New { id }) => {
+            let ack = started.elapsed();
+            state.metrics.received(source.name.as_str(), ack);
+            tracing::info!(
+                source = source.name.as_str(),
+                event_id,
+                event_type,
+                id,
+                ack_ms = ack.as_secs_f64() * 1e3,
+                "stored"
+            );
+            (
+                StatusCode::OK,
+                axum::Json(json!({"received": true, "id": id})),
+            )
+                .into_response()
+        }
+        Ok(Ingested::Duplicate { id }) => {
+            let ack = started.elapsed();
+            state.metrics.duplicate(source.name.as_str(), ack);
+            tracing::info!(
+                source = source.name.as_str(),
+                event_id,
+                event_type,
+                id,
+                ack_ms = ack.as_secs_f64() * 1e3,
+                "duplicate"
+            );
+            (
+                StatusCode::OK,
+                axum::Json(json!({"received": true, "duplicate": true, "id": id})),
+            )
+                .into_response()
+        }
+        Err(e) => reject(e.into(), Some(&event_id)),
+    }
+}
+
+async fn read_body(
+    body: axum::body::Body,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Bytes, IngestError> {
+    let limited = Limited::new(body, limit);
+    match tokio::time::timeout(timeout, limited.collect()).await {
+        Err(_) => Err(IngestError::BodyTimeout(timeout)),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(IngestError::BodyTooLarge { limit })
+        }
+        Ok(Err(e)) => Err(IngestError::BodyRead(e.to_string())),
+    }
+}
+
+/// A caller-chosen name goes into a log line: bound it.
+fn truncate_for_log(name: &str) -> String {
+    name.chars().take(64).collect()
+}

@@ -1,0 +1,17 @@
+//! hookinbox: a single-binary webhook inbox.
+//!
+//! Modules are listed in the order an event meets them: config decides what
+//! is accepted, `ingest` receives the request, `verify` proves it authentic,
+//! `store` makes it durable and deduplicated. `app` wires them together;
+//! `cli` and `send` are the command line's.
+
+pub mod app;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod ingest;
+pub mod listener;
+pub mod metrics;
+pub mod send;
+pub mod store;
+pub mod verify;

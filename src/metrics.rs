@@ -1,0 +1,164 @@
+//! Counters and histograms, kept in a Prometheus registry.
+//!
+//! Owns metric names, labels and help texts; refuses event ids or any other
+//! unbounded value as a label. Modules record through the typed methods here
+//! so a metric's name lives in one place.
+
+use std::sync::{Arc, Mutex};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceLabel {
+    pub source: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RejectedLabels {
+    pub source: String,
+    pub reason: String,
+}
+
+/// Ack latency buckets, seconds: from 1 ms (a lone request on a fast disk)
+/// to 10 s (a stalled disk), doubling.
+fn ack_buckets() -> impl Iterator<Item = f64> {
+    prometheus_client::metrics::histogram::exponential_buckets(0.001, 2.0, 14)
+}
+
+#[derive(Clone)]
+pub struct Metrics {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: Mutex<Registry>,
+    received: Family<SourceLabel, Counter>,
+    duplicates: Family<SourceLabel, Counter>,
+    rejected: Family<RejectedLabels, Counter>,
+    ack_seconds: Family<SourceLabel, Histogram, fn() -> Histogram>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("hookinbox");
+        let received = Family::<SourceLabel, Counter>::default();
+        let duplicates = Family::<SourceLabel, Counter>::default();
+        let rejected = Family::<RejectedLabels, Counter>::default();
+        let ack_seconds: Family<SourceLabel, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(|| Histogram::new(ack_buckets()));
+        registry.register(
+            "received",
+            "Events stored for the first time",
+            received.clone(),
+        );
+        registry.register(
+            "duplicates",
+            "Requests answered as duplicates of a stored event",
+            duplicates.clone(),
+        );
+        registry.register(
+            "rejected",
+            "Requests refused, by reason; nothing was stored",
+            rejected.clone(),
+        );
+        registry.register(
+            "ack_latency_seconds",
+            "From the request's arrival to its durable 2xx answer",
+            ack_seconds.clone(),
+        );
+        Metrics {
+            inner: Arc::new(Inner {
+                registry: Mutex::new(registry),
+                received,
+                duplicates,
+                rejected,
+                ack_seconds,
+            }),
+        }
+    }
+
+    pub fn received(&self, source: &str, ack: std::time::Duration) {
+        let label = SourceLabel {
+            source: source.to_owned(),
+        };
+        self.inner.received.get_or_create(&label).inc();
+        self.inner
+            .ack_seconds
+            .get_or_create(&label)
+            .observe(ack.as_secs_f64());
+    }
+
+    pub fn duplicate(&self, source: &str, ack: std::time::Duration) {
+        let label = SourceLabel {
+            source: source.to_owned(),
+        };
+        self.inner.duplicates.get_or_create(&label).inc();
+        self.inner
+            .ack_seconds
+            .get_or_create(&label)
+            .observe(ack.as_secs_f64());
+    }
+
+    /// `source` is the configured name, or "(unknown)" for an unknown source
+    /// (never the name the caller sent: that would be an unbounded label).
+    pub fn rejected(&self, source: &str, reason: &str) {
+        self.inner
+            .rejected
+            .get_or_create(&RejectedLabels {
+                source: source.to_owned(),
+                reason: reason.to_owned(),
+            })
+            .inc();
+    }
+
+    pub fn received_count(&self, source: &str) -> u64 {
+        self.inner
+            .received
+            .get_or_create(&SourceLabel {
+                source: source.to_owned(),
+            })
+            .get()
+    }
+
+    pub fn duplicate_count(&self, source: &str) -> u64 {
+        self.inner
+            .duplicates
+            .get_or_create(&SourceLabel {
+                source: source.to_owned(),
+            })
+            .get()
+    }
+
+    pub fn rejected_count(&self, source: &str, reason: &str) -> u64 {
+        self.inner
+            .rejected
+            .get_or_create(&RejectedLabels {
+                source: source.to_owned(),
+                reason: reason.to_owned(),
+            })
+            .get()
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        let registry = self
+            .inner
+            .registry
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        prometheus_client::encoding::text::encode(&mut out, &registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+}

@@ -1,0 +1,396 @@
+//! `hookinbox send`: sign and send webhooks exactly as a provider would.
+//!
+//! For users testing their setup (`hookinbox send --source demo`) and for
+//! load tests (`--repeat`, `--concurrency`). Signing itself is
+//! `verify::sign`; this module only builds bodies, sends, and reports.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use clap::Args;
+use rand::Rng;
+
+use crate::config::{self, Config, HmacSpec, Kind, Locator};
+use crate::verify::default_event_id;
+use crate::verify::sign::{Signing, sign, twilio_body_url};
+
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// Sign as this provider: stripe, github, shopify, slack, standard, paddle,
+    /// linear, twilio, gitlab. Or use --source to take kind, secret and URL from a config.
+    #[arg(long, required_unless_present = "source")]
+    pub provider: Option<String>,
+    /// The signing secret (with --provider).
+    #[arg(long, env = "HOOKINBOX_SEND_SECRET", hide_env_values = true)]
+    pub secret: Option<String>,
+    /// Take kind, secret (including a generated one) and URL from this source of the config.
+    #[arg(long, conflicts_with = "provider")]
+    pub source: Option<String>,
+    /// The config for --source (default: the embedded one).
+    #[arg(long, short = 'c', env = "HOOKINBOX_CONFIG", requires = "source")]
+    pub config: Option<PathBuf>,
+    /// Where to POST, e.g. http://127.0.0.1:8080/in/stripe (default with --source: its ingest URL).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// The URL to sign, for Twilio when it differs from --url (a proxy in between).
+    #[arg(long)]
+    pub signed_url: Option<String>,
+    /// The body, from a file.
+    #[arg(long, conflicts_with = "body")]
+    pub body_file: Option<PathBuf>,
+    /// The body, inline. Default: a small JSON test event.
+    #[arg(long)]
+    pub body: Option<String>,
+    /// The provider event id. Given: every request repeats it (duplicates).
+    /// Absent: each request gets a fresh id (or, for one request, the body's own).
+    #[arg(long)]
+    pub event_id: Option<String>,
+    /// The event type, for providers that send it in a header.
+    #[arg(long)]
+    pub event_type: Option<String>,
+    /// The content type (default: application/json, or form for a non-JSON Twilio body).
+    #[arg(long)]
+    pub content_type: Option<String>,
+    /// How many requests to send.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u64,
+    /// How many requests in flight at once.
+    #[arg(long, default_value_t = 1)]
+    pub concurrency: usize,
+    /// Per-request timeout.
+    #[arg(long, default_value = "30s", value_parser = config::parse_duration)]
+    pub timeout: Duration,
+    /// Print only the summary, not each answer.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// A reqwest client with rustls (ring) installed as the TLS provider.
+pub fn http_client(timeout: Duration) -> anyhow::Result<reqwest::Client> {
+    // Installing twice is harmless: the second call reports the first provider.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .context("cannot build the HTTP client")
+}
+
+struct Plan {
+    kind: Kind,
+    secret: String,
+    url: String,
+    signed_url: String,
+    body: Vec<u8>,
+    content_type: String,
+    event_id: Option<String>,
+    event_type: Option<String>,
+    id_locators: Vec<Locator>,
+    hmac: Option<HmacSpec>,
+    repeat: u64,
+}
+
+fn plan(args: SendArgs) -> anyhow::Result<Plan> {
+    let (kind, secret, default_url, id_locators, hmac) = if let Some(name) = &args.source {
+        let config = match &args.config {
+            Some(path) => Config::load(path, &config::process_env)?,
+            None => Config::embedded(&config::process_env)?,
+        };
+        let source = config
+            .source(name)
+            .with_context(|| format!("{}: no source named {name:?}", config.origin))?;
+        let secret = match source.secrets.first() {
+            Some(s) => s.expose().to_owned(),
+            None => {
+                let path = config
+                    .server
+                    .data_dir
+                    .join("secrets")
+                    .join(format!("{name}.secret"));
+                std::fs::read_to_string(&path)
+                    .with_context(|| format!("source {name:?} has a generated secret, but {} cannot be read (has `hookinbox serve` started once?)", path.display()))?
+                    .trim()
+                    .to_owned()
+            }
+        };
+        let locators = source
+            .event_id
+            .clone()
+            .unwrap_or_else(|| default_event_id(source.kind));
+        let url = format!("http://{}/in/{name}", config.server.listen);
+        (
+            source.kind,
+            secret,
+            Some(url),
+            locators,
+            source.hmac.clone(),
+        )
+    } else {
+        let kind = Kind::parse(args.provider.as_deref().unwrap_or_default())
+            .map_err(anyhow::Error::msg)?;
+        if kind == Kind::Hmac {
+            bail!("--provider hmac needs the source's scheme: use --source NAME (with --config)");
+        }
+        let secret = args
+            .secret
+            .clone()
+            .context("--secret is required with --provider")?;
+        (kind, secret, None, default_event_id(kind), None)
+    };
+    let url = args
+        .url
+        .clone()
+        .or(default_url)
+        .context("--url is required with --provider")?;
+    let body = match (&args.body_file, &args.body) {
+        (Some(path), _) => {
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?
+        }
+        (None, Some(text)) => text.clone().into_bytes(),
+        (None, None) => {
+            br#"{"type":"hookinbox.test","data":{"message":"hello from hookinbox send"}}"#.to_vec()
+        }
+    };
+    let looks_json = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    let content_type = args.content_type.clone().unwrap_or_else(|| {
+        if kind == Kind::Twilio && !looks_json {
+            "application/x-www-form-urlencoded"
+        } else {
+            "application/json"
+        }
+        .into()
+    });
+    if args.repeat == 0 || args.concurrency == 0 {
+        bail!("--repeat and --concurrency must be at least 1");
+    }
+    let signed_url = args.signed_url.clone().unwrap_or_else(|| url.clone());
+    Ok(Plan {
+        kind,
+        secret,
+        signed_url,
+        url,
+        body,
+        content_type,
+        event_id: args.event_id.clone(),
+        event_type: args.event_type.clone(),
+        id_locators,
+        hmac,
+        repeat: args.repeat,
+    })
+}
+
+/// Sets `pointer` (object keys only) in `value`, creating objects on the way.
+fn set_pointer(value: &mut serde_json::Value, pointer: &str, new: serde_json::Value) -> bool {
+    let mut at = value;
+    let keys: Vec<String> = pointer
+        .split('/')
+        .skip(1)
+        .map(|k| k.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    let Some((last, path)) = keys.split_last() else {
+        return false;
+    };
+    for key in path {
+        let Some(obj) = at.as_object_mut() else {
+            return false;
+        };
+        at = obj
+            .entry(key.clone())
+            .or_insert_with(|| serde_json::json!({}));
+    }
+    match at.as_object_mut() {
+        Some(obj) => {
+            obj.insert(last.clone(), new);
+            true
+        }
+        None => false,
+    }
+}
+
+impl Plan {
+    /// The body and id of request `n`.
+    fn request(&self, n: u64, now_ms: u64) -> anyhow::Result<(Vec<u8>, String)> {
+        let json_pointer = self.id_locators.iter().find_map(|l| match l {
+            Locator::Json(p) => Some(p.as_str()),
+            _ => None,
+        });
+        let mut json: Option<serde_json::Value> = None;
+        let parse = |body: &[u8]| -> anyhow::Result<serde_json::Value> {
+            serde_json::from_slice(body)
+                .context("this provider reads the event id from the body: give a JSON body")
+        };
+        let existing = match json_pointer {
+            Some(p) if self.event_id.is_none() && self.repeat == 1 => {
+                let v = parse(&self.body)?;
+                let found = v
+                    .pointer(p)
+                    .and_then(|x| x.as_str())
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned);
+                json = Some(v);
+                found
+            }
+            _ => None,
+        };
+        let id = match (&self.event_id, existing) {
+            (Some(id), _) => id.clone(),
+            (None, Some(id)) => id,
+            (None, None) => format!("evt_{:016x}{n:08x}", rand::rng().random::<u64>()),
+        };
+        let mut body = self.body.clone();
+        let needs_json = json_pointer.is_some() || self.kind == Kind::Linear;
+        if needs_json {
+            let mut v = match json {
+                Some(v) => v,
+                None => parse(&self.body)?,
+            };
+            if let Some(p) = json_pointer {
+                set_pointer(&mut v, p, serde_json::Value::String(id.clone()));
+            }
+            if self.kind == Kind::Linear {
+                // Linear signs its timestamp inside the body.
+                set_pointer(&mut v, "/webhookTimestamp", serde_json::json!(now_ms));
+            }
+            body = serde_json::to_vec(&v)?;
+        }
+        Ok((body, id))
+    }
+}
+
+/// Sends everything the args ask for; returns whether every answer was 2xx.
+pub async fn run(args: SendArgs) -> anyhow::Result<bool> {
+    let quiet = args.quiet;
+    let concurrency = args.concurrency;
+    let timeout = args.timeout;
+    let plan = Arc::new(plan(args)?);
+    let client = http_client(timeout)?;
+    let next = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..concurrency.min(plan.repeat as usize) {
+        let (plan, client, next) = (plan.clone(), client.clone(), next.clone());
+        workers.push(tokio::spawn(async move {
+            let mut results: Vec<(Option<u16>, Duration, bool)> = Vec::new();
+            loop {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= plan.repeat {
+                    return Ok::<_, anyhow::Error>(results);
+                }
+                let now = SystemTime::now().duration_since(UNIX_EPOCH)?;
+                let (body, id) = plan.request(n, now.as_millis() as u64)?;
+                // Twilio covers a non-form body through bodySHA256 in the URL.
+                let twilio_json = plan.kind == Kind::Twilio
+                    && !plan
+                        .content_type
+                        .starts_with("application/x-www-form-urlencoded");
+                let (url, signed_url) = if twilio_json {
+                    (
+                        twilio_body_url(&plan.url, &body),
+                        twilio_body_url(&plan.signed_url, &body),
+                    )
+                } else {
+                    (plan.url.clone(), plan.signed_url.clone())
+                };
+                let headers = sign(&Signing {
+                    kind: plan.kind,
+                    secret: &plan.secret,
+                    body: &body,
+                    event_id: &id,
+                    event_type: plan.event_type.as_deref(),
+                    timestamp: now.as_secs() as i64,
+                    url: &signed_url,
+                    content_type: &plan.content_type,
+                    hmac: plan.hmac.as_ref().map(|h| (h, plan.id_locators.as_slice())),
+                })
+                .map_err(anyhow::Error::msg)?;
+                let mut request = client.post(&url).body(body);
+                for (k, v) in headers {
+                    request = request.header(k, v);
+                }
+                let t0 = Instant::now();
+                let outcome = request.send().await;
+                let latency = t0.elapsed();
+                match outcome {
+                    Ok(response) => {
+                        let status = response.status().as_u16();
+                        let text = response.text().await.unwrap_or_default();
+                        let duplicate = text.contains("\"duplicate\":true");
+                        if !quiet {
+                            println!(
+                                "{n} {id} {status} {:.1}ms {}",
+                                latency.as_secs_f64() * 1e3,
+                                text.trim()
+                            );
+                        }
+                        results.push((Some(status), latency, duplicate));
+                    }
+                    Err(e) => {
+                        if !quiet {
+                            println!("{n} {id} error {:.1}ms {e}", latency.as_secs_f64() * 1e3);
+                        }
+                        results.push((None, latency, false));
+                    }
+                }
+            }
+        }));
+    }
+    let mut all = Vec::new();
+    for w in workers {
+        all.extend(w.await??);
+    }
+    let elapsed = started.elapsed();
+    Ok(summarize(&all, elapsed))
+}
+
+fn summarize(results: &[(Option<u16>, Duration, bool)], elapsed: Duration) -> bool {
+    let mut by_status: std::collections::BTreeMap<String, u64> = Default::default();
+    for (status, _, _) in results {
+        *by_status
+            .entry(status.map_or("error".into(), |s| s.to_string()))
+            .or_default() += 1;
+    }
+    let duplicates = results.iter().filter(|r| r.2).count();
+    let mut latencies: Vec<Duration> = results.iter().map(|r| r.1).collect();
+    latencies.sort();
+    let pct = |p: f64| {
+        latencies
+            .get(((latencies.len() as f64 - 1.0) * p).round() as usize)
+            .copied()
+            .unwrap_or_default()
+    };
+    let statuses: Vec<String> = by_status.iter().map(|(s, n)| format!("{s}×{n}")).collect();
+    eprintln!(
+        "sent {} in {:.2}s ({:.0}/s): {} ({} duplicates); latency p50 {:.1}ms p99 {:.1}ms",
+        results.len(),
+        elapsed.as_secs_f64(),
+        results.len() as f64 / elapsed.as_secs_f64().max(1e-9),
+        statuses.join(" "),
+        duplicates,
+        pct(0.50).as_secs_f64() * 1e3,
+        pct(0.99).as_secs_f64() * 1e3,
+    );
+    results
+        .iter()
+        .all(|(s, _, _)| s.is_some_and(|s| (200..300).contains(&s)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_pointer_creates_the_path() {
+        let mut v = serde_json::json!({"a": 1});
+        assert!(set_pointer(&mut v, "/id", "x".into()));
+        assert!(set_pointer(&mut v, "/data/object/id", "y".into()));
+        assert_eq!(
+            v,
+            serde_json::json!({"a": 1, "id": "x", "data": {"object": {"id": "y"}}})
+        );
+        let mut not_object = serde_json::json!([1]);
+        assert!(!set_pointer(&mut not_object, "/id", "x".into()));
+    }
+}

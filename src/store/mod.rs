@@ -1,0 +1,404 @@
+//! The store: one redb file, one writer thread, readers on snapshots.
+//!
+//! Owns the database file and every byte in it. Only [`writer`] opens a write
+//! transaction; everything else reads through [`Store`]'s read methods, which
+//! use redb's MVCC snapshots and never wait for the writer. The store does not
+//! know HTTP, providers or config files: it takes a [`VerifiedEvent`] and
+//! answers with where it landed.
+
+pub mod schema;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::verify::VerifiedEvent;
+use schema::{
+    DEDUPE, EVENTS, EventRecord, EventState, META, META_SCHEMA, META_TAG, SCHEMA_VERSION, STATE,
+};
+
+pub use writer::MAX_BATCH;
+
+/// The database file's name inside the data dir.
+pub const DB_FILE: &str = "hookinbox.redb";
+
+/// How an event starts its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Initial {
+    /// Deliver it: it goes on the schedule, due now.
+    Deliver,
+    /// Its source has no destination: keep it in the inbox.
+    Hold,
+}
+
+/// Where an ingested event landed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ingested {
+    /// Stored now, under this public id.
+    New { id: String },
+    /// Already stored within the dedupe TTL, under this public id.
+    Duplicate { id: String },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The write could not be made durable (disk full, I/O error). Nothing of
+    /// the batch was stored; the caller may retry.
+    #[error("the store cannot commit right now: {0}")]
+    Unavailable(String),
+    /// The store is shutting down or was closed.
+    #[error("the store is closed")]
+    Closed,
+    #[error("cannot open the database at {path}: {cause}")]
+    Open { path: PathBuf, cause: String },
+    #[error(
+        "the database at {path} has schema version {found}, newer than the {SCHEMA_VERSION} this build knows: upgrade hookinbox or restore a backup"
+    )]
+    NewerSchema { path: PathBuf, found: u8 },
+    #[error("the database holds a record this build cannot read: {0}")]
+    Corrupt(#[from] schema::DecodeError),
+    #[error("read failed: {0}")]
+    Read(String),
+}
+
+macro_rules! read_err {
+    () => {
+        |e| StoreError::Read(e.to_string())
+    };
+}
+
+/// Settings the store takes from config.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    pub data_dir: PathBuf,
+    pub dedupe_ttl: Duration,
+    /// redb's page cache. 256 MiB keeps the dedupe table and the hot ends of
+    /// the sequential tables in memory on a small VM.
+    pub cache_bytes: usize,
+}
+
+impl StoreOptions {
+    pub fn new(data_dir: impl Into<PathBuf>, dedupe_ttl: Duration) -> StoreOptions {
+        StoreOptions {
+            data_dir: data_dir.into(),
+            dedupe_ttl,
+            cache_bytes: 256 << 20,
+        }
+    }
+}
+
+/// An event as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    pub seq: u64,
+    pub id: String,
+    pub record: EventRecord,
+    pub state: EventState,
+}
+
+/// A cheap handle to the store. Clones share the writer and the database.
+#[derive(Clone)]
+pub struct Store {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    /// `None` while the writer reopens the file after an I/O error, and after close.
+    db: RwLock<Option<Arc<Database>>>,
+    path: PathBuf,
+    tag: u32,
+    jobs: mpsc::Sender<writer::Job>,
+}
+
+/// The writer thread, to be joined at shutdown.
+pub struct WriterHandle {
+    thread: Option<std::thread::JoinHandle<()>>,
+    jobs: mpsc::Sender<writer::Job>,
+    exited: Option<oneshot::Receiver<()>>,
+}
+
+impl WriterHandle {
+    /// Splits off a signal that resolves when the writer thread ends, for
+    /// whatever reason (shutdown, or a panic that would leave ingest unable to store).
+    pub fn with_exit_signal(mut self) -> (WriterHandle, oneshot::Receiver<()>) {
+        let exited = self.exited.take().expect("the exit signal is taken once");
+        (self, exited)
+    }
+
+    /// Finishes what is queued, closes the database cleanly and returns.
+    /// Blocking: call it from a blocking context.
+    pub fn shutdown(mut self) {
+        // A send error means the writer already stopped.
+        let _ = self.jobs.blocking_send(writer::Job::Shutdown);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+pub(crate) fn open_database(path: &Path, cache_bytes: usize) -> Result<Database, StoreError> {
+    let open_err = |e: &dyn std::fmt::Display| StoreError::Open {
+        path: path.to_owned(),
+        cause: e.to_string(),
+    };
+    Database::builder()
+        .set_cache_size(cache_bytes)
+        .create(path)
+        .map_err(|e| open_err(&e))
+}
+
+impl Store {
+    /// Opens (or creates) the database in `options.data_dir` and starts the writer.
+    pub fn open(options: StoreOptions) -> Result<(Store, WriterHandle), StoreError> {
+        let path = options.data_dir.join(DB_FILE);
+        let open_err = |e: &dyn std::fmt::Display| StoreError::Open {
+            path: path.clone(),
+            cause: e.to_string(),
+        };
+        create_private_dir(&options.data_dir).map_err(|e| open_err(&e))?;
+        let db = open_database(&path, options.cache_bytes)?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            // Payloads are customer data: readable by the service user only.
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| open_err(&e))?;
+        }
+        let tag = init_meta(&db, &path)?;
+        let next_seq = last_seq(&db)?.map_or(1, |s| s + 1);
+        // 4096 queued requests: a burst far beyond what one batch takes; past
+        // it, handlers wait, which slows the senders instead of growing memory.
+        let (jobs, rx) = mpsc::channel(4096);
+        let shared = Arc::new(Shared {
+            db: RwLock::new(Some(Arc::new(db))),
+            path,
+            tag,
+            jobs: jobs.clone(),
+        });
+        let (exit_tx, exited) = oneshot::channel();
+        let thread = writer::spawn(
+            writer::Writer::new(shared.clone(), options, next_seq),
+            rx,
+            exit_tx,
+        )
+        .map_err(|e| StoreError::Open {
+            path: shared.path.clone(),
+            cause: e.to_string(),
+        })?;
+        Ok((
+            Store { shared },
+            WriterHandle {
+                thread: Some(thread),
+                jobs,
+                exited: Some(exited),
+            },
+        ))
+    }
+
+    /// Stores a verified event, or finds it already stored. Returns once the
+    /// answer is durable on disk.
+    pub async fn ingest(
+        &self,
+        event: VerifiedEvent,
+        initial: Initial,
+    ) -> Result<Ingested, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.shared
+            .jobs
+            .send(writer::Job::Ingest {
+                event,
+                initial,
+                reply,
+            })
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// The public id of the event stored under `seq`.
+    pub fn public_id(&self, seq: u64) -> String {
+        public_id(self.shared.tag, seq)
+    }
+
+    /// The `seq` behind a public id of this database.
+    pub fn parse_public_id(&self, id: &str) -> Option<u64> {
+        let rest = id.strip_prefix("hbx_")?;
+        if rest.len() != 24 || !rest.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let tag = u32::from_str_radix(&rest[..8], 16).ok()?;
+        (tag == self.shared.tag)
+            .then(|| u64::from_str_radix(&rest[8..], 16).ok())
+            .flatten()
+    }
+
+    fn db(&self) -> Result<Arc<Database>, StoreError> {
+        let slot = self.shared.db.read().unwrap_or_else(|p| p.into_inner());
+        slot.clone()
+            .ok_or_else(|| StoreError::Unavailable("the database is being reopened".into()))
+    }
+
+    /// The event stored under `seq`.
+    pub fn get(&self, seq: u64) -> Result<Option<StoredEvent>, StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read().map_err(read_err!())?;
+        let events = txn.open_table(EVENTS).map_err(read_err!())?;
+        let states = txn.open_table(STATE).map_err(read_err!())?;
+        let Some(raw) = events.get(seq).map_err(read_err!())? else {
+            return Ok(None);
+        };
+        let record = schema::decode(raw.value())?;
+        let state = match states.get(seq).map_err(read_err!())? {
+            Some(s) => schema::decode(s.value())?,
+            None => return Err(StoreError::Read(format!("event {seq} has no state row"))),
+        };
+        Ok(Some(StoredEvent {
+            seq,
+            id: self.public_id(seq),
+            record,
+            state,
+        }))
+    }
+
+    /// The event stored for `(source, event_id)`, if its dedupe key is live.
+    pub fn find(&self, source: &str, event_id: &str) -> Result<Option<StoredEvent>, StoreError> {
+        let seq = {
+            let db = self.db()?;
+            let txn = db.begin_read().map_err(read_err!())?;
+            let dedupe = txn.open_table(DEDUPE).map_err(read_err!())?;
+            let found = dedupe
+                .get(schema::dedupe_key(source, event_id).as_slice())
+                .map_err(read_err!())?;
+            match found {
+                Some(seq) => seq.value(),
+                None => return Ok(None),
+            }
+        };
+        self.get(seq)
+    }
+
+    /// Up to `limit` events with `seq > after`, oldest first.
+    pub fn scan(&self, after: u64, limit: usize) -> Result<Vec<StoredEvent>, StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read().map_err(read_err!())?;
+        let events = txn.open_table(EVENTS).map_err(read_err!())?;
+        let states = txn.open_table(STATE).map_err(read_err!())?;
+        let mut out = Vec::new();
+        for row in events
+            .range(after.saturating_add(1)..)
+            .map_err(read_err!())?
+            .take(limit)
+        {
+            let (k, v) = row.map_err(read_err!())?;
+            let seq = k.value();
+            let state = states
+                .get(seq)
+                .map_err(read_err!())?
+                .ok_or_else(|| StoreError::Read(format!("event {seq} has no state row")))?;
+            out.push(StoredEvent {
+                seq,
+                id: self.public_id(seq),
+                record: schema::decode(v.value())?,
+                state: schema::decode(state.value())?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// How many events are stored.
+    pub fn count(&self) -> Result<u64, StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read().map_err(read_err!())?;
+        let events = txn.open_table(EVENTS).map_err(read_err!())?;
+        events.len().map_err(read_err!())
+    }
+
+    /// Where the database file is.
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+}
+
+fn public_id(tag: u32, seq: u64) -> String {
+    format!("hbx_{tag:08x}{seq:016x}")
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+    {
+        Ok(()) => Ok(()),
+        Err(e) => Err(std::io::Error::new(
+            e.kind(),
+            format!("cannot create data dir {}: {e}", dir.display()),
+        )),
+    }
+}
+
+/// Creates every table and the meta rows on a new file; checks the schema
+/// version of an existing one. Returns the database's tag.
+fn init_meta(db: &Database, path: &Path) -> Result<u32, StoreError> {
+    let open_err = |e: &dyn std::fmt::Display| StoreError::Open {
+        path: path.to_owned(),
+        cause: e.to_string(),
+    };
+    let txn = db.begin_write().map_err(|e| open_err(&e))?;
+    let tag = {
+        let mut meta = txn.open_table(META).map_err(|e| open_err(&e))?;
+        let found = meta
+            .get(META_SCHEMA)
+            .map_err(|e| open_err(&e))?
+            .map(|v| v.value().first().copied());
+        match found {
+            Some(Some(v)) if v > SCHEMA_VERSION => {
+                return Err(StoreError::NewerSchema {
+                    path: path.to_owned(),
+                    found: v,
+                });
+            }
+            Some(_) => {}
+            None => {
+                meta.insert(META_SCHEMA, [SCHEMA_VERSION].as_slice())
+                    .map_err(|e| open_err(&e))?;
+            }
+        }
+        let existing = meta
+            .get(META_TAG)
+            .map_err(|e| open_err(&e))?
+            .map(|v| v.value().to_vec());
+        match existing {
+            Some(bytes) if bytes.len() == 4 => {
+                u32::from_be_bytes(bytes.try_into().expect("4 bytes"))
+            }
+            _ => {
+                let tag: u32 = rand::random();
+                meta.insert(META_TAG, tag.to_be_bytes().as_slice())
+                    .map_err(|e| open_err(&e))?;
+                tag
+            }
+        }
+    };
+    // Create every table now so readers never meet a missing one.
+    txn.open_table(EVENTS).map_err(|e| open_err(&e))?;
+    txn.open_table(STATE).map_err(|e| open_err(&e))?;
+    txn.open_table(DEDUPE).map_err(|e| open_err(&e))?;
+    txn.open_table(schema::SCHEDULE).map_err(|e| open_err(&e))?;
+    txn.open_table(schema::EXPIRY).map_err(|e| open_err(&e))?;
+    txn.commit().map_err(|e| open_err(&e))?;
+    Ok(tag)
+}
+
+fn last_seq(db: &Database) -> Result<Option<u64>, StoreError> {
+    let txn = db.begin_read().map_err(read_err!())?;
+    let events = txn.open_table(EVENTS).map_err(read_err!())?;
+    Ok(events.last().map_err(read_err!())?.map(|(k, _)| k.value()))
+}
+
+#[cfg(test)]
+mod tests;

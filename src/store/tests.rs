@@ -1,0 +1,201 @@
+//! Store tests on a real redb file in a temp dir.
+
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+
+use super::*;
+use crate::config::{Config, Kind};
+use crate::verify::sign::{Signing, sign};
+use crate::verify::{Request, Verified, Verifier};
+
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/// A real VerifiedEvent: signed as Standard Webhooks and verified.
+fn event(source: &str, id: &str) -> VerifiedEvent {
+    let text =
+        format!("[[source]]\nname = \"{source}\"\nkind = \"standard\"\nsecret_env = \"S\"\n");
+    let config = Config::from_toml(&text, "t", None, &|name| {
+        (name == "S").then(|| SECRET.to_owned())
+    })
+    .unwrap();
+    let verifier = Verifier::new(&config.sources[0]).unwrap();
+    let now = SystemTime::now();
+    let ts = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let body = Bytes::from(format!("{{\"type\":\"t\",\"n\":\"{id}\"}}"));
+    let headers = sign(&Signing {
+        kind: Kind::Standard,
+        secret: SECRET,
+        body: &body,
+        event_id: id,
+        event_type: None,
+        timestamp: ts,
+        url: "",
+        content_type: "application/json",
+        hmac: None,
+    })
+    .unwrap();
+    let mut map = http::HeaderMap::new();
+    for (k, v) in headers {
+        map.insert(
+            http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            v.parse().unwrap(),
+        );
+    }
+    match verifier.verify(
+        &Request {
+            headers: &map,
+            body: &body,
+            path_rest: "",
+            query: None,
+        },
+        now,
+    ) {
+        Ok(Verified::Event(e)) => e,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn options(dir: &std::path::Path) -> StoreOptions {
+    StoreOptions {
+        cache_bytes: 16 << 20,
+        ..StoreOptions::new(dir, Duration::from_secs(3600))
+    }
+}
+
+#[tokio::test]
+async fn new_then_duplicate_returns_the_same_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    let first = store
+        .ingest(event("s", "e1"), Initial::Deliver)
+        .await
+        .unwrap();
+    let Ingested::New { id } = first.clone() else {
+        panic!("{first:?}")
+    };
+    let again = store
+        .ingest(event("s", "e1"), Initial::Deliver)
+        .await
+        .unwrap();
+    assert_eq!(again, Ingested::Duplicate { id: id.clone() });
+    // Same id, other source: a different event.
+    assert!(matches!(
+        store.ingest(event("t", "e1"), Initial::Hold).await.unwrap(),
+        Ingested::New { .. }
+    ));
+    let stored = store.find("s", "e1").unwrap().unwrap();
+    assert_eq!(stored.id, id);
+    assert_eq!(store.parse_public_id(&id), Some(stored.seq));
+    assert_eq!(stored.state.status, schema::Status::Pending);
+    assert_eq!(
+        store.find("t", "e1").unwrap().unwrap().state.status,
+        schema::Status::Held
+    );
+    assert_eq!(store.count().unwrap(), 2);
+    drop(store);
+    tokio::task::spawn_blocking(move || writer.shutdown())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn concurrent_copies_in_one_batch_store_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    let tasks: Vec<_> = (0..200)
+        .map(|i| {
+            let store = store.clone();
+            let ev = event("s", if i % 2 == 0 { "same" } else { "other" });
+            tokio::spawn(async move { store.ingest(ev, Initial::Deliver).await.unwrap() })
+        })
+        .collect();
+    let mut new = 0;
+    for t in tasks {
+        if matches!(t.await.unwrap(), Ingested::New { .. }) {
+            new += 1;
+        }
+    }
+    assert_eq!(new, 2);
+    assert_eq!(store.count().unwrap(), 2);
+    drop(store);
+    tokio::task::spawn_blocking(move || writer.shutdown())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn events_and_dedupe_survive_a_reopen_and_ids_keep_counting() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    let Ingested::New { id } = store
+        .ingest(event("s", "e1"), Initial::Deliver)
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    drop(store);
+    tokio::task::spawn_blocking(move || writer.shutdown())
+        .await
+        .unwrap();
+
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    assert_eq!(
+        store
+            .ingest(event("s", "e1"), Initial::Deliver)
+            .await
+            .unwrap(),
+        Ingested::Duplicate { id: id.clone() }
+    );
+    let Ingested::New { id: id2 } = store
+        .ingest(event("s", "e2"), Initial::Deliver)
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(
+        store.parse_public_id(&id2),
+        Some(store.parse_public_id(&id).unwrap() + 1)
+    );
+    drop(store);
+    tokio::task::spawn_blocking(move || writer.shutdown())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn ids_of_another_database_are_not_ours() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let (sa, wa) = Store::open(options(a.path())).unwrap();
+    let (sb, wb) = Store::open(options(b.path())).unwrap();
+    let id = sa.public_id(1);
+    assert_eq!(sa.parse_public_id(&id), Some(1));
+    assert_eq!(sb.parse_public_id(&id), None);
+    assert_eq!(sa.parse_public_id("hbx_zz"), None);
+    drop((sa, sb));
+    tokio::task::spawn_blocking(move || {
+        wa.shutdown();
+        wb.shutdown();
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn after_shutdown_ingest_answers_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    tokio::task::spawn_blocking(move || writer.shutdown())
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.ingest(event("s", "e"), Initial::Deliver).await,
+        Err(StoreError::Closed)
+    ));
+}

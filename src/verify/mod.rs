@@ -1,0 +1,428 @@
+//! Verification: the only place a request's bytes become a [`VerifiedEvent`].
+//!
+//! Owns each provider's signature scheme (checked on the raw body, before any
+//! parsing, compared in constant time), timestamp tolerance, and where each
+//! provider puts its event id and type. Refuses everything else: it never
+//! stores, never answers HTTP, never reads config files or the environment.
+//!
+//! Order inside [`Verifier::verify`]: signature and timestamp first; only a
+//! request that passed them has its body parsed (for the id, the type or a
+//! Slack challenge).
+
+mod schemes;
+pub mod sign;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::HeaderMap;
+use sha2::Digest;
+
+use crate::config::{Kind, Locator, SourceConfig, SourceName};
+
+/// What a request looks like to verification.
+pub struct Request<'a> {
+    pub headers: &'a HeaderMap,
+    pub body: &'a Bytes,
+    /// The path after `/in/{source}` (usually empty): Twilio signs the full URL.
+    pub path_rest: &'a str,
+    /// The raw query string, if any.
+    pub query: Option<&'a str>,
+}
+
+/// A request that passed verification.
+#[derive(Debug)]
+pub enum Verified {
+    /// A webhook event to store.
+    Event(VerifiedEvent),
+    /// A provider's endpoint check (Slack `url_verification`): answer it, store nothing.
+    Challenge(String),
+}
+
+/// The provider's id for an event, as found in the request: 1 to
+/// [`EventId::MAX_LEN`] bytes of printable ASCII.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct EventId(String);
+
+impl EventId {
+    /// 256: longer than any provider's id format (UUIDs, `evt_…`, ULIDs),
+    /// short enough to keep the dedupe table's keys small.
+    pub const MAX_LEN: usize = 256;
+
+    pub fn parse(text: &str) -> Result<EventId, String> {
+        if text.is_empty() {
+            return Err("the event id is empty".into());
+        }
+        if text.len() > Self::MAX_LEN {
+            return Err(format!(
+                "the event id is longer than {} bytes",
+                Self::MAX_LEN
+            ));
+        }
+        if !text.bytes().all(|b| b.is_ascii_graphic() || b == b' ') {
+            return Err("the event id has characters other than printable ASCII".into());
+        }
+        Ok(EventId(text.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// An event whose signature verified. Only this module constructs one.
+#[derive(Debug, Clone)]
+pub struct VerifiedEvent {
+    source: SourceName,
+    event_id: EventId,
+    event_type: Option<String>,
+    content_type: Option<String>,
+    headers: Vec<(String, String)>,
+    body: Bytes,
+    received_at_ms: u64,
+}
+
+impl VerifiedEvent {
+    pub fn source(&self) -> &SourceName {
+        &self.source
+    }
+    pub fn event_id(&self) -> &EventId {
+        &self.event_id
+    }
+    pub fn event_type(&self) -> Option<&str> {
+        self.event_type.as_deref()
+    }
+    pub fn content_type(&self) -> Option<&str> {
+        self.content_type.as_deref()
+    }
+    /// The request headers worth keeping (see [`stored_headers`]).
+    pub fn headers(&self) -> &[(String, String)] {
+        &self.headers
+    }
+    pub fn body(&self) -> &Bytes {
+        &self.body
+    }
+    pub fn received_at_ms(&self) -> u64 {
+        self.received_at_ms
+    }
+}
+
+/// Why a request was refused. Each maps to one HTTP status in `ingest`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Rejection {
+    #[error("the {header} header is missing")]
+    MissingSignature { header: String },
+    #[error("the {header} header is malformed: {detail}")]
+    MalformedSignature {
+        header: String,
+        detail: &'static str,
+    },
+    #[error("no signature in {header} matches any configured secret")]
+    SignatureMismatch { header: String },
+    #[error("the signed timestamp is missing or unreadable")]
+    BadTimestamp,
+    #[error(
+        "the signed timestamp is {age_secs}s away from now, outside the {tolerance_secs}s tolerance"
+    )]
+    StaleTimestamp { age_secs: i64, tolerance_secs: u64 },
+    #[error("no event id found (looked in {looked_in})")]
+    MissingEventId { looked_in: String },
+    #[error("invalid event id: {0}")]
+    InvalidEventId(String),
+    #[error("the body is not valid {expected}, and the event id is in it")]
+    UnparseableBody { expected: &'static str },
+}
+
+impl Rejection {
+    /// A short stable label for counters and logs.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Rejection::MissingSignature { .. } => "missing_signature",
+            Rejection::MalformedSignature { .. } => "malformed_signature",
+            Rejection::SignatureMismatch { .. } => "signature_mismatch",
+            Rejection::BadTimestamp => "bad_timestamp",
+            Rejection::StaleTimestamp { .. } => "stale_timestamp",
+            Rejection::MissingEventId { .. } => "missing_event_id",
+            Rejection::InvalidEventId(_) => "invalid_event_id",
+            Rejection::UnparseableBody { .. } => "unparseable_body",
+        }
+    }
+
+    /// Whether the request failed authentication (401) rather than being
+    /// authentic but unusable (400).
+    pub fn is_authentication(&self) -> bool {
+        !matches!(
+            self,
+            Rejection::MissingEventId { .. }
+                | Rejection::InvalidEventId(_)
+                | Rejection::UnparseableBody { .. }
+        )
+    }
+}
+
+/// One source's verifier: its scheme, decoded keys and resolved defaults.
+pub struct Verifier {
+    source: SourceName,
+    scheme: schemes::Scheme,
+    tolerance: Duration,
+    event_id: Vec<Locator>,
+    event_type: Vec<Locator>,
+}
+
+impl Verifier {
+    /// Fails when a secret cannot be used by the kind (e.g. a Standard
+    /// Webhooks secret that is not base64).
+    pub fn new(source: &SourceConfig) -> Result<Verifier, String> {
+        Ok(Verifier {
+            source: source.name.clone(),
+            scheme: schemes::Scheme::new(source)?,
+            tolerance: source
+                .tolerance
+                .unwrap_or_else(|| default_tolerance(source.kind)),
+            event_id: source
+                .event_id
+                .clone()
+                .unwrap_or_else(|| default_event_id(source.kind)),
+            event_type: source
+                .event_type
+                .clone()
+                .unwrap_or_else(|| default_event_type(source.kind)),
+        })
+    }
+
+    pub fn verify(&self, req: &Request<'_>, now: SystemTime) -> Result<Verified, Rejection> {
+        let signed_at = self.scheme.check(req)?;
+        if let Some(signed_at) = signed_at {
+            check_tolerance(signed_at, now, self.tolerance)?;
+        }
+        // Past this line the body is authentic and may be parsed.
+        let mut body = ParsedBody::new(req);
+        if let Some(signed_at_ms) = self.scheme.body_timestamp_ms(&mut body)? {
+            check_tolerance(SignedAt::Millis(signed_at_ms), now, self.tolerance)?;
+        }
+        if let Some(challenge) = self.scheme.challenge(&mut body) {
+            return Ok(Verified::Challenge(challenge));
+        }
+        let event_id = self.find_event_id(req, &mut body)?;
+        let event_type = self
+            .event_type
+            .iter()
+            .find_map(|l| locate(l, req, &mut body).ok().flatten());
+        Ok(Verified::Event(VerifiedEvent {
+            source: self.source.clone(),
+            event_id,
+            event_type: event_type.map(|t| truncate(t, 128)),
+            content_type: header_str(req.headers, http::header::CONTENT_TYPE.as_str())
+                .map(str::to_owned),
+            headers: stored_headers(req.headers),
+            body: req.body.clone(),
+            received_at_ms: unix_ms(now),
+        }))
+    }
+
+    fn find_event_id(
+        &self,
+        req: &Request<'_>,
+        body: &mut ParsedBody<'_>,
+    ) -> Result<EventId, Rejection> {
+        // A locator that cannot read the body (JSON expected, form sent) falls
+        // through to the next one; its error is reported only if none matches.
+        let mut unreadable = None;
+        for locator in &self.event_id {
+            match locate(locator, req, body) {
+                Ok(Some(id)) => return EventId::parse(&id).map_err(Rejection::InvalidEventId),
+                Ok(None) => {}
+                Err(e) => unreadable = unreadable.or(Some(e)),
+            }
+        }
+        if let Some(e) = unreadable {
+            return Err(e);
+        }
+        let looked_in: Vec<String> = self.event_id.iter().map(|l| l.to_string()).collect();
+        Err(Rejection::MissingEventId {
+            looked_in: looked_in.join(", "),
+        })
+    }
+}
+
+/// The provider's documented tolerance where it signs a timestamp.
+fn default_tolerance(kind: Kind) -> Duration {
+    match kind {
+        // Paddle's SDKs allow 5 s; Linear's SDK 60 s.
+        Kind::Paddle => Duration::from_secs(5),
+        Kind::Linear => Duration::from_secs(60),
+        // Stripe, Slack and Standard Webhooks all use 5 minutes.
+        _ => Duration::from_secs(300),
+    }
+}
+
+fn header_locator(name: &'static str) -> Locator {
+    Locator::Header(http::HeaderName::from_static(name))
+}
+
+fn json_locator(pointer: &str) -> Locator {
+    Locator::Json(pointer.to_owned())
+}
+
+/// Where each provider puts the id that stays the same across its retries.
+pub fn default_event_id(kind: Kind) -> Vec<Locator> {
+    match kind {
+        Kind::Stripe => vec![json_locator("/id")],
+        Kind::Github => vec![header_locator("x-github-delivery")],
+        Kind::Shopify => vec![header_locator("x-shopify-webhook-id")],
+        Kind::Slack => vec![json_locator("/event_id")],
+        Kind::Standard => vec![header_locator("webhook-id"), header_locator("svix-id")],
+        Kind::Paddle => vec![json_locator("/notification_id")],
+        Kind::Linear => vec![header_locator("linear-delivery")],
+        Kind::Twilio => vec![header_locator("i-twilio-idempotency-token")],
+        Kind::Gitlab => vec![
+            header_locator("idempotency-key"),
+            header_locator("x-gitlab-event-uuid"),
+        ],
+        // Config validation requires event_id for hmac.
+        Kind::Hmac => vec![],
+    }
+}
+
+fn default_event_type(kind: Kind) -> Vec<Locator> {
+    match kind {
+        Kind::Stripe | Kind::Standard => vec![json_locator("/type")],
+        Kind::Github => vec![header_locator("x-github-event")],
+        Kind::Shopify => vec![header_locator("x-shopify-topic")],
+        Kind::Slack => vec![json_locator("/event/type"), json_locator("/type")],
+        Kind::Paddle => vec![json_locator("/event_type")],
+        Kind::Linear => vec![header_locator("linear-event"), json_locator("/type")],
+        Kind::Gitlab => vec![header_locator("x-gitlab-event")],
+        Kind::Twilio | Kind::Hmac => vec![],
+    }
+}
+
+/// A timestamp a provider signed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum SignedAt {
+    Secs(i64),
+    Millis(i64),
+}
+
+fn check_tolerance(
+    signed_at: SignedAt,
+    now: SystemTime,
+    tolerance: Duration,
+) -> Result<(), Rejection> {
+    let now_ms = unix_ms(now) as i64;
+    let signed_ms = match signed_at {
+        SignedAt::Secs(s) => s.saturating_mul(1000),
+        SignedAt::Millis(ms) => ms,
+    };
+    let age_ms = now_ms.saturating_sub(signed_ms);
+    // Both directions: a timestamp from the future is as suspect as an old one.
+    if age_ms.unsigned_abs() > tolerance.as_millis() as u64 {
+        return Err(Rejection::StaleTimestamp {
+            age_secs: age_ms / 1000,
+            tolerance_secs: tolerance.as_secs(),
+        });
+    }
+    Ok(())
+}
+
+pub fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// The body, parsed at most once, and only after the signature verified.
+struct ParsedBody<'a> {
+    raw: &'a [u8],
+    json: Option<Result<serde_json::Value, ()>>,
+}
+
+impl<'a> ParsedBody<'a> {
+    fn new(req: &Request<'a>) -> ParsedBody<'a> {
+        ParsedBody {
+            raw: req.body,
+            json: None,
+        }
+    }
+
+    fn json(&mut self) -> Result<&serde_json::Value, Rejection> {
+        let raw = self.raw;
+        self.json
+            .get_or_insert_with(|| serde_json::from_slice(raw).map_err(|_| ()))
+            .as_ref()
+            .map_err(|()| Rejection::UnparseableBody { expected: "JSON" })
+    }
+}
+
+/// Finds a value; `Ok(None)` when absent, `Err` when the body had to be
+/// parsed for it and could not be.
+fn locate(
+    locator: &Locator,
+    req: &Request<'_>,
+    body: &mut ParsedBody<'_>,
+) -> Result<Option<String>, Rejection> {
+    Ok(match locator {
+        Locator::Header(name) => req
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned),
+        Locator::Json(pointer) => match body.json()?.pointer(pointer) {
+            Some(serde_json::Value::String(s)) if !s.is_empty() => Some(s.clone()),
+            Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        },
+        Locator::Form(field) => form_urlencoded::parse(req.body)
+            .find(|(k, _)| k == field)
+            .map(|(_, v)| v.into_owned())
+            .filter(|v| !v.is_empty()),
+        Locator::BodySha256 => Some(hex::encode(sha2::Sha256::digest(req.body))),
+    })
+}
+
+fn truncate(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut cut = max;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+    }
+    s
+}
+
+pub(crate) fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Headers never kept with an event: hop-by-hop, credentials of the caller,
+/// and what the stored body makes redundant.
+const UNSTORED_HEADERS: [&str; 10] = [
+    "host",
+    "connection",
+    "content-length",
+    "transfer-encoding",
+    "keep-alive",
+    "upgrade",
+    "te",
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+];
+
+/// The headers kept with an event, so that deliveries can forward the
+/// provider's own headers (and the app's provider-SDK check keeps working).
+pub fn stored_headers(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .filter(|(name, _)| !UNSTORED_HEADERS.contains(&name.as_str()))
+        .filter_map(|(name, value)| {
+            Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
