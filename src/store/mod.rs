@@ -79,6 +79,9 @@ pub struct StoreOptions {
     /// redb's page cache. 256 MiB keeps the dedupe table and the hot ends of
     /// the sequential tables in memory on a small VM.
     pub cache_bytes: usize,
+    /// Most events per transaction. 1 means one durable commit per event
+    /// (what benches/ingest.rs compares group commit against).
+    pub max_batch: usize,
 }
 
 impl StoreOptions {
@@ -87,6 +90,7 @@ impl StoreOptions {
             data_dir: data_dir.into(),
             dedupe_ttl,
             cache_bytes: 256 << 20,
+            max_batch: MAX_BATCH,
         }
     }
 }

@@ -72,7 +72,8 @@ pub(super) fn spawn(
         .name("store-writer".into())
         .spawn(move || {
             let _exit = ExitSignal(Some(exit));
-            let mut batch: Vec<Pending> = Vec::with_capacity(MAX_BATCH);
+            let max_batch = writer.options.max_batch.max(1);
+        let mut batch: Vec<Pending> = Vec::with_capacity(max_batch);
             while let Some(job) = rx.blocking_recv() {
                 let mut next = Some(job);
                 while let Some(job) = next.take() {
@@ -90,7 +91,7 @@ pub(super) fn spawn(
                         // queued is still received and committed below.
                         Job::Shutdown => rx.close(),
                     }
-                    if batch.len() < MAX_BATCH {
+                    if batch.len() < max_batch {
                         next = rx.try_recv().ok();
                     }
                 }
