@@ -143,11 +143,12 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 }
 
 async fn serve(config: Config) -> Result<(), Failure> {
+    let stop = shutdown_signal()?;
     let listen = config.server.listen;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen} (server.listen / HOOKINBOX_LISTEN)"))?;
-    let app = App::start(config, listener, Clock::system(), shutdown_signal()).await?;
+    let app = App::start(config, listener, Clock::system(), stop).await?;
     for generated in app.generated_secrets() {
         print_generated_secret(generated, app.ingest_addr());
     }
@@ -166,25 +167,19 @@ fn print_generated_secret(generated: &crate::app::GeneratedSecret, addr: std::ne
     );
 }
 
-/// Resolves on SIGTERM (systemd stop) or ctrl-c.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
+/// Registers SIGTERM (systemd stop) and ctrl-c handlers now, before the
+/// listener opens, so a stop that arrives right after start is not the
+/// default action (death without a clean close); resolves on either.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    let mut int = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
         }
-    };
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
-    }
+    })
 }
 
 fn init_logging(config: &Config) -> anyhow::Result<()> {
@@ -194,9 +189,12 @@ fn init_logging(config: &Config) -> anyhow::Result<()> {
             config.origin, config.log.level
         )
     })?;
+    // Colour only on a terminal: journald and log files get plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi);
     match config.log.format {
         LogFormat::Json => builder.json().flatten_event(true).init(),
         LogFormat::Text => builder.init(),

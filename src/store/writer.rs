@@ -73,7 +73,7 @@ pub(super) fn spawn(
         .spawn(move || {
             let _exit = ExitSignal(Some(exit));
             let max_batch = writer.options.max_batch.max(1);
-        let mut batch: Vec<Pending> = Vec::with_capacity(max_batch);
+            let mut batch: Vec<Pending> = Vec::with_capacity(max_batch);
             while let Some(job) = rx.blocking_recv() {
                 let mut next = Some(job);
                 while let Some(job) = next.take() {

@@ -1,0 +1,285 @@
+//! Crash and storage-failure tests on the real binary: kill -9 under load,
+//! and a data dir that cannot grow (RLIMIT_FSIZE, as a full disk would).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::support::{
+    BinaryServer, client, read_all, server_section, standard_headers, standard_source, write_config,
+};
+
+#[derive(Debug, Clone)]
+enum Outcome {
+    Acked { id: String },
+    Refused(u16),
+    NoAnswer,
+}
+
+/// 3,000 signed events, 10% of them repeats of earlier ones, from 32
+/// connections; kill -9 after 1,000 acks; restart. Every acked event is
+/// stored exactly once; anything else is absent or complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_9_mid_load_loses_no_acked_event_and_half_stores_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = write_config(
+        dir.path(),
+        &format!("{}{}", server_section(&data), standard_source("demo")),
+    );
+    let mut server = BinaryServer::start(&config, &[], None);
+
+    // The plan: ids 0..2700 once each, plus 300 repeats of earlier ids, in a fixed order.
+    let mut plan: Vec<String> = Vec::with_capacity(3000);
+    for i in 0..2700u32 {
+        plan.push(format!("evt_{i}"));
+        if i % 9 == 8 {
+            plan.push(format!("evt_{}", (i * 7919) % (i + 1)));
+        }
+    }
+    let body_of = |id: &str| {
+        format!(
+            "{{\"type\":\"crash.test\",\"id\":\"{id}\",\"pad\":\"{}\"}}",
+            "é".repeat(400)
+        )
+        .into_bytes()
+    };
+    let plan = Arc::new(plan);
+    let next = Arc::new(AtomicUsize::new(0));
+    let acked = Arc::new(AtomicUsize::new(0));
+    let killed = Arc::new(AtomicBool::new(false));
+    let url = server.url("/in/demo");
+    let http = client();
+    let mut workers = Vec::new();
+    for _ in 0..32 {
+        let (plan, next, acked, killed, url, http) = (
+            plan.clone(),
+            next.clone(),
+            acked.clone(),
+            killed.clone(),
+            url.clone(),
+            http.clone(),
+        );
+        workers.push(tokio::spawn(async move {
+            let mut seen: Vec<(String, Outcome)> = Vec::new();
+            loop {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= plan.len() || killed.load(Ordering::Relaxed) {
+                    return seen;
+                }
+                let id = &plan[n];
+                let body = body_of(id);
+                let mut req = http
+                    .post(&url)
+                    .body(body.clone())
+                    .timeout(Duration::from_secs(10));
+                for (k, v) in standard_headers(id, &body) {
+                    req = req.header(k, v);
+                }
+                let outcome = match req.send().await {
+                    Ok(res) if res.status().is_success() => match res.bytes().await {
+                        Ok(raw) => {
+                            let json: serde_json::Value = serde_json::from_slice(&raw).unwrap();
+                            acked.fetch_add(1, Ordering::Relaxed);
+                            Outcome::Acked {
+                                id: json["id"].as_str().unwrap().to_owned(),
+                            }
+                        }
+                        // The answer was cut off: the provider saw no 2xx.
+                        Err(_) => Outcome::NoAnswer,
+                    },
+                    Ok(res) => Outcome::Refused(res.status().as_u16()),
+                    Err(_) => Outcome::NoAnswer,
+                };
+                seen.push((id.clone(), outcome));
+            }
+        }));
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while acked.load(Ordering::Relaxed) < 1000 {
+        assert!(
+            Instant::now() < deadline,
+            "the load did not reach 1,000 acks in 120 s"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    server.kill9();
+    killed.store(true, Ordering::Relaxed);
+    let mut outcomes: Vec<(String, Outcome)> = Vec::new();
+    for w in workers {
+        outcomes.extend(w.await.unwrap());
+    }
+    // Before the kill every answer is a 2xx: nothing in this load is bad input.
+    let refusals: Vec<u16> = outcomes
+        .iter()
+        .filter_map(|(_, o)| {
+            if let Outcome::Refused(s) = o {
+                Some(*s)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert!(refusals.is_empty(), "refused before the kill: {refusals:?}");
+    let acks: Vec<&(String, Outcome)> = outcomes
+        .iter()
+        .filter(|(_, o)| matches!(o, Outcome::Acked { .. }))
+        .collect();
+    assert!(acks.len() >= 1000, "{} acks", acks.len());
+    assert!(
+        outcomes
+            .iter()
+            .any(|(_, o)| !matches!(o, Outcome::Acked { .. }))
+            || outcomes.len() < plan.len(),
+        "the kill must land mid-load"
+    );
+
+    // Restart on the same data dir: it must open (after a crash) and accept.
+    let mut restarted = BinaryServer::start(&config, &[], None);
+    let probe = body_of("evt_0");
+    let a = crate::support::post(
+        &client(),
+        &restarted.url("/in/demo"),
+        &standard_headers("evt_0", &probe),
+        probe,
+    )
+    .await;
+    assert_eq!(a.status, 200);
+    assert!(restarted.terminate().success(), "{}", restarted.log_text());
+
+    let stored = read_all(&data).await;
+    let mut by_event: HashMap<String, Vec<&hookinbox::store::StoredEvent>> = HashMap::new();
+    for e in &stored {
+        by_event
+            .entry(e.record.event_id.clone())
+            .or_default()
+            .push(e);
+    }
+    // Exactly one record per event id, and every record complete.
+    for (event_id, records) in &by_event {
+        assert_eq!(
+            records.len(),
+            1,
+            "{event_id} stored {} times",
+            records.len()
+        );
+        let r = records[0];
+        assert_eq!(
+            r.record.body,
+            body_of(event_id),
+            "{event_id}: stored body differs"
+        );
+        assert_eq!(r.record.source, "demo");
+    }
+    // Every acked event is there, under the id its ack named.
+    for (event_id, outcome) in &outcomes {
+        if let Outcome::Acked { id } = outcome {
+            let records = by_event
+                .get(event_id)
+                .unwrap_or_else(|| panic!("acked {event_id} was lost"));
+            assert_eq!(
+                &records[0].id, id,
+                "{event_id}: acked id differs from the stored one"
+            );
+        }
+    }
+    eprintln!(
+        "crash test: {} requests answered before kill -9, {} acked, {} records after restart",
+        outcomes.len(),
+        acks.len(),
+        stored.len()
+    );
+}
+
+/// Limits the child's file size so the database cannot grow past 2 MiB:
+/// writes past it fail with EFBIG, as on a full disk.
+fn limit_file_size() -> std::io::Result<()> {
+    // SAFETY: setrlimit and signal are async-signal-safe; called between fork and exec.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+        let limit = libc::rlimit {
+            rlim_cur: 2 << 20,
+            rlim_max: 2 << 20,
+        };
+        if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// A store that cannot commit answers 503 with Retry-After, never 2xx; every
+/// event acked before the failure is there after a restart with room again.
+#[tokio::test]
+async fn storage_failure_answers_503_and_never_2xx() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = write_config(
+        dir.path(),
+        &format!("{}{}", server_section(&data), standard_source("demo")),
+    );
+    let mut server = BinaryServer::start(&config, &[], Some(limit_file_size));
+    let http = client();
+    let url = server.url("/in/demo");
+    let mut acked: Vec<(String, String)> = Vec::new();
+    let mut refused = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // 64 KiB bodies fill 2 MiB within ~40 events; stop after 10 refusals.
+    for i in 0..2000 {
+        if refused >= 10 || Instant::now() > deadline {
+            break;
+        }
+        let id = format!("big_{i}");
+        let body = format!("{{\"type\":\"t\",\"pad\":\"{}\"}}", "x".repeat(64 << 10)).into_bytes();
+        let a = crate::support::post(&http, &url, &standard_headers(&id, &body), body).await;
+        match a.status {
+            200 => {
+                assert_eq!(refused, 0, "a 2xx after the store failed: {:?}", a.json);
+                acked.push((id, a.id().to_owned()));
+            }
+            503 => {
+                refused += 1;
+                assert_eq!(a.json["error"], "store_unavailable", "{:?}", a.json);
+                assert!(a.headers.contains_key("retry-after"));
+            }
+            other => panic!("unexpected {other}: {:?}", a.json),
+        }
+    }
+    assert!(
+        refused >= 10,
+        "the file-size limit never made a commit fail (acked {})",
+        acked.len()
+    );
+    assert!(
+        !acked.is_empty(),
+        "events before the limit must have been acked"
+    );
+    assert!(
+        server.log_text().contains("store commit failed"),
+        "{}",
+        server.log_text()
+    );
+    server.kill9();
+
+    // With room again: every acked event is there, and ingest works.
+    let mut restarted = BinaryServer::start(&config, &[], None);
+    let body = br#"{"type":"after"}"#.to_vec();
+    let a = crate::support::post(
+        &http,
+        &restarted.url("/in/demo"),
+        &standard_headers("after", &body),
+        body,
+    )
+    .await;
+    assert_eq!(a.status, 200, "{:?}", a.json);
+    assert!(restarted.terminate().success());
+    let stored = read_all(&data).await;
+    for (event_id, id) in &acked {
+        let found = stored
+            .iter()
+            .find(|e| &e.record.event_id == event_id)
+            .unwrap_or_else(|| panic!("acked {event_id} lost"));
+        assert_eq!(&found.id, id);
+    }
+}

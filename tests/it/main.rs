@@ -1,0 +1,9 @@
+//! hookinbox's integration tests: one binary, read as scenarios. Each test
+//! starts the real server (in-process on 127.0.0.1:0, or the real binary as a
+//! child) with a temp data dir and talks real HTTP to it.
+
+mod cli;
+mod crash;
+mod ingest;
+mod support;
+mod vectors;

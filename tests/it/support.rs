@@ -1,0 +1,305 @@
+//! Test support: a real in-process server on an ephemeral loopback port with
+//! a temp data dir, a child-process runner for the real binary, and HTTP
+//! helpers. No mocks: every test talks HTTP to hookinbox and reads redb.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use hookinbox::app::App;
+use hookinbox::clock::Clock;
+use hookinbox::config::Config;
+use hookinbox::store::{Store, StoreOptions, StoredEvent};
+use hookinbox::verify::sign::{Signing, sign};
+use tokio::sync::oneshot;
+
+pub const STANDARD_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/// The `[server]` section pointing at `dir`, with short timeouts for tests.
+pub fn server_section(dir: &Path) -> String {
+    format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:1\"\ndata_dir = {:?}\n\
+         header_read_timeout = \"1s\"\nbody_read_timeout = \"1s\"\nshutdown_timeout = \"5s\"\n\n",
+        dir.display().to_string()
+    )
+}
+
+/// A `standard` source named `name` with the test secret.
+pub fn standard_source(name: &str) -> String {
+    format!(
+        "[[source]]\nname = \"{name}\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\n"
+    )
+}
+
+pub fn client() -> reqwest::Client {
+    hookinbox::send::http_client(Duration::from_secs(30)).unwrap()
+}
+
+/// An answer: status, headers, and the body as JSON (or as a JSON string if it is not JSON).
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub json: serde_json::Value,
+}
+
+impl Answer {
+    pub fn is_duplicate(&self) -> bool {
+        self.json.get("duplicate") == Some(&serde_json::Value::Bool(true))
+    }
+    pub fn id(&self) -> &str {
+        self.json["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no id in {:?}", self.json))
+    }
+}
+
+pub async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    headers: &[(String, String)],
+    body: Vec<u8>,
+) -> Answer {
+    let mut req = client.post(url).body(body);
+    for (k, v) in headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    let res = req
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("POST {url}: {e}"));
+    let status = res.status().as_u16();
+    let headers = res.headers().clone();
+    let text = res.text().await.unwrap();
+    let json = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
+    Answer {
+        status,
+        headers,
+        json,
+    }
+}
+
+/// Standard Webhooks headers for `body` with provider id `id`, signed now.
+pub fn standard_headers(id: &str, body: &[u8]) -> Vec<(String, String)> {
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    sign(&Signing {
+        kind: hookinbox::config::Kind::Standard,
+        secret: STANDARD_SECRET,
+        body,
+        event_id: id,
+        event_type: None,
+        timestamp: now,
+        url: "",
+        content_type: "application/json",
+        hmac: None,
+    })
+    .unwrap()
+}
+
+/// The real app, in-process, on 127.0.0.1:0.
+pub struct TestServer {
+    pub app: Option<App>,
+    pub base: String,
+    stop: Option<oneshot::Sender<()>>,
+    pub client: reqwest::Client,
+}
+
+impl TestServer {
+    /// Starts with `config` (a full TOML text) and the given clock.
+    pub async fn start(config: &str, clock: Clock) -> TestServer {
+        let config = Config::from_toml(config, "test", None, &|_| None).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let app = App::start(config, listener, clock, async {
+            let _ = stopped.await;
+        })
+        .await
+        .unwrap();
+        let base = format!("http://{}", app.ingest_addr());
+        TestServer {
+            app: Some(app),
+            base,
+            stop: Some(stop),
+            client: client(),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub async fn post(
+        &self,
+        path: &str,
+        headers: &[(String, String)],
+        body: impl Into<Vec<u8>>,
+    ) -> Answer {
+        post(&self.client, &self.url(path), headers, body.into()).await
+    }
+
+    pub fn store(&self) -> &Store {
+        self.app.as_ref().unwrap().store()
+    }
+
+    pub fn metrics(&self) -> &hookinbox::metrics::Metrics {
+        self.app.as_ref().unwrap().metrics()
+    }
+
+    /// Every stored event.
+    pub fn events(&self) -> Vec<StoredEvent> {
+        self.store().scan(0, usize::MAX).unwrap()
+    }
+
+    /// Graceful shutdown; returns once the database is closed.
+    pub async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        self.app.take().unwrap().wait().await.unwrap();
+    }
+}
+
+/// Every event in the database of `data_dir`, read with the server stopped.
+pub async fn read_all(data_dir: &Path) -> Vec<StoredEvent> {
+    let options = StoreOptions::new(data_dir, Duration::from_secs(86400));
+    let (store, writer) = tokio::task::spawn_blocking(move || Store::open(options))
+        .await
+        .unwrap()
+        .unwrap();
+    let all = store.scan(0, usize::MAX).unwrap();
+    drop(store);
+    tokio::task::spawn_blocking(move || writer.shutdown())
+        .await
+        .unwrap();
+    all
+}
+
+/// The real `hookinbox` binary as a child process.
+pub struct BinaryServer {
+    pub child: Child,
+    pub base: String,
+    pub log: Arc<Mutex<Vec<String>>>,
+}
+
+impl BinaryServer {
+    /// Runs `hookinbox serve --config <config_path>` and waits until it listens.
+    /// `pre_exec` runs in the child before exec (e.g. to set rlimits).
+    pub fn start(
+        config_path: &Path,
+        env: &[(&str, &str)],
+        pre_exec: Option<fn() -> std::io::Result<()>>,
+    ) -> BinaryServer {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookinbox"));
+        cmd.args(["serve", "--config"]).arg(config_path);
+        cmd.env("HOOKINBOX_LOG_FORMAT", "json")
+            .env("HOOKINBOX_LOG_LEVEL", "info");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.stdout(Stdio::null());
+        if let Some(f) = pre_exec {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: the closure only calls async-signal-safe libc functions.
+            unsafe {
+                cmd.pre_exec(f);
+            }
+        }
+        BinaryServer::start_command(cmd)
+    }
+
+    /// Runs a prepared `hookinbox serve` command (JSON logs) and waits until it listens.
+    pub fn start_command(mut cmd: Command) -> BinaryServer {
+        cmd.stderr(Stdio::piped()).stdin(Stdio::null());
+        let mut child = cmd.spawn().expect("spawn hookinbox");
+        let stderr = child.stderr.take().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if line.contains("hookinbox is receiving webhooks") {
+                    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+                    let _ = tx.send(v["listen"].as_str().unwrap().to_owned());
+                }
+                sink.lock().unwrap().push(line);
+            }
+        });
+        let addr = match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(addr) => addr,
+            Err(_) => {
+                let _ = child.kill();
+                panic!(
+                    "hookinbox did not start listening; log:\n{}",
+                    log.lock().unwrap().join("\n")
+                );
+            }
+        };
+        BinaryServer {
+            child,
+            base: format!("http://{addr}"),
+            log,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub fn kill9(&mut self) {
+        self.child.kill().unwrap(); // SIGKILL
+        self.child.wait().unwrap();
+    }
+
+    /// SIGTERM, then the exit status (within 30 s).
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "hookinbox did not exit within 30 s of SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// What the child printed on stdout (after it exited).
+    pub fn stdout_text(&mut self) -> String {
+        use std::io::Read;
+        let mut out = String::new();
+        if let Some(mut stdout) = self.child.stdout.take() {
+            let _ = stdout.read_to_string(&mut out);
+        }
+        out
+    }
+
+    pub fn log_text(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+}
+
+impl Drop for BinaryServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Writes `text` to `dir/hookinbox.toml` and returns its path.
+pub fn write_config(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("hookinbox.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
