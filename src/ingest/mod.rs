@@ -229,43 +229,31 @@ async fn receive(State(state): State<IngestState>, request: Request) -> Response
 
     let event_id = event.event_id().as_str().to_owned();
     let event_type = event.event_type().map(str::to_owned);
-    match state.store.ingest(event, source.initial).await {
-        Ok(Ingested::New { id }) => {
-            let ack = started.elapsed();
-            state.metrics.received(source.name.as_str(), ack);
-            tracing::info!(
-                source = source.name.as_str(),
-                event_id,
-                event_type,
-                id,
-                ack_ms = ack.as_secs_f64() * 1e3,
-                "stored"
-            );
-            (
-                StatusCode::OK,
-                axum::Json(json!({"received": true, "id": id})),
-            )
-                .into_response()
-        }
-        Ok(Ingested::Duplicate { id }) => {
-            let ack = started.elapsed();
-            state.metrics.duplicate(source.name.as_str(), ack);
-            tracing::info!(
-                source = source.name.as_str(),
-                event_id,
-                event_type,
-                id,
-                ack_ms = ack.as_secs_f64() * 1e3,
-                "duplicate"
-            );
-            (
-                StatusCode::OK,
-                axum::Json(json!({"received": true, "duplicate": true, "id": id})),
-            )
-                .into_response()
-        }
-        Err(e) => reject(e.into(), Some(&event_id)),
+    let (id, duplicate) = match state.store.ingest(event, source.initial).await {
+        Ok(Ingested::New { id }) => (id, false),
+        Ok(Ingested::Duplicate { id }) => (id, true),
+        Err(e) => return reject(e.into(), Some(&event_id)),
+    };
+    let ack = started.elapsed();
+    if duplicate {
+        state.metrics.duplicate(source.name.as_str(), ack);
+    } else {
+        state.metrics.received(source.name.as_str(), ack);
     }
+    tracing::info!(
+        source = source.name.as_str(),
+        event_id,
+        event_type,
+        id,
+        duplicate,
+        ack_ms = ack.as_secs_f64() * 1e3,
+        "stored"
+    );
+    let mut answer = json!({"received": true, "id": id});
+    if duplicate {
+        answer["duplicate"] = serde_json::Value::Bool(true);
+    }
+    (StatusCode::OK, axum::Json(answer)).into_response()
 }
 
 async fn read_body(

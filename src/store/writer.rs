@@ -237,18 +237,15 @@ impl Writer {
     /// the shared slot, wait for readers to let go of it, drop it; the next
     /// batch opens the file again. Until then readers get `Unavailable`.
     fn reopen(&mut self) {
-        let taken = self
-            .shared
-            .db
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(db) = taken {
-            close_when_unshared(db);
-        }
+        self.release_database();
     }
 
     fn close(&mut self) {
+        self.release_database();
+        tracing::info!("store closed");
+    }
+
+    fn release_database(&mut self) {
         let taken = self
             .shared
             .db
@@ -258,7 +255,6 @@ impl Writer {
         if let Some(db) = taken {
             close_when_unshared(db);
         }
-        tracing::info!("store closed");
     }
 }
 
