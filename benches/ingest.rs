@@ -2,8 +2,8 @@
 //!
 //! Each event is a ≈1.2 KB Stripe-like JSON body, signed as Standard Webhooks
 //! and verified for real before the timed part; the timed part is
-//! `Store::ingest` only: dedupe key, inbox record, state row, schedule entry
-//! and expiry entry, committed with fsync. Compares one commit per event
+//! `Store::ingest` only: dedupe key, inbox record, state row and schedule
+//! entry, committed with fsync. Compares one commit per event
 //! (`max_batch = 1`) with group commit at 1, 16, 64 and 256 concurrent
 //! producers in the same run, then group commit on top of a large store.
 //!

@@ -6,6 +6,7 @@
 //! know HTTP, providers or config files: it takes a [`VerifiedEvent`] and
 //! answers with where it landed.
 
+mod dedupe;
 pub mod schema;
 mod writer;
 
@@ -17,6 +18,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::verify::VerifiedEvent;
+use dedupe::DedupeIndex;
 use schema::{
     DEDUPE, EVENTS, EventRecord, EventState, META, META_SCHEMA, META_TAG, SCHEMA_VERSION, STATE,
 };
@@ -116,6 +118,8 @@ struct Shared {
     path: PathBuf,
     tag: u32,
     jobs: mpsc::Sender<writer::Job>,
+    /// Live dedupe keys. Only the writer changes it, after a commit.
+    dedupe: RwLock<DedupeIndex>,
 }
 
 /// The writer thread, to be joined at shutdown.
@@ -173,6 +177,7 @@ impl Store {
         }
         let tag = init_meta(&db, &path)?;
         let next_seq = last_seq(&db)?.map_or(1, |s| s + 1);
+        let dedupe = load_dedupe(&db)?;
         // 4096 queued requests: a burst far beyond what one batch takes; past
         // it, handlers wait, which slows the senders instead of growing memory.
         let (jobs, rx) = mpsc::channel(4096);
@@ -181,6 +186,7 @@ impl Store {
             path,
             tag,
             jobs: jobs.clone(),
+            dedupe: RwLock::new(dedupe),
         });
         let (exit_tx, exited) = oneshot::channel();
         let thread = writer::spawn(
@@ -254,7 +260,7 @@ impl Store {
         let Some(raw) = events.get(seq).map_err(read_err!())? else {
             return Ok(None);
         };
-        let record = schema::decode(raw.value())?;
+        let record = schema::decode_event(raw.value())?;
         let state = match states.get(seq).map_err(read_err!())? {
             Some(s) => schema::decode(s.value())?,
             None => return Err(StoreError::Read(format!("event {seq} has no state row"))),
@@ -269,19 +275,16 @@ impl Store {
 
     /// The event stored for `(source, event_id)`, if its dedupe key is live.
     pub fn find(&self, source: &str, event_id: &str) -> Result<Option<StoredEvent>, StoreError> {
-        let seq = {
-            let db = self.db()?;
-            let txn = db.begin_read().map_err(read_err!())?;
-            let dedupe = txn.open_table(DEDUPE).map_err(read_err!())?;
-            let found = dedupe
-                .get(schema::dedupe_key(source, event_id).as_slice())
-                .map_err(read_err!())?;
-            match found {
-                Some(seq) => seq.value(),
-                None => return Ok(None),
-            }
-        };
-        self.get(seq)
+        let found = self
+            .shared
+            .dedupe
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(dedupe::fingerprint(source, event_id));
+        match found {
+            Some(seq) => self.get(seq),
+            None => Ok(None),
+        }
     }
 
     /// Up to `limit` events with `seq > after`, oldest first.
@@ -305,7 +308,7 @@ impl Store {
             out.push(StoredEvent {
                 seq,
                 id: self.public_id(seq),
-                record: schema::decode(v.value())?,
+                record: schema::decode_event(v.value())?,
                 state: schema::decode(state.value())?,
             });
         }
@@ -393,7 +396,6 @@ fn init_meta(db: &Database, path: &Path) -> Result<u32, StoreError> {
     txn.open_table(STATE).map_err(|e| open_err(&e))?;
     txn.open_table(DEDUPE).map_err(|e| open_err(&e))?;
     txn.open_table(schema::SCHEDULE).map_err(|e| open_err(&e))?;
-    txn.open_table(schema::EXPIRY).map_err(|e| open_err(&e))?;
     txn.commit().map_err(|e| open_err(&e))?;
     Ok(tag)
 }
@@ -402,6 +404,19 @@ fn last_seq(db: &Database) -> Result<Option<u64>, StoreError> {
     let txn = db.begin_read().map_err(read_err!())?;
     let events = txn.open_table(EVENTS).map_err(read_err!())?;
     Ok(events.last().map_err(read_err!())?.map(|(k, _)| k.value()))
+}
+
+/// Rebuilds the in-memory dedupe index from its durable log.
+fn load_dedupe(db: &Database) -> Result<DedupeIndex, StoreError> {
+    let txn = db.begin_read().map_err(read_err!())?;
+    let log = txn.open_table(DEDUPE).map_err(read_err!())?;
+    let mut index = DedupeIndex::with_capacity(log.len().map_err(read_err!())? as usize);
+    for row in log.iter().map_err(read_err!())? {
+        let (seq, value) = row.map_err(read_err!())?;
+        let (fp, _received) = value.value();
+        index.insert(fp, seq.value());
+    }
+    Ok(index)
 }
 
 #[cfg(test)]
