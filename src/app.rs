@@ -13,10 +13,12 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 use crate::clock::Clock;
-use crate::config::{Config, Secret, SourceName, load_or_generate_secret};
+use crate::config::{Config, Kind, Secret, SourceName, load_or_generate_secret};
+use crate::deliver::Destination;
 use crate::ingest::{self, IngestState};
 use crate::listener::{self, ServeOptions};
 use crate::metrics::Metrics;
+use crate::schedule::{DeliveryHandle, Scheduler};
 use crate::store::{Store, StoreError, StoreOptions};
 
 #[derive(Debug, thiserror::Error)]
@@ -40,8 +42,17 @@ pub enum AppError {
 #[derive(Debug, Clone)]
 pub struct GeneratedSecret {
     pub source: SourceName,
+    pub purpose: SecretPurpose,
     pub secret: Secret,
     pub path: std::path::PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretPurpose {
+    /// The provider signs with it; ingest verifies.
+    Ingest,
+    /// hookinbox signs deliveries with it; the app verifies.
+    Destination,
 }
 
 pub struct App {
@@ -49,6 +60,7 @@ pub struct App {
     metrics: Metrics,
     ingest_addr: SocketAddr,
     generated: Vec<GeneratedSecret>,
+    delivery: DeliveryHandle,
     task: tokio::task::JoinHandle<Result<(), AppError>>,
 }
 
@@ -69,6 +81,15 @@ impl App {
             .await
             .map_err(|e| AppError::Io(std::io::Error::other(e)))??;
         let metrics = Metrics::new();
+        let destinations = config
+            .sources
+            .iter()
+            .filter_map(|s| {
+                let dl = s.delivery.clone()?;
+                Some(Destination::new(s.name.clone(), dl).map_err(AppError::Source))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let (scheduler, delivery) = Scheduler::new(store.clone(), metrics.clone(), destinations);
         let state = IngestState::new(&config, store.clone(), clock, metrics.clone())
             .map_err(AppError::Source)?;
         let ingest_addr = ingest.local_addr()?;
@@ -94,7 +115,16 @@ impl App {
                     }
                 }
             };
+            let (stop_scheduler, stopped) = oneshot::channel::<()>();
+            let scheduler = tokio::spawn(scheduler.run(async move {
+                let _ = stopped.await;
+            }));
             listener::serve("ingest", ingest, ingest::router(state), serve_options, stop).await;
+            // Ingest has drained: no new events. Let attempts in flight be recorded.
+            let _ = stop_scheduler.send(());
+            if let Err(e) = scheduler.await {
+                tracing::error!(error = %e, "the scheduler ended abnormally");
+            }
             tokio::task::spawn_blocking(move || writer.shutdown())
                 .await
                 .map_err(|e| AppError::Io(std::io::Error::other(e)))?;
@@ -109,6 +139,7 @@ impl App {
             metrics,
             ingest_addr,
             generated,
+            delivery,
             task,
         })
     }
@@ -123,6 +154,11 @@ impl App {
 
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// Pause and resume destinations.
+    pub fn delivery(&self) -> &DeliveryHandle {
+        &self.delivery
     }
 
     /// Secrets generated on this start (first start only).
@@ -141,25 +177,40 @@ impl App {
 
 fn ensure_generated_secrets(config: &mut Config) -> Result<Vec<GeneratedSecret>, AppError> {
     let mut created = Vec::new();
-    for source in config.sources.iter_mut().filter(|s| s.generate_secret) {
+    let data_dir = config.server.data_dir.clone();
+    let mut generate = |source: &SourceName, purpose: SecretPurpose, kind: Kind| {
+        let name = match purpose {
+            SecretPurpose::Ingest => source.to_string(),
+            SecretPurpose::Destination => format!("{source}.destination"),
+        };
         let (secret, fresh) =
-            load_or_generate_secret(&config.server.data_dir, source.name.as_str(), source.kind)
-                .map_err(|cause| AppError::Secret {
-                    source_name: source.name.to_string(),
-                    cause,
-                })?;
+            load_or_generate_secret(&data_dir, &name, kind).map_err(|cause| AppError::Secret {
+                source_name: source.to_string(),
+                cause,
+            })?;
         if fresh {
             created.push(GeneratedSecret {
-                source: source.name.clone(),
+                source: source.clone(),
+                purpose,
                 secret: secret.clone(),
-                path: config
-                    .server
-                    .data_dir
-                    .join("secrets")
-                    .join(format!("{}.secret", source.name)),
+                path: data_dir.join("secrets").join(format!("{name}.secret")),
             });
         }
-        source.secrets = vec![secret];
+        Ok::<_, AppError>(secret)
+    };
+    for source in config.sources.iter_mut() {
+        if source.generate_secret {
+            source.secrets = vec![generate(&source.name, SecretPurpose::Ingest, source.kind)?];
+        }
+        if let Some(dl) = &mut source.delivery
+            && dl.secret.is_none()
+        {
+            dl.secret = Some(generate(
+                &source.name,
+                SecretPurpose::Destination,
+                Kind::Standard,
+            )?);
+        }
     }
     Ok(created)
 }

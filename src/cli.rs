@@ -158,6 +158,15 @@ async fn serve(config: Config) -> Result<(), Failure> {
 
 fn print_generated_secret(generated: &crate::app::GeneratedSecret, addr: std::net::SocketAddr) {
     let secret = generated.secret.expose();
+    if generated.purpose == crate::app::SecretPurpose::Destination {
+        println!(
+            "\nhookinbox generated the key that signs deliveries of source {name:?} (kept in {path}, mode 0600):\n\n    {secret}\n\n\
+             Verify deliveries in your app with any Standard Webhooks library and this key.\n",
+            name = generated.source.as_str(),
+            path = generated.path.display(),
+        );
+        return;
+    }
     println!(
         "\nhookinbox generated the secret of source {name:?} (kept in {path}, mode 0600):\n\n    {secret}\n\n\
          Send it a signed test event:\n\n    \

@@ -2,16 +2,19 @@
 //!
 //! Modules are listed in the order an event meets them: config decides what
 //! is accepted, `ingest` receives the request, `verify` proves it authentic,
-//! `store` makes it durable and deduplicated. `app` wires them together;
-//! `cli` and `send` are the command line's.
+//! `store` makes it durable and deduplicated; `schedule` finds what is due
+//! and `deliver` sends it to the app. `app` wires them together; `cli` and
+//! `send` are the command line's.
 
 pub mod app;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod deliver;
 pub mod ingest;
 pub mod listener;
 pub mod metrics;
+pub mod schedule;
 pub mod send;
 pub mod store;
 pub mod verify;

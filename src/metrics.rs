@@ -23,6 +23,18 @@ pub struct RejectedLabels {
     pub reason: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    pub source: String,
+    pub outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CircuitLabels {
+    pub source: String,
+    pub state: String,
+}
+
 /// Ack latency buckets, seconds: from 1 ms (a lone request on a fast disk)
 /// to 10 s (a stalled disk), doubling.
 fn ack_buckets() -> impl Iterator<Item = f64> {
@@ -40,6 +52,11 @@ struct Inner {
     duplicates: Family<SourceLabel, Counter>,
     rejected: Family<RejectedLabels, Counter>,
     ack_seconds: Family<SourceLabel, Histogram, fn() -> Histogram>,
+    attempts: Family<OutcomeLabels, Counter>,
+    delivered: Family<SourceLabel, Counter>,
+    dead_lettered: Family<SourceLabel, Counter>,
+    circuit: Family<CircuitLabels, Counter>,
+    attempt_seconds: Family<SourceLabel, Histogram, fn() -> Histogram>,
 }
 
 impl Default for Metrics {
@@ -76,6 +93,37 @@ impl Metrics {
             "From the request's arrival to its durable 2xx answer",
             ack_seconds.clone(),
         );
+        let attempts = Family::<OutcomeLabels, Counter>::default();
+        let delivered = Family::<SourceLabel, Counter>::default();
+        let dead_lettered = Family::<SourceLabel, Counter>::default();
+        let circuit = Family::<CircuitLabels, Counter>::default();
+        let attempt_seconds: Family<SourceLabel, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(|| Histogram::new(ack_buckets()));
+        registry.register(
+            "delivery_attempts",
+            "Delivery attempts, by outcome (delivered, retryable_status, rejected_status, timeout, connect, transport)",
+            attempts.clone(),
+        );
+        registry.register(
+            "delivered",
+            "Events the destination accepted (2xx)",
+            delivered.clone(),
+        );
+        registry.register(
+            "dead_lettered",
+            "Events moved to the dead-letter queue",
+            dead_lettered.clone(),
+        );
+        registry.register(
+            "circuit_transitions",
+            "Circuit breaker state changes, by the state entered",
+            circuit.clone(),
+        );
+        registry.register(
+            "delivery_attempt_seconds",
+            "How long one delivery attempt took",
+            attempt_seconds.clone(),
+        );
         Metrics {
             inner: Arc::new(Inner {
                 registry: Mutex::new(registry),
@@ -83,6 +131,11 @@ impl Metrics {
                 duplicates,
                 rejected,
                 ack_seconds,
+                attempts,
+                delivered,
+                dead_lettered,
+                circuit,
+                attempt_seconds,
             }),
         }
     }
@@ -119,6 +172,66 @@ impl Metrics {
                 reason: reason.to_owned(),
             })
             .inc();
+    }
+
+    pub fn attempt(&self, source: &str, outcome: &str, took: std::time::Duration) {
+        self.inner
+            .attempts
+            .get_or_create(&OutcomeLabels {
+                source: source.to_owned(),
+                outcome: outcome.to_owned(),
+            })
+            .inc();
+        self.inner
+            .attempt_seconds
+            .get_or_create(&SourceLabel {
+                source: source.to_owned(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    pub fn delivered(&self, source: &str) {
+        let label = SourceLabel {
+            source: source.to_owned(),
+        };
+        self.inner.delivered.get_or_create(&label).inc();
+    }
+
+    pub fn dead_lettered(&self, source: &str) {
+        let label = SourceLabel {
+            source: source.to_owned(),
+        };
+        self.inner.dead_lettered.get_or_create(&label).inc();
+    }
+
+    pub fn circuit(&self, source: &str, state: &str) {
+        self.inner
+            .circuit
+            .get_or_create(&CircuitLabels {
+                source: source.to_owned(),
+                state: state.to_owned(),
+            })
+            .inc();
+    }
+
+    pub fn attempt_count(&self, source: &str, outcome: &str) -> u64 {
+        self.inner
+            .attempts
+            .get_or_create(&OutcomeLabels {
+                source: source.to_owned(),
+                outcome: outcome.to_owned(),
+            })
+            .get()
+    }
+
+    pub fn circuit_count(&self, source: &str, state: &str) -> u64 {
+        self.inner
+            .circuit
+            .get_or_create(&CircuitLabels {
+                source: source.to_owned(),
+                state: state.to_owned(),
+            })
+            .get()
     }
 
     pub fn received_count(&self, source: &str) -> u64 {

@@ -270,8 +270,82 @@ pub struct SourceConfig {
     pub event_id: Option<Vec<Locator>>,
     pub event_type: Option<Vec<Locator>>,
     pub public_url: Option<String>,
-    pub destination: Option<reqwest::Url>,
+    /// Where and how events are delivered; `None`: events are held.
+    pub delivery: Option<DeliveryConfig>,
     pub hmac: Option<HmacSpec>,
+}
+
+/// A source's destination and the rules for delivering to it. The
+/// destination is named after its source (one destination per source).
+#[derive(Debug, Clone)]
+pub struct DeliveryConfig {
+    pub url: reqwest::Url,
+    /// The Standard Webhooks key that signs deliveries. `None` until the
+    /// first start generates one into the data dir.
+    pub secret: Option<Secret>,
+    /// Provider headers passed through to the app, beside hookinbox's own.
+    pub forward_headers: Vec<http::HeaderName>,
+    pub connect_timeout: Duration,
+    /// For the whole attempt: connect, send, and read the answer.
+    pub timeout: Duration,
+    pub initial_interval: Duration,
+    pub max_interval: Duration,
+    pub max_attempts: u32,
+    /// Counted from receipt (or the last replay); past it, dead-letter.
+    pub max_age: Duration,
+    /// Statuses that are retried; any other non-2xx dead-letters at once.
+    pub retry_statuses: Vec<StatusPattern>,
+    pub max_concurrency: usize,
+    /// Events per second at most; `None`: no limit.
+    pub max_rate: Option<f64>,
+    pub paused: bool,
+    /// Consecutive failed attempts that open the circuit.
+    pub breaker_failures: u32,
+    /// How long an open circuit waits before one probe.
+    pub breaker_cooldown: Duration,
+}
+
+/// One entry of `retry_statuses`: a code like 429, or a class like "5xx".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusPattern {
+    Code(u16),
+    Class(u16),
+}
+
+impl StatusPattern {
+    pub fn parse(text: &str) -> Result<StatusPattern, String> {
+        let bad = || format!("{text:?}: expected a status code like 429 or a class like \"5xx\"");
+        if let Some(class) = text.strip_suffix("xx") {
+            let c: u16 = class.parse().map_err(|_| bad())?;
+            return if (1..=5).contains(&c) {
+                Ok(StatusPattern::Class(c))
+            } else {
+                Err(bad())
+            };
+        }
+        let code: u16 = text.parse().map_err(|_| bad())?;
+        if (100..=599).contains(&code) {
+            Ok(StatusPattern::Code(code))
+        } else {
+            Err(bad())
+        }
+    }
+
+    pub fn matches(self, status: u16) -> bool {
+        match self {
+            StatusPattern::Code(c) => c == status,
+            StatusPattern::Class(c) => status / 100 == c,
+        }
+    }
+}
+
+impl std::fmt::Display for StatusPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StatusPattern::Code(c) => write!(f, "{c}"),
+            StatusPattern::Class(c) => write!(f, "{c}xx"),
+        }
+    }
 }
 
 /// A configuration error: names the file (or variable), the key and what is wrong.

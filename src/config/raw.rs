@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{
-    Config, ConfigError, DEFAULT_MAX_BODY, HmacAlgorithm, HmacSpec, Kind, Locator, LogConfig,
-    LogFormat, PayloadPart, RetentionConfig, Secret, ServerConfig, SignatureEncoding, SourceConfig,
-    SourceName, parse_duration, parse_size,
+    Config, ConfigError, DEFAULT_MAX_BODY, DeliveryConfig, HmacAlgorithm, HmacSpec, Kind, Locator,
+    LogConfig, LogFormat, PayloadPart, RetentionConfig, Secret, ServerConfig, SignatureEncoding,
+    SourceConfig, SourceName, StatusPattern, parse_duration, parse_size,
 };
 
 #[derive(Debug, Default, Deserialize)]
@@ -71,6 +71,13 @@ impl OneOrMany {
     }
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum CodeOrText {
+    Code(u16),
+    Text(String),
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSource {
@@ -88,6 +95,22 @@ struct RawSource {
     event_type: Option<OneOrMany>,
     public_url: Option<String>,
     destination: Option<String>,
+    destination_secret: Option<String>,
+    destination_secret_env: Option<String>,
+    destination_secret_file: Option<String>,
+    forward_headers: Option<Vec<String>>,
+    connect_timeout: Option<String>,
+    timeout: Option<String>,
+    initial_interval: Option<String>,
+    max_interval: Option<String>,
+    max_attempts: Option<u32>,
+    max_age: Option<String>,
+    retry_statuses: Option<Vec<CodeOrText>>,
+    max_concurrency: Option<usize>,
+    max_rate: Option<f64>,
+    paused: Option<bool>,
+    breaker_failures: Option<u32>,
+    breaker_cooldown: Option<String>,
     signature_header: Option<String>,
     algorithm: Option<String>,
     encoding: Option<String>,
@@ -375,21 +398,7 @@ fn validate_source(
         }
         None => None,
     };
-    let destination = rs
-        .destination
-        .as_deref()
-        .map(|u| {
-            let url = reqwest::Url::parse(u)
-                .map_err(|e| cx.err(key("destination"), format!("{u:?}: {e}")))?;
-            match url.scheme() {
-                "http" | "https" => Ok(url),
-                other => Err(cx.err(
-                    key("destination"),
-                    format!("scheme {other:?}: use http or https"),
-                )),
-            }
-        })
-        .transpose()?;
+    let delivery = validate_delivery(cx, i, &mut rs, base_dir, env, warnings)?;
 
     let hmac_keys = [
         ("signature_header", rs.signature_header.is_some()),
@@ -427,9 +436,199 @@ fn validate_source(
         event_id,
         event_type,
         public_url,
-        destination,
+        delivery,
         hmac,
     })
+}
+
+/// The delivery keys of `source[i]`: all of them need `destination`.
+fn validate_delivery(
+    cx: &Ctx<'_>,
+    i: usize,
+    rs: &mut RawSource,
+    base_dir: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<DeliveryConfig>, ConfigError> {
+    let key = |k: &str| format!("source[{i}].{k}");
+    let set = [
+        ("destination_secret", rs.destination_secret.is_some()),
+        (
+            "destination_secret_env",
+            rs.destination_secret_env.is_some(),
+        ),
+        (
+            "destination_secret_file",
+            rs.destination_secret_file.is_some(),
+        ),
+        ("forward_headers", rs.forward_headers.is_some()),
+        ("connect_timeout", rs.connect_timeout.is_some()),
+        ("timeout", rs.timeout.is_some()),
+        ("initial_interval", rs.initial_interval.is_some()),
+        ("max_interval", rs.max_interval.is_some()),
+        ("max_attempts", rs.max_attempts.is_some()),
+        ("max_age", rs.max_age.is_some()),
+        ("retry_statuses", rs.retry_statuses.is_some()),
+        ("max_concurrency", rs.max_concurrency.is_some()),
+        ("max_rate", rs.max_rate.is_some()),
+        ("paused", rs.paused.is_some()),
+        ("breaker_failures", rs.breaker_failures.is_some()),
+        ("breaker_cooldown", rs.breaker_cooldown.is_some()),
+    ];
+    let Some(url) = rs.destination.take() else {
+        if let Some((k, _)) = set.iter().find(|(_, is_set)| *is_set) {
+            return Err(cx.err(key(k), "applies only to a source with a destination"));
+        }
+        return Ok(None);
+    };
+    let url = reqwest::Url::parse(&url)
+        .map_err(|e| cx.err(key("destination"), format!("{url:?}: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(cx.err(
+            key("destination"),
+            format!("scheme {:?}: use http or https", url.scheme()),
+        ));
+    }
+
+    let sources = [
+        rs.destination_secret.is_some(),
+        rs.destination_secret_env.is_some(),
+        rs.destination_secret_file.is_some(),
+    ];
+    if sources.iter().filter(|s| **s).count() > 1 {
+        return Err(cx.err(
+            key("destination_secret"),
+            "set only one of destination_secret, destination_secret_env, destination_secret_file",
+        ));
+    }
+    let secret = if let Some(text) = rs.destination_secret.take() {
+        warnings.push(format!(
+            "{}: source[{i}] has its destination_secret inline in the config; prefer destination_secret_file or destination_secret_env",
+            cx.origin
+        ));
+        Some(text)
+    } else if let Some(var) = &rs.destination_secret_env {
+        Some(env(var).ok_or_else(|| {
+            cx.err(
+                key("destination_secret_env"),
+                format!("environment variable {var} is not set"),
+            )
+        })?)
+    } else if let Some(path) = &rs.destination_secret_file {
+        let path = resolve(base_dir, path);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            cx.err(
+                key("destination_secret_file"),
+                format!("cannot read {}: {e}", path.display()),
+            )
+        })?;
+        Some(text.trim().to_owned())
+    } else {
+        None
+    };
+    let secret = match secret {
+        Some(text) => {
+            crate::verify::standard_webhooks_key(text.trim())
+                .map_err(|m| cx.err(key("destination_secret"), m))?;
+            Some(Secret::new(text.trim()))
+        }
+        None => None,
+    };
+
+    let forward_headers = rs
+        .forward_headers
+        .take()
+        .unwrap_or_default()
+        .iter()
+        .map(|h| {
+            http::HeaderName::from_bytes(h.as_bytes()).map_err(|_| {
+                cx.err(
+                    key("forward_headers"),
+                    format!("{h:?} is not a header name"),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(h) = forward_headers.iter().find(|h| {
+        let h = h.as_str();
+        h.starts_with("webhook-") || h.starts_with("hookinbox-") || h == "content-type"
+    }) {
+        return Err(cx.err(
+            key("forward_headers"),
+            format!("{h:?} is one of the headers hookinbox sets itself on deliveries"),
+        ));
+    }
+    let duration = |k: &str, v: &Option<String>, default: &str| {
+        let d = cx.duration(&key(k), v.as_deref(), default)?;
+        if d.is_zero() {
+            return Err(cx.err(key(k), "must be longer than 0s"));
+        }
+        Ok(d)
+    };
+    let initial_interval = duration("initial_interval", &rs.initial_interval, "5s")?;
+    let max_interval = duration("max_interval", &rs.max_interval, "1h")?;
+    if max_interval < initial_interval {
+        return Err(cx.err(key("max_interval"), "must be at least initial_interval"));
+    }
+    let retry_statuses = match rs.retry_statuses.take() {
+        None => vec![
+            StatusPattern::Code(408),
+            StatusPattern::Code(425),
+            StatusPattern::Code(429),
+            StatusPattern::Class(5),
+        ],
+        Some(list) => list
+            .into_iter()
+            .map(|c| match c {
+                CodeOrText::Code(n) => StatusPattern::parse(&n.to_string()),
+                CodeOrText::Text(t) => StatusPattern::parse(&t),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|m| cx.err(key("retry_statuses"), m))?,
+    };
+    if retry_statuses.iter().any(|p| p.matches(200)) {
+        return Err(cx.err(
+            key("retry_statuses"),
+            "cannot include 2xx: those are deliveries",
+        ));
+    }
+    let max_attempts = rs.max_attempts.unwrap_or(12);
+    if max_attempts == 0 {
+        return Err(cx.err(key("max_attempts"), "must be at least 1"));
+    }
+    let max_concurrency = rs.max_concurrency.unwrap_or(8);
+    if !(1..=1024).contains(&max_concurrency) {
+        return Err(cx.err(key("max_concurrency"), "must be between 1 and 1024"));
+    }
+    if let Some(rate) = rs.max_rate
+        && !(rate.is_finite() && rate > 0.0)
+    {
+        return Err(cx.err(
+            key("max_rate"),
+            "must be a positive number of events per second",
+        ));
+    }
+    let breaker_failures = rs.breaker_failures.unwrap_or(5);
+    if breaker_failures == 0 {
+        return Err(cx.err(key("breaker_failures"), "must be at least 1"));
+    }
+    Ok(Some(DeliveryConfig {
+        url,
+        secret,
+        forward_headers,
+        connect_timeout: duration("connect_timeout", &rs.connect_timeout, "5s")?,
+        timeout: duration("timeout", &rs.timeout, "30s")?,
+        initial_interval,
+        max_interval,
+        max_attempts,
+        max_age: duration("max_age", &rs.max_age, "3d")?,
+        retry_statuses,
+        max_concurrency,
+        max_rate: rs.max_rate,
+        paused: rs.paused.unwrap_or(false),
+        breaker_failures,
+        breaker_cooldown: duration("breaker_cooldown", &rs.breaker_cooldown, "30s")?,
+    }))
 }
 
 fn validate_hmac(cx: &Ctx<'_>, i: usize, rs: &RawSource) -> Result<HmacSpec, ConfigError> {
@@ -596,9 +795,41 @@ pub fn render_redacted(config: &Config) -> String {
         if let Some(u) = &src.public_url {
             let _ = writeln!(out, "public_url = {}", q(u));
         }
-        match &src.destination {
-            Some(u) => {
-                let _ = writeln!(out, "destination = {}", q(u.as_str()));
+        match &src.delivery {
+            Some(dl) => {
+                let _ = writeln!(out, "destination = {}", q(dl.url.as_str()));
+                match &dl.secret {
+                    Some(_) => {
+                        let _ = writeln!(out, "destination_secret = {}", q("[redacted]"));
+                    }
+                    None => {
+                        let _ = writeln!(
+                            out,
+                            "# destination_secret: generated on first start into data_dir/secrets"
+                        );
+                    }
+                }
+                let names: Vec<String> = dl.forward_headers.iter().map(|h| q(h.as_str())).collect();
+                let codes: Vec<String> = dl
+                    .retry_statuses
+                    .iter()
+                    .map(|p| q(&p.to_string()))
+                    .collect();
+                let _ = writeln!(out, "forward_headers = [{}]", names.join(", "));
+                let _ = writeln!(out, "connect_timeout = {}", d(dl.connect_timeout));
+                let _ = writeln!(out, "timeout = {}", d(dl.timeout));
+                let _ = writeln!(out, "initial_interval = {}", d(dl.initial_interval));
+                let _ = writeln!(out, "max_interval = {}", d(dl.max_interval));
+                let _ = writeln!(out, "max_attempts = {}", dl.max_attempts);
+                let _ = writeln!(out, "max_age = {}", d(dl.max_age));
+                let _ = writeln!(out, "retry_statuses = [{}]", codes.join(", "));
+                let _ = writeln!(out, "max_concurrency = {}", dl.max_concurrency);
+                if let Some(rate) = dl.max_rate {
+                    let _ = writeln!(out, "max_rate = {rate}");
+                }
+                let _ = writeln!(out, "paused = {}", dl.paused);
+                let _ = writeln!(out, "breaker_failures = {}", dl.breaker_failures);
+                let _ = writeln!(out, "breaker_cooldown = {}", d(dl.breaker_cooldown));
             }
             None => {
                 let _ = writeln!(out, "# no destination: events are held");

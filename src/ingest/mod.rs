@@ -58,7 +58,7 @@ impl IngestState {
         for s in &config.sources {
             let verifier =
                 Verifier::new(s).map_err(|e| format!("source {:?}: {e}", s.name.as_str()))?;
-            let initial = if s.destination.is_some() {
+            let initial = if s.delivery.is_some() {
                 Initial::Deliver
             } else {
                 Initial::Hold

@@ -8,6 +8,7 @@
 
 mod dedupe;
 pub mod schema;
+mod tables;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -15,12 +16,13 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::verify::VerifiedEvent;
 use dedupe::DedupeIndex;
 use schema::{
-    DEDUPE, EVENTS, EventRecord, EventState, META, META_SCHEMA, META_TAG, SCHEMA_VERSION, STATE,
+    ATTEMPTS, Attempt, DEDUPE, DLQ, EVENTS, EventRecord, EventState, LEASES, META, META_SCHEMA,
+    META_TAG, SCHEDULE, SCHEMA_VERSION, STATE,
 };
 
 pub use writer::MAX_BATCH;
@@ -46,6 +48,57 @@ pub enum Ingested {
     Duplicate { id: String },
 }
 
+/// A lease on one attempt, from [`Store::claim`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claimed {
+    /// 1 for the first attempt of the current round.
+    pub attempt: u32,
+    /// When the current round began: `max_age` counts from here.
+    pub round_started_ms: u64,
+}
+
+/// What an attempt came to and what happens next, for [`Store::finish`].
+#[derive(Debug, Clone)]
+pub struct Finish {
+    pub seq: u64,
+    pub attempt: Attempt,
+    pub next: Next,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    Delivered { at_ms: u64 },
+    RetryAt { due_ms: u64 },
+    Dead { reason: String, at_ms: u64 },
+}
+
+/// A person's change to an event.
+#[derive(Debug, Clone)]
+pub enum Change {
+    /// Deliver again: attempts reset, history kept, same `webhook-id`.
+    Replay,
+    /// Stop delivering it; the note says why.
+    Ignore { note: String },
+}
+
+/// Why a change was refused. Nothing was changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChangeError {
+    #[error("no such event")]
+    NotFound,
+    #[error("an attempt is in flight; try again in a moment")]
+    InFlight,
+    #[error("the event {0}")]
+    Conflict(&'static str),
+}
+
+/// One entry of a destination's queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Due {
+    pub seq: u64,
+    pub due_ms: u64,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The write could not be made durable (disk full, I/O error). Nothing of
@@ -61,6 +114,10 @@ pub enum StoreError {
         "the database at {path} has schema version {found}, newer than the {SCHEMA_VERSION} this build knows: upgrade hookinbox or restore a backup"
     )]
     NewerSchema { path: PathBuf, found: u8 },
+    #[error(
+        "the database at {path} has schema version {found}, written by a pre-release build this one cannot read: move it aside and start fresh"
+    )]
+    OlderSchema { path: PathBuf, found: u8 },
     #[error("the database holds a record this build cannot read: {0}")]
     Corrupt(#[from] schema::DecodeError),
     #[error("read failed: {0}")]
@@ -120,6 +177,8 @@ struct Shared {
     jobs: mpsc::Sender<writer::Job>,
     /// Live dedupe keys. Only the writer changes it, after a commit.
     dedupe: RwLock<DedupeIndex>,
+    /// Signalled after every commit: the scheduler looks at its queues again.
+    schedule_changed: Notify,
 }
 
 /// The writer thread, to be joined at shutdown.
@@ -176,6 +235,7 @@ impl Store {
                 .map_err(|e| open_err(&e))?;
         }
         let tag = init_meta(&db, &path)?;
+        recover_leases(&db, &path)?;
         let next_seq = last_seq(&db)?.map_or(1, |s| s + 1);
         let dedupe = load_dedupe(&db)?;
         // 4096 queued requests: a burst far beyond what one batch takes; past
@@ -187,6 +247,7 @@ impl Store {
             tag,
             jobs: jobs.clone(),
             dedupe: RwLock::new(dedupe),
+            schedule_changed: Notify::new(),
         });
         let (exit_tx, exited) = oneshot::channel();
         let thread = writer::spawn(
@@ -215,17 +276,133 @@ impl Store {
         event: VerifiedEvent,
         initial: Initial,
     ) -> Result<Ingested, StoreError> {
+        self.call(|reply| writer::Job::Ingest {
+            event,
+            initial,
+            reply,
+        })
+        .await
+    }
+
+    async fn call<T>(
+        &self,
+        job: impl FnOnce(oneshot::Sender<Result<T, StoreError>>) -> writer::Job,
+    ) -> Result<T, StoreError> {
         let (reply, answer) = oneshot::channel();
         self.shared
             .jobs
-            .send(writer::Job::Ingest {
-                event,
-                initial,
-                reply,
-            })
+            .send(job(reply))
             .await
             .map_err(|_| StoreError::Closed)?;
         answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Leases pending event `seq` for one attempt; `None` if it is not
+    /// pending any more or already has an attempt in flight.
+    pub async fn claim(&self, seq: u64, started_ms: u64) -> Result<Option<Claimed>, StoreError> {
+        self.call(|reply| writer::Job::Claim {
+            seq,
+            started_ms,
+            reply,
+        })
+        .await
+    }
+
+    /// Records an attempt's outcome durably and releases its lease.
+    pub async fn finish(&self, finish: Finish) -> Result<(), StoreError> {
+        self.call(|reply| writer::Job::Finish { finish, reply })
+            .await
+    }
+
+    /// Replays or ignores event `seq`, durably.
+    pub async fn change(
+        &self,
+        seq: u64,
+        change: Change,
+        now_ms: u64,
+    ) -> Result<Result<(), ChangeError>, StoreError> {
+        self.call(|reply| writer::Job::Change {
+            seq,
+            change,
+            now_ms,
+            reply,
+        })
+        .await
+    }
+
+    /// Resolves after the next commit (or at once if one happened since the
+    /// last call): the scheduler's wake-up.
+    pub async fn schedule_changed(&self) {
+        self.shared.schedule_changed.notified().await
+    }
+
+    /// Up to `limit` entries of `destination`'s queue due at `now_ms`, oldest
+    /// first, leaving out those `skip` says (attempts in flight). Also returns
+    /// when the queue next needs a look: `Some(now_ms)` if it holds more due
+    /// entries than `limit`, the next due time if later, `None` if empty.
+    pub fn due(
+        &self,
+        destination: &str,
+        now_ms: u64,
+        limit: usize,
+        skip: impl Fn(u64) -> bool,
+    ) -> Result<(Vec<Due>, Option<u64>), StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read().map_err(read_err!())?;
+        let schedule = txn.open_table(SCHEDULE).map_err(read_err!())?;
+        let mut out = Vec::new();
+        let mut next = None;
+        for row in schedule
+            .range((destination, 0, 0)..=(destination, u64::MAX, u64::MAX))
+            .map_err(read_err!())?
+        {
+            let (key, _) = row.map_err(read_err!())?;
+            let (_, due_ms, seq) = key.value();
+            if skip(seq) {
+                continue;
+            }
+            if due_ms > now_ms {
+                next = Some(due_ms);
+                break;
+            }
+            if out.len() == limit {
+                next = Some(now_ms);
+                break;
+            }
+            out.push(Due { seq, due_ms });
+        }
+        Ok((out, next))
+    }
+
+    /// Every attempt of event `seq`, oldest first.
+    pub fn attempts(&self, seq: u64) -> Result<Vec<Attempt>, StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read().map_err(read_err!())?;
+        let attempts = txn.open_table(ATTEMPTS).map_err(read_err!())?;
+        let mut out = Vec::new();
+        for row in attempts
+            .range((seq, 0)..=(seq, u32::MAX))
+            .map_err(read_err!())?
+        {
+            let (_, v) = row.map_err(read_err!())?;
+            out.push(schema::decode(v.value())?);
+        }
+        Ok(out)
+    }
+
+    /// The seqs in `destination`'s dead-letter queue, oldest first.
+    pub fn dead_letters(&self, destination: &str) -> Result<Vec<u64>, StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read().map_err(read_err!())?;
+        let dlq = txn.open_table(DLQ).map_err(read_err!())?;
+        let mut out = Vec::new();
+        for row in dlq
+            .range((destination, 0)..=(destination, u64::MAX))
+            .map_err(read_err!())?
+        {
+            out.push(row.map_err(read_err!())?.0.value().1);
+        }
+        Ok(out)
     }
 
     /// The public id of the event stored under `seq`.
@@ -369,6 +546,12 @@ fn init_meta(db: &Database, path: &Path) -> Result<u32, StoreError> {
                     found: v,
                 });
             }
+            Some(Some(v)) if v < SCHEMA_VERSION => {
+                return Err(StoreError::OlderSchema {
+                    path: path.to_owned(),
+                    found: v,
+                });
+            }
             Some(_) => {}
             None => {
                 meta.insert(META_SCHEMA, [SCHEMA_VERSION].as_slice())
@@ -395,7 +578,10 @@ fn init_meta(db: &Database, path: &Path) -> Result<u32, StoreError> {
     txn.open_table(EVENTS).map_err(|e| open_err(&e))?;
     txn.open_table(STATE).map_err(|e| open_err(&e))?;
     txn.open_table(DEDUPE).map_err(|e| open_err(&e))?;
-    txn.open_table(schema::SCHEDULE).map_err(|e| open_err(&e))?;
+    txn.open_table(SCHEDULE).map_err(|e| open_err(&e))?;
+    txn.open_table(LEASES).map_err(|e| open_err(&e))?;
+    txn.open_table(ATTEMPTS).map_err(|e| open_err(&e))?;
+    txn.open_table(DLQ).map_err(|e| open_err(&e))?;
     txn.commit().map_err(|e| open_err(&e))?;
     Ok(tag)
 }
@@ -404,6 +590,27 @@ fn last_seq(db: &Database) -> Result<Option<u64>, StoreError> {
     let txn = db.begin_read().map_err(read_err!())?;
     let events = txn.open_table(EVENTS).map_err(read_err!())?;
     Ok(events.last().map_err(read_err!())?.map(|(k, _)| k.value()))
+}
+
+/// Records attempts that a crash interrupted (see `Tables::recover_leases`).
+fn recover_leases(db: &Database, path: &Path) -> Result<(), StoreError> {
+    let open_err = |e: &dyn std::fmt::Display| StoreError::Open {
+        path: path.to_owned(),
+        cause: e.to_string(),
+    };
+    let mut txn = db.begin_write().map_err(|e| open_err(&e))?;
+    txn.set_quick_repair(true);
+    let recovered = tables::Tables::open(&txn)
+        .and_then(|mut t| t.recover_leases())
+        .map_err(|e| open_err(&e))?;
+    txn.commit().map_err(|e| open_err(&e))?;
+    if recovered > 0 {
+        tracing::warn!(
+            attempts = recovered,
+            "attempts were in flight when hookinbox stopped; recorded as interrupted, delivering again"
+        );
+    }
+    Ok(())
 }
 
 /// Rebuilds the in-memory dedupe index from its durable log.

@@ -9,7 +9,14 @@
 //!   keys, appended in seq order (see [`super::dedupe`] for why it is not
 //!   keyed by event id). Seq order is receipt order, so it doubles as the
 //!   sweeper's expiry index for dedupe keys: expired keys are a prefix.
-//! - `schedule` (due_ms, seq) → (). The scheduler's queue: range from 0 to now.
+//! - `schedule` (destination, due_ms, seq) → (). Each destination's queue:
+//!   the scheduler ranges from its start to now, one destination at a time,
+//!   so a paused or failing destination's backlog is never walked.
+//! - `leases`   seq → attempt start. An attempt in flight. Written before the
+//!   request goes out, removed with its outcome; a lease found at open is an
+//!   attempt interrupted by a crash (recorded as such, the event stays due).
+//! - `attempts` (seq, n) → one attempt's outcome. History, never rewritten.
+//! - `dlq`      (destination, seq) → (). Dead-lettered events, by destination.
 //! - `meta`     name → value: schema version and the database's id tag.
 //!
 //! Records are a version byte followed by postcard. Postcard is not
@@ -24,12 +31,15 @@ use serde::{Deserialize, Serialize};
 pub const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("events");
 pub const STATE: TableDefinition<u64, &[u8]> = TableDefinition::new("state");
 pub const DEDUPE: TableDefinition<u64, (u128, u64)> = TableDefinition::new("dedupe");
-pub const SCHEDULE: TableDefinition<(u64, u64), ()> = TableDefinition::new("schedule");
+pub const SCHEDULE: TableDefinition<(&str, u64, u64), ()> = TableDefinition::new("schedule");
+pub const LEASES: TableDefinition<u64, u64> = TableDefinition::new("leases");
+pub const ATTEMPTS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("attempts");
+pub const DLQ: TableDefinition<(&str, u64), ()> = TableDefinition::new("dlq");
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 
 /// The schema this build writes. Bump it with a migration when a table's key
 /// or a record's layout changes.
-pub const SCHEMA_VERSION: u8 = 1;
+pub const SCHEMA_VERSION: u8 = 2;
 pub const META_SCHEMA: &str = "schema_version";
 /// A random tag made when the database is created. It is part of every public
 /// event id, so a database recreated from scratch never hands the app a
@@ -75,15 +85,129 @@ pub struct EventRecordRef<'a> {
 /// Where an event is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Status {
-    /// Waiting for delivery (its entry is in `schedule`).
+    /// Waiting for delivery: first try or a retry (its entry is in `schedule`).
     Pending,
     /// Its source has no destination: kept in the inbox, not delivered.
     Held,
+    /// The destination answered 2xx.
+    Delivered,
+    /// Failed for good (its entry is in `dlq`) until replayed or ignored.
+    Dead,
+    /// A person marked it ignored, with a note.
+    Ignored,
 }
 
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Held => "held",
+            Status::Delivered => "delivered",
+            Status::Dead => "dead",
+            Status::Ignored => "ignored",
+        }
+    }
+}
+
+/// The mutable part of an event, small so that updates are cheap.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EventState {
     pub status: Status,
+    /// The source, which names its destination's queue.
+    pub source: String,
+    /// Attempts in the current round (reset by a replay).
+    pub attempts: u32,
+    /// Rows in `attempts` for this event, across rounds.
+    pub total_attempts: u32,
+    /// When the current round began (receipt, or the last replay): `max_age`
+    /// counts from here.
+    pub round_started_ms: u64,
+    /// Its key in `schedule` while pending.
+    pub due_ms: Option<u64>,
+    pub ordering_key: Option<String>,
+    pub delivered_ms: Option<u64>,
+    pub dead: Option<DeadLetter>,
+    pub note: Option<Note>,
+    pub replays: u32,
+}
+
+impl EventState {
+    pub fn new(source: &str, status: Status, now_ms: u64, ordering_key: Option<String>) -> Self {
+        EventState {
+            status,
+            source: source.to_owned(),
+            attempts: 0,
+            total_attempts: 0,
+            round_started_ms: now_ms,
+            due_ms: (status == Status::Pending).then_some(now_ms),
+            ordering_key,
+            delivered_ms: None,
+            dead: None,
+            note: None,
+            replays: 0,
+        }
+    }
+}
+
+/// Why an event was dead-lettered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    pub reason: String,
+    pub at_ms: u64,
+    pub last_status: Option<u16>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Note {
+    pub text: String,
+    pub at_ms: u64,
+}
+
+/// What one attempt came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AttemptClass {
+    /// 2xx.
+    Delivered,
+    /// A status the rules retry (by default 408, 425, 429, 5xx).
+    RetryableStatus,
+    /// Any other status: the app refused the event.
+    RejectedStatus,
+    /// No complete answer within the timeout.
+    Timeout,
+    /// Could not connect (refused, DNS, TLS handshake).
+    Connect,
+    /// The request or the answer broke off.
+    Transport,
+    /// hookinbox stopped while the attempt was in flight: the destination may
+    /// or may not have received it.
+    Interrupted,
+}
+
+impl AttemptClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptClass::Delivered => "delivered",
+            AttemptClass::RetryableStatus => "retryable_status",
+            AttemptClass::RejectedStatus => "rejected_status",
+            AttemptClass::Timeout => "timeout",
+            AttemptClass::Connect => "connect",
+            AttemptClass::Transport => "transport",
+            AttemptClass::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// One delivery attempt, as recorded in `attempts`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempt {
+    pub started_ms: u64,
+    pub latency_ms: u64,
+    pub class: AttemptClass,
+    pub status: Option<u16>,
+    /// What went wrong, in words (no secrets, no body).
+    pub error: Option<String>,
+    /// The start of the destination's answer, for people reading the DLQ.
+    pub response_snippet: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -261,5 +385,9 @@ mod tests {
             Err(DecodeError::UnknownVersion(9))
         ));
         assert!(matches!(decode::<EventState>(&[]), Err(DecodeError::Empty)));
+        let state = EventState::new("s", Status::Pending, 5, Some("k".into()));
+        let mut bytes = Vec::new();
+        encode(&state, &mut bytes);
+        assert_eq!(decode::<EventState>(&bytes).unwrap(), state);
     }
 }

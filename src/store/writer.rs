@@ -19,8 +19,12 @@ use redb::{Database, Durability};
 use tokio::sync::{mpsc, oneshot};
 
 use super::dedupe::{Fingerprint, fingerprint};
-use super::schema::{self, DEDUPE, EVENTS, EventRecordRef, EventState, SCHEDULE, STATE, Status};
-use super::{Ingested, Initial, Shared, StoreError, StoreOptions, open_database, public_id};
+use super::schema::{self, EventRecordRef, EventState, Status};
+use super::tables::Tables;
+use super::{
+    Change, ChangeError, Claimed, Finish, Ingested, Initial, Shared, StoreError, StoreOptions,
+    open_database, public_id,
+};
 use crate::verify::VerifiedEvent;
 
 /// 512 events per transaction at most. benches/ingest.rs shows throughput
@@ -46,14 +50,58 @@ pub(super) enum Job {
         initial: Initial,
         reply: oneshot::Sender<Result<Ingested, StoreError>>,
     },
+    /// Take a lease on a pending event before its attempt goes out.
+    Claim {
+        seq: u64,
+        started_ms: u64,
+        reply: oneshot::Sender<Result<Option<Claimed>, StoreError>>,
+    },
+    /// Record an attempt's outcome and what happens next.
+    Finish {
+        finish: Finish,
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+    /// A person's change to one event: replay or ignore.
+    Change {
+        seq: u64,
+        change: Change,
+        now_ms: u64,
+        reply: oneshot::Sender<Result<Result<(), ChangeError>, StoreError>>,
+    },
     /// Finish what is queued, refuse new jobs, close the database.
     Shutdown,
 }
 
-struct Pending {
-    event: VerifiedEvent,
-    initial: Initial,
-    reply: oneshot::Sender<Result<Ingested, StoreError>>,
+enum Answer {
+    Ingested(Ingested),
+    Claimed(Option<Claimed>),
+    Finished,
+    Changed(Result<(), ChangeError>),
+}
+
+// A dropped receiver is a caller that went away: what was committed stands.
+impl Job {
+    /// Answers with `cause` instead of a result: the batch did not commit.
+    fn fail(self, cause: &str) {
+        let err = || StoreError::Unavailable(cause.to_owned());
+        match self {
+            Job::Ingest { reply, .. } => drop(reply.send(Err(err()))),
+            Job::Claim { reply, .. } => drop(reply.send(Err(err()))),
+            Job::Finish { reply, .. } => drop(reply.send(Err(err()))),
+            Job::Change { reply, .. } => drop(reply.send(Err(err()))),
+            Job::Shutdown => {}
+        }
+    }
+
+    fn answer(self, answer: Answer) {
+        match (self, answer) {
+            (Job::Ingest { reply, .. }, Answer::Ingested(a)) => drop(reply.send(Ok(a))),
+            (Job::Claim { reply, .. }, Answer::Claimed(a)) => drop(reply.send(Ok(a))),
+            (Job::Finish { reply, .. }, Answer::Finished) => drop(reply.send(Ok(()))),
+            (Job::Change { reply, .. }, Answer::Changed(a)) => drop(reply.send(Ok(a))),
+            _ => unreachable!("apply answers each job with its own kind"),
+        }
+    }
 }
 
 pub(super) struct Writer {
@@ -62,7 +110,6 @@ pub(super) struct Writer {
     next_seq: u64,
     record_buf: Vec<u8>,
     scratch: Vec<u8>,
-    state_buf: Vec<u8>,
 }
 
 /// Sends on drop, so the signal fires on a normal exit and on a panic alike.
@@ -86,7 +133,7 @@ pub(super) fn spawn(
         .spawn(move || {
             let _exit = ExitSignal(Some(exit));
             let max_batch = writer.options.max_batch.max(1);
-            let mut batch: Vec<Pending> = Vec::with_capacity(max_batch);
+            let mut batch: Vec<Job> = Vec::with_capacity(max_batch);
             let mut last_batch = 0;
             let mut closed = false;
             while let Some(job) = rx.blocking_recv() {
@@ -97,21 +144,13 @@ pub(super) fn spawn(
                     while let Some(job) = next.take() {
                         quiet_since = Instant::now();
                         match job {
-                            Job::Ingest {
-                                event,
-                                initial,
-                                reply,
-                            } => batch.push(Pending {
-                                event,
-                                initial,
-                                reply,
-                            }),
                             // Closing the receiver refuses new sends; what is already
                             // queued is still received and committed below.
                             Job::Shutdown => {
                                 rx.close();
                                 closed = true;
                             }
+                            job => batch.push(job),
                         }
                         if batch.len() < max_batch {
                             next = rx.try_recv().ok();
@@ -144,14 +183,13 @@ impl Writer {
             next_seq,
             record_buf: Vec::with_capacity(4096),
             scratch: Vec::with_capacity(4096),
-            state_buf: Vec::with_capacity(64),
         }
     }
 
-    fn commit(&mut self, batch: &mut Vec<Pending>) {
+    fn commit(&mut self, batch: &mut Vec<Job>) {
         let first_seq = self.next_seq;
         match self.apply(batch) {
-            Ok((outcomes, keys)) => {
+            Ok((answers, keys)) => {
                 let mut index = self
                     .shared
                     .dedupe
@@ -161,18 +199,17 @@ impl Writer {
                     index.insert(fp, seq);
                 }
                 drop(index);
-                for (pending, outcome) in batch.drain(..).zip(outcomes) {
-                    // A dropped receiver is a client that went away; the event is stored regardless.
-                    let _ = pending.reply.send(Ok(outcome));
+                for (job, answer) in batch.drain(..).zip(answers) {
+                    job.answer(answer);
                 }
+                // The schedule may have changed: new events, retries, replays.
+                self.shared.schedule_changed.notify_one();
             }
             Err(cause) => {
                 self.next_seq = first_seq;
-                tracing::error!(%cause, events = batch.len(), "store commit failed; answering 503 and reopening the database");
-                for pending in batch.drain(..) {
-                    let _ = pending
-                        .reply
-                        .send(Err(StoreError::Unavailable(cause.clone())));
+                tracing::error!(%cause, jobs = batch.len(), "store commit failed; answering 503 and reopening the database");
+                for job in batch.drain(..) {
+                    job.fail(&cause);
                 }
                 self.reopen();
             }
@@ -200,10 +237,7 @@ impl Writer {
 
     /// Applies `batch` in one durable transaction. Returns each job's answer
     /// and the dedupe keys it added, for the index once the commit stands.
-    fn apply(
-        &mut self,
-        batch: &[Pending],
-    ) -> Result<(Vec<Ingested>, HashMap<Fingerprint, u64>), String> {
+    fn apply(&mut self, batch: &[Job]) -> Result<(Vec<Answer>, HashMap<Fingerprint, u64>), String> {
         let db = self.database()?;
         let mut txn = db.begin_write().map_err(|e| e.to_string())?;
         txn.set_durability(Durability::Immediate)
@@ -212,67 +246,91 @@ impl Writer {
         // reopening after kill -9 is instant instead of a walk of the file.
         txn.set_quick_repair(true);
         let mut added: HashMap<Fingerprint, u64> = HashMap::with_capacity(batch.len());
-        let mut outcomes = Vec::with_capacity(batch.len());
+        let mut answers = Vec::with_capacity(batch.len());
         {
             let err = |e: redb::Error| e.to_string();
-            let mut events = txn.open_table(EVENTS).map_err(|e| err(e.into()))?;
-            let mut states = txn.open_table(STATE).map_err(|e| err(e.into()))?;
-            let mut dedupe = txn.open_table(DEDUPE).map_err(|e| err(e.into()))?;
-            let mut schedule = txn.open_table(SCHEDULE).map_err(|e| err(e.into()))?;
-            let index = self.shared.dedupe.read().unwrap_or_else(|p| p.into_inner());
-            for pending in batch {
-                let ev = &pending.event;
-                let fp = fingerprint(ev.source().as_str(), ev.event_id().as_str());
-                // Earlier in this batch first: the index learns the batch's keys after the commit.
-                if let Some(&seq) = added.get(&fp).or(index.get(fp).as_ref()) {
-                    outcomes.push(Ingested::Duplicate {
-                        id: public_id(self.shared.tag, seq),
-                    });
-                    continue;
-                }
-                let seq = self.next_seq;
-                self.next_seq += 1;
-                let received = ev.received_at_ms();
-                schema::encode_event(
-                    &EventRecordRef {
-                        source: ev.source().as_str(),
-                        event_id: ev.event_id().as_str(),
-                        event_type: ev.event_type(),
-                        received_at_ms: received,
-                        content_type: ev.content_type(),
-                        headers: ev.headers(),
-                        body: ev.body(),
-                    },
-                    &mut self.scratch,
-                    &mut self.record_buf,
-                );
-                events
-                    .insert(seq, self.record_buf.as_slice())
-                    .map_err(|e| err(e.into()))?;
-                let status = match pending.initial {
-                    Initial::Deliver => Status::Pending,
-                    Initial::Hold => Status::Held,
+            let mut t = Tables::open(&txn).map_err(err)?;
+            let shared = self.shared.clone();
+            let index = shared.dedupe.read().unwrap_or_else(|p| p.into_inner());
+            for job in batch {
+                let answer = match job {
+                    Job::Ingest { event, initial, .. } => {
+                        let fp = fingerprint(event.source().as_str(), event.event_id().as_str());
+                        // Earlier in this batch first: the index learns the batch's keys after the commit.
+                        if let Some(&seq) = added.get(&fp).or(index.get(fp).as_ref()) {
+                            Answer::Ingested(Ingested::Duplicate {
+                                id: public_id(self.shared.tag, seq),
+                            })
+                        } else {
+                            let seq = self.next_seq;
+                            self.next_seq += 1;
+                            self.insert_event(&mut t, seq, fp, event, *initial)
+                                .map_err(err)?;
+                            added.insert(fp, seq);
+                            Answer::Ingested(Ingested::New {
+                                id: public_id(self.shared.tag, seq),
+                            })
+                        }
+                    }
+                    Job::Claim {
+                        seq, started_ms, ..
+                    } => Answer::Claimed(t.claim(*seq, *started_ms).map_err(err)?),
+                    Job::Finish { finish, .. } => {
+                        t.finish(finish).map_err(err)?;
+                        Answer::Finished
+                    }
+                    Job::Change {
+                        seq,
+                        change,
+                        now_ms,
+                        ..
+                    } => Answer::Changed(t.change(*seq, change, *now_ms).map_err(err)?),
+                    Job::Shutdown => unreachable!("shutdown never enters a batch"),
                 };
-                schema::encode(&EventState { status }, &mut self.state_buf);
-                states
-                    .insert(seq, self.state_buf.as_slice())
-                    .map_err(|e| err(e.into()))?;
-                dedupe
-                    .insert(seq, (fp, received))
-                    .map_err(|e| err(e.into()))?;
-                added.insert(fp, seq);
-                if pending.initial == Initial::Deliver {
-                    schedule
-                        .insert((received, seq), ())
-                        .map_err(|e| err(e.into()))?;
-                }
-                outcomes.push(Ingested::New {
-                    id: public_id(self.shared.tag, seq),
-                });
+                answers.push(answer);
             }
         }
         txn.commit().map_err(|e| e.to_string())?;
-        Ok((outcomes, added))
+        Ok((answers, added))
+    }
+
+    fn insert_event(
+        &mut self,
+        t: &mut Tables<'_>,
+        seq: u64,
+        fp: Fingerprint,
+        ev: &VerifiedEvent,
+        initial: Initial,
+    ) -> Result<(), redb::Error> {
+        let received = ev.received_at_ms();
+        schema::encode_event(
+            &EventRecordRef {
+                source: ev.source().as_str(),
+                event_id: ev.event_id().as_str(),
+                event_type: ev.event_type(),
+                received_at_ms: received,
+                content_type: ev.content_type(),
+                headers: ev.headers(),
+                body: ev.body(),
+            },
+            &mut self.scratch,
+            &mut self.record_buf,
+        );
+        t.events.insert(seq, self.record_buf.as_slice())?;
+        let status = match initial {
+            Initial::Deliver => Status::Pending,
+            Initial::Hold => Status::Held,
+        };
+        t.put_state(
+            seq,
+            &EventState::new(ev.source().as_str(), status, received, None),
+        )?;
+        t.dedupe.insert(seq, (fp, received))?;
+        if status == Status::Pending {
+            t.schedule
+                .insert((ev.source().as_str(), received, seq), ())?;
+        }
+        Ok(())
     }
 
     /// After a failed commit redb refuses further writes until the file is

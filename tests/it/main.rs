@@ -4,6 +4,8 @@
 
 mod cli;
 mod crash;
+mod delivery;
+mod destination;
 mod ingest;
 mod support;
 mod vectors;

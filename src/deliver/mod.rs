@@ -1,0 +1,229 @@
+//! One delivery attempt: the signed POST to the app and what came back.
+//!
+//! Owns the delivery contract's wire shape (DESIGN.md): the exact raw body,
+//! `webhook-id` (the event's public id, stable across attempts and replays),
+//! `webhook-timestamp`, `webhook-signature` (Standard Webhooks, signed with
+//! the destination's own key), the `hookinbox-*` headers, the original
+//! content type and the provider headers the source forwards. It knows
+//! nothing of schedules or storage: the scheduler gives it an event and an
+//! attempt number and gets back an [`Attempt`] to record.
+
+pub mod breaker;
+pub mod policy;
+
+use std::time::{Duration, Instant, SystemTime};
+
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use crate::config::{DeliveryConfig, SourceName};
+use crate::store::StoredEvent;
+use crate::store::schema::{Attempt, AttemptClass};
+
+/// The start of an answer kept with the attempt, for people reading the DLQ.
+pub const SNIPPET_BYTES: usize = 512;
+/// An answer is read up to this much, then the connection is dropped.
+const READ_CAP: usize = 64 * 1024;
+
+/// A source's destination, ready to send to.
+pub struct Destination {
+    pub name: SourceName,
+    pub config: DeliveryConfig,
+    key: Vec<u8>,
+    client: reqwest::Client,
+}
+
+/// The Standard Webhooks key bytes of a `whsec_…` secret.
+pub fn standard_key(secret: &str) -> Result<Vec<u8>, String> {
+    crate::verify::standard_webhooks_key(secret)
+}
+
+impl Destination {
+    pub fn new(name: SourceName, config: DeliveryConfig) -> Result<Destination, String> {
+        let secret = config
+            .secret
+            .as_ref()
+            .ok_or_else(|| format!("source {name}: the destination has no signing secret"))?;
+        let key = standard_key(secret.expose()).map_err(|m| format!("source {name}: {m}"))?;
+        // Installing twice is harmless: the second call reports the first provider.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .timeout(config.timeout)
+            // A redirect is an answer (3xx, dead-lettered with its status),
+            // never a reason to post the payload somewhere else.
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("hookinbox/", env!("CARGO_PKG_VERSION")))
+            .pool_max_idle_per_host(config.max_concurrency)
+            .build()
+            .map_err(|e| format!("source {name}: cannot build the HTTP client: {e}"))?;
+        Ok(Destination {
+            name,
+            config,
+            key,
+            client,
+        })
+    }
+
+    /// `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`.
+    pub fn signature(&self, webhook_id: &str, timestamp: i64, body: &[u8]) -> String {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key length");
+        mac.update(webhook_id.as_bytes());
+        mac.update(b".");
+        mac.update(timestamp.to_string().as_bytes());
+        mac.update(b".");
+        mac.update(body);
+        format!(
+            "v1,{}",
+            base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+        )
+    }
+
+    /// Sends `event` once. Returns what happened and, on 429/503, the wait the
+    /// destination asked for.
+    pub async fn attempt(&self, event: &StoredEvent, attempt: u32) -> (Attempt, Option<Duration>) {
+        let started = SystemTime::now();
+        let started_ms = unix_ms(started);
+        let clock = Instant::now();
+        let rec = &event.record;
+        let timestamp = (started_ms / 1000) as i64;
+        let mut req = self
+            .client
+            .post(self.config.url.clone())
+            .header("webhook-id", &event.id)
+            .header("webhook-timestamp", timestamp.to_string())
+            .header(
+                "webhook-signature",
+                self.signature(&event.id, timestamp, &rec.body),
+            )
+            .header("hookinbox-source", &rec.source)
+            .header("hookinbox-event-id", &rec.event_id)
+            .header("hookinbox-attempt", attempt.to_string());
+        if let Some(t) = &rec.event_type {
+            req = req.header("hookinbox-event-type", t);
+        }
+        if let Some(ct) = &rec.content_type {
+            req = req.header(http::header::CONTENT_TYPE, ct);
+        }
+        for (name, value) in &rec.headers {
+            if self
+                .config
+                .forward_headers
+                .iter()
+                .any(|h| h.as_str().eq_ignore_ascii_case(name))
+            {
+                req = req.header(name.as_str(), value.as_str());
+            }
+        }
+        let sent = req.body(rec.body.clone()).send();
+        // reqwest's own timeout covers the exchange; this one also bounds the
+        // body read below, whatever the destination does.
+        let result = tokio::time::timeout(self.config.timeout, async {
+            let mut response = sent.await?;
+            let status = response.status().as_u16();
+            let retry_after = response
+                .headers()
+                .get(http::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| policy::parse_retry_after(v, SystemTime::now()));
+            let mut body = Vec::new();
+            while body.len() < READ_CAP {
+                match response.chunk().await {
+                    Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+                    Ok(None) => break,
+                    // The status is what counts; a broken answer body does not undo it.
+                    Err(_) => break,
+                }
+            }
+            Ok::<_, reqwest::Error>((status, retry_after, body))
+        })
+        .await;
+        let latency_ms = clock.elapsed().as_millis() as u64;
+        let mut record = Attempt {
+            started_ms,
+            latency_ms,
+            class: AttemptClass::Transport,
+            status: None,
+            error: None,
+            response_snippet: None,
+        };
+        let mut asked = None;
+        match result {
+            Ok(Ok((status, retry_after, body))) => {
+                record.class = policy::classify_status(&self.config, status);
+                record.status = Some(status);
+                record.response_snippet = snippet(&body);
+                if matches!(status, 429 | 503) {
+                    asked = retry_after;
+                }
+            }
+            Ok(Err(e)) => {
+                record.class = if e.is_timeout() {
+                    AttemptClass::Timeout
+                } else if e.is_connect() {
+                    AttemptClass::Connect
+                } else {
+                    AttemptClass::Transport
+                };
+                record.error = Some(error_chain(e));
+            }
+            Err(_) => {
+                record.class = AttemptClass::Timeout;
+                record.error = Some(format!(
+                    "no complete answer within {}",
+                    humantime::format_duration(self.config.timeout)
+                ));
+            }
+        }
+        (record, asked)
+    }
+}
+
+/// The error and its causes, one line; no URL query (it may hold a token).
+fn error_chain(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn snippet(body: &[u8]) -> Option<String> {
+    if body.is_empty() {
+        return None;
+    }
+    let mut end = body.len().min(SNIPPET_BYTES);
+    // Cut on a character boundary when the body is UTF-8.
+    while end > 0 && end < body.len() && (body[end] & 0xC0) == 0x80 {
+        end -= 1;
+    }
+    Some(String::from_utf8_lossy(&body[..end]).into_owned())
+}
+
+pub fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snippets_are_capped_on_a_character_boundary() {
+        assert_eq!(snippet(b""), None);
+        assert_eq!(snippet(b"oops").as_deref(), Some("oops"));
+        let long = "é".repeat(400);
+        let s = snippet(long.as_bytes()).unwrap();
+        assert!(
+            s.len() <= SNIPPET_BYTES && s.chars().all(|c| c == 'é'),
+            "{s}"
+        );
+    }
+}

@@ -1,0 +1,428 @@
+//! The scheduler: finds due events and hands them to delivery.
+//!
+//! One task. It sleeps until something can change what is due — a commit
+//! (new events, retries, replays: the store signals each one), an attempt
+//! finishing (a concurrency slot frees up), the earliest future due time, a
+//! circuit's cooldown ending, a rate token, or a pause/resume — then walks
+//! each destination's queue from its oldest entry, taking only as many due
+//! events as the destination may receive right now. No polling.
+//!
+//! Each attempt is leased in the store before it goes out and recorded with
+//! its outcome after (see `store::tables`), so a crash at any point leaves
+//! the event due again with the interrupted attempt on record.
+//!
+//! What it keeps in memory per destination — attempts in flight, the circuit
+//! breaker, the rate bucket, the pause flag — is rebuilt empty at start: in
+//! flight is empty after a restart by definition (leases were recovered), a
+//! closed circuit re-learns failure in `breaker_failures` attempts.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use rand::Rng;
+use tokio::sync::{Notify, mpsc};
+use tokio::task::JoinSet;
+
+use crate::deliver::breaker::{Allow, Breaker, CircuitState};
+use crate::deliver::{Destination, policy, unix_ms};
+use crate::metrics::Metrics;
+use crate::store::schema::AttemptClass;
+use crate::store::{Finish, Next, Store, StoreError};
+
+/// Control of the running scheduler, for the admin surfaces.
+#[derive(Clone)]
+pub struct DeliveryHandle {
+    paused: Arc<HashMap<String, Arc<AtomicBool>>>,
+    wake: Arc<Notify>,
+}
+
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("no destination named {0:?}")]
+pub struct UnknownDestination(pub String);
+
+impl DeliveryHandle {
+    /// Stops calling `destination`; its events wait, in order, on the schedule.
+    pub fn pause(&self, destination: &str) -> Result<(), UnknownDestination> {
+        self.set_paused(destination, true)
+    }
+
+    /// Calls `destination` again; what accumulated goes out oldest first.
+    pub fn resume(&self, destination: &str) -> Result<(), UnknownDestination> {
+        self.set_paused(destination, false)
+    }
+
+    pub fn is_paused(&self, destination: &str) -> Option<bool> {
+        self.paused
+            .get(destination)
+            .map(|p| p.load(Ordering::Relaxed))
+    }
+
+    fn set_paused(&self, destination: &str, paused: bool) -> Result<(), UnknownDestination> {
+        let flag = self
+            .paused
+            .get(destination)
+            .ok_or_else(|| UnknownDestination(destination.to_owned()))?;
+        if flag.swap(paused, Ordering::Relaxed) != paused {
+            tracing::info!(
+                destination,
+                paused,
+                "destination {}",
+                if paused { "paused" } else { "resumed" }
+            );
+        }
+        self.wake.notify_one();
+        Ok(())
+    }
+}
+
+/// A token bucket: `rate` per second, bursts up to one second's worth.
+struct Rate {
+    per_second: f64,
+    tokens: f64,
+    at: Instant,
+}
+
+impl Rate {
+    fn new(per_second: f64) -> Rate {
+        Rate {
+            per_second,
+            tokens: per_second.max(1.0),
+            at: Instant::now(),
+        }
+    }
+
+    fn available(&mut self, now: Instant) -> usize {
+        let burst = self.per_second.max(1.0);
+        self.tokens =
+            (self.tokens + now.duration_since(self.at).as_secs_f64() * self.per_second).min(burst);
+        self.at = now;
+        self.tokens.floor() as usize
+    }
+
+    fn take(&mut self) {
+        self.tokens -= 1.0;
+    }
+
+    fn next_token(&self, now: Instant) -> Instant {
+        now + Duration::from_secs_f64(((1.0 - self.tokens).max(0.0)) / self.per_second)
+    }
+}
+
+struct Lane {
+    destination: Arc<Destination>,
+    in_flight: HashSet<u64>,
+    breaker: Breaker,
+    rate: Option<Rate>,
+    paused: Arc<AtomicBool>,
+}
+
+/// An attempt's end, reported back to the scheduler loop.
+struct Done {
+    lane: usize,
+    seq: u64,
+    /// `None`: no attempt was made (the event was no longer pending).
+    healthy: Option<bool>,
+}
+
+pub struct Scheduler {
+    store: Store,
+    metrics: Metrics,
+    lanes: Vec<Lane>,
+    wake: Arc<Notify>,
+}
+
+/// How long a stopping scheduler waits for attempts in flight to finish and
+/// be recorded; past it they are abandoned and recovered as interrupted.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Scheduler {
+    pub fn new(
+        store: Store,
+        metrics: Metrics,
+        destinations: Vec<Destination>,
+    ) -> (Scheduler, DeliveryHandle) {
+        let wake = Arc::new(Notify::new());
+        let mut paused = HashMap::new();
+        let lanes = destinations
+            .into_iter()
+            .map(|d| {
+                let flag = Arc::new(AtomicBool::new(d.config.paused));
+                paused.insert(d.name.to_string(), flag.clone());
+                Lane {
+                    breaker: Breaker::new(d.config.breaker_failures, d.config.breaker_cooldown),
+                    rate: d.config.max_rate.map(Rate::new),
+                    in_flight: HashSet::new(),
+                    paused: flag,
+                    destination: Arc::new(d),
+                }
+            })
+            .collect();
+        let handle = DeliveryHandle {
+            paused: Arc::new(paused),
+            wake: wake.clone(),
+        };
+        (
+            Scheduler {
+                store,
+                metrics,
+                lanes,
+                wake,
+            },
+            handle,
+        )
+    }
+
+    /// Runs until `shutdown` resolves, then waits up to [`DRAIN_TIMEOUT`] for
+    /// attempts in flight to be recorded.
+    pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) {
+        let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
+        let mut tasks = JoinSet::new();
+        tokio::pin!(shutdown);
+        loop {
+            let wake_at = self.dispatch(&done_tx, &mut tasks);
+            let sleep = async {
+                match wake_at {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = &mut shutdown => break,
+                () = self.store.schedule_changed() => {}
+                () = self.wake.notified() => {}
+                Some(done) = done_rx.recv() => {
+                    self.settle(done);
+                    while let Ok(done) = done_rx.try_recv() {
+                        self.settle(done);
+                    }
+                }
+                () = sleep => {}
+                // Reap finished tasks so the set does not grow.
+                Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            }
+        }
+        let in_flight = tasks.len();
+        if in_flight > 0 {
+            tracing::info!(in_flight, "waiting for delivery attempts in flight");
+            let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+                while tasks.join_next().await.is_some() {}
+            })
+            .await;
+            if drained.is_err() {
+                tracing::warn!(
+                    abandoned = tasks.len(),
+                    "delivery attempts still in flight at shutdown; they will be recorded as interrupted and retried on the next start"
+                );
+                tasks.abort_all();
+            }
+        }
+    }
+
+    fn settle(&mut self, done: Done) {
+        let lane = &mut self.lanes[done.lane];
+        lane.in_flight.remove(&done.seq);
+        if let Some(healthy) = done.healthy
+            && let Some(state) = lane.breaker.record(healthy, Instant::now())
+        {
+            log_circuit(&self.metrics, lane, state);
+        }
+    }
+
+    /// Starts every attempt that may go out now; returns when to look again
+    /// if nothing else wakes the loop first.
+    fn dispatch(
+        &mut self,
+        done_tx: &mpsc::UnboundedSender<Done>,
+        tasks: &mut JoinSet<()>,
+    ) -> Option<Instant> {
+        let now = Instant::now();
+        let now_ms = unix_ms(SystemTime::now());
+        let mut wake: Option<Instant> = None;
+        let mut wake_at = |at: Instant| wake = Some(wake.map_or(at, |w| w.min(at)));
+        for (index, lane) in self.lanes.iter_mut().enumerate() {
+            if lane.paused.load(Ordering::Relaxed) {
+                continue;
+            }
+            let mut room = lane
+                .destination
+                .config
+                .max_concurrency
+                .saturating_sub(lane.in_flight.len());
+            let (allow, changed) = lane.breaker.allow(now);
+            if let Some(state) = changed {
+                log_circuit(&self.metrics, lane, state);
+            }
+            match allow {
+                Allow::All => {}
+                Allow::Probe => room = room.min(1),
+                Allow::Until(at) => {
+                    wake_at(at);
+                    continue;
+                }
+                Allow::Wait => continue,
+            }
+            if let Some(rate) = &mut lane.rate {
+                let tokens = rate.available(now);
+                if tokens < room {
+                    room = tokens;
+                    wake_at(rate.next_token(now));
+                }
+            }
+            if room == 0 {
+                continue;
+            }
+            let in_flight = &lane.in_flight;
+            let name = lane.destination.name.as_str();
+            let (due, next) = match self
+                .store
+                .due(name, now_ms, room, |seq| in_flight.contains(&seq))
+            {
+                Ok(found) => found,
+                Err(e) => {
+                    tracing::error!(destination = name, error = %e, "cannot read the schedule; retrying in 1 s");
+                    wake_at(now + Duration::from_secs(1));
+                    continue;
+                }
+            };
+            if let Some(next_ms) = next
+                && next_ms > now_ms
+            {
+                wake_at(now + Duration::from_millis(next_ms - now_ms));
+            }
+            for entry in due {
+                lane.in_flight.insert(entry.seq);
+                lane.breaker.dispatched();
+                if let Some(rate) = &mut lane.rate {
+                    rate.take();
+                }
+                let task = Attempt {
+                    store: self.store.clone(),
+                    metrics: self.metrics.clone(),
+                    destination: lane.destination.clone(),
+                    lane: index,
+                    seq: entry.seq,
+                    done: done_tx.clone(),
+                };
+                tasks.spawn(task.run());
+            }
+        }
+        wake
+    }
+}
+
+fn log_circuit(metrics: &Metrics, lane: &Lane, state: CircuitState) {
+    let destination = lane.destination.name.as_str();
+    metrics.circuit(destination, state.as_str());
+    match state {
+        CircuitState::Open => tracing::warn!(
+            destination,
+            cooldown = %humantime::format_duration(lane.destination.config.breaker_cooldown),
+            "circuit opened: the destination keeps failing; due events wait without spending attempts"
+        ),
+        CircuitState::HalfOpen => {
+            tracing::info!(destination, "circuit half-open: sending one probe")
+        }
+        CircuitState::Closed => tracing::info!(destination, "circuit closed: destination healthy"),
+    }
+}
+
+/// One attempt of one event, from lease to recorded outcome.
+struct Attempt {
+    store: Store,
+    metrics: Metrics,
+    destination: Arc<Destination>,
+    lane: usize,
+    seq: u64,
+    done: mpsc::UnboundedSender<Done>,
+}
+
+impl Attempt {
+    async fn run(self) {
+        let healthy = match self.deliver().await {
+            Ok(healthy) => healthy,
+            Err(e) => {
+                tracing::error!(seq = self.seq, error = %e, "delivery could not be recorded");
+                None
+            }
+        };
+        // The loop may be gone at shutdown; nothing left to tell it then.
+        let _ = self.done.send(Done {
+            lane: self.lane,
+            seq: self.seq,
+            healthy,
+        });
+    }
+
+    /// Returns whether the destination looked healthy, or `None` if no
+    /// attempt was made.
+    async fn deliver(&self) -> Result<Option<bool>, StoreError> {
+        let source = self.destination.name.as_str();
+        let started_ms = unix_ms(SystemTime::now());
+        let Some(claimed) = self.store.claim(self.seq, started_ms).await? else {
+            return Ok(None);
+        };
+        let Some(event) = self.store.get(self.seq)? else {
+            return Ok(None);
+        };
+        let (attempt, retry_after) = self.destination.attempt(&event, claimed.attempt).await;
+        let now_ms = unix_ms(SystemTime::now());
+        let draw: f64 = rand::rng().random();
+        let next = policy::decide(
+            &self.destination.config,
+            claimed,
+            &attempt,
+            retry_after,
+            now_ms,
+            draw,
+        );
+        let healthy = !matches!(
+            attempt.class,
+            AttemptClass::RetryableStatus
+                | AttemptClass::Timeout
+                | AttemptClass::Connect
+                | AttemptClass::Transport
+        );
+        self.metrics.attempt(
+            source,
+            attempt.class.as_str(),
+            Duration::from_millis(attempt.latency_ms),
+        );
+        let outcome = policy::describe(&attempt);
+        match &next {
+            Next::Delivered { .. } => {
+                self.metrics.delivered(source);
+                tracing::info!(source, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, latency_ms = attempt.latency_ms, "delivered");
+            }
+            Next::RetryAt { due_ms } => tracing::info!(
+                source, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt,
+                latency_ms = attempt.latency_ms, %outcome,
+                retry_in_ms = due_ms.saturating_sub(now_ms), "attempt failed; will retry"
+            ),
+            Next::Dead { reason, .. } => {
+                self.metrics.dead_lettered(source);
+                tracing::warn!(source, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, %reason, "dead-lettered");
+            }
+        }
+        let finish = Finish {
+            seq: self.seq,
+            attempt,
+            next,
+        };
+        // The outcome must be recorded, or the lease would hold the event
+        // until a restart: keep trying while the store cannot commit.
+        let mut wait = Duration::from_millis(100);
+        loop {
+            match self.store.finish(finish.clone()).await {
+                Ok(()) => return Ok(Some(healthy)),
+                Err(StoreError::Unavailable(cause)) => {
+                    tracing::error!(source, seq = self.seq, %cause, "cannot record a delivery outcome; retrying");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(5));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! Delivery: the real server delivers to a real destination on loopback that
+//! fails, hangs or is slow on demand.
+
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use hookinbox::clock::Clock;
+use hookinbox::store::schema::{AttemptClass, Status};
+use hookinbox::store::{Change, ChangeError, StoredEvent};
+use sha2::Sha256;
+
+use crate::destination::{Destination, Mode};
+use crate::support::{TestServer, server_section, standard_headers};
+
+/// The key deliveries are signed with in these tests.
+const DEST_SECRET: &str = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
+
+fn config(dir: &std::path::Path, dest: &Destination, extra: &str) -> String {
+    format!(
+        "{}[[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{}\"\n\
+         destination = \"{}\"\ndestination_secret = \"{DEST_SECRET}\"\n\
+         forward_headers = [\"X-Shop-Domain\"]\n{extra}\n",
+        server_section(dir),
+        crate::support::STANDARD_SECRET,
+        dest.url()
+    )
+}
+
+async fn send(server: &TestServer, id: &str) -> String {
+    let body = format!("{{\"type\":\"order.paid\",\"id\":\"{id}\"}}").into_bytes();
+    let mut headers = standard_headers(id, &body);
+    headers.push(("x-shop-domain".into(), "acme.example".into()));
+    headers.push(("x-not-forwarded".into(), "private".into()));
+    let answer = server.post("/in/shop", &headers, body).await;
+    assert_eq!(answer.status, 200, "{:?}", answer.json);
+    answer.id().to_owned()
+}
+
+fn event(server: &TestServer, id: &str) -> StoredEvent {
+    let seq = server.store().parse_public_id(id).unwrap();
+    server.store().get(seq).unwrap().unwrap()
+}
+
+async fn wait_status(
+    server: &TestServer,
+    id: &str,
+    status: Status,
+    limit: Duration,
+) -> StoredEvent {
+    let deadline = Instant::now() + limit;
+    loop {
+        let e = event(server, id);
+        if e.state.status == status {
+            return e;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "event {id} is {:?} after {limit:?}, expected {status:?}",
+            e.state
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Standard Webhooks verification, written from the spec: HMAC-SHA256 over
+/// "id.timestamp.body" with the base64 key after `whsec_`, any `v1,` entry.
+fn signature_verifies(id: &str, ts: &str, body: &[u8], header: &str, secret: &str) -> bool {
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(secret.strip_prefix("whsec_").unwrap())
+        .unwrap();
+    let mut mac = Hmac::<Sha256>::new_from_slice(&key).unwrap();
+    mac.update(format!("{id}.{ts}.").as_bytes());
+    mac.update(body);
+    let expected = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
+    header
+        .split(' ')
+        .any(|sig| sig.strip_prefix("v1,") == Some(expected.as_str()))
+}
+
+#[tokio::test]
+async fn an_event_is_delivered_once_with_the_contract_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Ok).await;
+    let server = TestServer::start(&config(dir.path(), &dest, ""), Clock::system()).await;
+    let id = send(&server, "ord_1").await;
+    let got = dest.wait_for(1, Duration::from_secs(10)).await;
+    let r = &got[0];
+    assert_eq!(r.header("webhook-id"), id);
+    assert_eq!(r.header("hookinbox-source"), "shop");
+    assert_eq!(r.header("hookinbox-event-id"), "ord_1");
+    assert_eq!(r.header("hookinbox-attempt"), "1");
+    assert_eq!(r.header("content-type"), "application/json");
+    assert_eq!(&r.body[..], br#"{"type":"order.paid","id":"ord_1"}"#);
+    let ts = r.header("webhook-timestamp");
+    let age = SystemTimeSecs::now() - ts.parse::<i64>().unwrap();
+    assert!((0..60).contains(&age), "timestamp {ts} is {age} s old");
+    assert!(signature_verifies(
+        &id,
+        ts,
+        &r.body,
+        r.header("webhook-signature"),
+        DEST_SECRET
+    ));
+    // Listed provider headers are forwarded; others, and the provider's own
+    // signature, are not.
+    assert_eq!(r.header("x-shop-domain"), "acme.example");
+    assert!(r.headers.get("x-not-forwarded").is_none());
+    assert_eq!(r.headers.get_all("webhook-signature").iter().count(), 1);
+    let e = wait_status(&server, &id, Status::Delivered, Duration::from_secs(5)).await;
+    assert_eq!(e.state.attempts, 1);
+    // Delivered means delivered: nothing more arrives.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(dest.count(), 1);
+    assert_eq!(server.metrics().attempt_count("shop", "delivered"), 1);
+    server.stop().await;
+}
+
+struct SystemTimeSecs;
+impl SystemTimeSecs {
+    fn now() -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64
+    }
+}
+
+#[tokio::test]
+async fn failures_are_retried_with_growing_jittered_intervals_until_delivered() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Status(500, "boom")).await;
+    let server = TestServer::start(
+        &config(
+            dir.path(),
+            &dest,
+            "initial_interval = \"200ms\"\nmax_interval = \"10s\"\nbreaker_failures = 100\n",
+        ),
+        Clock::system(),
+    )
+    .await;
+    let id = send(&server, "ord_2").await;
+    let got = dest.wait_for(4, Duration::from_secs(10)).await;
+    dest.set(Mode::Ok);
+    let gaps: Vec<Duration> = got.windows(2).map(|w| w[1].at - w[0].at).collect();
+    // 200 ms, 400 ms, 800 ms, each ±20 % (and a little scheduling slack above).
+    for (gap, base) in gaps.iter().zip([200u64, 400, 800]) {
+        let ms = gap.as_millis() as u64;
+        assert!(
+            ms * 10 >= base * 8 && ms <= base * 12 / 10 + 150,
+            "gap {ms} ms for a {base} ms interval; all: {gaps:?}"
+        );
+    }
+    assert!(got.iter().all(|r| r.answered == 500));
+    let attempts: Vec<&str> = got.iter().map(|r| r.header("hookinbox-attempt")).collect();
+    assert_eq!(attempts, ["1", "2", "3", "4"]);
+    assert!(got.iter().all(|r| r.header("webhook-id") == id));
+    let e = wait_status(&server, &id, Status::Delivered, Duration::from_secs(10)).await;
+    let history = server.store().attempts(e.seq).unwrap();
+    let classes: Vec<_> = history.iter().map(|a| a.class).collect();
+    assert_eq!(
+        &classes[..4],
+        &[AttemptClass::RetryableStatus; 4],
+        "{history:?}"
+    );
+    assert_eq!(classes.last(), Some(&AttemptClass::Delivered));
+    assert_eq!(history[0].status, Some(500));
+    assert_eq!(history[0].response_snippet.as_deref(), Some("boom"));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_rejecting_status_dead_letters_at_once_with_the_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Status(422, "{\"error\":\"unknown order\"}")).await;
+    let server = TestServer::start(&config(dir.path(), &dest, ""), Clock::system()).await;
+    let id = send(&server, "ord_3").await;
+    let e = wait_status(&server, &id, Status::Dead, Duration::from_secs(10)).await;
+    let dead = e.state.dead.as_ref().unwrap();
+    assert_eq!(dead.last_status, Some(422));
+    assert!(dead.reason.contains("422"), "{}", dead.reason);
+    let history = server.store().attempts(e.seq).unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(
+        history[0].response_snippet.as_deref(),
+        Some("{\"error\":\"unknown order\"}")
+    );
+    assert_eq!(server.store().dead_letters("shop").unwrap(), vec![e.seq]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(dest.count(), 1, "a dead letter is not retried");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn exhausted_retries_dead_letter_with_the_full_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Status(503, "down")).await;
+    let server = TestServer::start(
+        &config(
+            dir.path(),
+            &dest,
+            "initial_interval = \"20ms\"\nmax_attempts = 4\nbreaker_failures = 100\n",
+        ),
+        Clock::system(),
+    )
+    .await;
+    let id = send(&server, "ord_4").await;
+    let e = wait_status(&server, &id, Status::Dead, Duration::from_secs(10)).await;
+    let history = server.store().attempts(e.seq).unwrap();
+    assert_eq!(history.len(), 4, "{history:?}");
+    assert!(history.iter().all(|a| a.status == Some(503)));
+    let reason = &e.state.dead.as_ref().unwrap().reason;
+    assert!(
+        reason.contains("4 attempts") && reason.contains("503"),
+        "{reason}"
+    );
+    assert_eq!(dest.count(), 4);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn retry_after_is_respected() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::StatusRetryAfter(429, "1")).await;
+    let server = TestServer::start(
+        &config(
+            dir.path(),
+            &dest,
+            "initial_interval = \"20ms\"\nbreaker_failures = 100\n",
+        ),
+        Clock::system(),
+    )
+    .await;
+    let id = send(&server, "ord_5").await;
+    let first = dest.wait_for(1, Duration::from_secs(10)).await;
+    dest.set(Mode::Ok);
+    let both = dest.wait_for(2, Duration::from_secs(10)).await;
+    let gap = both[1].at - first[0].at;
+    assert!(
+        gap >= Duration::from_millis(950),
+        "retried after {gap:?}, asked 1 s"
+    );
+    wait_status(&server, &id, Status::Delivered, Duration::from_secs(5)).await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_hanging_destination_times_out_and_is_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Hang).await;
+    let server = TestServer::start(
+        &config(
+            dir.path(),
+            &dest,
+            "timeout = \"300ms\"\ninitial_interval = \"50ms\"\nbreaker_failures = 100\n",
+        ),
+        Clock::system(),
+    )
+    .await;
+    let id = send(&server, "ord_6").await;
+    dest.wait_for(1, Duration::from_secs(10)).await;
+    dest.set(Mode::Ok);
+    let e = wait_status(&server, &id, Status::Delivered, Duration::from_secs(10)).await;
+    let history = server.store().attempts(e.seq).unwrap();
+    assert_eq!(history[0].class, AttemptClass::Timeout, "{history:?}");
+    assert!(history[0].latency_ms >= 290, "{history:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_open_circuit_stops_spending_attempts_and_a_probe_closes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Status(500, "down")).await;
+    let server = TestServer::start(
+        &config(
+            dir.path(),
+            &dest,
+            "initial_interval = \"20ms\"\nmax_interval = \"40ms\"\nmax_attempts = 1000\n\
+             breaker_failures = 3\nbreaker_cooldown = \"1500ms\"\n",
+        ),
+        Clock::system(),
+    )
+    .await;
+    let ids = [send(&server, "ord_a").await, send(&server, "ord_b").await];
+    dest.wait_for(3, Duration::from_secs(10)).await;
+    // Open: the count stops growing although both events are due every 40 ms.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.metrics().circuit_count("shop", "open") == 0 {
+        assert!(Instant::now() < deadline, "the circuit never opened");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let while_open = dest.count();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(
+        dest.count(),
+        while_open,
+        "attempts were spent on an open circuit"
+    );
+    dest.set(Mode::Ok);
+    for id in &ids {
+        wait_status(&server, id, Status::Delivered, Duration::from_secs(10)).await;
+    }
+    assert!(server.metrics().circuit_count("shop", "half_open") >= 1);
+    assert!(server.metrics().circuit_count("shop", "closed") >= 1);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_burst_of_1000_never_exceeds_the_concurrency_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Slow(Duration::from_millis(5))).await;
+    let server = TestServer::start(
+        &config(dir.path(), &dest, "max_concurrency = 4\n"),
+        Clock::system(),
+    )
+    .await;
+    let server = std::sync::Arc::new(server);
+    let mut tasks = Vec::new();
+    for t in 0..20 {
+        let server = server.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut ids = Vec::new();
+            for i in 0..50 {
+                ids.push(send(&server, &format!("burst_{t}_{i}")).await);
+            }
+            ids
+        }));
+    }
+    let mut ids = Vec::new();
+    for t in tasks {
+        ids.extend(t.await.unwrap());
+    }
+    let got = dest.wait_for(1000, Duration::from_secs(60)).await;
+    assert!(
+        dest.max_in_flight() <= 4,
+        "max in flight {}",
+        dest.max_in_flight()
+    );
+    assert!(dest.max_in_flight() >= 2, "the limit was never used");
+    let mut seen: Vec<&str> = got.iter().map(|r| r.header("webhook-id")).collect();
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 1000, "each event delivered exactly once");
+    let server = std::sync::Arc::into_inner(server).unwrap();
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_paused_destination_receives_nothing_until_resumed_then_everything_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Ok).await;
+    let server = TestServer::start(
+        &config(dir.path(), &dest, "paused = true\nmax_concurrency = 1\n"),
+        Clock::system(),
+    )
+    .await;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        ids.push(send(&server, &format!("ord_p{i}")).await);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(dest.count(), 0);
+    let handle = server.app.as_ref().unwrap().delivery().clone();
+    assert_eq!(handle.is_paused("shop"), Some(true));
+    handle.resume("shop").unwrap();
+    let got = dest.wait_for(5, Duration::from_secs(10)).await;
+    let order: Vec<&str> = got.iter().map(|r| r.header("webhook-id")).collect();
+    assert_eq!(order, ids.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(handle.pause("nope").is_err());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn replay_redelivers_with_the_same_webhook_id_and_ignore_keeps_the_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Status(400, "bad")).await;
+    let server = TestServer::start(&config(dir.path(), &dest, ""), Clock::system()).await;
+    let id = send(&server, "ord_r").await;
+    let other = send(&server, "ord_i").await;
+    let e = wait_status(&server, &id, Status::Dead, Duration::from_secs(10)).await;
+    wait_status(&server, &other, Status::Dead, Duration::from_secs(10)).await;
+    dest.set(Mode::Ok);
+    let store = server.store();
+    let now = hookinbox::deliver::unix_ms(std::time::SystemTime::now());
+    store
+        .change(e.seq, Change::Replay, now)
+        .await
+        .unwrap()
+        .unwrap();
+    let delivered = wait_status(&server, &id, Status::Delivered, Duration::from_secs(10)).await;
+    assert_eq!(delivered.state.replays, 1);
+    assert_eq!(store.attempts(e.seq).unwrap().len(), 2, "history kept");
+    let last = dest.received().into_iter().last().unwrap();
+    assert_eq!(last.header("webhook-id"), id);
+    assert_eq!(last.header("hookinbox-attempt"), "1");
+    // A delivered event cannot be ignored; a dead one can, with its note kept.
+    assert_eq!(
+        store
+            .change(e.seq, Change::Ignore { note: "x".into() }, now)
+            .await
+            .unwrap(),
+        Err(ChangeError::Conflict("was already delivered"))
+    );
+    let other_seq = store.parse_public_id(&other).unwrap();
+    store
+        .change(
+            other_seq,
+            Change::Ignore {
+                note: "order was refunded by hand".into(),
+            },
+            now,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let ignored = event(&server, &other);
+    assert_eq!(ignored.state.status, Status::Ignored);
+    assert_eq!(
+        ignored.state.note.as_ref().unwrap().text,
+        "order was refunded by hand"
+    );
+    assert!(store.dead_letters("shop").unwrap().is_empty());
+    assert_eq!(
+        store.change(999_999, Change::Replay, now).await.unwrap(),
+        Err(ChangeError::NotFound)
+    );
+    server.stop().await;
+}

@@ -1,0 +1,151 @@
+//! A real destination for delivery tests: an HTTP server on 127.0.0.1:0 that
+//! records every request and answers as the test says, switchable mid-test:
+//! 200, any status (with an optional `Retry-After`), slow, or hanging.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+#[derive(Debug, Clone)]
+pub enum Mode {
+    Ok,
+    Status(u16, &'static str),
+    StatusRetryAfter(u16, &'static str),
+    Slow(Duration),
+    Hang,
+}
+
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub at: Instant,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+    pub answered: u16,
+}
+
+impl Received {
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .unwrap_or_else(|| panic!("no {name} header in {:?}", self.headers))
+            .to_str()
+            .unwrap()
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    mode: Mutex<Option<Mode>>,
+    received: Mutex<Vec<Received>>,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+}
+
+pub struct Destination {
+    pub addr: SocketAddr,
+    shared: Arc<Shared>,
+    _server: tokio::task::JoinHandle<()>,
+}
+
+impl Destination {
+    pub async fn start(mode: Mode) -> Destination {
+        let shared = Arc::new(Shared::default());
+        *shared.mode.lock().unwrap() = Some(mode);
+        let app = axum::Router::new()
+            .route("/hook", axum::routing::post(handle))
+            .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        Destination {
+            addr,
+            shared,
+            _server: server,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/hook", self.addr)
+    }
+
+    pub fn set(&self, mode: Mode) {
+        *self.shared.mode.lock().unwrap() = Some(mode);
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.shared.received.lock().unwrap().clone()
+    }
+
+    pub fn count(&self) -> usize {
+        self.shared.received.lock().unwrap().len()
+    }
+
+    pub fn max_in_flight(&self) -> usize {
+        self.shared.max_in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Waits until `n` requests arrived; panics after `limit`.
+    pub async fn wait_for(&self, n: usize, limit: Duration) -> Vec<Received> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let got = self.received();
+            if got.len() >= n {
+                return got;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited {limit:?} for {n} requests, got {}",
+                got.len()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let at = Instant::now();
+    let now = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    shared.max_in_flight.fetch_max(now, Ordering::SeqCst);
+    let mode = shared.mode.lock().unwrap().clone().unwrap();
+    let answered = match &mode {
+        Mode::Ok | Mode::Slow(_) => 200,
+        Mode::Status(code, _) | Mode::StatusRetryAfter(code, _) => *code,
+        Mode::Hang => 0,
+    };
+    // Recorded on arrival, so a hanging request is seen too.
+    shared.received.lock().unwrap().push(Received {
+        at,
+        headers,
+        body,
+        answered,
+    });
+    let response = match mode {
+        Mode::Ok => (StatusCode::OK, "ok").into_response(),
+        Mode::Status(code, text) => (StatusCode::from_u16(code).unwrap(), text).into_response(),
+        Mode::StatusRetryAfter(code, after) => (
+            StatusCode::from_u16(code).unwrap(),
+            [("retry-after", after)],
+            "slow down",
+        )
+            .into_response(),
+        Mode::Slow(d) => {
+            tokio::time::sleep(d).await;
+            (StatusCode::OK, "ok").into_response()
+        }
+        Mode::Hang => {
+            // Longer than any test's delivery timeout; hookinbox gives up first.
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            (StatusCode::OK, "too late").into_response()
+        }
+    };
+    shared.in_flight.fetch_sub(1, Ordering::SeqCst);
+    response
+}
