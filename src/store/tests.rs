@@ -199,3 +199,83 @@ async fn after_shutdown_ingest_answers_closed() {
         Err(StoreError::Closed)
     ));
 }
+
+async fn close(store: Store, writer: WriterHandle) {
+    drop(store);
+    tokio::task::spawn_blocking(move || writer.shutdown())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_attempt_in_flight_at_a_crash_is_recorded_as_interrupted_and_due_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    let Ingested::New { id } = store
+        .ingest(event("s", "e1"), Initial::Deliver)
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    let seq = store.parse_public_id(&id).unwrap();
+    let claimed = store.claim(seq, 1_000).await.unwrap().unwrap();
+    assert_eq!(claimed.attempt, 1);
+    // A second claim while the first is in flight gets nothing.
+    assert_eq!(store.claim(seq, 1_001).await.unwrap(), None);
+    // So does a person's change.
+    assert_eq!(
+        store.change(seq, Change::Replay, 1_002).await.unwrap(),
+        Err(ChangeError::InFlight)
+    );
+    // The process dies here: the lease is on disk, the outcome never comes.
+    close(store, writer).await;
+
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    let history = store.attempts(seq).unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0].class, schema::AttemptClass::Interrupted);
+    assert_eq!(history[0].started_ms, 1_000);
+    let e = store.get(seq).unwrap().unwrap();
+    assert_eq!(e.state.status, schema::Status::Pending);
+    assert_eq!(e.state.attempts, 1);
+    let (due, _) = store.due("s", u64::MAX - 1, 10, |_| false).unwrap();
+    assert_eq!(due.iter().map(|d| d.seq).collect::<Vec<_>>(), vec![seq]);
+    // And it can be claimed again, as attempt 2.
+    assert_eq!(store.claim(seq, 2_000).await.unwrap().unwrap().attempt, 2);
+    close(store, writer).await;
+}
+
+#[tokio::test]
+async fn due_lists_one_destination_in_due_order_skipping_attempts_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    let mut seqs = Vec::new();
+    for i in 0..5 {
+        let Ingested::New { id } = store
+            .ingest(event("s", &format!("e{i}")), Initial::Deliver)
+            .await
+            .unwrap()
+        else {
+            panic!()
+        };
+        seqs.push(store.parse_public_id(&id).unwrap());
+    }
+    store
+        .ingest(event("t", "x"), Initial::Deliver)
+        .await
+        .unwrap();
+    let far = u64::MAX - 1;
+    let (due, next) = store.due("s", far, 2, |seq| seq == seqs[0]).unwrap();
+    assert_eq!(
+        due.iter().map(|d| d.seq).collect::<Vec<_>>(),
+        vec![seqs[1], seqs[2]]
+    );
+    assert_eq!(next, Some(far), "more are due than the limit took");
+    let (due, next) = store.due("s", 0, 10, |_| false).unwrap();
+    assert!(due.is_empty());
+    assert!(next.is_some_and(|n| n > 0), "the next due time: {next:?}");
+    let (due, next) = store.due("nobody", far, 10, |_| false).unwrap();
+    assert!(due.is_empty() && next.is_none());
+    close(store, writer).await;
+}

@@ -283,3 +283,103 @@ async fn storage_failure_answers_503_and_never_2xx() {
         assert_eq!(&found.id, id);
     }
 }
+
+/// kill -9 of the real binary while it delivers 300 events to a slow
+/// destination, then a restart: every event ends delivered, none is lost, and
+/// each `webhook-id` was answered 2xx more than once only if an attempt of
+/// that event was in flight at the kill (recorded as interrupted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_9_during_deliveries_loses_nothing_and_repeats_only_attempts_in_flight() {
+    use crate::destination::{Destination, Mode};
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let dest = Destination::start(Mode::Slow(Duration::from_millis(20))).await;
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "{}{}destination = \"{}\"\nmax_concurrency = 8\ninitial_interval = \"50ms\"\n",
+            server_section(&data),
+            standard_source("demo"),
+            dest.url()
+        ),
+    );
+    let mut server = BinaryServer::start(&config, &[], None);
+    let http = client();
+    let mut ids = Vec::new();
+    for i in 0..300 {
+        let body = format!("{{\"type\":\"crash.delivery\",\"n\":{i}}}").into_bytes();
+        let mut req = http.post(server.url("/in/demo")).body(body.clone());
+        for (k, v) in standard_headers(&format!("evt_d{i}"), &body) {
+            req = req.header(k, v);
+        }
+        let res = req.send().await.unwrap();
+        assert_eq!(res.status(), 200);
+        let json: serde_json::Value = serde_json::from_slice(&res.bytes().await.unwrap()).unwrap();
+        ids.push(json["id"].as_str().unwrap().to_owned());
+    }
+    dest.wait_for(100, Duration::from_secs(60)).await;
+    server.kill9();
+    let at_kill = dest.count();
+    assert!(
+        at_kill < 300,
+        "the kill must land mid-delivery ({at_kill} seen)"
+    );
+
+    let mut restarted = BinaryServer::start(&config, &[], None);
+    // Every id reaches the destination; then it goes quiet.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let got = dest.received();
+        let mut seen: Vec<&str> = got.iter().map(|r| r.header("webhook-id")).collect();
+        seen.sort();
+        seen.dedup();
+        if seen.len() == ids.len() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{} of 300 delivered", seen.len());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(restarted.terminate().code(), Some(0));
+
+    let events = read_all(&data).await;
+    assert_eq!(events.len(), 300);
+    let mut receipts: HashMap<String, usize> = HashMap::new();
+    for r in dest.received() {
+        assert_eq!(r.answered, 200);
+        *receipts
+            .entry(r.header("webhook-id").to_owned())
+            .or_default() += 1;
+    }
+    let options = hookinbox::store::StoreOptions::new(&data, Duration::from_secs(86400));
+    let (store, writer) = hookinbox::store::Store::open(options).unwrap();
+    let mut repeated = 0;
+    for e in &events {
+        assert_eq!(
+            e.state.status,
+            hookinbox::store::schema::Status::Delivered,
+            "{e:?}"
+        );
+        let interrupted = store
+            .attempts(e.seq)
+            .unwrap()
+            .iter()
+            .filter(|a| a.class == hookinbox::store::schema::AttemptClass::Interrupted)
+            .count();
+        let times = receipts[&e.id];
+        assert!(
+            times <= 1 + interrupted,
+            "{} delivered {times} times with {interrupted} interrupted attempts",
+            e.id
+        );
+        repeated += times - 1;
+    }
+    assert!(
+        repeated <= 8,
+        "{repeated} repeats: more than were in flight"
+    );
+    drop(store);
+    tokio::task::spawn_blocking(move || writer.shutdown())
+        .await
+        .unwrap();
+}
