@@ -78,6 +78,47 @@ fn signature_verifies(id: &str, ts: &str, body: &[u8], header: &str, secret: &st
         .any(|sig| sig.strip_prefix("v1,") == Some(expected.as_str()))
 }
 
+/// Runs tests/py/verify_delivery.py: the official `standardwebhooks` package
+/// from PyPI (tests/py/requirements.txt) checks the delivery's signature.
+fn official_verify(r: &crate::destination::Received, body: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    let headers: serde_json::Map<String, serde_json::Value> = r
+        .headers
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap().into()))
+        .collect();
+    let input = serde_json::json!({
+        "secret": DEST_SECRET,
+        "headers": headers,
+        "body_b64": base64::engine::general_purpose::STANDARD.encode(body),
+    });
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/verify_delivery.py");
+    let mut child = std::process::Command::new("python3")
+        .arg(script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs (see tests/py/requirements.txt)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("ModuleNotFoundError"),
+        "the official library is missing: python3 -m pip install -r tests/py/requirements.txt\n{stderr}"
+    );
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("{}{stderr}", String::from_utf8_lossy(&out.stdout)))
+    }
+}
+
 #[tokio::test]
 async fn an_event_is_delivered_once_with_the_contract_headers() {
     let dir = tempfile::tempdir().unwrap();
@@ -102,6 +143,8 @@ async fn an_event_is_delivered_once_with_the_contract_headers() {
         r.header("webhook-signature"),
         DEST_SECRET
     ));
+    assert_eq!(official_verify(r, &r.body), Ok(()));
+    assert!(official_verify(r, b"{\"tampered\":true}").is_err());
     // Listed provider headers are forwarded; others, and the provider's own
     // signature, are not.
     assert_eq!(r.header("x-shop-domain"), "acme.example");
