@@ -299,10 +299,29 @@ pub struct DeliveryConfig {
     /// Events per second at most; `None`: no limit.
     pub max_rate: Option<f64>,
     pub paused: bool,
+    /// Per-key ordering; `None`: events are delivered in any order.
+    pub ordering: Option<OrderingConfig>,
     /// Consecutive failed attempts that open the circuit.
     pub breaker_failures: u32,
     /// How long an open circuit waits before one probe.
     pub breaker_cooldown: Duration,
+}
+
+/// Events with the same key (a JSON pointer into the body) are delivered one
+/// at a time, in the order received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderingConfig {
+    pub pointer: String,
+    pub on_dead_letter: OnDeadLetter,
+}
+
+/// What a dead-lettered event does to the later events of its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnDeadLetter {
+    /// They go on; the dead one is out of the line.
+    Skip,
+    /// They wait until it is replayed (and delivered) or ignored.
+    Block,
 }
 
 /// One entry of `retry_statuses`: a code like 429, or a class like "5xx".

@@ -7,8 +7,9 @@ use serde::Deserialize;
 
 use super::{
     Config, ConfigError, DEFAULT_MAX_BODY, DeliveryConfig, HmacAlgorithm, HmacSpec, Kind, Locator,
-    LogConfig, LogFormat, PayloadPart, RetentionConfig, Secret, ServerConfig, SignatureEncoding,
-    SourceConfig, SourceName, StatusPattern, parse_duration, parse_size,
+    LogConfig, LogFormat, OnDeadLetter, OrderingConfig, PayloadPart, RetentionConfig, Secret,
+    ServerConfig, SignatureEncoding, SourceConfig, SourceName, StatusPattern, parse_duration,
+    parse_size,
 };
 
 #[derive(Debug, Default, Deserialize)]
@@ -111,6 +112,8 @@ struct RawSource {
     paused: Option<bool>,
     breaker_failures: Option<u32>,
     breaker_cooldown: Option<String>,
+    ordering_key: Option<String>,
+    ordering_on_dead_letter: Option<String>,
     signature_header: Option<String>,
     algorithm: Option<String>,
     encoding: Option<String>,
@@ -474,6 +477,11 @@ fn validate_delivery(
         ("paused", rs.paused.is_some()),
         ("breaker_failures", rs.breaker_failures.is_some()),
         ("breaker_cooldown", rs.breaker_cooldown.is_some()),
+        ("ordering_key", rs.ordering_key.is_some()),
+        (
+            "ordering_on_dead_letter",
+            rs.ordering_on_dead_letter.is_some(),
+        ),
     ];
     let Some(url) = rs.destination.take() else {
         if let Some((k, _)) = set.iter().find(|(_, is_set)| *is_set) {
@@ -612,6 +620,32 @@ fn validate_delivery(
     if breaker_failures == 0 {
         return Err(cx.err(key("breaker_failures"), "must be at least 1"));
     }
+    let on_dead_letter = match rs.ordering_on_dead_letter.as_deref() {
+        None | Some("skip") => OnDeadLetter::Skip,
+        Some("block") => OnDeadLetter::Block,
+        Some(other) => {
+            return Err(cx.err(
+                key("ordering_on_dead_letter"),
+                format!("{other:?}: expected \"skip\" or \"block\""),
+            ));
+        }
+    };
+    let ordering = match rs.ordering_key.take() {
+        Some(pointer) if pointer.starts_with('/') => Some(OrderingConfig {
+            pointer,
+            on_dead_letter,
+        }),
+        Some(pointer) => {
+            return Err(cx.err(
+                key("ordering_key"),
+                format!("{pointer:?} is not a JSON pointer: it starts with \"/\", like \"/data/object/id\""),
+            ));
+        }
+        None if rs.ordering_on_dead_letter.is_some() => {
+            return Err(cx.err(key("ordering_on_dead_letter"), "needs ordering_key"));
+        }
+        None => None,
+    };
     Ok(Some(DeliveryConfig {
         url,
         secret,
@@ -626,6 +660,7 @@ fn validate_delivery(
         max_concurrency,
         max_rate: rs.max_rate,
         paused: rs.paused.unwrap_or(false),
+        ordering,
         breaker_failures,
         breaker_cooldown: duration("breaker_cooldown", &rs.breaker_cooldown, "30s")?,
     }))
@@ -828,6 +863,14 @@ pub fn render_redacted(config: &Config) -> String {
                     let _ = writeln!(out, "max_rate = {rate}");
                 }
                 let _ = writeln!(out, "paused = {}", dl.paused);
+                if let Some(o) = &dl.ordering {
+                    let _ = writeln!(out, "ordering_key = {}", q(&o.pointer));
+                    let mode = match o.on_dead_letter {
+                        OnDeadLetter::Skip => "skip",
+                        OnDeadLetter::Block => "block",
+                    };
+                    let _ = writeln!(out, "ordering_on_dead_letter = {}", q(mode));
+                }
                 let _ = writeln!(out, "breaker_failures = {}", dl.breaker_failures);
                 let _ = writeln!(out, "breaker_cooldown = {}", d(dl.breaker_cooldown));
             }

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::config::DeliveryConfig;
+use crate::config::{DeliveryConfig, OnDeadLetter};
 use crate::store::schema::{Attempt, AttemptClass};
 use crate::store::{Claimed, Next};
 
@@ -58,11 +58,16 @@ pub fn decide(
     draw: f64,
 ) -> Next {
     let last = describe(attempt);
+    let release_key = !matches!(
+        &config.ordering,
+        Some(o) if o.on_dead_letter == OnDeadLetter::Block
+    );
     match attempt.class {
         AttemptClass::Delivered => Next::Delivered { at_ms: now_ms },
         AttemptClass::RejectedStatus => Next::Dead {
             reason: format!("{last}, which is not retried"),
             at_ms: now_ms,
+            release_key,
         },
         _ if claimed.attempt >= config.max_attempts => Next::Dead {
             reason: format!(
@@ -70,6 +75,7 @@ pub fn decide(
                 claimed.attempt
             ),
             at_ms: now_ms,
+            release_key,
         },
         _ => {
             let wait = match retry_after {
@@ -90,6 +96,7 @@ pub fn decide(
                         humantime::format_duration(config.max_age)
                     ),
                     at_ms: now_ms,
+                    release_key,
                 }
             } else {
                 Next::RetryAt { due_ms }
@@ -132,6 +139,7 @@ mod tests {
             max_concurrency: 8,
             max_rate: None,
             paused: false,
+            ordering: None,
             breaker_failures: 5,
             breaker_cooldown: Duration::from_secs(30),
         }

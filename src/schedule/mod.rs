@@ -29,7 +29,7 @@ use crate::deliver::breaker::{Allow, Breaker, CircuitState};
 use crate::deliver::{Destination, policy, unix_ms};
 use crate::metrics::Metrics;
 use crate::store::schema::AttemptClass;
-use crate::store::{Finish, Next, Store, StoreError};
+use crate::store::{Due, Finish, Next, Store, StoreError};
 
 /// Control of the running scheduler, for the admin surfaces.
 #[derive(Clone)]
@@ -132,6 +132,10 @@ pub struct Scheduler {
     lanes: Vec<Lane>,
     wake: Arc<Notify>,
 }
+
+/// At most this many due events waiting for their ordering key are stepped
+/// over in one look at a destination; the rest are seen on the next look.
+const MAX_WAITING_SCAN: usize = 10_000;
 
 /// How long a stopping scheduler waits for attempts in flight to finish and
 /// be recorded; past it they are abandoned and recovered as interrupted.
@@ -273,19 +277,50 @@ impl Scheduler {
             if room == 0 {
                 continue;
             }
-            let in_flight = &lane.in_flight;
+            let ordered = lane.destination.config.ordering.is_some();
             let name = lane.destination.name.as_str();
-            let (due, next) = match self
-                .store
-                .due(name, now_ms, room, |seq| in_flight.contains(&seq))
-            {
-                Ok(found) => found,
-                Err(e) => {
-                    tracing::error!(destination = name, error = %e, "cannot read the schedule; retrying in 1 s");
-                    wake_at(now + Duration::from_secs(1));
-                    continue;
+            let mut due: Vec<Due> = Vec::new();
+            let mut next = None;
+            // Events waiting for an earlier one of their key stay due; step
+            // over them (up to a bound) to find ones that may go.
+            let mut waiting: HashSet<u64> = HashSet::new();
+            let mut failed = false;
+            while due.len() < room && waiting.len() <= MAX_WAITING_SCAN {
+                let in_flight = &lane.in_flight;
+                let taken: HashSet<u64> = due.iter().map(|d| d.seq).collect();
+                let found = self.store.due(name, now_ms, room - due.len(), |seq| {
+                    in_flight.contains(&seq) || waiting.contains(&seq) || taken.contains(&seq)
+                });
+                let (batch, more) = match found {
+                    Ok(found) => found,
+                    Err(e) => {
+                        tracing::error!(destination = name, error = %e, "cannot read the schedule; retrying in 1 s");
+                        failed = true;
+                        break;
+                    }
+                };
+                next = more;
+                let full = batch.len();
+                for entry in batch {
+                    match ordered.then(|| self.store.waits_for_its_key(entry.seq)) {
+                        Some(Err(e)) => {
+                            tracing::error!(destination = name, error = %e, "cannot read an ordering key; retrying in 1 s");
+                            failed = true;
+                            break;
+                        }
+                        Some(Ok(true)) => {
+                            waiting.insert(entry.seq);
+                        }
+                        Some(Ok(false)) | None => due.push(entry),
+                    }
                 }
-            };
+                if failed || full == 0 || next != Some(now_ms) {
+                    break;
+                }
+            }
+            if failed {
+                wake_at(now + Duration::from_secs(1));
+            }
             if let Some(next_ms) = next
                 && next_ms > now_ms
             {

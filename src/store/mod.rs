@@ -22,7 +22,7 @@ use crate::verify::VerifiedEvent;
 use dedupe::DedupeIndex;
 use schema::{
     ATTEMPTS, Attempt, DEDUPE, DLQ, EVENTS, EventRecord, EventState, LEASES, META, META_SCHEMA,
-    META_TAG, SCHEDULE, SCHEMA_VERSION, STATE,
+    META_TAG, ORDERED, SCHEDULE, SCHEMA_VERSION, STATE,
 };
 
 pub use writer::MAX_BATCH;
@@ -31,10 +31,12 @@ pub use writer::MAX_BATCH;
 pub const DB_FILE: &str = "hookinbox.redb";
 
 /// How an event starts its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Initial {
     /// Deliver it: it goes on the schedule, due now.
     Deliver,
+    /// Deliver it after every earlier event with this ordering key.
+    Ordered(String),
     /// Its source has no destination: keep it in the inbox.
     Hold,
 }
@@ -67,9 +69,19 @@ pub struct Finish {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Next {
-    Delivered { at_ms: u64 },
-    RetryAt { due_ms: u64 },
-    Dead { reason: String, at_ms: u64 },
+    Delivered {
+        at_ms: u64,
+    },
+    RetryAt {
+        due_ms: u64,
+    },
+    Dead {
+        reason: String,
+        at_ms: u64,
+        /// Let later events of its ordering key go on (`skip`), or hold
+        /// them until it is replayed or ignored (`block`).
+        release_key: bool,
+    },
 }
 
 /// A person's change to an event.
@@ -374,6 +386,30 @@ impl Store {
         Ok((out, next))
     }
 
+    /// Whether event `seq` must wait for an earlier event of its ordering
+    /// key (one that is pending, in flight, or dead and blocking).
+    pub fn waits_for_its_key(&self, seq: u64) -> Result<bool, StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read().map_err(read_err!())?;
+        let states = txn.open_table(STATE).map_err(read_err!())?;
+        let Some(raw) = states.get(seq).map_err(read_err!())? else {
+            return Ok(false);
+        };
+        let state: EventState = schema::decode(raw.value())?;
+        let Some(key) = state.ordering_key.as_deref() else {
+            return Ok(false);
+        };
+        let ordered = txn.open_table(ORDERED).map_err(read_err!())?;
+        let first = ordered
+            .range((state.source.as_str(), key, 0)..=(state.source.as_str(), key, u64::MAX))
+            .map_err(read_err!())?
+            .next()
+            .transpose()
+            .map_err(read_err!())?
+            .map(|(k, _)| k.value().2);
+        Ok(first.is_some_and(|first| first != seq))
+    }
+
     /// Every attempt of event `seq`, oldest first.
     pub fn attempts(&self, seq: u64) -> Result<Vec<Attempt>, StoreError> {
         let db = self.db()?;
@@ -582,6 +618,7 @@ fn init_meta(db: &Database, path: &Path) -> Result<u32, StoreError> {
     txn.open_table(LEASES).map_err(|e| open_err(&e))?;
     txn.open_table(ATTEMPTS).map_err(|e| open_err(&e))?;
     txn.open_table(DLQ).map_err(|e| open_err(&e))?;
+    txn.open_table(ORDERED).map_err(|e| open_err(&e))?;
     txn.commit().map_err(|e| open_err(&e))?;
     Ok(tag)
 }

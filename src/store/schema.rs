@@ -17,6 +17,9 @@
 //!   attempt interrupted by a crash (recorded as such, the event stays due).
 //! - `attempts` (seq, n) → one attempt's outcome. History, never rewritten.
 //! - `dlq`      (destination, seq) → (). Dead-lettered events, by destination.
+//! - `ordered`  (destination, ordering key, seq) → (). The line of each key:
+//!   events not yet done with (pending, or dead and blocking). An event goes
+//!   out only when it is first in its key's line.
 //! - `meta`     name → value: schema version and the database's id tag.
 //!
 //! Records are a version byte followed by postcard. Postcard is not
@@ -35,6 +38,7 @@ pub const SCHEDULE: TableDefinition<(&str, u64, u64), ()> = TableDefinition::new
 pub const LEASES: TableDefinition<u64, u64> = TableDefinition::new("leases");
 pub const ATTEMPTS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("attempts");
 pub const DLQ: TableDefinition<(&str, u64), ()> = TableDefinition::new("dlq");
+pub const ORDERED: TableDefinition<(&str, &str, u64), ()> = TableDefinition::new("ordered");
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 
 /// The schema this build writes. Bump it with a migration when a table's key

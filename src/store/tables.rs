@@ -7,7 +7,7 @@ use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::schema::{
     self, ATTEMPTS, Attempt, AttemptClass, DEDUPE, DLQ, DeadLetter, EVENTS, EventState, LEASES,
-    Note, SCHEDULE, STATE, Status,
+    Note, ORDERED, SCHEDULE, STATE, Status,
 };
 use super::{Change, ChangeError, Claimed, Finish, Next};
 
@@ -19,6 +19,7 @@ pub(super) struct Tables<'t> {
     pub leases: Table<'t, u64, u64>,
     pub attempts: Table<'t, (u64, u32), &'static [u8]>,
     pub dlq: Table<'t, (&'static str, u64), ()>,
+    pub ordered: Table<'t, (&'static str, &'static str, u64), ()>,
     buf: Vec<u8>,
 }
 
@@ -32,6 +33,7 @@ impl<'t> Tables<'t> {
             leases: txn.open_table(LEASES)?,
             attempts: txn.open_table(ATTEMPTS)?,
             dlq: txn.open_table(DLQ)?,
+            ordered: txn.open_table(ORDERED)?,
             buf: Vec::with_capacity(256),
         })
     }
@@ -85,6 +87,24 @@ impl<'t> Tables<'t> {
         Ok(())
     }
 
+    /// Takes the event out of its key's line: later events of the key may go.
+    fn leave_line(&mut self, seq: u64, state: &EventState) -> Result<(), redb::Error> {
+        if let Some(key) = &state.ordering_key {
+            self.ordered
+                .remove((state.source.as_str(), key.as_str(), seq))?;
+        }
+        Ok(())
+    }
+
+    /// Puts the event back in its key's line, at its place by seq.
+    fn join_line(&mut self, seq: u64, state: &EventState) -> Result<(), redb::Error> {
+        if let Some(key) = &state.ordering_key {
+            self.ordered
+                .insert((state.source.as_str(), key.as_str(), seq), ())?;
+        }
+        Ok(())
+    }
+
     /// Leases a pending event that has no attempt in flight.
     pub fn claim(&mut self, seq: u64, started_ms: u64) -> Result<Option<Claimed>, redb::Error> {
         let Some(state) = self.state(seq)? else {
@@ -114,12 +134,20 @@ impl<'t> Tables<'t> {
             match &finish.next {
                 Next::Delivered { at_ms } => {
                     self.unschedule(seq, &mut state)?;
+                    self.leave_line(seq, &state)?;
                     state.status = Status::Delivered;
                     state.delivered_ms = Some(*at_ms);
                 }
                 Next::RetryAt { due_ms } => self.reschedule(seq, &mut state, *due_ms)?,
-                Next::Dead { reason, at_ms } => {
+                Next::Dead {
+                    reason,
+                    at_ms,
+                    release_key,
+                } => {
                     self.unschedule(seq, &mut state)?;
+                    if *release_key {
+                        self.leave_line(seq, &state)?;
+                    }
                     state.status = Status::Dead;
                     state.dead = Some(DeadLetter {
                         reason: reason.clone(),
@@ -158,6 +186,7 @@ impl<'t> Tables<'t> {
                     state.delivered_ms = None;
                     state.replays += 1;
                     self.reschedule(seq, &mut state, now_ms)?;
+                    self.join_line(seq, &state)?;
                 }
                 Status::Pending => return Ok(Err(ChangeError::Conflict("is already pending"))),
                 Status::Held => {
@@ -170,6 +199,7 @@ impl<'t> Tables<'t> {
                 Status::Pending | Status::Dead | Status::Held => {
                     self.unschedule(seq, &mut state)?;
                     self.dlq.remove((state.source.as_str(), seq))?;
+                    self.leave_line(seq, &state)?;
                     state.status = Status::Ignored;
                     state.note = Some(Note {
                         text: note.clone(),

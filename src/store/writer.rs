@@ -264,7 +264,7 @@ impl Writer {
                         } else {
                             let seq = self.next_seq;
                             self.next_seq += 1;
-                            self.insert_event(&mut t, seq, fp, event, *initial)
+                            self.insert_event(&mut t, seq, fp, event, initial)
                                 .map_err(err)?;
                             added.insert(fp, seq);
                             Answer::Ingested(Ingested::New {
@@ -300,7 +300,7 @@ impl Writer {
         seq: u64,
         fp: Fingerprint,
         ev: &VerifiedEvent,
-        initial: Initial,
+        initial: &Initial,
     ) -> Result<(), redb::Error> {
         let received = ev.received_at_ms();
         schema::encode_event(
@@ -317,18 +317,19 @@ impl Writer {
             &mut self.record_buf,
         );
         t.events.insert(seq, self.record_buf.as_slice())?;
-        let status = match initial {
-            Initial::Deliver => Status::Pending,
-            Initial::Hold => Status::Held,
+        let source = ev.source().as_str();
+        let (status, key) = match initial {
+            Initial::Deliver => (Status::Pending, None),
+            Initial::Ordered(key) => (Status::Pending, Some(key.clone())),
+            Initial::Hold => (Status::Held, None),
         };
-        t.put_state(
-            seq,
-            &EventState::new(ev.source().as_str(), status, received, None),
-        )?;
+        if let Some(key) = &key {
+            t.ordered.insert((source, key.as_str(), seq), ())?;
+        }
+        t.put_state(seq, &EventState::new(source, status, received, key))?;
         t.dedupe.insert(seq, (fp, received))?;
         if status == Status::Pending {
-            t.schedule
-                .insert((ev.source().as_str(), received, seq), ())?;
+            t.schedule.insert((source, received, seq), ())?;
         }
         Ok(())
     }

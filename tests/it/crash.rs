@@ -293,11 +293,12 @@ async fn kill_9_during_deliveries_loses_nothing_and_repeats_only_attempts_in_fli
     use crate::destination::{Destination, Mode};
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let dest = Destination::start(Mode::Slow(Duration::from_millis(20))).await;
+    // 4 × 50 ms: ≈ 80 deliveries/s, so the 300 take ≈ 4 s and the kill lands mid-way.
+    let dest = Destination::start(Mode::Slow(Duration::from_millis(50))).await;
     let config = write_config(
         dir.path(),
         &format!(
-            "{}{}destination = \"{}\"\nmax_concurrency = 8\ninitial_interval = \"50ms\"\n",
+            "{}{}destination = \"{}\"\nmax_concurrency = 4\ninitial_interval = \"50ms\"\n",
             server_section(&data),
             standard_source("demo"),
             dest.url()
@@ -317,7 +318,7 @@ async fn kill_9_during_deliveries_loses_nothing_and_repeats_only_attempts_in_fli
         let json: serde_json::Value = serde_json::from_slice(&res.bytes().await.unwrap()).unwrap();
         ids.push(json["id"].as_str().unwrap().to_owned());
     }
-    dest.wait_for(100, Duration::from_secs(60)).await;
+    dest.wait_for(60, Duration::from_secs(60)).await;
     server.kill9();
     let at_kill = dest.count();
     assert!(

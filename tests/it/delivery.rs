@@ -470,3 +470,116 @@ async fn replay_redelivers_with_the_same_webhook_id_and_ignore_keeps_the_note() 
     );
     server.stop().await;
 }
+
+async fn send_keyed(server: &TestServer, id: &str, key: &str) -> String {
+    let body =
+        format!("{{\"type\":\"order.updated\",\"id\":\"{id}\",\"data\":{{\"order\":\"{key}\"}}}}")
+            .into_bytes();
+    let answer = server
+        .post("/in/shop", &standard_headers(id, &body), body)
+        .await;
+    assert_eq!(answer.status, 200, "{:?}", answer.json);
+    answer.id().to_owned()
+}
+
+#[tokio::test]
+async fn events_of_one_key_go_one_at_a_time_in_received_order_under_retries() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::FailEvery(3)).await;
+    let server = TestServer::start(
+        &config(
+            dir.path(),
+            &dest,
+            "ordering_key = \"/data/order\"\nmax_concurrency = 8\n\
+             initial_interval = \"30ms\"\nmax_interval = \"60ms\"\nbreaker_failures = 1000\n",
+        ),
+        Clock::system(),
+    )
+    .await;
+    // 3 keys × 6 events, interleaved, plus unordered events without the key.
+    let mut by_key: Vec<Vec<String>> = vec![Vec::new(); 3];
+    for i in 0..6 {
+        for (k, line) in by_key.iter_mut().enumerate() {
+            line.push(send_keyed(&server, &format!("o{k}_{i}"), &format!("ord_{k}")).await);
+        }
+        send(&server, &format!("free_{i}")).await;
+    }
+    let all: Vec<&String> = by_key.iter().flatten().collect();
+    for id in &all {
+        wait_status(&server, id, Status::Delivered, Duration::from_secs(30)).await;
+    }
+    let got = dest.received();
+    for line in &by_key {
+        // Walking the requests in arrival order: a request for the i-th event
+        // of a key comes only after every earlier one got its 200.
+        let mut delivered = 0;
+        for r in &got {
+            let Some(pos) = line.iter().position(|id| id == r.header("webhook-id")) else {
+                continue;
+            };
+            assert!(
+                pos <= delivered,
+                "event {pos} of its key was sent while event {delivered} was not yet delivered"
+            );
+            if r.answered == 200 {
+                assert_eq!(pos, delivered, "delivered twice or out of order");
+                delivered += 1;
+            }
+        }
+        assert_eq!(delivered, line.len());
+    }
+    let failures = got.iter().filter(|r| r.answered == 500).count();
+    assert!(
+        failures >= 6,
+        "the test must exercise retries ({failures} failures)"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_dead_event_blocks_its_key_in_block_mode_until_ignored_and_not_in_skip_mode() {
+    for mode in ["block", "skip"] {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = Destination::start(Mode::RejectBodyWith("\"first\"")).await;
+        let server = TestServer::start(
+            &config(
+                dir.path(),
+                &dest,
+                &format!("ordering_key = \"/data/order\"\nordering_on_dead_letter = \"{mode}\"\n"),
+            ),
+            Clock::system(),
+        )
+        .await;
+        let dead = send_keyed(&server, "first", "ord_9").await;
+        let later = send_keyed(&server, "second", "ord_9").await;
+        let other = send_keyed(&server, "third", "ord_8").await;
+        let e = wait_status(&server, &dead, Status::Dead, Duration::from_secs(10)).await;
+        wait_status(&server, &other, Status::Delivered, Duration::from_secs(10)).await;
+        if mode == "skip" {
+            wait_status(&server, &later, Status::Delivered, Duration::from_secs(10)).await;
+        } else {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            assert_eq!(event(&server, &later).state.status, Status::Pending);
+            assert_eq!(
+                event(&server, &later).state.attempts,
+                0,
+                "blocked: never tried"
+            );
+            let now = hookinbox::deliver::unix_ms(std::time::SystemTime::now());
+            server
+                .store()
+                .change(
+                    e.seq,
+                    Change::Ignore {
+                        note: "stale order".into(),
+                    },
+                    now,
+                )
+                .await
+                .unwrap()
+                .unwrap();
+            wait_status(&server, &later, Status::Delivered, Duration::from_secs(10)).await;
+        }
+        server.stop().await;
+    }
+}

@@ -19,6 +19,10 @@ pub enum Mode {
     StatusRetryAfter(u16, &'static str),
     Slow(Duration),
     Hang,
+    /// 500 for every `n`th request (the 1st, the n+1st, …), 200 otherwise.
+    FailEvery(usize),
+    /// 400 for a body containing the text, 200 otherwise.
+    RejectBodyWith(&'static str),
 }
 
 #[derive(Debug, Clone)]
@@ -45,6 +49,7 @@ struct Shared {
     received: Mutex<Vec<Received>>,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
+    requests: AtomicUsize,
 }
 
 pub struct Destination {
@@ -115,10 +120,21 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
     let now = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     shared.max_in_flight.fetch_max(now, Ordering::SeqCst);
     let mode = shared.mode.lock().unwrap().clone().unwrap();
+    let n = shared.requests.fetch_add(1, Ordering::SeqCst);
+    let mode = match mode {
+        Mode::FailEvery(every) if n % every == 0 => Mode::Status(500, "flaky"),
+        Mode::FailEvery(_) => Mode::Ok,
+        Mode::RejectBodyWith(text) if body.windows(text.len()).any(|w| w == text.as_bytes()) => {
+            Mode::Status(400, "rejected")
+        }
+        Mode::RejectBodyWith(_) => Mode::Ok,
+        other => other,
+    };
     let answered = match &mode {
         Mode::Ok | Mode::Slow(_) => 200,
         Mode::Status(code, _) | Mode::StatusRetryAfter(code, _) => *code,
         Mode::Hang => 0,
+        Mode::FailEvery(_) | Mode::RejectBodyWith(_) => unreachable!("resolved above"),
     };
     // Recorded on arrival, so a hanging request is seen too.
     shared.received.lock().unwrap().push(Received {
@@ -145,6 +161,7 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
             tokio::time::sleep(Duration::from_secs(60)).await;
             (StatusCode::OK, "too late").into_response()
         }
+        Mode::FailEvery(_) | Mode::RejectBodyWith(_) => unreachable!("resolved above"),
     };
     shared.in_flight.fetch_sub(1, Ordering::SeqCst);
     response
