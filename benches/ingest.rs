@@ -10,15 +10,16 @@
 //! Rerun: cargo bench --bench ingest -- [--quick] [--preload 1000000]
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use hookinbox::config::{Config, Kind};
+use hookinbox::config::Config;
 use hookinbox::store::{Initial, MAX_BATCH, Store, StoreOptions};
-use hookinbox::verify::sign::{Signing, sign};
-use hookinbox::verify::{Request, Verified, VerifiedEvent, Verifier};
+use hookinbox::verify::{VerifiedEvent, Verifier};
 
-const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+#[path = "support/mod.rs"]
+mod support;
+
+use support::{SECRET, make_events, stripe_like_body};
 
 struct Args {
     /// Events per one-commit-per-event run: ~2,000/s makes 2,000 take ~1 s.
@@ -46,70 +47,6 @@ fn args() -> Args {
         preload: value("--preload").unwrap_or(if quick { 20_000 } else { 1_000_000 }),
         limit: Duration::from_secs(if quick { 10 } else { 30 }),
     }
-}
-
-/// Signs and verifies `n` events numbered from `first`.
-fn make_events(verifier: &Verifier, first: usize, n: usize) -> Vec<VerifiedEvent> {
-    let now = SystemTime::now();
-    let ts = now
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64;
-    (first..first + n)
-        .map(|i| {
-            let id = format!(
-                "evt_{i:012}_{:08x}",
-                (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32
-            );
-            let body = Bytes::from(stripe_like_body(&id, i));
-            let headers = sign(&Signing {
-                kind: Kind::Standard,
-                secret: SECRET,
-                body: &body,
-                event_id: &id,
-                event_type: None,
-                timestamp: ts,
-                url: "",
-                content_type: "application/json",
-                hmac: None,
-            })
-            .unwrap();
-            let mut map = http::HeaderMap::new();
-            for (k, v) in headers {
-                map.insert(
-                    http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
-                    v.parse().unwrap(),
-                );
-            }
-            match verifier.verify(
-                &Request {
-                    headers: &map,
-                    body: &body,
-                    path_rest: "",
-                    query: None,
-                },
-                now,
-            ) {
-                Ok(Verified::Event(e)) => e,
-                other => panic!("{other:?}"),
-            }
-        })
-        .collect()
-}
-
-/// ≈1.2 KB, varied per event so pages are not trivially alike.
-fn stripe_like_body(id: &str, i: usize) -> String {
-    let h = (i as u64).wrapping_mul(0x2545_F491_4F6C_DD1D);
-    format!(
-        r#"{{"id":"{id}","object":"event","api_version":"2024-06-20","created":{created},"type":"payment_intent.succeeded","livemode":false,"pending_webhooks":1,"request":{{"id":"req_{h:016x}","idempotency_key":"{h:x}-{i}"}},"data":{{"object":{{"id":"pi_{h:024x}","object":"payment_intent","amount":{amount},"amount_received":{amount},"currency":"eur","customer":"cus_{c:014x}","description":"Order #{i} — café crème","latest_charge":"ch_{h:020x}","metadata":{{"order_id":"{i}","sku":"SKU-{s:06}","note":"customer {c:x} paid with card ending {last4:04}"}},"payment_method":"pm_{c:018x}","payment_method_types":["card"],"receipt_email":"buyer{i}@example.com","shipping":{{"name":"Buyer {i}","address":{{"line1":"{i} Rue de la Paix","city":"Paris","postal_code":"750{pc:02}","country":"FR"}}}},"status":"succeeded","statement_descriptor":"HOOKINBOX {s}","risk":{{"level":"normal","score":{risk},"rule":"rule_{h:x}"}},"fingerprint":"{h:016x}{c:016x}","tags":["order-{i}","customer-{c:x}","batch-{s}","region-eu-west","channel-web","campaign-{risk}"]}}}}}}"#,
-        created = 1_700_000_000 + i,
-        amount = 100 + (h % 100_000),
-        c = h >> 8,
-        s = h % 1_000_000,
-        last4 = h % 10_000,
-        pc = h % 20,
-        risk = h % 100,
-    )
 }
 
 struct Run {

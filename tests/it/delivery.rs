@@ -583,3 +583,42 @@ async fn a_dead_event_blocks_its_key_in_block_mode_until_ignored_and_not_in_skip
         server.stop().await;
     }
 }
+
+#[tokio::test]
+async fn max_rate_bounds_deliveries_per_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Ok).await;
+    let server = TestServer::start(
+        &config(dir.path(), &dest, "max_rate = 10.0\npaused = true\n"),
+        Clock::system(),
+    )
+    .await;
+    for i in 0..25 {
+        send(&server, &format!("rate_{i}")).await;
+    }
+    server
+        .app
+        .as_ref()
+        .unwrap()
+        .delivery()
+        .resume("shop")
+        .unwrap();
+    let got = dest.wait_for(25, Duration::from_secs(20)).await;
+    let start = got[0].at;
+    // A bucket of one second's worth (10), then 10 per second.
+    for r in &got {
+        let elapsed = (r.at - start).as_secs_f64();
+        let allowed = 10.0 + 10.0 * elapsed + 1.0;
+        let so_far = got.iter().filter(|x| x.at <= r.at).count() as f64;
+        assert!(
+            so_far <= allowed,
+            "{so_far} deliveries within {elapsed:.2}s at max_rate 10/s"
+        );
+    }
+    let span = got[24].at - start;
+    assert!(
+        span >= Duration::from_millis(1300),
+        "25 at 10/s took only {span:?}"
+    );
+    server.stop().await;
+}
