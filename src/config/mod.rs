@@ -283,6 +283,9 @@ pub struct DeliveryConfig {
     /// The Standard Webhooks key that signs deliveries. `None` until the
     /// first start generates one into the data dir.
     pub secret: Option<Secret>,
+    /// Extra trusted roots (PEM) for an HTTPS destination with a private CA,
+    /// beside the system's.
+    pub ca_pem: Option<Vec<u8>>,
     /// Provider headers passed through to the app, beside hookinbox's own.
     pub forward_headers: Vec<http::HeaderName>,
     pub connect_timeout: Duration,

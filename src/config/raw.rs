@@ -100,6 +100,7 @@ struct RawSource {
     destination_secret_env: Option<String>,
     destination_secret_file: Option<String>,
     forward_headers: Option<Vec<String>>,
+    destination_ca_file: Option<String>,
     connect_timeout: Option<String>,
     timeout: Option<String>,
     initial_interval: Option<String>,
@@ -465,6 +466,7 @@ fn validate_delivery(
             rs.destination_secret_file.is_some(),
         ),
         ("forward_headers", rs.forward_headers.is_some()),
+        ("destination_ca_file", rs.destination_ca_file.is_some()),
         ("connect_timeout", rs.connect_timeout.is_some()),
         ("timeout", rs.timeout.is_some()),
         ("initial_interval", rs.initial_interval.is_some()),
@@ -543,6 +545,28 @@ fn validate_delivery(
         None => None,
     };
 
+    let ca_pem = match &rs.destination_ca_file {
+        None => None,
+        Some(path) => {
+            let path = resolve(base_dir, path);
+            let pem = std::fs::read(&path).map_err(|e| {
+                cx.err(
+                    key("destination_ca_file"),
+                    format!("cannot read {}: {e}", path.display()),
+                )
+            })?;
+            match reqwest::Certificate::from_pem_bundle(&pem) {
+                Ok(certs) if !certs.is_empty() => {}
+                _ => {
+                    return Err(cx.err(
+                        key("destination_ca_file"),
+                        format!("{} holds no PEM certificate", path.display()),
+                    ));
+                }
+            }
+            Some(pem)
+        }
+    };
     let forward_headers = rs
         .forward_headers
         .take()
@@ -649,6 +673,7 @@ fn validate_delivery(
     Ok(Some(DeliveryConfig {
         url,
         secret,
+        ca_pem,
         forward_headers,
         connect_timeout: duration("connect_timeout", &rs.connect_timeout, "5s")?,
         timeout: duration("timeout", &rs.timeout, "30s")?,
@@ -843,6 +868,9 @@ pub fn render_redacted(config: &Config) -> String {
                             "# destination_secret: generated on first start into data_dir/secrets"
                         );
                     }
+                }
+                if dl.ca_pem.is_some() {
+                    let _ = writeln!(out, "# destination_ca_file: extra trusted roots loaded");
                 }
                 let names: Vec<String> = dl.forward_headers.iter().map(|h| q(h.as_str())).collect();
                 let codes: Vec<String> = dl

@@ -48,7 +48,13 @@ impl Destination {
         let key = standard_key(secret.expose()).map_err(|m| format!("source {name}: {m}"))?;
         // Installing twice is harmless: the second call reports the first provider.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder();
+        if let Some(pem) = &config.ca_pem {
+            let roots = reqwest::Certificate::from_pem_bundle(pem)
+                .map_err(|e| format!("source {name}: destination_ca_file: {e}"))?;
+            builder = builder.tls_certs_merge(roots);
+        }
+        let client = builder
             .connect_timeout(config.connect_timeout)
             .timeout(config.timeout)
             // A redirect is an answer (3xx, dead-lettered with its status),

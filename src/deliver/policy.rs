@@ -123,6 +123,7 @@ mod tests {
         DeliveryConfig {
             url: "http://127.0.0.1:9/".parse().unwrap(),
             secret: None,
+            ca_pem: None,
             forward_headers: vec![],
             connect_timeout: Duration::from_secs(5),
             timeout: Duration::from_secs(30),

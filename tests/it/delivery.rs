@@ -622,3 +622,123 @@ async fn max_rate_bounds_deliveries_per_second() {
     );
     server.stop().await;
 }
+
+/// An HTTPS destination on loopback, its certificate signed by a test CA.
+/// Returns the CA's PEM (for `destination_ca_file`) and the count of 200s.
+async fn https_destination() -> (
+    std::net::SocketAddr,
+    String,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["localhost".to_owned()])
+        .unwrap()
+        .signed_by(&leaf_key, &issuer)
+        .unwrap();
+    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+    let tls = tokio_rustls::rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![leaf.der().clone()],
+            tokio_rustls::rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
+        )
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(tls));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let delivered = std::sync::Arc::new(AtomicUsize::new(0));
+    let count = delivered.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let (acceptor, count) = (acceptor.clone(), count.clone());
+            tokio::spawn(async move {
+                let Ok(stream) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service = hyper::service::service_fn(move |_req| {
+                    count.fetch_add(1, Ordering::SeqCst);
+                    async {
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new("ok".to_owned()))
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    (addr, ca_cert.pem(), delivered)
+}
+
+#[tokio::test]
+async fn https_destinations_work_and_an_untrusted_certificate_is_a_connect_failure() {
+    let (addr, ca_pem, delivered) = https_destination().await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca_pem).unwrap();
+    let url = format!("https://localhost:{}/hook", addr.port());
+    let source = |name: &str, extra: &str| {
+        format!(
+            "[[source]]\nname = \"{name}\"\nkind = \"standard\"\nsecret = \"{}\"\n\
+             destination = \"{url}\"\ndestination_secret = \"{DEST_SECRET}\"\n\
+             initial_interval = \"10s\"\n{extra}\n",
+            crate::support::STANDARD_SECRET
+        )
+    };
+    let text = format!(
+        "{}{}{}",
+        server_section(dir.path()),
+        source(
+            "trusted",
+            &format!("destination_ca_file = {:?}", ca_file.display().to_string())
+        ),
+        source("untrusted", "")
+    );
+    let server = TestServer::start(&text, Clock::system()).await;
+    let body = br#"{"type":"t"}"#.to_vec();
+    let ok = server
+        .post(
+            "/in/trusted",
+            &standard_headers("tls_1", &body),
+            body.clone(),
+        )
+        .await;
+    let bad = server
+        .post("/in/untrusted", &standard_headers("tls_2", &body), body)
+        .await;
+    wait_status(&server, ok.id(), Status::Delivered, Duration::from_secs(10)).await;
+    assert_eq!(delivered.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // Without the CA the certificate is not trusted: a failed attempt, retried later.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let seq = server.store().parse_public_id(bad.id()).unwrap();
+    let history = loop {
+        let h = server.store().attempts(seq).unwrap();
+        if !h.is_empty() {
+            break h;
+        }
+        assert!(Instant::now() < deadline, "no attempt recorded");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(history[0].class, AttemptClass::Connect, "{history:?}");
+    assert!(
+        history[0]
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("certificate"),
+        "{history:?}"
+    );
+    assert_eq!(event(&server, bad.id()).state.status, Status::Pending);
+    assert_eq!(delivered.load(std::sync::atomic::Ordering::SeqCst), 1);
+    server.stop().await;
+}
