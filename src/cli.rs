@@ -28,7 +28,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Receive webhooks (with no --config: the embedded default config).
+    /// Receive webhooks and deliver them to their destinations (with no --config: the embedded default config).
     Serve(ConfigArg),
     /// Validate or print configuration.
     #[command(subcommand)]

@@ -7,5 +7,6 @@ mod crash;
 mod delivery;
 mod destination;
 mod ingest;
+mod snapshots;
 mod support;
 mod vectors;
