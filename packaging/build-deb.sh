@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Builds target/debian/hookinbox_<version>_<arch>.deb with dpkg-deb: the
+# release binary, the hardened systemd unit, the example config as a
+# conffile, and maintainer scripts that create the `hookinbox` system user.
+# The service is installed but not started: the config needs your sources
+# and secrets first (see packaging/README.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+arch=$(dpkg --print-architecture)
+cargo build --release --locked
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+chmod 0755 "$stage"
+install -D -s -m 0755 target/release/hookinbox "$stage/usr/bin/hookinbox"
+install -D -m 0644 packaging/hookinbox.service "$stage/lib/systemd/system/hookinbox.service"
+install -D -m 0640 packaging/hookinbox.example.toml "$stage/etc/hookinbox/hookinbox.toml"
+install -d -m 0750 "$stage/etc/hookinbox/secrets"
+install -D -m 0644 README.md "$stage/usr/share/doc/hookinbox/README.md"
+install -D -m 0644 packaging/README.md "$stage/usr/share/doc/hookinbox/PACKAGING.md"
+cat > "$stage/usr/share/doc/hookinbox/copyright" <<'COPYRIGHT'
+Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: hookinbox
+License: MIT OR Apache-2.0
+COPYRIGHT
+
+install -d "$stage/DEBIAN"
+installed_kb=$(du -ks "$stage" | cut -f1)
+cat > "$stage/DEBIAN/control" <<CONTROL
+Package: hookinbox
+Version: $version
+Architecture: $arch
+Maintainer: hookinbox maintainers <hookinbox@localhost>
+Installed-Size: $installed_kb
+Depends: libc6, adduser
+Section: net
+Priority: optional
+Homepage: https://github.com/hookinbox/hookinbox
+Description: single-binary webhook inbox
+ Receives provider webhooks (Stripe, GitHub, Shopify, Slack, Standard
+ Webhooks, HMAC senders), verifies their signatures, dedupes them and stores
+ them durably in one local redb file before answering, then delivers them to
+ your app with retries, a circuit breaker and a dead-letter queue.
+CONTROL
+echo /etc/hookinbox/hookinbox.toml > "$stage/DEBIAN/conffiles"
+
+cat > "$stage/DEBIAN/postinst" <<'POSTINST'
+#!/bin/sh
+set -e
+if [ "$1" = configure ]; then
+    if ! getent passwd hookinbox >/dev/null; then
+        adduser --system --group --home /var/lib/hookinbox --no-create-home \
+            --gecos "hookinbox webhook inbox" hookinbox
+    fi
+    chgrp hookinbox /etc/hookinbox /etc/hookinbox/hookinbox.toml /etc/hookinbox/secrets
+    chmod 0750 /etc/hookinbox /etc/hookinbox/secrets
+    chmod 0640 /etc/hookinbox/hookinbox.toml
+    if [ -d /run/systemd/system ]; then
+        systemctl daemon-reload || true
+    fi
+    echo "hookinbox: edit /etc/hookinbox/hookinbox.toml, check it with"
+    echo "  hookinbox config check --config /etc/hookinbox/hookinbox.toml"
+    echo "then: systemctl enable --now hookinbox"
+fi
+exit 0
+POSTINST
+
+cat > "$stage/DEBIAN/prerm" <<'PRERM'
+#!/bin/sh
+set -e
+# A clean stop lets in-flight requests get their durable answer.
+if [ -d /run/systemd/system ] && [ "$1" = remove ]; then
+    systemctl stop hookinbox.service || true
+    systemctl disable hookinbox.service || true
+fi
+exit 0
+PRERM
+
+cat > "$stage/DEBIAN/postrm" <<'POSTRM'
+#!/bin/sh
+set -e
+if [ -d /run/systemd/system ]; then
+    systemctl daemon-reload || true
+fi
+# Purge keeps /var/lib/hookinbox: it holds received events, possibly
+# payments not yet delivered. Remove it by hand once you are sure.
+if [ "$1" = purge ] && [ -d /var/lib/hookinbox ]; then
+    echo "hookinbox: kept /var/lib/hookinbox (your events); remove it by hand if unneeded"
+fi
+exit 0
+POSTRM
+chmod 0755 "$stage/DEBIAN/postinst" "$stage/DEBIAN/prerm" "$stage/DEBIAN/postrm"
+
+mkdir -p target/debian
+out="target/debian/hookinbox_${version}_${arch}.deb"
+dpkg-deb --root-owner-group --build "$stage" "$out" >/dev/null
+echo "$out"

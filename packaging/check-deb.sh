@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# CI check of the Debian package on a disposable machine (needs root): build
+# it, install it, check what it put where, verify the unit, purge it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+deb=$(bash packaging/build-deb.sh | tail -1)
+dpkg -i "$deb" >/dev/null
+fail() { echo "check-deb: $*" >&2; exit 1; }
+getent passwd hookinbox >/dev/null || fail "no hookinbox user"
+[ "$(stat -c '%a %U %G' /etc/hookinbox/hookinbox.toml)" = "640 root hookinbox" ] || fail "config file mode/owner"
+[ "$(stat -c '%a %U %G' /etc/hookinbox)" = "750 root hookinbox" ] || fail "config dir mode/owner"
+/usr/bin/hookinbox --version | grep -q "^hookinbox " || fail "binary does not run"
+grep -qx /etc/hookinbox/hookinbox.toml /var/lib/dpkg/info/hookinbox.conffiles || fail "config is not a conffile"
+if command -v systemd-analyze >/dev/null; then
+    systemd-analyze verify /lib/systemd/system/hookinbox.service || fail "unit does not verify"
+fi
+dpkg --purge hookinbox >/dev/null
+[ ! -e /usr/bin/hookinbox ] || fail "purge left the binary"
+echo "check-deb: ok ($deb)"
