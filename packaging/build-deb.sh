@@ -10,11 +10,12 @@ cd "$(dirname "$0")/.."
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 arch=$(dpkg --print-architecture)
 cargo build --release --locked
+target_dir=${CARGO_TARGET_DIR:-target}
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 chmod 0755 "$stage"
-install -D -s -m 0755 target/release/hookinbox "$stage/usr/bin/hookinbox"
+install -D -s -m 0755 "$target_dir/release/hookinbox" "$stage/usr/bin/hookinbox"
 install -D -m 0644 packaging/hookinbox.service "$stage/lib/systemd/system/hookinbox.service"
 install -D -m 0640 packaging/hookinbox.example.toml "$stage/etc/hookinbox/hookinbox.toml"
 install -d -m 0750 "$stage/etc/hookinbox/secrets"
@@ -93,7 +94,7 @@ exit 0
 POSTRM
 chmod 0755 "$stage/DEBIAN/postinst" "$stage/DEBIAN/prerm" "$stage/DEBIAN/postrm"
 
-mkdir -p target/debian
-out="target/debian/hookinbox_${version}_${arch}.deb"
+mkdir -p "$target_dir/debian"
+out="$target_dir/debian/hookinbox_${version}_${arch}.deb"
 dpkg-deb --root-owner-group --build "$stage" "$out" >/dev/null
 echo "$out"
