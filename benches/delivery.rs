@@ -94,7 +94,7 @@ async fn main() {
 
     let dir = tempfile::tempdir().unwrap();
     let config_text = format!(
-        "[server]\nlisten = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:1\"\ndata_dir = {:?}\n\n\
+        "[server]\nlisten = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:0\"\ndata_dir = {:?}\n\n\
          [[source]]\nname = \"bench\"\nkind = \"standard\"\nsecret = \"{SECRET}\"\n\
          destination = \"http://{dest_addr}/hook\"\ndestination_secret = \"{SECRET}\"\n\
          max_concurrency = {CONCURRENCY}\npaused = true\n",
@@ -102,9 +102,12 @@ async fn main() {
     );
     let config = Config::from_toml(&config_text, "bench", None, &|_| None).unwrap();
     let verifier = Verifier::new(&config.sources[0]).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let listeners = hookinbox::app::Listeners {
+        ingest: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        admin: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+    };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let app = App::start(config, listener, Clock::system(), async {
+    let app = App::start(config, listeners, Clock::system(), async {
         let _ = stopped.await;
     })
     .await

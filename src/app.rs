@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
+use crate::admin::{self, AdminState};
 use crate::clock::Clock;
 use crate::config::{Config, Kind, Secret, SourceName, load_or_generate_secret};
 use crate::deliver::Destination;
@@ -38,6 +39,12 @@ pub enum AppError {
     Io(#[from] std::io::Error),
 }
 
+/// The sockets the app serves on; the caller binds them (tests use port 0).
+pub struct Listeners {
+    pub ingest: TcpListener,
+    pub admin: TcpListener,
+}
+
 /// A secret generated on this start, to show the operator once.
 #[derive(Debug, Clone)]
 pub struct GeneratedSecret {
@@ -53,22 +60,25 @@ pub enum SecretPurpose {
     Ingest,
     /// hookinbox signs deliveries with it; the app verifies.
     Destination,
+    /// The admin API's bearer token.
+    Admin,
 }
 
 pub struct App {
     store: Store,
     metrics: Metrics,
     ingest_addr: SocketAddr,
+    admin_addr: SocketAddr,
     generated: Vec<GeneratedSecret>,
     delivery: DeliveryHandle,
     task: tokio::task::JoinHandle<Result<(), AppError>>,
 }
 
 impl App {
-    /// Opens the store and starts serving `ingest` until `shutdown` resolves.
+    /// Opens the store and starts serving until `shutdown` resolves.
     pub async fn start(
         mut config: Config,
-        ingest: TcpListener,
+        listeners: Listeners,
         clock: Clock,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<App, AppError> {
@@ -92,13 +102,26 @@ impl App {
         let (scheduler, delivery) = Scheduler::new(store.clone(), metrics.clone(), destinations);
         let state = IngestState::new(&config, store.clone(), clock, metrics.clone())
             .map_err(AppError::Source)?;
+        let Listeners { ingest, admin } = listeners;
         let ingest_addr = ingest.local_addr()?;
+        let admin_addr = admin.local_addr()?;
+        let admin_state = AdminState {
+            store: store.clone(),
+            metrics: metrics.clone(),
+            delivery: delivery.clone(),
+            token: config
+                .admin
+                .token
+                .clone()
+                .expect("ensure_generated_secrets sets the admin token"),
+        };
         let serve_options = ServeOptions {
             header_read_timeout: config.server.header_read_timeout,
             shutdown_timeout: config.server.shutdown_timeout,
         };
         tracing::info!(
             listen = %ingest_addr,
+            admin = %admin_addr,
             data_dir = %config.server.data_dir.display(),
             sources = config.sources.len(),
             "hookinbox is receiving webhooks"
@@ -107,19 +130,39 @@ impl App {
         let (writer, writer_exited) = writer.with_exit_signal();
         let task = tokio::spawn(async move {
             let (died_tx, died_rx) = oneshot::channel::<()>();
-            let stop = async move {
+            let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+            tokio::spawn(async move {
                 tokio::select! {
                     () = shutdown => tracing::info!("shutdown requested"),
                     _ = writer_exited => {
                         let _ = died_tx.send(());
                     }
                 }
+                let _ = stop_tx.send(true);
+            });
+            let stop_signal = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+                let _ = rx.wait_for(|stop| *stop).await;
             };
+            let admin_server = tokio::spawn(listener::serve(
+                "admin",
+                admin,
+                admin::router(admin_state),
+                serve_options,
+                stop_signal(stop_rx.clone()),
+            ));
             let (stop_scheduler, stopped) = oneshot::channel::<()>();
             let scheduler = tokio::spawn(scheduler.run(async move {
                 let _ = stopped.await;
             }));
-            listener::serve("ingest", ingest, ingest::router(state), serve_options, stop).await;
+            listener::serve(
+                "ingest",
+                ingest,
+                ingest::router(state),
+                serve_options,
+                stop_signal(stop_rx),
+            )
+            .await;
+            let _ = admin_server.await;
             // Ingest has drained: no new events. Let attempts in flight be recorded.
             let _ = stop_scheduler.send(());
             if let Err(e) = scheduler.await {
@@ -138,6 +181,7 @@ impl App {
             store,
             metrics,
             ingest_addr,
+            admin_addr,
             generated,
             delivery,
             task,
@@ -146,6 +190,10 @@ impl App {
 
     pub fn ingest_addr(&self) -> SocketAddr {
         self.ingest_addr
+    }
+
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.admin_addr
     }
 
     pub fn store(&self) -> &Store {
@@ -182,6 +230,8 @@ fn ensure_generated_secrets(config: &mut Config) -> Result<Vec<GeneratedSecret>,
         let name = match purpose {
             SecretPurpose::Ingest => source.to_string(),
             SecretPurpose::Destination => format!("{source}.destination"),
+            // Source names cannot contain '.', so no source's file clashes.
+            SecretPurpose::Admin => "admin.token".to_owned(),
         };
         let (secret, fresh) =
             load_or_generate_secret(&data_dir, &name, kind).map_err(|cause| AppError::Secret {
@@ -198,6 +248,10 @@ fn ensure_generated_secrets(config: &mut Config) -> Result<Vec<GeneratedSecret>,
         }
         Ok::<_, AppError>(secret)
     };
+    if config.admin.token.is_none() {
+        let admin = SourceName::parse("admin").expect("a valid name");
+        config.admin.token = Some(generate(&admin, SecretPurpose::Admin, Kind::Hmac)?);
+    }
     for source in config.sources.iter_mut() {
         if source.generate_secret {
             source.secrets = vec![generate(&source.name, SecretPurpose::Ingest, source.kind)?];

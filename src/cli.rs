@@ -145,10 +145,24 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 async fn serve(config: Config) -> Result<(), Failure> {
     let stop = shutdown_signal()?;
     let listen = config.server.listen;
-    let listener = tokio::net::TcpListener::bind(listen)
+    let ingest = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen} (server.listen / HOOKINBOX_LISTEN)"))?;
-    let app = App::start(config, listener, Clock::system(), stop).await?;
+    let admin_listen = config.server.admin_listen;
+    let admin = tokio::net::TcpListener::bind(admin_listen)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot listen on {admin_listen} (server.admin_listen / HOOKINBOX_ADMIN_LISTEN)"
+            )
+        })?;
+    let app = App::start(
+        config,
+        crate::app::Listeners { ingest, admin },
+        Clock::system(),
+        stop,
+    )
+    .await?;
     for generated in app.generated_secrets() {
         print_generated_secret(generated, app.ingest_addr());
     }
@@ -158,6 +172,14 @@ async fn serve(config: Config) -> Result<(), Failure> {
 
 fn print_generated_secret(generated: &crate::app::GeneratedSecret, addr: std::net::SocketAddr) {
     let secret = generated.secret.expose();
+    if generated.purpose == crate::app::SecretPurpose::Admin {
+        println!(
+            "\nhookinbox generated the admin API token (kept in {path}, mode 0600):\n\n    {secret}\n\n\
+             Use it as: Authorization: Bearer <token> on the admin listener.\n",
+            path = generated.path.display(),
+        );
+        return;
+    }
     if generated.purpose == crate::app::SecretPurpose::Destination {
         println!(
             "\nhookinbox generated the key that signs deliveries of source {name:?} (kept in {path}, mode 0600):\n\n    {secret}\n\n\

@@ -3,9 +3,11 @@
 //! Modules are listed in the order an event meets them: config decides what
 //! is accepted, `ingest` receives the request, `verify` proves it authentic,
 //! `store` makes it durable and deduplicated; `schedule` finds what is due
-//! and `deliver` sends it to the app. `app` wires them together; `cli` and
+//! and `deliver` sends it to the app; `admin` lets people see and fix what
+//! happened. `app` wires them together; `cli` and
 //! `send` are the command line's.
 
+pub mod admin;
 pub mod app;
 pub mod cli;
 pub mod clock;

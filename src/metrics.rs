@@ -57,6 +57,14 @@ struct Inner {
     dead_lettered: Family<SourceLabel, Counter>,
     circuit: Family<CircuitLabels, Counter>,
     attempt_seconds: Family<SourceLabel, Histogram, fn() -> Histogram>,
+    replayed: Family<SourceLabel, Counter>,
+    ignored: Family<SourceLabel, Counter>,
+    admin_rejected: Family<ReasonLabel, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    pub reason: String,
 }
 
 impl Default for Metrics {
@@ -124,6 +132,24 @@ impl Metrics {
             "How long one delivery attempt took",
             attempt_seconds.clone(),
         );
+        let replayed = Family::<SourceLabel, Counter>::default();
+        let ignored = Family::<SourceLabel, Counter>::default();
+        let admin_rejected = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "replayed",
+            "Events an operator sent again",
+            replayed.clone(),
+        );
+        registry.register(
+            "ignored",
+            "Events an operator marked ignored, with a note",
+            ignored.clone(),
+        );
+        registry.register(
+            "admin_rejected",
+            "Admin API requests refused or failed, by reason",
+            admin_rejected.clone(),
+        );
         Metrics {
             inner: Arc::new(Inner {
                 registry: Mutex::new(registry),
@@ -136,6 +162,9 @@ impl Metrics {
                 dead_lettered,
                 circuit,
                 attempt_seconds,
+                replayed,
+                ignored,
+                admin_rejected,
             }),
         }
     }
@@ -212,6 +241,39 @@ impl Metrics {
                 state: state.to_owned(),
             })
             .inc();
+    }
+
+    pub fn replayed(&self, source: &str) {
+        let label = SourceLabel {
+            source: source.to_owned(),
+        };
+        self.inner.replayed.get_or_create(&label).inc();
+    }
+
+    pub fn ignored(&self, source: &str) {
+        let label = SourceLabel {
+            source: source.to_owned(),
+        };
+        self.inner.ignored.get_or_create(&label).inc();
+    }
+
+    /// `reason` is one of the admin API's fixed error codes.
+    pub fn admin_rejected(&self, reason: &str) {
+        self.inner
+            .admin_rejected
+            .get_or_create(&ReasonLabel {
+                reason: reason.to_owned(),
+            })
+            .inc();
+    }
+
+    pub fn admin_rejected_count(&self, reason: &str) -> u64 {
+        self.inner
+            .admin_rejected
+            .get_or_create(&ReasonLabel {
+                reason: reason.to_owned(),
+            })
+            .get()
     }
 
     pub fn attempt_count(&self, source: &str, outcome: &str) -> u64 {

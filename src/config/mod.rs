@@ -32,6 +32,7 @@ pub struct Config {
     pub server: ServerConfig,
     pub retention: RetentionConfig,
     pub log: LogConfig,
+    pub admin: AdminConfig,
     pub sources: Vec<SourceConfig>,
     /// Non-fatal findings (inline secrets, …) to log at start.
     pub warnings: Vec<String>,
@@ -50,6 +51,13 @@ pub struct ServerConfig {
 #[derive(Debug, Clone)]
 pub struct RetentionConfig {
     pub dedupe_ttl: Duration,
+}
+
+/// The admin listener's bearer token.
+#[derive(Debug, Clone)]
+pub struct AdminConfig {
+    /// `None` until the first start generates one into the data dir.
+    pub token: Option<Secret>,
 }
 
 #[derive(Debug, Clone)]

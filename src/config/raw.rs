@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{
-    Config, ConfigError, DEFAULT_MAX_BODY, DeliveryConfig, HmacAlgorithm, HmacSpec, Kind, Locator,
-    LogConfig, LogFormat, OnDeadLetter, OrderingConfig, PayloadPart, RetentionConfig, Secret,
-    ServerConfig, SignatureEncoding, SourceConfig, SourceName, StatusPattern, parse_duration,
-    parse_size,
+    AdminConfig, Config, ConfigError, DEFAULT_MAX_BODY, DeliveryConfig, HmacAlgorithm, HmacSpec,
+    Kind, Locator, LogConfig, LogFormat, OnDeadLetter, OrderingConfig, PayloadPart,
+    RetentionConfig, Secret, ServerConfig, SignatureEncoding, SourceConfig, SourceName,
+    StatusPattern, parse_duration, parse_size,
 };
 
 #[derive(Debug, Default, Deserialize)]
@@ -22,7 +22,17 @@ pub struct RawConfig {
     #[serde(default)]
     log: RawLog,
     #[serde(default)]
+    admin: RawAdmin,
+    #[serde(default)]
     source: Vec<RawSource>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAdmin {
+    token: Option<String>,
+    token_env: Option<String>,
+    token_file: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -257,6 +267,8 @@ pub fn validate(
         },
     };
 
+    let admin = validate_admin(&cx, &raw.admin, base_dir, env, &mut warnings)?;
+
     let mut sources: Vec<SourceConfig> = Vec::new();
     for (i, rs) in raw.source.into_iter().enumerate() {
         let source = validate_source(&cx, i, rs, base_dir, env, &mut warnings)?;
@@ -277,9 +289,69 @@ pub fn validate(
         server,
         retention,
         log,
+        admin,
         sources,
         warnings,
     })
+}
+
+/// The admin token: from a file, the environment, or inline (warned); none
+/// means one is generated on first start.
+fn validate_admin(
+    cx: &Ctx<'_>,
+    ra: &RawAdmin,
+    base_dir: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+    warnings: &mut Vec<String>,
+) -> Result<AdminConfig, ConfigError> {
+    let given = [
+        ra.token.is_some(),
+        ra.token_env.is_some(),
+        ra.token_file.is_some(),
+    ];
+    if given.iter().filter(|g| **g).count() > 1 {
+        return Err(cx.err(
+            "admin.token",
+            "set only one of token, token_env, token_file",
+        ));
+    }
+    let token = if let Some(t) = &ra.token {
+        warnings.push(format!(
+            "{}: the admin token is inline in the config; prefer admin.token_file or admin.token_env",
+            cx.origin
+        ));
+        Some((t.clone(), "admin.token"))
+    } else if let Some(var) = &ra.token_env {
+        let value = env(var).ok_or_else(|| {
+            cx.err(
+                "admin.token_env",
+                format!("environment variable {var} is not set"),
+            )
+        })?;
+        Some((value, "admin.token_env"))
+    } else if let Some(path) = &ra.token_file {
+        let path = resolve(base_dir, path);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            cx.err(
+                "admin.token_file",
+                format!("cannot read {}: {e}", path.display()),
+            )
+        })?;
+        Some((text, "admin.token_file"))
+    } else {
+        None
+    };
+    let token = match token {
+        None => None,
+        Some((text, key)) => {
+            let text = text.trim();
+            if text.len() < 16 {
+                return Err(cx.err(key, "must be at least 16 characters"));
+            }
+            Some(Secret::new(text))
+        }
+    };
+    Ok(AdminConfig { token })
 }
 
 fn validate_source(
@@ -826,6 +898,17 @@ pub fn render_redacted(config: &Config) -> String {
         q(&config.log.level),
         q(format)
     );
+    match &config.admin.token {
+        Some(_) => {
+            let _ = writeln!(out, "\n[admin]\ntoken = {}", q("[redacted]"));
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "\n[admin]\n# token: generated on first start into data_dir/secrets/admin.token.secret"
+            );
+        }
+    }
     for src in &config.sources {
         let _ = writeln!(
             out,

@@ -36,6 +36,28 @@ use crate::store::{Due, Finish, Next, Store, StoreError};
 pub struct DeliveryHandle {
     paused: Arc<HashMap<String, Arc<AtomicBool>>>,
     wake: Arc<Notify>,
+    lanes: Arc<std::sync::Mutex<Vec<LaneStatus>>>,
+    alive: Arc<AtomicBool>,
+}
+
+/// What the scheduler knows of one destination right now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaneStatus {
+    pub name: String,
+    pub url: String,
+    pub paused: bool,
+    pub circuit: CircuitState,
+    pub in_flight: usize,
+    pub max_concurrency: usize,
+}
+
+/// Sets the flag false when the scheduler's task ends, however it ends.
+struct AliveGuard(Arc<AtomicBool>);
+
+impl Drop for AliveGuard {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Relaxed);
+    }
 }
 
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -51,6 +73,16 @@ impl DeliveryHandle {
     /// Calls `destination` again; what accumulated goes out oldest first.
     pub fn resume(&self, destination: &str) -> Result<(), UnknownDestination> {
         self.set_paused(destination, false)
+    }
+
+    /// Every destination's state, as of the scheduler's last look.
+    pub fn destinations(&self) -> Vec<LaneStatus> {
+        self.lanes.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Whether the scheduler task is running.
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::Relaxed)
     }
 
     pub fn is_paused(&self, destination: &str) -> Option<bool> {
@@ -131,6 +163,8 @@ pub struct Scheduler {
     metrics: Metrics,
     lanes: Vec<Lane>,
     wake: Arc<Notify>,
+    published: Arc<std::sync::Mutex<Vec<LaneStatus>>>,
+    alive: Arc<AtomicBool>,
 }
 
 /// At most this many due events waiting for their ordering key are stepped
@@ -163,29 +197,36 @@ impl Scheduler {
                 }
             })
             .collect();
+        let published = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let alive = Arc::new(AtomicBool::new(true));
         let handle = DeliveryHandle {
             paused: Arc::new(paused),
             wake: wake.clone(),
+            lanes: published.clone(),
+            alive: alive.clone(),
         };
-        (
-            Scheduler {
-                store,
-                metrics,
-                lanes,
-                wake,
-            },
-            handle,
-        )
+        let scheduler = Scheduler {
+            store,
+            metrics,
+            lanes,
+            wake,
+            published,
+            alive,
+        };
+        scheduler.publish();
+        (scheduler, handle)
     }
 
     /// Runs until `shutdown` resolves, then waits up to [`DRAIN_TIMEOUT`] for
     /// attempts in flight to be recorded.
     pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) {
+        let _alive = AliveGuard(self.alive.clone());
         let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
         let mut tasks = JoinSet::new();
         tokio::pin!(shutdown);
         loop {
             let wake_at = self.dispatch(&done_tx, &mut tasks);
+            self.publish();
             let sleep = async {
                 match wake_at {
                     Some(at) => tokio::time::sleep_until(at.into()).await,
@@ -222,6 +263,31 @@ impl Scheduler {
                 tasks.abort_all();
             }
         }
+    }
+
+    /// Shares each destination's state with the admin surfaces.
+    fn publish(&self) {
+        let statuses = self
+            .lanes
+            .iter()
+            .map(|lane| {
+                let d = &lane.destination;
+                let mut url = d.config.url.clone();
+                // The query or the user info may carry a credential: never shown.
+                url.set_query(None);
+                let _ = url.set_password(None);
+                let _ = url.set_username("");
+                LaneStatus {
+                    name: d.name.to_string(),
+                    url: url.to_string(),
+                    paused: lane.paused.load(Ordering::Relaxed),
+                    circuit: lane.breaker.state(),
+                    in_flight: lane.in_flight.len(),
+                    max_concurrency: d.config.max_concurrency,
+                }
+            })
+            .collect();
+        *self.published.lock().unwrap_or_else(|p| p.into_inner()) = statuses;
     }
 
     fn settle(&mut self, done: Done) {

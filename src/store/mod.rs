@@ -104,6 +104,35 @@ pub enum ChangeError {
     Conflict(&'static str),
 }
 
+/// Which events a listing (or a bulk change) takes. Empty fields match all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventFilter {
+    pub source: Option<String>,
+    pub status: Option<schema::Status>,
+    pub event_type: Option<String>,
+    pub event_id: Option<String>,
+    /// Received at or after, unix ms.
+    pub from_ms: Option<u64>,
+    /// Received before, unix ms.
+    pub to_ms: Option<u64>,
+}
+
+impl EventFilter {
+    fn matches_state(&self, state: &EventState) -> bool {
+        self.source.as_ref().is_none_or(|s| *s == state.source)
+            && self.status.is_none_or(|s| s == state.status)
+    }
+
+    fn matches_record(&self, record: &EventRecord) -> bool {
+        self.event_type
+            .as_ref()
+            .is_none_or(|t| record.event_type.as_deref() == Some(t.as_str()))
+            && self.event_id.as_ref().is_none_or(|i| *i == record.event_id)
+            && self.from_ms.is_none_or(|f| record.received_at_ms >= f)
+            && self.to_ms.is_none_or(|t| record.received_at_ms < t)
+    }
+}
+
 /// One entry of a destination's queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Due {
@@ -340,6 +369,62 @@ impl Store {
             reply,
         })
         .await
+    }
+
+    /// Commits through the writer: `Ok` proves the store can write now.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.call(|reply| writer::Job::Ping { reply }).await
+    }
+
+    /// Events matching `filter`, newest first, starting below `before` (a
+    /// seq; `None`: from the newest). Examines at most `scan_limit` events,
+    /// so a rare filter costs a bounded read; the returned cursor is where
+    /// to go on (`None`: nothing older is left).
+    pub fn list(
+        &self,
+        filter: &EventFilter,
+        before: Option<u64>,
+        limit: usize,
+        scan_limit: usize,
+    ) -> Result<(Vec<StoredEvent>, Option<u64>), StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read().map_err(read_err!())?;
+        let events = txn.open_table(EVENTS).map_err(read_err!())?;
+        let states = txn.open_table(STATE).map_err(read_err!())?;
+        let mut out = Vec::new();
+        let mut scanned = 0;
+        let mut cursor = None;
+        for row in states
+            .range(..before.unwrap_or(u64::MAX))
+            .map_err(read_err!())?
+            .rev()
+        {
+            let (k, v) = row.map_err(read_err!())?;
+            let seq = k.value();
+            scanned += 1;
+            if out.len() == limit || scanned > scan_limit {
+                cursor = Some(seq + 1);
+                break;
+            }
+            let state: EventState = schema::decode(v.value())?;
+            if !filter.matches_state(&state) {
+                continue;
+            }
+            let Some(raw) = events.get(seq).map_err(read_err!())? else {
+                continue;
+            };
+            let record = schema::decode_event(raw.value())?;
+            if !filter.matches_record(&record) {
+                continue;
+            }
+            out.push(StoredEvent {
+                seq,
+                id: self.public_id(seq),
+                record,
+                state,
+            });
+        }
+        Ok((out, cursor))
     }
 
     /// Resolves after the next commit (or at once if one happened since the

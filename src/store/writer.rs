@@ -68,6 +68,10 @@ pub(super) enum Job {
         now_ms: u64,
         reply: oneshot::Sender<Result<Result<(), ChangeError>, StoreError>>,
     },
+    /// Commit (an empty transaction if alone): proves the store writable.
+    Ping {
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
     /// Finish what is queued, refuse new jobs, close the database.
     Shutdown,
 }
@@ -77,6 +81,7 @@ enum Answer {
     Claimed(Option<Claimed>),
     Finished,
     Changed(Result<(), ChangeError>),
+    Pong,
 }
 
 // A dropped receiver is a caller that went away: what was committed stands.
@@ -89,6 +94,7 @@ impl Job {
             Job::Claim { reply, .. } => drop(reply.send(Err(err()))),
             Job::Finish { reply, .. } => drop(reply.send(Err(err()))),
             Job::Change { reply, .. } => drop(reply.send(Err(err()))),
+            Job::Ping { reply } => drop(reply.send(Err(err()))),
             Job::Shutdown => {}
         }
     }
@@ -99,6 +105,7 @@ impl Job {
             (Job::Claim { reply, .. }, Answer::Claimed(a)) => drop(reply.send(Ok(a))),
             (Job::Finish { reply, .. }, Answer::Finished) => drop(reply.send(Ok(()))),
             (Job::Change { reply, .. }, Answer::Changed(a)) => drop(reply.send(Ok(a))),
+            (Job::Ping { reply }, Answer::Pong) => drop(reply.send(Ok(()))),
             _ => unreachable!("apply answers each job with its own kind"),
         }
     }
@@ -285,6 +292,7 @@ impl Writer {
                         now_ms,
                         ..
                     } => Answer::Changed(t.change(*seq, change, *now_ms).map_err(err)?),
+                    Job::Ping { .. } => Answer::Pong,
                     Job::Shutdown => unreachable!("shutdown never enters a batch"),
                 };
                 answers.push(answer);

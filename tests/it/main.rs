@@ -2,6 +2,7 @@
 //! starts the real server (in-process on 127.0.0.1:0, or the real binary as a
 //! child) with a temp data dir and talks real HTTP to it.
 
+mod admin;
 mod cli;
 mod crash;
 mod delivery;

@@ -74,6 +74,9 @@ dedupe_ttl = "30days"
 level = "info"
 format = "text"
 
+[admin]
+# token: generated on first start into data_dir/secrets/admin.token.secret
+
 [[source]]
 name = "demo"
 kind = "standard"

@@ -20,7 +20,7 @@ pub const STANDARD_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 /// The `[server]` section pointing at `dir`, with short timeouts for tests.
 pub fn server_section(dir: &Path) -> String {
     format!(
-        "[server]\nlisten = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:1\"\ndata_dir = {:?}\n\
+        "[server]\nlisten = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:0\"\ndata_dir = {:?}\n\
          header_read_timeout = \"1s\"\nbody_read_timeout = \"1s\"\nshutdown_timeout = \"5s\"\n\n",
         dir.display().to_string()
     )
@@ -113,9 +113,11 @@ impl TestServer {
     /// Starts with `config` (a full TOML text) and the given clock.
     pub async fn start(config: &str, clock: Clock) -> TestServer {
         let config = Config::from_toml(config, "test", None, &|_| None).unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let ingest = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
-        let app = App::start(config, listener, clock, async {
+        let listeners = hookinbox::app::Listeners { ingest, admin };
+        let app = App::start(config, listeners, clock, async {
             let _ = stopped.await;
         })
         .await
@@ -131,6 +133,43 @@ impl TestServer {
 
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
+    }
+
+    pub fn admin_url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.app.as_ref().unwrap().admin_addr())
+    }
+
+    /// An admin API call with `token` (or none); the answer as JSON.
+    pub async fn admin(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<serde_json::Value>,
+    ) -> Answer {
+        let url = self.admin_url(path);
+        let mut req = self.client.request(method.parse().unwrap(), &url);
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        if let Some(b) = body {
+            req = req
+                .header("content-type", "application/json")
+                .body(b.to_string());
+        }
+        let res = req
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+        let status = res.status().as_u16();
+        let headers = res.headers().clone();
+        let text = res.text().await.unwrap();
+        let json = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
+        Answer {
+            status,
+            headers,
+            json,
+        }
     }
 
     pub async fn post(

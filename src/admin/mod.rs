@@ -1,0 +1,425 @@
+//! The admin API on the admin listener: JSON for people and scripts.
+//!
+//! Every path but `/healthz` and `/readyz` needs `Authorization: Bearer
+//! <token>`, compared in constant time. Errors are `{"error", "reason"}`
+//! with a status, counted in `hookinbox_admin_rejected{reason}` and logged
+//! without the token or any body. Reads go to the store's snapshots; changes
+//! (replay, ignore) go through the writer like everything else, and pause /
+//! resume through the scheduler's handle.
+
+use std::time::{Duration, SystemTime};
+
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use base64::Engine;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use subtle::ConstantTimeEq;
+
+use crate::config::Secret;
+use crate::deliver::unix_ms;
+use crate::metrics::Metrics;
+use crate::schedule::DeliveryHandle;
+use crate::store::schema::{Attempt, Status};
+use crate::store::{Change, ChangeError, EventFilter, Store, StoreError, StoredEvent};
+
+/// Most events one list call returns.
+const MAX_PAGE: usize = 500;
+/// Most events one list call examines; past it, the cursor says where to go on.
+const SCAN_LIMIT: usize = 100_000;
+
+#[derive(Clone)]
+pub struct AdminState {
+    pub store: Store,
+    pub metrics: Metrics,
+    pub delivery: DeliveryHandle,
+    pub token: Secret,
+}
+
+pub fn router(state: AdminState) -> Router {
+    let api = Router::new()
+        .route("/metrics", get(metrics))
+        .route("/api/events", get(list_events))
+        .route("/api/events/{id}", get(show_event))
+        .route("/api/events/{id}/replay", post(replay_event))
+        .route("/api/events/{id}/ignore", post(ignore_event))
+        .route("/api/destinations", get(destinations))
+        .route("/api/destinations/{name}/pause", post(pause))
+        .route("/api/destinations/{name}/resume", post(resume))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
+    Router::new()
+        .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
+        .route("/readyz", get(readyz))
+        .merge(api)
+        .fallback(|State(state): State<AdminState>| async move {
+            AdminError::NotFound("no such admin path".into()).respond(&state.metrics)
+        })
+        .with_state(state)
+}
+
+/// Why an admin request failed; [`AdminError::respond`] is the one place
+/// that maps it to a status, counts it and logs it.
+#[derive(Debug, thiserror::Error)]
+enum AdminError {
+    #[error("a valid bearer token is required")]
+    Unauthorized,
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Store(#[from] StoreError),
+}
+
+impl AdminError {
+    fn respond(self, metrics: &Metrics) -> Response {
+        let (status, code) = match &self {
+            AdminError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            AdminError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            AdminError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            AdminError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
+            AdminError::Store(StoreError::Unavailable(_) | StoreError::Closed) => {
+                (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable")
+            }
+            AdminError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "store_error"),
+        };
+        metrics.admin_rejected(code);
+        let reason = self.to_string();
+        if status.is_server_error() {
+            tracing::error!(status = status.as_u16(), %reason, "admin request failed");
+        } else {
+            tracing::warn!(status = status.as_u16(), %reason, "admin request refused");
+        }
+        let mut response = (status, Json(json!({"error": code, "reason": reason}))).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+        }
+        response
+    }
+}
+
+async fn require_token(State(state): State<AdminState>, request: Request, next: Next) -> Response {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    let expected = state.token.expose().as_bytes();
+    if presented.as_bytes().ct_eq(expected).into() {
+        next.run(request).await
+    } else {
+        AdminError::Unauthorized.respond(&state.metrics)
+    }
+}
+
+async fn readyz(State(state): State<AdminState>) -> Response {
+    let store = tokio::time::timeout(Duration::from_secs(5), state.store.ping()).await;
+    let store_ok = matches!(store, Ok(Ok(())));
+    let scheduler_ok = state.delivery.is_alive();
+    let status = if store_ok && scheduler_ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let store_text = match store {
+        Ok(Ok(())) => "writable".to_owned(),
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => "no commit within 5 s".to_owned(),
+    };
+    (
+        status,
+        Json(json!({
+            "ready": status == StatusCode::OK,
+            "store": store_text,
+            "scheduler": if scheduler_ok { "running" } else { "stopped" },
+        })),
+    )
+        .into_response()
+}
+
+async fn metrics(State(state): State<AdminState>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics.encode(),
+    )
+        .into_response()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    source: Option<String>,
+    status: Option<String>,
+    #[serde(rename = "type")]
+    event_type: Option<String>,
+    event_id: Option<String>,
+    /// RFC 3339.
+    from: Option<String>,
+    to: Option<String>,
+    cursor: Option<u64>,
+    limit: Option<usize>,
+}
+
+fn parse_status(text: &str) -> Result<Status, AdminError> {
+    [
+        Status::Pending,
+        Status::Held,
+        Status::Delivered,
+        Status::Dead,
+        Status::Ignored,
+    ]
+    .into_iter()
+    .find(|s| s.as_str() == text)
+    .ok_or_else(|| {
+        AdminError::BadRequest(format!(
+            "status {text:?}: expected pending, held, delivered, dead or ignored"
+        ))
+    })
+}
+
+fn parse_time(key: &str, text: &str) -> Result<u64, AdminError> {
+    humantime::parse_rfc3339_weak(text)
+        .map(unix_ms)
+        .map_err(|_| {
+            AdminError::BadRequest(format!(
+                "{key} {text:?}: expected an RFC 3339 time like 2026-11-22T10:00:00Z"
+            ))
+        })
+}
+
+fn rfc3339(ms: u64) -> String {
+    humantime::format_rfc3339_millis(SystemTime::UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
+
+fn summary(e: &StoredEvent) -> Value {
+    let s = &e.state;
+    json!({
+        "id": e.id,
+        "source": s.source,
+        "event_id": e.record.event_id,
+        "event_type": e.record.event_type,
+        "status": s.status.as_str(),
+        "received_at": rfc3339(e.record.received_at_ms),
+        "attempts": s.attempts,
+        "next_attempt_at": s.due_ms.map(rfc3339),
+        "delivered_at": s.delivered_ms.map(rfc3339),
+        "dead_letter": s.dead.as_ref().map(|d| json!({
+            "reason": d.reason,
+            "at": rfc3339(d.at_ms),
+            "last_status": d.last_status,
+        })),
+        "note": s.note.as_ref().map(|n| json!({"text": n.text, "at": rfc3339(n.at_ms)})),
+        "replays": s.replays,
+    })
+}
+
+fn attempt_json(n: usize, a: &Attempt) -> Value {
+    json!({
+        "n": n + 1,
+        "started_at": rfc3339(a.started_ms),
+        "latency_ms": a.latency_ms,
+        "outcome": a.class.as_str(),
+        "status": a.status,
+        "error": a.error,
+        "response_snippet": a.response_snippet,
+    })
+}
+
+async fn list_events(
+    State(state): State<AdminState>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let run = || -> Result<Value, AdminError> {
+        let Query(q) = query.map_err(|e| AdminError::BadRequest(e.body_text()))?;
+        let filter = EventFilter {
+            source: q.source,
+            status: q.status.as_deref().map(parse_status).transpose()?,
+            event_type: q.event_type,
+            event_id: q.event_id,
+            from_ms: q
+                .from
+                .as_deref()
+                .map(|t| parse_time("from", t))
+                .transpose()?,
+            to_ms: q.to.as_deref().map(|t| parse_time("to", t)).transpose()?,
+        };
+        let limit = q.limit.unwrap_or(50);
+        if !(1..=MAX_PAGE).contains(&limit) {
+            return Err(AdminError::BadRequest(format!(
+                "limit must be between 1 and {MAX_PAGE}"
+            )));
+        }
+        let (events, cursor) = state.store.list(&filter, q.cursor, limit, SCAN_LIMIT)?;
+        Ok(json!({
+            "events": events.iter().map(summary).collect::<Vec<_>>(),
+            "next_cursor": cursor,
+        }))
+    };
+    match run() {
+        Ok(body) => Json(body).into_response(),
+        Err(e) => e.respond(&state.metrics),
+    }
+}
+
+fn find(state: &AdminState, id: &str) -> Result<StoredEvent, AdminError> {
+    let missing = || AdminError::NotFound(format!("no event {id:?}"));
+    let seq = state.store.parse_public_id(id).ok_or_else(missing)?;
+    state.store.get(seq)?.ok_or_else(missing)
+}
+
+async fn show_event(State(state): State<AdminState>, Path(id): Path<String>) -> Response {
+    let run = || -> Result<Value, AdminError> {
+        let e = find(&state, &id)?;
+        let attempts = state.store.attempts(e.seq)?;
+        let mut body = summary(&e);
+        let payload = match std::str::from_utf8(&e.record.body) {
+            Ok(text) => json!({"encoding": "text", "data": text}),
+            Err(_) => json!({
+                "encoding": "base64",
+                "data": base64::engine::general_purpose::STANDARD.encode(&e.record.body),
+            }),
+        };
+        body["content_type"] = json!(e.record.content_type);
+        body["headers"] = json!(
+            e.record
+                .headers
+                .iter()
+                .map(|(k, v)| json!([k, v]))
+                .collect::<Vec<_>>()
+        );
+        body["payload"] = payload;
+        body["attempt_history"] = json!(
+            attempts
+                .iter()
+                .enumerate()
+                .map(|(n, a)| attempt_json(n, a))
+                .collect::<Vec<_>>()
+        );
+        Ok(body)
+    };
+    match run() {
+        Ok(body) => Json(body).into_response(),
+        Err(e) => e.respond(&state.metrics),
+    }
+}
+
+async fn change(state: &AdminState, id: &str, change: Change) -> Result<Value, AdminError> {
+    let e = find(state, id)?;
+    let done = state
+        .store
+        .change(e.seq, change.clone(), unix_ms(SystemTime::now()))
+        .await?;
+    match done {
+        Ok(()) => {}
+        Err(ChangeError::NotFound) => return Err(AdminError::NotFound(format!("no event {id:?}"))),
+        Err(refused) => return Err(AdminError::Conflict(refused.to_string())),
+    }
+    let action = match change {
+        Change::Replay => {
+            state.metrics.replayed(&e.state.source);
+            "replayed"
+        }
+        Change::Ignore { .. } => {
+            state.metrics.ignored(&e.state.source);
+            "ignored"
+        }
+    };
+    tracing::info!(source = %e.state.source, id, event_id = %e.record.event_id, action, "event changed by an operator");
+    let after = find(state, id)?;
+    Ok(summary(&after))
+}
+
+async fn replay_event(State(state): State<AdminState>, Path(id): Path<String>) -> Response {
+    match change(&state, &id, Change::Replay).await {
+        Ok(body) => Json(body).into_response(),
+        Err(e) => e.respond(&state.metrics),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct IgnoreBody {
+    note: Option<String>,
+}
+
+async fn ignore_event(
+    State(state): State<AdminState>,
+    Path(id): Path<String>,
+    body: Result<Json<IgnoreBody>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let note = match body {
+        Ok(Json(IgnoreBody { note: Some(note) })) if !note.trim().is_empty() => note,
+        Ok(_) => {
+            return AdminError::BadRequest(
+                "a note is required: {\"note\": \"why this event is ignored\"}".into(),
+            )
+            .respond(&state.metrics);
+        }
+        Err(e) => {
+            return AdminError::BadRequest(format!(
+                "a note is required as JSON {{\"note\": \"why this event is ignored\"}}: {}",
+                e.body_text()
+            ))
+            .respond(&state.metrics);
+        }
+    };
+    if note.len() > 2000 {
+        return AdminError::BadRequest("the note is longer than 2000 bytes".into())
+            .respond(&state.metrics);
+    }
+    match change(&state, &id, Change::Ignore { note }).await {
+        Ok(body) => Json(body).into_response(),
+        Err(e) => e.respond(&state.metrics),
+    }
+}
+
+async fn destinations(State(state): State<AdminState>) -> Response {
+    let list: Vec<Value> = state
+        .delivery
+        .destinations()
+        .into_iter()
+        .map(|d| {
+            json!({
+                "name": d.name,
+                "url": d.url,
+                "paused": d.paused,
+                "circuit": d.circuit.as_str(),
+                "in_flight": d.in_flight,
+                "max_concurrency": d.max_concurrency,
+            })
+        })
+        .collect();
+    Json(json!({"destinations": list})).into_response()
+}
+
+async fn set_paused(state: &AdminState, name: &str, paused: bool) -> Response {
+    let result = if paused {
+        state.delivery.pause(name)
+    } else {
+        state.delivery.resume(name)
+    };
+    match result {
+        Ok(()) => Json(json!({"name": name, "paused": paused})).into_response(),
+        Err(e) => AdminError::NotFound(e.to_string()).respond(&state.metrics),
+    }
+}
+
+async fn pause(State(state): State<AdminState>, Path(name): Path<String>) -> Response {
+    set_paused(&state, &name, true).await
+}
+
+async fn resume(State(state): State<AdminState>, Path(name): Path<String>) -> Response {
+    set_paused(&state, &name, false).await
+}

@@ -1,0 +1,375 @@
+//! The admin API against a real server: auth, health, metrics, events,
+//! replay / ignore, destinations.
+
+use std::time::{Duration, Instant};
+
+use hookinbox::clock::Clock;
+use serde_json::json;
+
+use crate::destination::{Destination, Mode};
+use crate::support::{STANDARD_SECRET, TestServer, server_section, standard_headers};
+
+const TOKEN: &str = "test-admin-token-0123456789";
+
+fn config(dir: &std::path::Path, dest: &Destination) -> String {
+    format!(
+        "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
+         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
+         destination = \"{}\"\nbreaker_failures = 1000\n\n\
+         [[source]]\nname = \"inbox\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n",
+        server_section(dir),
+        dest.url()
+    )
+}
+
+async fn send(server: &TestServer, source: &str, id: &str, body: Vec<u8>) -> String {
+    let a = server
+        .post(&format!("/in/{source}"), &standard_headers(id, &body), body)
+        .await;
+    assert_eq!(a.status, 200, "{:?}", a.json);
+    a.id().to_owned()
+}
+
+async fn wait_status(server: &TestServer, id: &str, status: &str) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let a = server
+            .admin("GET", &format!("/api/events/{id}"), Some(TOKEN), None)
+            .await;
+        assert_eq!(a.status, 200, "{:?}", a.json);
+        if a.json["status"] == status {
+            return a.json;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{id} is {:?}, expected {status}",
+            a.json["status"]
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn every_endpoint_but_health_needs_the_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Ok).await;
+    let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
+    let id = send(&server, "inbox", "e1", b"{}".to_vec()).await;
+    let guarded = [
+        ("GET", "/metrics".to_owned()),
+        ("GET", "/api/events".to_owned()),
+        ("GET", format!("/api/events/{id}")),
+        ("POST", format!("/api/events/{id}/replay")),
+        ("POST", format!("/api/events/{id}/ignore")),
+        ("GET", "/api/destinations".to_owned()),
+        ("POST", "/api/destinations/shop/pause".to_owned()),
+        ("POST", "/api/destinations/shop/resume".to_owned()),
+    ];
+    for (method, path) in &guarded {
+        for token in [None, Some("wrong-token-wrong-token"), Some("")] {
+            let a = server.admin(method, path, token, None).await;
+            assert_eq!(
+                a.status, 401,
+                "{method} {path} with {token:?}: {:?}",
+                a.json
+            );
+            assert_eq!(a.json["error"], "unauthorized");
+            assert_eq!(a.headers["www-authenticate"], "Bearer");
+        }
+    }
+    assert_eq!(
+        server.metrics().admin_rejected_count("unauthorized"),
+        guarded.len() as u64 * 3
+    );
+    // Nothing changed: the event is still held, not ignored or replayed.
+    assert_eq!(server.events()[0].state.status.as_str(), "held");
+    for path in ["/healthz", "/readyz"] {
+        let a = server.admin("GET", path, None, None).await;
+        assert_eq!(a.status, 200, "{path}: {:?}", a.json);
+    }
+    let ready = server.admin("GET", "/readyz", None, None).await;
+    assert_eq!(
+        ready.json,
+        json!({"ready": true, "store": "writable", "scheduler": "running"})
+    );
+    let unknown = server.admin("GET", "/nope", Some(TOKEN), None).await;
+    assert_eq!(unknown.status, 404);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn events_are_listed_with_filters_and_cursor_and_shown_in_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Ok).await;
+    let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
+    let mut held = Vec::new();
+    for i in 0..5 {
+        let body = format!("{{\"type\":\"order.created\",\"n\":{i}}}").into_bytes();
+        held.push(send(&server, "inbox", &format!("in_{i}"), body).await);
+    }
+    let binary = send(&server, "inbox", "bin_1", vec![0xff, 0x00, 0xfe]).await;
+    let shop = send(&server, "shop", "shop_1", b"{\"type\":\"paid\"}".to_vec()).await;
+    wait_status(&server, &shop, "delivered").await;
+
+    let page = |q: &str| {
+        let path = format!("/api/events?{q}");
+        let server = &server;
+        async move { server.admin("GET", &path, Some(TOKEN), None).await }
+    };
+    let all = page("limit=500").await;
+    assert_eq!(all.status, 200);
+    let ids: Vec<&str> = all.json["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 7);
+    assert_eq!(ids[0], shop, "newest first");
+    assert!(all.json["next_cursor"].is_null());
+
+    let delivered = page("status=delivered").await;
+    assert_eq!(delivered.json["events"].as_array().unwrap().len(), 1);
+    assert_eq!(delivered.json["events"][0]["source"], "shop");
+    let by_id = page("event_id=in_3").await;
+    assert_eq!(by_id.json["events"][0]["id"], held[3]);
+    let none = page("source=inbox&status=dead").await;
+    assert_eq!(none.json["events"].as_array().unwrap().len(), 0);
+    let future = page("from=2999-01-01T00:00:00Z").await;
+    assert_eq!(future.json["events"].as_array().unwrap().len(), 0);
+
+    // Cursor pagination over the held events: pages of 2, no gaps, no repeats.
+    let mut seen = Vec::new();
+    let mut cursor: Option<u64> = None;
+    loop {
+        let q = match cursor {
+            Some(c) => format!("source=inbox&limit=2&cursor={c}"),
+            None => "source=inbox&limit=2".to_owned(),
+        };
+        let p = page(&q).await;
+        for e in p.json["events"].as_array().unwrap() {
+            seen.push(e["id"].as_str().unwrap().to_owned());
+        }
+        match p.json["next_cursor"].as_u64() {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    let mut expected: Vec<String> = held.iter().cloned().chain([binary.clone()]).collect();
+    expected.reverse();
+    assert_eq!(seen, expected);
+
+    for (q, word) in [
+        ("status=lost", "status"),
+        ("from=yesterday", "from"),
+        ("limit=0", "limit"),
+        ("colour=red", "colour"),
+    ] {
+        let bad = page(q).await;
+        assert_eq!(bad.status, 400, "{q}: {:?}", bad.json);
+        assert!(
+            bad.json["reason"].as_str().unwrap().contains(word),
+            "{:?}",
+            bad.json
+        );
+    }
+
+    let detail = server
+        .admin("GET", &format!("/api/events/{shop}"), Some(TOKEN), None)
+        .await;
+    assert_eq!(
+        detail.json["payload"],
+        json!({"encoding": "text", "data": "{\"type\":\"paid\"}"})
+    );
+    assert_eq!(detail.json["event_type"], "paid");
+    assert_eq!(detail.json["attempt_history"][0]["outcome"], "delivered");
+    assert_eq!(detail.json["attempt_history"][0]["status"], 200);
+    let headers = detail.json["headers"].as_array().unwrap();
+    assert!(headers.iter().any(|h| h[0] == "webhook-id"), "{headers:?}");
+    let bin = server
+        .admin("GET", &format!("/api/events/{binary}"), Some(TOKEN), None)
+        .await;
+    assert_eq!(
+        bin.json["payload"],
+        json!({"encoding": "base64", "data": "/wD+"})
+    );
+    let missing = server
+        .admin("GET", "/api/events/hbx_nope", Some(TOKEN), None)
+        .await;
+    assert_eq!(missing.status, 404);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn replay_and_ignore_through_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Status(400, "no")).await;
+    let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
+    let a = send(&server, "shop", "r_1", b"{}".to_vec()).await;
+    let b = send(&server, "shop", "r_2", b"{}".to_vec()).await;
+    wait_status(&server, &a, "dead").await;
+    let dead_b = wait_status(&server, &b, "dead").await;
+    assert!(
+        dead_b["dead_letter"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("400")
+    );
+
+    // Ignore needs a note; without one nothing changes.
+    for body in [None, Some(json!({})), Some(json!({"note": "  "}))] {
+        let r = server
+            .admin(
+                "POST",
+                &format!("/api/events/{b}/ignore"),
+                Some(TOKEN),
+                body,
+            )
+            .await;
+        assert_eq!(r.status, 400, "{:?}", r.json);
+        assert!(r.json["reason"].as_str().unwrap().contains("note"));
+    }
+    wait_status(&server, &b, "dead").await;
+    let ignored = server
+        .admin(
+            "POST",
+            &format!("/api/events/{b}/ignore"),
+            Some(TOKEN),
+            Some(json!({"note": "customer refunded by hand"})),
+        )
+        .await;
+    assert_eq!(ignored.status, 200, "{:?}", ignored.json);
+    assert_eq!(ignored.json["status"], "ignored");
+    assert_eq!(ignored.json["note"]["text"], "customer refunded by hand");
+
+    dest.set(Mode::Ok);
+    let replayed = server
+        .admin(
+            "POST",
+            &format!("/api/events/{a}/replay"),
+            Some(TOKEN),
+            None,
+        )
+        .await;
+    assert_eq!(replayed.status, 200, "{:?}", replayed.json);
+    let done = wait_status(&server, &a, "delivered").await;
+    assert_eq!(done["replays"], 1);
+    let last = dest.received().into_iter().last().unwrap();
+    assert_eq!(last.header("webhook-id"), a, "same webhook-id on replay");
+    let again = server
+        .admin(
+            "POST",
+            &format!("/api/events/{b}/ignore"),
+            Some(TOKEN),
+            Some(json!({"note": "x"})),
+        )
+        .await;
+    assert_eq!(again.status, 409, "{:?}", again.json);
+    assert_eq!(server.metrics().admin_rejected_count("conflict"), 1);
+    let metrics = server.admin("GET", "/metrics", Some(TOKEN), None).await;
+    let text = metrics.json.as_str().unwrap();
+    assert!(
+        text.contains("hookinbox_replayed_total{source=\"shop\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("hookinbox_ignored_total{source=\"shop\"} 1"),
+        "{text}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn destinations_are_listed_paused_and_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Ok).await;
+    let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
+    let list = server
+        .admin("GET", "/api/destinations", Some(TOKEN), None)
+        .await;
+    assert_eq!(
+        list.json["destinations"],
+        json!([{
+            "name": "shop", "url": dest.url(), "paused": false, "circuit": "closed",
+            "in_flight": 0, "max_concurrency": 8,
+        }])
+    );
+    let paused = server
+        .admin("POST", "/api/destinations/shop/pause", Some(TOKEN), None)
+        .await;
+    assert_eq!(paused.json, json!({"name": "shop", "paused": true}));
+    let id = send(&server, "shop", "p_1", b"{}".to_vec()).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(dest.count(), 0, "paused: nothing delivered");
+    let list = server
+        .admin("GET", "/api/destinations", Some(TOKEN), None)
+        .await;
+    assert_eq!(list.json["destinations"][0]["paused"], true);
+    server
+        .admin("POST", "/api/destinations/shop/resume", Some(TOKEN), None)
+        .await;
+    wait_status(&server, &id, "delivered").await;
+    let unknown = server
+        .admin("POST", "/api/destinations/nope/pause", Some(TOKEN), None)
+        .await;
+    assert_eq!(unknown.status, 404);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn metrics_are_prometheus_text_that_matches_what_happened() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Ok).await;
+    let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
+    let id = send(&server, "shop", "m_1", b"{}".to_vec()).await;
+    send(&server, "shop", "m_1", b"{}".to_vec()).await;
+    let bad = server.post("/in/shop", &[], b"{}".to_vec()).await;
+    assert_eq!(bad.status, 401);
+    wait_status(&server, &id, "delivered").await;
+    let res = server
+        .client
+        .get(server.admin_url("/metrics"))
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        res.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/openmetrics-text")
+    );
+    let text = res.text().await.unwrap();
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    let value = |series: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+    };
+    assert_eq!(value("hookinbox_received_total{source=\"shop\"}"), 1.0);
+    assert_eq!(value("hookinbox_duplicates_total{source=\"shop\"}"), 1.0);
+    assert_eq!(
+        value("hookinbox_rejected_total{source=\"shop\",reason=\"missing_signature\"}"),
+        1.0
+    );
+    assert_eq!(value("hookinbox_delivered_total{source=\"shop\"}"), 1.0);
+    assert_eq!(
+        value("hookinbox_delivery_attempts_total{source=\"shop\",outcome=\"delivered\"}"),
+        1.0
+    );
+    assert_eq!(
+        value("hookinbox_ack_latency_seconds_count{source=\"shop\"}"),
+        2.0
+    );
+    // Every line is a comment or `name{labels} value`: valid exposition text.
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (series, number) = line.rsplit_once(' ').unwrap_or_else(|| panic!("{line}"));
+        assert!(number.parse::<f64>().is_ok(), "{line}");
+        assert!(series.starts_with("hookinbox_"), "{line}");
+        assert!(
+            !series.contains("m_1") && !series.contains("hbx_"),
+            "ids in labels: {line}"
+        );
+    }
+    server.stop().await;
+}
