@@ -27,6 +27,9 @@ use crate::schedule::DeliveryHandle;
 use crate::store::schema::{Attempt, Status};
 use crate::store::{Change, ChangeError, EventFilter, Store, StoreError, StoredEvent};
 
+/// Most events one bulk replay or ignore touches; narrow the filter for more.
+const MAX_BULK: usize = 100_000;
+
 /// Most events one list call returns.
 const MAX_PAGE: usize = 500;
 /// Most events one list call examines; past it, the cursor says where to go on.
@@ -47,6 +50,8 @@ pub fn router(state: AdminState) -> Router {
         .route("/api/events/{id}", get(show_event))
         .route("/api/events/{id}/replay", post(replay_event))
         .route("/api/events/{id}/ignore", post(ignore_event))
+        .route("/api/replay", post(bulk_replay))
+        .route("/api/ignore", post(bulk_ignore))
         .route("/api/destinations", get(destinations))
         .route("/api/destinations/{name}/pause", post(pause))
         .route("/api/destinations/{name}/resume", post(resume))
@@ -381,6 +386,160 @@ async fn ignore_event(
     }
     match change(&state, &id, Change::Ignore { note }).await {
         Ok(body) => Json(body).into_response(),
+        Err(e) => e.respond(&state.metrics),
+    }
+}
+
+/// The body of a bulk replay or ignore: a filter, and `dry_run` to count first.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BulkBody {
+    source: Option<String>,
+    status: Option<String>,
+    #[serde(rename = "type")]
+    event_type: Option<String>,
+    event_id: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    #[serde(default)]
+    dry_run: bool,
+    note: Option<String>,
+}
+
+impl BulkBody {
+    fn filter(&self) -> Result<EventFilter, AdminError> {
+        Ok(EventFilter {
+            source: self.source.clone(),
+            status: self.status.as_deref().map(parse_status).transpose()?,
+            event_type: self.event_type.clone(),
+            event_id: self.event_id.clone(),
+            from_ms: self
+                .from
+                .as_deref()
+                .map(|t| parse_time("from", t))
+                .transpose()?,
+            to_ms: self
+                .to
+                .as_deref()
+                .map(|t| parse_time("to", t))
+                .transpose()?,
+        })
+    }
+}
+
+/// Every event matching `filter`, up to [`MAX_BULK`].
+fn matching(state: &AdminState, filter: &EventFilter) -> Result<Vec<StoredEvent>, AdminError> {
+    let mut out = Vec::new();
+    let mut cursor = None;
+    loop {
+        let (page, next) = state.store.list(filter, cursor, MAX_PAGE, SCAN_LIMIT)?;
+        out.extend(page);
+        if out.len() > MAX_BULK {
+            return Err(AdminError::BadRequest(format!(
+                "more than {MAX_BULK} events match: narrow the filter (source, status, from, to)"
+            )));
+        }
+        match next {
+            Some(c) => cursor = Some(c),
+            None => return Ok(out),
+        }
+    }
+}
+
+async fn bulk(
+    state: &AdminState,
+    body: Result<Json<BulkBody>, axum::extract::rejection::JsonRejection>,
+    replay: bool,
+) -> Result<Value, AdminError> {
+    let Json(body) = body.map_err(|e| AdminError::BadRequest(e.body_text()))?;
+    let filter = body.filter()?;
+    if filter == EventFilter::default() {
+        return Err(AdminError::BadRequest(
+            "give a filter (source, status, type, event_id, from, to): an empty one would take every event".into(),
+        ));
+    }
+    let change = if replay {
+        if body.note.is_some() {
+            return Err(AdminError::BadRequest("replay takes no note".into()));
+        }
+        Change::Replay
+    } else {
+        match body.note.as_deref().map(str::trim) {
+            Some(note) if !note.is_empty() && note.len() <= 2000 => Change::Ignore {
+                note: note.to_owned(),
+            },
+            _ => {
+                return Err(AdminError::BadRequest(
+                    "a note is required (at most 2000 bytes): {\"note\": \"why these events are ignored\"}".into(),
+                ));
+            }
+        }
+    };
+    let events = matching(state, &filter)?;
+    if body.dry_run {
+        return Ok(json!({"dry_run": true, "matched": events.len()}));
+    }
+    let now = unix_ms(SystemTime::now());
+    let mut done = 0;
+    let mut refused = Vec::new();
+    // 256 at a time in flight: the writer group-commits what is queued.
+    let mut results = Vec::with_capacity(events.len());
+    for chunk in events.chunks(256) {
+        let calls: Vec<_> = chunk
+            .iter()
+            .map(|e| {
+                let (store, change, seq) = (state.store.clone(), change.clone(), e.seq);
+                tokio::spawn(async move { store.change(seq, change, now).await })
+            })
+            .collect();
+        for call in calls {
+            results.push(
+                call.await
+                    .map_err(|e| AdminError::Store(StoreError::Read(e.to_string())))?,
+            );
+        }
+    }
+    for (e, result) in events.iter().zip(results) {
+        match result? {
+            Ok(()) => {
+                done += 1;
+                if replay {
+                    state.metrics.replayed(&e.state.source);
+                } else {
+                    state.metrics.ignored(&e.state.source);
+                }
+            }
+            Err(why) => refused.push(json!({"id": e.id, "reason": why.to_string()})),
+        }
+    }
+    let action = if replay { "replayed" } else { "ignored" };
+    tracing::info!(
+        matched = events.len(),
+        changed = done,
+        refused = refused.len(),
+        action,
+        "bulk change by an operator"
+    );
+    refused.truncate(100);
+    Ok(json!({"dry_run": false, "matched": events.len(), action: done, "refused": refused}))
+}
+
+async fn bulk_replay(
+    State(state): State<AdminState>,
+    body: Result<Json<BulkBody>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    match bulk(&state, body, true).await {
+        Ok(v) => Json(v).into_response(),
+        Err(e) => e.respond(&state.metrics),
+    }
+}
+
+async fn bulk_ignore(
+    State(state): State<AdminState>,
+    body: Result<Json<BulkBody>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    match bulk(&state, body, false).await {
+        Ok(v) => Json(v).into_response(),
         Err(e) => e.respond(&state.metrics),
     }
 }

@@ -373,3 +373,92 @@ async fn metrics_are_prometheus_text_that_matches_what_happened() {
     }
     server.stop().await;
 }
+
+#[tokio::test]
+async fn bulk_replay_and_ignore_touch_exactly_the_matching_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::RejectBodyWith("\"bad\"")).await;
+    let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
+    let mut dead = Vec::new();
+    for i in 0..4 {
+        dead.push(
+            send(
+                &server,
+                "shop",
+                &format!("b_{i}"),
+                b"{\"kind\":\"bad\"}".to_vec(),
+            )
+            .await,
+        );
+    }
+    let good = send(&server, "shop", "g_1", b"{\"kind\":\"good\"}".to_vec()).await;
+    let held = send(&server, "inbox", "h_1", b"{}".to_vec()).await;
+    for id in &dead {
+        wait_status(&server, id, "dead").await;
+    }
+    wait_status(&server, &good, "delivered").await;
+
+    let filter = json!({"source": "shop", "status": "dead", "dry_run": true});
+    let dry = server
+        .admin("POST", "/api/replay", Some(TOKEN), Some(filter))
+        .await;
+    assert_eq!(dry.json, json!({"dry_run": true, "matched": 4}));
+    assert_eq!(dest.count(), 5, "a dry run changes nothing");
+
+    for (path, body, word) in [
+        ("/api/replay", json!({}), "filter"),
+        ("/api/ignore", json!({"status": "dead"}), "note"),
+        (
+            "/api/replay",
+            json!({"status": "dead", "note": "x"}),
+            "note",
+        ),
+        ("/api/replay", json!({"status": "gone"}), "status"),
+    ] {
+        let r = server
+            .admin("POST", path, Some(TOKEN), Some(body.clone()))
+            .await;
+        assert_eq!(r.status, 400, "{path} {body}: {:?}", r.json);
+        assert!(
+            r.json["reason"].as_str().unwrap().contains(word),
+            "{:?}",
+            r.json
+        );
+    }
+
+    // Ignore two of them by event id, then replay the remaining dead ones.
+    for id in ["b_0", "b_1"] {
+        let r = server
+            .admin(
+                "POST",
+                "/api/ignore",
+                Some(TOKEN),
+                Some(json!({"event_id": id, "note": "duplicate order"})),
+            )
+            .await;
+        assert_eq!(r.json["ignored"], 1, "{:?}", r.json);
+    }
+    dest.set(Mode::Ok);
+    let r = server
+        .admin(
+            "POST",
+            "/api/replay",
+            Some(TOKEN),
+            Some(json!({"source": "shop", "status": "dead"})),
+        )
+        .await;
+    assert_eq!(r.json["matched"], 2, "{:?}", r.json);
+    assert_eq!(r.json["replayed"], 2, "{:?}", r.json);
+    for id in &dead[2..] {
+        wait_status(&server, id, "delivered").await;
+    }
+    for id in &dead[..2] {
+        let e = wait_status(&server, id, "ignored").await;
+        assert_eq!(e["note"]["text"], "duplicate order");
+    }
+    let h = wait_status(&server, &held, "held").await;
+    assert_eq!(h["replays"], 0);
+    // 5 first attempts + 2 replays: the good one and the ignored ones were not sent again.
+    assert_eq!(dest.count(), 7);
+    server.stop().await;
+}
