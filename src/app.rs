@@ -21,6 +21,7 @@ use crate::listener::{self, ServeOptions};
 use crate::metrics::Metrics;
 use crate::schedule::{DeliveryHandle, Scheduler};
 use crate::store::{Store, StoreError, StoreOptions};
+use crate::sweep::Sweeper;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -86,7 +87,11 @@ impl App {
             tracing::warn!("{warning}");
         }
         let generated = ensure_generated_secrets(&mut config)?;
-        let options = StoreOptions::new(&config.server.data_dir, config.retention.dedupe_ttl);
+        let options = StoreOptions {
+            payload_ttl: config.retention.payload_ttl,
+            dlq_ttl: config.retention.dlq_ttl,
+            ..StoreOptions::new(&config.server.data_dir, config.retention.dedupe_ttl)
+        };
         let (store, writer) = tokio::task::spawn_blocking(move || Store::open(options))
             .await
             .map_err(|e| AppError::Io(std::io::Error::other(e)))??;
@@ -100,6 +105,11 @@ impl App {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let (scheduler, delivery) = Scheduler::new(store.clone(), metrics.clone(), destinations);
+        let (sweeper, sweep) = Sweeper::new(
+            store.clone(),
+            metrics.clone(),
+            config.retention.sweep_interval,
+        );
         let state = IngestState::new(&config, store.clone(), clock, metrics.clone())
             .map_err(AppError::Source)?;
         let Listeners { ingest, admin } = listeners;
@@ -109,6 +119,7 @@ impl App {
             store: store.clone(),
             metrics: metrics.clone(),
             delivery: delivery.clone(),
+            sweep,
             token: config
                 .admin
                 .token
@@ -143,6 +154,7 @@ impl App {
             let stop_signal = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
                 let _ = rx.wait_for(|stop| *stop).await;
             };
+            let sweeper = tokio::spawn(sweeper.run(stop_signal(stop_rx.clone())));
             let admin_server = tokio::spawn(listener::serve(
                 "admin",
                 admin,
@@ -163,6 +175,7 @@ impl App {
             )
             .await;
             let _ = admin_server.await;
+            let _ = sweeper.await;
             // Ingest has drained: no new events. Let attempts in flight be recorded.
             let _ = stop_scheduler.send(());
             if let Err(e) = scheduler.await {

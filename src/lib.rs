@@ -19,4 +19,5 @@ pub mod metrics;
 pub mod schedule;
 pub mod send;
 pub mod store;
+pub mod sweep;
 pub mod verify;

@@ -60,6 +60,12 @@ struct Inner {
     replayed: Family<SourceLabel, Counter>,
     ignored: Family<SourceLabel, Counter>,
     admin_rejected: Family<ReasonLabel, Counter>,
+    swept: Family<KindLabel, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabel {
+    pub kind: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -150,6 +156,12 @@ impl Metrics {
             "Admin API requests refused or failed, by reason",
             admin_rejected.clone(),
         );
+        let swept = Family::<KindLabel, Counter>::default();
+        registry.register(
+            "swept",
+            "Things the sweeper deleted: delivered events, dead or ignored events, dedupe keys",
+            swept.clone(),
+        );
         Metrics {
             inner: Arc::new(Inner {
                 registry: Mutex::new(registry),
@@ -165,6 +177,7 @@ impl Metrics {
                 replayed,
                 ignored,
                 admin_rejected,
+                swept,
             }),
         }
     }
@@ -265,6 +278,15 @@ impl Metrics {
                 reason: reason.to_owned(),
             })
             .inc();
+    }
+
+    pub fn swept(&self, kind: &str, n: u64) {
+        self.inner
+            .swept
+            .get_or_create(&KindLabel {
+                kind: kind.to_owned(),
+            })
+            .inc_by(n);
     }
 
     pub fn admin_rejected_count(&self, reason: &str) -> u64 {

@@ -26,6 +26,7 @@ use crate::metrics::Metrics;
 use crate::schedule::DeliveryHandle;
 use crate::store::schema::{Attempt, Status};
 use crate::store::{Change, ChangeError, EventFilter, Store, StoreError, StoredEvent};
+use crate::sweep::SweepHandle;
 
 /// Most events one bulk replay or ignore touches; narrow the filter for more.
 const MAX_BULK: usize = 100_000;
@@ -40,6 +41,7 @@ pub struct AdminState {
     pub store: Store,
     pub metrics: Metrics,
     pub delivery: DeliveryHandle,
+    pub sweep: SweepHandle,
     pub token: Secret,
 }
 
@@ -52,6 +54,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/api/events/{id}/ignore", post(ignore_event))
         .route("/api/replay", post(bulk_replay))
         .route("/api/ignore", post(bulk_ignore))
+        .route("/api/sweep", post(sweep_now))
         .route("/api/destinations", get(destinations))
         .route("/api/destinations/{name}/pause", post(pause))
         .route("/api/destinations/{name}/resume", post(resume))
@@ -541,6 +544,13 @@ async fn bulk_ignore(
     match bulk(&state, body, false).await {
         Ok(v) => Json(v).into_response(),
         Err(e) => e.respond(&state.metrics),
+    }
+}
+
+async fn sweep_now(State(state): State<AdminState>) -> Response {
+    match state.sweep.sweep_now().await {
+        Ok(totals) => Json(json!({"swept": totals})).into_response(),
+        Err(e) => AdminError::Store(e).respond(&state.metrics),
     }
 }
 

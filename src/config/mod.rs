@@ -51,6 +51,11 @@ pub struct ServerConfig {
 #[derive(Debug, Clone)]
 pub struct RetentionConfig {
     pub dedupe_ttl: Duration,
+    /// Delivered events are deleted this long after delivery.
+    pub payload_ttl: Duration,
+    /// Dead-lettered and ignored events are deleted this long after.
+    pub dlq_ttl: Duration,
+    pub sweep_interval: Duration,
 }
 
 /// The admin listener's bearer token.

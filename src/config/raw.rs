@@ -50,6 +50,9 @@ struct RawServer {
 #[serde(deny_unknown_fields)]
 struct RawRetention {
     dedupe_ttl: Option<String>,
+    payload_ttl: Option<String>,
+    dlq_ttl: Option<String>,
+    sweep_interval: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -245,13 +248,20 @@ pub fn validate(
         return Err(cx.err("server.admin_listen", "must differ from server.listen"));
     }
 
+    let r = &raw.retention;
     let retention = RetentionConfig {
-        dedupe_ttl: cx.duration(
-            "retention.dedupe_ttl",
-            raw.retention.dedupe_ttl.as_deref(),
-            "30d",
+        dedupe_ttl: cx.duration("retention.dedupe_ttl", r.dedupe_ttl.as_deref(), "30d")?,
+        payload_ttl: cx.duration("retention.payload_ttl", r.payload_ttl.as_deref(), "7d")?,
+        dlq_ttl: cx.duration("retention.dlq_ttl", r.dlq_ttl.as_deref(), "30d")?,
+        sweep_interval: cx.duration(
+            "retention.sweep_interval",
+            r.sweep_interval.as_deref(),
+            "1m",
         )?,
     };
+    if retention.sweep_interval.is_zero() {
+        return Err(cx.err("retention.sweep_interval", "must be longer than 0s"));
+    }
 
     let log = LogConfig {
         level: raw.log.level.unwrap_or_else(|| "info".into()),
@@ -883,10 +893,14 @@ pub fn render_redacted(config: &Config) -> String {
     let _ = writeln!(out, "header_read_timeout = {}", d(s.header_read_timeout));
     let _ = writeln!(out, "body_read_timeout = {}", d(s.body_read_timeout));
     let _ = writeln!(out, "shutdown_timeout = {}", d(s.shutdown_timeout));
+    let r = &config.retention;
     let _ = writeln!(
         out,
-        "\n[retention]\ndedupe_ttl = {}",
-        d(config.retention.dedupe_ttl)
+        "\n[retention]\ndedupe_ttl = {}\npayload_ttl = {}\ndlq_ttl = {}\nsweep_interval = {}",
+        d(r.dedupe_ttl),
+        d(r.payload_ttl),
+        d(r.dlq_ttl),
+        d(r.sweep_interval)
     );
     let format = match config.log.format {
         LogFormat::Text => "text",

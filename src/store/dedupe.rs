@@ -70,6 +70,14 @@ impl DedupeIndex {
     pub fn insert(&mut self, fp: Fingerprint, seq: u64) {
         self.seqs.insert(fp, seq);
     }
+
+    /// Forgets `fp` if it still points at `seq` (a newer event may have
+    /// taken the key after the old one expired).
+    pub fn remove(&mut self, fp: Fingerprint, seq: u64) {
+        if self.seqs.get(&fp) == Some(&seq) {
+            self.seqs.remove(&fp);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -80,6 +88,18 @@ mod tests {
     fn fingerprints_separate_source_and_id() {
         assert_ne!(fingerprint("a", "bc"), fingerprint("ab", "c"));
         assert_eq!(fingerprint("s", "evt_1"), fingerprint("s", "evt_1"));
+    }
+
+    #[test]
+    fn remove_keeps_a_key_that_a_newer_event_took() {
+        let mut index = DedupeIndex::default();
+        let fp = fingerprint("s", "e");
+        index.insert(fp, 1);
+        index.insert(fp, 7);
+        index.remove(fp, 1);
+        assert_eq!(index.get(fp), Some(7));
+        index.remove(fp, 7);
+        assert_eq!(index.get(fp), None);
     }
 
     #[test]

@@ -21,8 +21,8 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use crate::verify::VerifiedEvent;
 use dedupe::DedupeIndex;
 use schema::{
-    ATTEMPTS, Attempt, DEDUPE, DLQ, EVENTS, EventRecord, EventState, LEASES, META, META_SCHEMA,
-    META_TAG, ORDERED, SCHEDULE, SCHEMA_VERSION, STATE,
+    ATTEMPTS, Attempt, DEDUPE, DLQ, EVENTS, EXPIRY, EventRecord, EventState, LEASES, META,
+    META_SCHEMA, META_TAG, ORDERED, SCHEDULE, SCHEMA_VERSION, STATE,
 };
 
 pub use writer::MAX_BATCH;
@@ -133,6 +133,19 @@ impl EventFilter {
     }
 }
 
+/// What one sweep step removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// Delivered events past `payload_ttl`: record, state and attempts.
+    pub delivered: u64,
+    /// Dead or ignored events past `dlq_ttl`.
+    pub dead_or_ignored: u64,
+    /// Dedupe keys past `dedupe_ttl`: a repeat of their event id is new again.
+    pub dedupe_keys: u64,
+    /// Whether more is due: the step stopped at its limit.
+    pub more: bool,
+}
+
 /// One entry of a destination's queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Due {
@@ -176,6 +189,10 @@ macro_rules! read_err {
 pub struct StoreOptions {
     pub data_dir: PathBuf,
     pub dedupe_ttl: Duration,
+    /// A delivered event is swept this long after its delivery.
+    pub payload_ttl: Duration,
+    /// A dead or ignored event is swept this long after it became so.
+    pub dlq_ttl: Duration,
     /// redb's page cache. 256 MiB keeps the dedupe table and the hot ends of
     /// the sequential tables in memory on a small VM.
     pub cache_bytes: usize,
@@ -189,6 +206,8 @@ impl StoreOptions {
         StoreOptions {
             data_dir: data_dir.into(),
             dedupe_ttl,
+            payload_ttl: Duration::from_secs(7 * 86_400),
+            dlq_ttl: Duration::from_secs(30 * 86_400),
             cache_bytes: 256 << 20,
             max_batch: MAX_BATCH,
         }
@@ -366,6 +385,19 @@ impl Store {
             seq,
             change,
             now_ms,
+            reply,
+        })
+        .await
+    }
+
+    /// Deletes up to `limit` expired things (events, then dedupe keys) as of
+    /// `now_ms`, in one transaction through the writer. Call it again while
+    /// `more` is set; each call is one bounded commit, so ingest never waits
+    /// long behind the sweeper.
+    pub async fn sweep(&self, now_ms: u64, limit: usize) -> Result<Swept, StoreError> {
+        self.call(|reply| writer::Job::Sweep {
+            now_ms,
+            limit,
             reply,
         })
         .await
@@ -704,6 +736,7 @@ fn init_meta(db: &Database, path: &Path) -> Result<u32, StoreError> {
     txn.open_table(ATTEMPTS).map_err(|e| open_err(&e))?;
     txn.open_table(DLQ).map_err(|e| open_err(&e))?;
     txn.open_table(ORDERED).map_err(|e| open_err(&e))?;
+    txn.open_table(EXPIRY).map_err(|e| open_err(&e))?;
     txn.commit().map_err(|e| open_err(&e))?;
     Ok(tag)
 }

@@ -17,6 +17,9 @@
 //!   attempt interrupted by a crash (recorded as such, the event stays due).
 //! - `attempts` (seq, n) → one attempt's outcome. History, never rewritten.
 //! - `dlq`      (destination, seq) → (). Dead-lettered events, by destination.
+//! - `expiry`   (at_ms, seq) → (). When a finished event (delivered, dead,
+//!   ignored) may be swept; `state.expires_ms` says which entry is current,
+//!   so an entry left behind by a replay never deletes the event early.
 //! - `ordered`  (destination, ordering key, seq) → (). The line of each key:
 //!   events not yet done with (pending, or dead and blocking). An event goes
 //!   out only when it is first in its key's line.
@@ -38,12 +41,13 @@ pub const SCHEDULE: TableDefinition<(&str, u64, u64), ()> = TableDefinition::new
 pub const LEASES: TableDefinition<u64, u64> = TableDefinition::new("leases");
 pub const ATTEMPTS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("attempts");
 pub const DLQ: TableDefinition<(&str, u64), ()> = TableDefinition::new("dlq");
+pub const EXPIRY: TableDefinition<(u64, u64), ()> = TableDefinition::new("expiry");
 pub const ORDERED: TableDefinition<(&str, &str, u64), ()> = TableDefinition::new("ordered");
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 
 /// The schema this build writes. Bump it with a migration when a table's key
 /// or a record's layout changes.
-pub const SCHEMA_VERSION: u8 = 2;
+pub const SCHEMA_VERSION: u8 = 3;
 pub const META_SCHEMA: &str = "schema_version";
 /// A random tag made when the database is created. It is part of every public
 /// event id, so a database recreated from scratch never hands the app a
@@ -133,6 +137,9 @@ pub struct EventState {
     pub dead: Option<DeadLetter>,
     pub note: Option<Note>,
     pub replays: u32,
+    /// When the sweeper may delete the event (its `expiry` entry), once it
+    /// is delivered, dead or ignored; `None` while it is pending or held.
+    pub expires_ms: Option<u64>,
 }
 
 impl EventState {
@@ -149,6 +156,7 @@ impl EventState {
             dead: None,
             note: None,
             replays: 0,
+            expires_ms: None,
         }
     }
 }

@@ -5,11 +5,19 @@
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
+use super::dedupe::Fingerprint;
 use super::schema::{
-    self, ATTEMPTS, Attempt, AttemptClass, DEDUPE, DLQ, DeadLetter, EVENTS, EventState, LEASES,
-    Note, ORDERED, SCHEDULE, STATE, Status,
+    self, ATTEMPTS, Attempt, AttemptClass, DEDUPE, DLQ, DeadLetter, EVENTS, EXPIRY, EventState,
+    LEASES, Note, ORDERED, SCHEDULE, STATE, Status,
 };
-use super::{Change, ChangeError, Claimed, Finish, Next};
+use super::{Change, ChangeError, Claimed, Finish, Next, Swept};
+
+/// Retention, in ms, as the writer applies it.
+pub(super) struct Ttls {
+    pub dedupe_ms: u64,
+    pub payload_ms: u64,
+    pub dlq_ms: u64,
+}
 
 pub(super) struct Tables<'t> {
     pub events: Table<'t, u64, &'static [u8]>,
@@ -20,6 +28,7 @@ pub(super) struct Tables<'t> {
     pub attempts: Table<'t, (u64, u32), &'static [u8]>,
     pub dlq: Table<'t, (&'static str, u64), ()>,
     pub ordered: Table<'t, (&'static str, &'static str, u64), ()>,
+    pub expiry: Table<'t, (u64, u64), ()>,
     buf: Vec<u8>,
 }
 
@@ -34,6 +43,7 @@ impl<'t> Tables<'t> {
             attempts: txn.open_table(ATTEMPTS)?,
             dlq: txn.open_table(DLQ)?,
             ordered: txn.open_table(ORDERED)?,
+            expiry: txn.open_table(EXPIRY)?,
             buf: Vec::with_capacity(256),
         })
     }
@@ -105,6 +115,92 @@ impl<'t> Tables<'t> {
         Ok(())
     }
 
+    /// Makes `at` the time the sweeper may delete the event.
+    fn expire_at(&mut self, seq: u64, state: &mut EventState, at: u64) -> Result<(), redb::Error> {
+        self.keep(seq, state)?;
+        self.expiry.insert((at, seq), ())?;
+        state.expires_ms = Some(at);
+        Ok(())
+    }
+
+    /// The event is live again (replayed): the sweeper must not take it.
+    fn keep(&mut self, seq: u64, state: &mut EventState) -> Result<(), redb::Error> {
+        if let Some(old) = state.expires_ms.take() {
+            self.expiry.remove((old, seq))?;
+        }
+        Ok(())
+    }
+
+    /// Deletes event `seq` and everything of it but its dedupe key (which
+    /// expires on its own clock).
+    fn delete_event(&mut self, seq: u64, state: &EventState) -> Result<(), redb::Error> {
+        self.events.remove(seq)?;
+        self.states.remove(seq)?;
+        self.attempts
+            .retain_in((seq, 0)..=(seq, u32::MAX), |_, _| false)?;
+        self.dlq.remove((state.source.as_str(), seq))?;
+        self.leave_line(seq, state)?;
+        Ok(())
+    }
+
+    /// One bounded sweep step at `now_ms`: finished events whose expiry has
+    /// come (checked against their state: never a pending, held or replayed
+    /// one), then dedupe keys past their TTL — a prefix of the `dedupe` log.
+    /// Returns the counts and the keys to drop from the in-memory index.
+    pub fn sweep(
+        &mut self,
+        now_ms: u64,
+        limit: usize,
+        ttls: &Ttls,
+    ) -> Result<(Swept, Vec<(Fingerprint, u64)>), redb::Error> {
+        let mut swept = Swept::default();
+        let mut due = Vec::new();
+        for row in self.expiry.range((0, 0)..=(now_ms, u64::MAX))? {
+            let (key, _) = row?;
+            if due.len() == limit {
+                swept.more = true;
+                break;
+            }
+            due.push(key.value());
+        }
+        for &(at, seq) in &due {
+            self.expiry.remove((at, seq))?;
+            let Some(state) = self.state(seq)? else {
+                continue;
+            };
+            // A stale entry (the event was replayed since) is just dropped.
+            if state.expires_ms != Some(at) {
+                continue;
+            }
+            match state.status {
+                Status::Delivered => swept.delivered += 1,
+                Status::Dead | Status::Ignored => swept.dead_or_ignored += 1,
+                Status::Pending | Status::Held => continue,
+            }
+            self.delete_event(seq, &state)?;
+        }
+        let room = limit.saturating_sub(due.len());
+        let mut forgotten = Vec::new();
+        let cutoff = now_ms.saturating_sub(ttls.dedupe_ms);
+        for row in self.dedupe.iter()? {
+            let (seq, value) = row?;
+            let (fp, received) = value.value();
+            if received > cutoff {
+                break;
+            }
+            if forgotten.len() == room {
+                swept.more = true;
+                break;
+            }
+            forgotten.push((fp, seq.value()));
+        }
+        for &(_, seq) in &forgotten {
+            self.dedupe.remove(seq)?;
+        }
+        swept.dedupe_keys = forgotten.len() as u64;
+        Ok((swept, forgotten))
+    }
+
     /// Leases a pending event that has no attempt in flight.
     pub fn claim(&mut self, seq: u64, started_ms: u64) -> Result<Option<Claimed>, redb::Error> {
         let Some(state) = self.state(seq)? else {
@@ -123,7 +219,7 @@ impl<'t> Tables<'t> {
     /// Records an attempt and applies what comes next. An outcome for an
     /// event that is no longer leased (it cannot be, but a stale worker must
     /// not resurrect it) is recorded in the history and changes nothing else.
-    pub fn finish(&mut self, finish: &Finish) -> Result<(), redb::Error> {
+    pub fn finish(&mut self, finish: &Finish, ttls: &Ttls) -> Result<(), redb::Error> {
         let seq = finish.seq;
         let Some(mut state) = self.state(seq)? else {
             return Ok(());
@@ -137,6 +233,7 @@ impl<'t> Tables<'t> {
                     self.leave_line(seq, &state)?;
                     state.status = Status::Delivered;
                     state.delivered_ms = Some(*at_ms);
+                    self.expire_at(seq, &mut state, at_ms.saturating_add(ttls.payload_ms))?;
                 }
                 Next::RetryAt { due_ms } => self.reschedule(seq, &mut state, *due_ms)?,
                 Next::Dead {
@@ -155,6 +252,7 @@ impl<'t> Tables<'t> {
                         last_status: finish.attempt.status,
                     });
                     self.dlq.insert((state.source.as_str(), seq), ())?;
+                    self.expire_at(seq, &mut state, at_ms.saturating_add(ttls.dlq_ms))?;
                 }
             }
         }
@@ -168,6 +266,7 @@ impl<'t> Tables<'t> {
         seq: u64,
         change: &Change,
         now_ms: u64,
+        ttls: &Ttls,
     ) -> Result<Result<(), ChangeError>, redb::Error> {
         let Some(mut state) = self.state(seq)? else {
             return Ok(Err(ChangeError::NotFound));
@@ -185,6 +284,7 @@ impl<'t> Tables<'t> {
                     state.dead = None;
                     state.delivered_ms = None;
                     state.replays += 1;
+                    self.keep(seq, &mut state)?;
                     self.reschedule(seq, &mut state, now_ms)?;
                     self.join_line(seq, &state)?;
                 }
@@ -205,6 +305,7 @@ impl<'t> Tables<'t> {
                         text: note.clone(),
                         at_ms: now_ms,
                     });
+                    self.expire_at(seq, &mut state, now_ms.saturating_add(ttls.dlq_ms))?;
                 }
                 Status::Delivered => {
                     return Ok(Err(ChangeError::Conflict("was already delivered")));

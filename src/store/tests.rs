@@ -279,3 +279,152 @@ async fn due_lists_one_destination_in_due_order_skipping_attempts_in_flight() {
     assert!(due.is_empty() && next.is_none());
     close(store, writer).await;
 }
+
+fn attempt(class: schema::AttemptClass, status: Option<u16>) -> schema::Attempt {
+    schema::Attempt {
+        started_ms: 0,
+        latency_ms: 1,
+        class,
+        status,
+        error: None,
+        response_snippet: None,
+    }
+}
+
+async fn new_seq(store: &Store, source: &str, id: &str, initial: Initial) -> u64 {
+    let Ingested::New { id } = store.ingest(event(source, id), initial).await.unwrap() else {
+        panic!("{id} was a duplicate")
+    };
+    store.parse_public_id(&id).unwrap()
+}
+
+async fn deliver(store: &Store, seq: u64, at_ms: u64) {
+    store.claim(seq, at_ms).await.unwrap().unwrap();
+    store
+        .finish(Finish {
+            seq,
+            attempt: attempt(schema::AttemptClass::Delivered, Some(200)),
+            next: Next::Delivered { at_ms },
+        })
+        .await
+        .unwrap();
+}
+
+async fn kill(store: &Store, seq: u64, at_ms: u64) {
+    store.claim(seq, at_ms).await.unwrap().unwrap();
+    store
+        .finish(Finish {
+            seq,
+            attempt: attempt(schema::AttemptClass::RejectedStatus, Some(400)),
+            next: Next::Dead {
+                reason: "400".into(),
+                at_ms,
+                release_key: true,
+            },
+        })
+        .await
+        .unwrap();
+}
+
+const DAY: u64 = 86_400_000;
+
+#[tokio::test]
+async fn the_sweeper_takes_exactly_what_expired_and_never_a_pending_or_held_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = StoreOptions {
+        payload_ttl: Duration::from_millis(7 * DAY),
+        dlq_ttl: Duration::from_millis(30 * DAY),
+        ..options(dir.path())
+    };
+    let (store, writer) = Store::open(options).unwrap();
+    let t0 = 10 * DAY;
+    let delivered = new_seq(&store, "s", "delivered", Initial::Deliver).await;
+    let dead = new_seq(&store, "s", "dead", Initial::Deliver).await;
+    let replayed = new_seq(&store, "s", "replayed", Initial::Deliver).await;
+    let pending = new_seq(&store, "s", "pending", Initial::Deliver).await;
+    let held = new_seq(&store, "s", "held", Initial::Hold).await;
+    deliver(&store, delivered, t0).await;
+    kill(&store, dead, t0).await;
+    kill(&store, replayed, t0).await;
+    // Replayed 29 days later and delivered again: its old expiry must not fire.
+    store
+        .change(replayed, Change::Replay, t0 + 29 * DAY)
+        .await
+        .unwrap()
+        .unwrap();
+    deliver(&store, replayed, t0 + 29 * DAY).await;
+
+    // Dedupe keys are far from expiry here (received now, TTL 1 h): only events go.
+    let before = store.sweep(t0 + 7 * DAY - 1, 100).await.unwrap();
+    assert_eq!((before.delivered, before.dead_or_ignored), (0, 0));
+    let week = store.sweep(t0 + 7 * DAY, 100).await.unwrap();
+    assert_eq!(
+        (week.delivered, week.dead_or_ignored, week.more),
+        (1, 0, false)
+    );
+    assert!(store.get(delivered).unwrap().is_none());
+    assert!(store.attempts(delivered).unwrap().is_empty());
+    let month = store.sweep(t0 + 30 * DAY, 100).await.unwrap();
+    assert_eq!(
+        (month.delivered, month.dead_or_ignored),
+        (0, 1),
+        "only the dead one"
+    );
+    assert!(store.get(dead).unwrap().is_none());
+    assert!(store.dead_letters("s").unwrap().is_empty());
+    assert!(
+        store.get(replayed).unwrap().is_some(),
+        "a stale expiry entry never deletes"
+    );
+    let later = store.sweep(t0 + 36 * DAY, 100).await.unwrap();
+    assert_eq!(
+        later.delivered, 1,
+        "the replayed one expires from its own delivery"
+    );
+    // Pending and held events are never swept, however late.
+    store.sweep(u64::MAX / 2, 100).await.unwrap();
+    assert!(store.get(pending).unwrap().is_some());
+    assert!(store.get(held).unwrap().is_some());
+    close(store, writer).await;
+}
+
+#[tokio::test]
+async fn expired_dedupe_keys_go_in_bounded_steps_and_their_ids_are_new_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    let mut seqs = Vec::new();
+    for i in 0..5 {
+        seqs.push(new_seq(&store, "s", &format!("k{i}"), Initial::Hold).await);
+    }
+    let now = crate::deliver::unix_ms(SystemTime::now());
+    let hour = 3_600_000;
+    assert_eq!(
+        store
+            .sweep(now + hour - 60_000, 10)
+            .await
+            .unwrap()
+            .dedupe_keys,
+        0
+    );
+    let first = store.sweep(now + hour + 60_000, 2).await.unwrap();
+    assert_eq!((first.dedupe_keys, first.more), (2, true));
+    let rest = store.sweep(now + hour + 60_000, 10).await.unwrap();
+    assert_eq!((rest.dedupe_keys, rest.more), (3, false));
+    assert!(store.find("s", "k0").unwrap().is_none());
+    // The held events themselves stay; a repeat of a swept id is a new event.
+    assert!(store.get(seqs[0]).unwrap().is_some());
+    let again = store.ingest(event("s", "k0"), Initial::Hold).await.unwrap();
+    assert!(matches!(again, Ingested::New { .. }), "{again:?}");
+    // And the new key survives a restart, the swept ones do not come back.
+    close(store, writer).await;
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    assert!(matches!(
+        store.ingest(event("s", "k0"), Initial::Hold).await.unwrap(),
+        Ingested::Duplicate { .. }
+    ));
+    assert!(matches!(
+        store.ingest(event("s", "k1"), Initial::Hold).await.unwrap(),
+        Ingested::New { .. }
+    ));
+    close(store, writer).await;
+}

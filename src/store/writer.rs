@@ -11,7 +11,7 @@
 //! in queue order and each event is checked against the batch's own new keys
 //! before the dedupe index, so the second copy sees the first one's key.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,10 +20,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::dedupe::{Fingerprint, fingerprint};
 use super::schema::{self, EventRecordRef, EventState, Status};
-use super::tables::Tables;
+use super::tables::{Tables, Ttls};
 use super::{
     Change, ChangeError, Claimed, Finish, Ingested, Initial, Shared, StoreError, StoreOptions,
-    open_database, public_id,
+    Swept, open_database, public_id,
 };
 use crate::verify::VerifiedEvent;
 
@@ -68,6 +68,12 @@ pub(super) enum Job {
         now_ms: u64,
         reply: oneshot::Sender<Result<Result<(), ChangeError>, StoreError>>,
     },
+    /// Delete up to `limit` expired things.
+    Sweep {
+        now_ms: u64,
+        limit: usize,
+        reply: oneshot::Sender<Result<Swept, StoreError>>,
+    },
     /// Commit (an empty transaction if alone): proves the store writable.
     Ping {
         reply: oneshot::Sender<Result<(), StoreError>>,
@@ -76,12 +82,19 @@ pub(super) enum Job {
     Shutdown,
 }
 
+/// Dedupe keys a batch added and removed, for the index once it commits.
+struct Keys {
+    added: HashMap<Fingerprint, u64>,
+    removed: HashSet<(Fingerprint, u64)>,
+}
+
 enum Answer {
     Ingested(Ingested),
     Claimed(Option<Claimed>),
     Finished,
     Changed(Result<(), ChangeError>),
     Pong,
+    Swept(Swept),
 }
 
 // A dropped receiver is a caller that went away: what was committed stands.
@@ -95,6 +108,7 @@ impl Job {
             Job::Finish { reply, .. } => drop(reply.send(Err(err()))),
             Job::Change { reply, .. } => drop(reply.send(Err(err()))),
             Job::Ping { reply } => drop(reply.send(Err(err()))),
+            Job::Sweep { reply, .. } => drop(reply.send(Err(err()))),
             Job::Shutdown => {}
         }
     }
@@ -106,6 +120,7 @@ impl Job {
             (Job::Finish { reply, .. }, Answer::Finished) => drop(reply.send(Ok(()))),
             (Job::Change { reply, .. }, Answer::Changed(a)) => drop(reply.send(Ok(a))),
             (Job::Ping { reply }, Answer::Pong) => drop(reply.send(Ok(()))),
+            (Job::Sweep { reply, .. }, Answer::Swept(a)) => drop(reply.send(Ok(a))),
             _ => unreachable!("apply answers each job with its own kind"),
         }
     }
@@ -202,7 +217,10 @@ impl Writer {
                     .dedupe
                     .write()
                     .unwrap_or_else(|p| p.into_inner());
-                for (fp, seq) in keys {
+                for (fp, seq) in keys.removed {
+                    index.remove(fp, seq);
+                }
+                for (fp, seq) in keys.added {
                     index.insert(fp, seq);
                 }
                 drop(index);
@@ -243,8 +261,8 @@ impl Writer {
     }
 
     /// Applies `batch` in one durable transaction. Returns each job's answer
-    /// and the dedupe keys it added, for the index once the commit stands.
-    fn apply(&mut self, batch: &[Job]) -> Result<(Vec<Answer>, HashMap<Fingerprint, u64>), String> {
+    /// and the dedupe keys it added and removed, for the index once the commit stands.
+    fn apply(&mut self, batch: &[Job]) -> Result<(Vec<Answer>, Keys), String> {
         let db = self.database()?;
         let mut txn = db.begin_write().map_err(|e| e.to_string())?;
         txn.set_durability(Durability::Immediate)
@@ -253,6 +271,7 @@ impl Writer {
         // reopening after kill -9 is instant instead of a walk of the file.
         txn.set_quick_repair(true);
         let mut added: HashMap<Fingerprint, u64> = HashMap::with_capacity(batch.len());
+        let mut removed: HashSet<(Fingerprint, u64)> = HashSet::new();
         let mut answers = Vec::with_capacity(batch.len());
         {
             let err = |e: redb::Error| e.to_string();
@@ -264,7 +283,8 @@ impl Writer {
                     Job::Ingest { event, initial, .. } => {
                         let fp = fingerprint(event.source().as_str(), event.event_id().as_str());
                         // Earlier in this batch first: the index learns the batch's keys after the commit.
-                        if let Some(&seq) = added.get(&fp).or(index.get(fp).as_ref()) {
+                        let live = index.get(fp).filter(|seq| !removed.contains(&(fp, *seq)));
+                        if let Some(&seq) = added.get(&fp).or(live.as_ref()) {
                             Answer::Ingested(Ingested::Duplicate {
                                 id: public_id(self.shared.tag, seq),
                             })
@@ -283,7 +303,7 @@ impl Writer {
                         seq, started_ms, ..
                     } => Answer::Claimed(t.claim(*seq, *started_ms).map_err(err)?),
                     Job::Finish { finish, .. } => {
-                        t.finish(finish).map_err(err)?;
+                        t.finish(finish, &self.ttls()).map_err(err)?;
                         Answer::Finished
                     }
                     Job::Change {
@@ -291,15 +311,31 @@ impl Writer {
                         change,
                         now_ms,
                         ..
-                    } => Answer::Changed(t.change(*seq, change, *now_ms).map_err(err)?),
+                    } => {
+                        Answer::Changed(t.change(*seq, change, *now_ms, &self.ttls()).map_err(err)?)
+                    }
                     Job::Ping { .. } => Answer::Pong,
+                    Job::Sweep { now_ms, limit, .. } => {
+                        let (swept, forgotten) =
+                            t.sweep(*now_ms, *limit, &self.ttls()).map_err(err)?;
+                        removed.extend(forgotten);
+                        Answer::Swept(swept)
+                    }
                     Job::Shutdown => unreachable!("shutdown never enters a batch"),
                 };
                 answers.push(answer);
             }
         }
         txn.commit().map_err(|e| e.to_string())?;
-        Ok((answers, added))
+        Ok((answers, Keys { added, removed }))
+    }
+
+    fn ttls(&self) -> Ttls {
+        Ttls {
+            dedupe_ms: self.options.dedupe_ttl.as_millis() as u64,
+            payload_ms: self.options.payload_ttl.as_millis() as u64,
+            dlq_ms: self.options.dlq_ttl.as_millis() as u64,
+        }
     }
 
     fn insert_event(

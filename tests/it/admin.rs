@@ -462,3 +462,55 @@ async fn bulk_replay_and_ignore_touch_exactly_the_matching_events() {
     assert_eq!(dest.count(), 7);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn sweep_now_removes_expired_data_but_never_a_pending_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::RejectBodyWith("never")).await;
+    let text = config(dir.path(), &dest).replace(
+        "[admin]",
+        "[retention]\ndedupe_ttl = \"300ms\"\npayload_ttl = \"100ms\"\nsweep_interval = \"1h\"\n\n[admin]",
+    );
+    let server = TestServer::start(&text, Clock::system()).await;
+    dest.set(Mode::Status(503, "down"));
+    let pending = send(&server, "shop", "sw_pending", b"{}".to_vec()).await;
+    dest.wait_for(1, Duration::from_secs(5)).await;
+    dest.set(Mode::Ok);
+    // The first attempt failed; the retry is 5 s away: it stays pending.
+    let delivered = send(&server, "shop", "sw_done", b"{}".to_vec()).await;
+    wait_status(&server, &delivered, "delivered").await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let r = server.admin("POST", "/api/sweep", Some(TOKEN), None).await;
+    assert_eq!(r.status, 200, "{:?}", r.json);
+    assert_eq!(r.json["swept"]["delivered"], 1, "{:?}", r.json);
+    assert_eq!(r.json["swept"]["dedupe_keys"], 2, "{:?}", r.json);
+    let gone = server
+        .admin(
+            "GET",
+            &format!("/api/events/{delivered}"),
+            Some(TOKEN),
+            None,
+        )
+        .await;
+    assert_eq!(gone.status, 404);
+    wait_status(&server, &pending, "pending").await;
+    // Its key swept, a repeat of the delivered event's id is a new event.
+    let body = b"{}".to_vec();
+    let again = server
+        .post("/in/shop", &standard_headers("sw_done", &body), body)
+        .await;
+    assert_eq!(again.status, 200);
+    assert!(!again.is_duplicate(), "{:?}", again.json);
+    assert_ne!(again.id(), delivered);
+    let metrics = server.admin("GET", "/metrics", Some(TOKEN), None).await;
+    let text = metrics.json.as_str().unwrap();
+    assert!(
+        text.contains("hookinbox_swept_total{kind=\"delivered\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("hookinbox_swept_total{kind=\"dedupe_key\"} 2"),
+        "{text}"
+    );
+    server.stop().await;
+}

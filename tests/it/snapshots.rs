@@ -69,6 +69,9 @@ shutdown_timeout = "30s"
 
 [retention]
 dedupe_ttl = "30days"
+payload_ttl = "7days"
+dlq_ttl = "30days"
+sweep_interval = "1m"
 
 [log]
 level = "info"
