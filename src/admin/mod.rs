@@ -55,6 +55,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/api/replay", post(bulk_replay))
         .route("/api/ignore", post(bulk_ignore))
         .route("/api/sweep", post(sweep_now))
+        .route("/api/backup", get(backup))
         .route("/api/destinations", get(destinations))
         .route("/api/destinations/{name}/pause", post(pause))
         .route("/api/destinations/{name}/resume", post(resume))
@@ -545,6 +546,61 @@ async fn bulk_ignore(
         Ok(v) => Json(v).into_response(),
         Err(e) => e.respond(&state.metrics),
     }
+}
+
+/// Streams a consistent copy of the database (a redb file). The copy is
+/// made from one read snapshot into a private temp file in the data dir,
+/// which is unlinked as soon as it is open: nothing is left behind.
+async fn backup(State(state): State<AdminState>) -> Response {
+    let store = state.store.clone();
+    let dir = store
+        .path()
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let started = std::time::Instant::now();
+    let made = tokio::task::spawn_blocking(move || {
+        let path = dir.join(format!(
+            ".backup-{}-{}.redb",
+            std::process::id(),
+            unix_ms(SystemTime::now())
+        ));
+        let result = store.backup_to(&path).and_then(|events| {
+            let file =
+                std::fs::File::open(&path).map_err(|e| StoreError::Read(format!("backup: {e}")))?;
+            let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+            Ok((file, size, events))
+        });
+        let _ = std::fs::remove_file(&path);
+        result
+    })
+    .await;
+    let (file, size, events) = match made {
+        Ok(Ok(made)) => made,
+        Ok(Err(e)) => return AdminError::Store(e).respond(&state.metrics),
+        Err(e) => {
+            return AdminError::Store(StoreError::Read(e.to_string())).respond(&state.metrics);
+        }
+    };
+    tracing::info!(
+        events,
+        bytes = size,
+        millis = started.elapsed().as_millis() as u64,
+        "backup taken"
+    );
+    let stream = tokio_util::io::ReaderStream::new(tokio::fs::File::from_std(file));
+    (
+        [
+            (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
+            (header::CONTENT_LENGTH, size.to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"hookinbox-backup.redb\"".to_owned(),
+            ),
+        ],
+        axum::body::Body::from_stream(stream),
+    )
+        .into_response()
 }
 
 async fn sweep_now(State(state): State<AdminState>) -> Response {

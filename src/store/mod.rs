@@ -653,6 +653,41 @@ impl Store {
         events.len().map_err(read_err!())
     }
 
+    /// Writes a consistent copy of the whole database to `path` (a new redb
+    /// file), from one read snapshot: ingest and delivery go on meanwhile.
+    /// Blocking: call it from a blocking context. Returns the events copied.
+    pub fn backup_to(&self, path: &Path) -> Result<u64, StoreError> {
+        let db = self.db()?;
+        let snapshot = db.begin_read().map_err(read_err!())?;
+        let fail = |e: &dyn std::fmt::Display| StoreError::Read(format!("backup: {e}"));
+        let target = Database::builder().create(path).map_err(|e| fail(&e))?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| fail(&e))?;
+        }
+        let mut txn = target.begin_write().map_err(|e| fail(&e))?;
+        txn.set_durability(redb::Durability::Immediate)
+            .map_err(|e| fail(&e))?;
+        copy_table(&snapshot, &txn, META)?;
+        copy_table(&snapshot, &txn, EVENTS)?;
+        copy_table(&snapshot, &txn, STATE)?;
+        copy_table(&snapshot, &txn, DEDUPE)?;
+        copy_table(&snapshot, &txn, SCHEDULE)?;
+        copy_table(&snapshot, &txn, LEASES)?;
+        copy_table(&snapshot, &txn, ATTEMPTS)?;
+        copy_table(&snapshot, &txn, DLQ)?;
+        copy_table(&snapshot, &txn, ORDERED)?;
+        copy_table(&snapshot, &txn, EXPIRY)?;
+        txn.commit().map_err(|e| fail(&e))?;
+        let events = snapshot
+            .open_table(EVENTS)
+            .map_err(read_err!())?
+            .len()
+            .map_err(read_err!())?;
+        Ok(events)
+    }
+
     /// Where the database file is.
     pub fn path(&self) -> &Path {
         &self.shared.path
@@ -745,6 +780,23 @@ fn last_seq(db: &Database) -> Result<Option<u64>, StoreError> {
     let txn = db.begin_read().map_err(read_err!())?;
     let events = txn.open_table(EVENTS).map_err(read_err!())?;
     Ok(events.last().map_err(read_err!())?.map(|(k, _)| k.value()))
+}
+
+/// Copies every row of `def` from a read snapshot into a write transaction.
+fn copy_table<K: redb::Key + 'static, V: redb::Value + 'static>(
+    from: &redb::ReadTransaction,
+    to: &redb::WriteTransaction,
+    def: redb::TableDefinition<K, V>,
+) -> Result<(), StoreError> {
+    let source = from.open_table(def).map_err(read_err!())?;
+    let mut target = to.open_table(def).map_err(read_err!())?;
+    for row in source.iter().map_err(read_err!())? {
+        let (k, v) = row.map_err(read_err!())?;
+        target
+            .insert(k.value(), v.value())
+            .map_err(|e| StoreError::Read(format!("backup: {e}")))?;
+    }
+    Ok(())
 }
 
 /// Records attempts that a crash interrupted (see `Tables::recover_leases`).
