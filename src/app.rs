@@ -120,6 +120,7 @@ impl App {
             metrics: metrics.clone(),
             delivery: delivery.clone(),
             sweep,
+            sources: config.sources.iter().map(|s| s.name.to_string()).collect(),
             token: config
                 .admin
                 .token

@@ -61,7 +61,14 @@ struct Inner {
     ignored: Family<SourceLabel, Counter>,
     admin_rejected: Family<ReasonLabel, Counter>,
     swept: Family<KindLabel, Counter>,
+    /// Label pairs `rejected` has seen, so stats can list them.
+    rejected_seen: Mutex<std::collections::BTreeSet<(String, String)>>,
+    /// The last acks per source, in ms, for stats' p50/p99.
+    recent_acks: Mutex<std::collections::HashMap<String, std::collections::VecDeque<f64>>>,
 }
+
+/// Acks kept per source for stats' latency percentiles.
+const RECENT_ACKS: usize = 4096;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabel {
@@ -178,6 +185,8 @@ impl Metrics {
                 ignored,
                 admin_rejected,
                 swept,
+                rejected_seen: Mutex::default(),
+                recent_acks: Mutex::default(),
             }),
         }
     }
@@ -191,6 +200,53 @@ impl Metrics {
             .ack_seconds
             .get_or_create(&label)
             .observe(ack.as_secs_f64());
+        self.remember_ack(source, ack);
+    }
+
+    fn remember_ack(&self, source: &str, ack: std::time::Duration) {
+        let mut recent = self
+            .inner
+            .recent_acks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let window = recent.entry(source.to_owned()).or_default();
+        if window.len() == RECENT_ACKS {
+            window.pop_front();
+        }
+        window.push_back(ack.as_secs_f64() * 1e3);
+    }
+
+    /// p50 and p99 of the last acks of `source`, in ms.
+    pub fn recent_ack_ms(&self, source: &str) -> Option<(f64, f64)> {
+        let recent = self
+            .inner
+            .recent_acks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let mut acks: Vec<f64> = recent.get(source)?.iter().copied().collect();
+        if acks.is_empty() {
+            return None;
+        }
+        acks.sort_by(f64::total_cmp);
+        let at = |p: f64| acks[((acks.len() - 1) as f64 * p) as usize];
+        Some((at(0.5), at(0.99)))
+    }
+
+    /// Every (reason, count) of `source`'s rejections since start.
+    pub fn rejected_by_reason(&self, source: &str) -> Vec<(String, u64)> {
+        let seen = self
+            .inner
+            .rejected_seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        seen.into_iter()
+            .filter(|(s, _)| s == source)
+            .map(|(s, r)| {
+                let n = self.rejected_count(&s, &r);
+                (r, n)
+            })
+            .collect()
     }
 
     pub fn duplicate(&self, source: &str, ack: std::time::Duration) {
@@ -202,11 +258,17 @@ impl Metrics {
             .ack_seconds
             .get_or_create(&label)
             .observe(ack.as_secs_f64());
+        self.remember_ack(source, ack);
     }
 
     /// `source` is the configured name, or "(unknown)" for an unknown source
     /// (never the name the caller sent: that would be an unbounded label).
     pub fn rejected(&self, source: &str, reason: &str) {
+        self.inner
+            .rejected_seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((source.to_owned(), reason.to_owned()));
         self.inner
             .rejected
             .get_or_create(&RejectedLabels {

@@ -43,6 +43,8 @@ pub struct AdminState {
     pub delivery: DeliveryHandle,
     pub sweep: SweepHandle,
     pub token: Secret,
+    /// Every configured source, so stats list quiet ones too.
+    pub sources: Vec<String>,
 }
 
 pub fn router(state: AdminState) -> Router {
@@ -54,6 +56,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/api/events/{id}/ignore", post(ignore_event))
         .route("/api/replay", post(bulk_replay))
         .route("/api/ignore", post(bulk_ignore))
+        .route("/api/stats", get(stats))
         .route("/api/sweep", post(sweep_now))
         .route("/api/backup", get(backup))
         .route("/api/destinations", get(destinations))
@@ -601,6 +604,66 @@ async fn backup(State(state): State<AdminState>) -> Response {
         axum::body::Body::from_stream(stream),
     )
         .into_response()
+}
+
+fn percentiles(mut values: Vec<u64>) -> Value {
+    if values.is_empty() {
+        return Value::Null;
+    }
+    values.sort_unstable();
+    let at = |p: f64| values[((values.len() - 1) as f64 * p) as usize];
+    json!({"p50": at(0.5), "p99": at(0.99)})
+}
+
+/// Per source and event type: what the store holds (counts by status,
+/// oldest pending, DLQ size, received → delivered latency) and what this
+/// process has seen since it started (received, duplicates, rejected by
+/// reason, recent ack latency).
+async fn stats(State(state): State<AdminState>) -> Response {
+    let store = state.store.clone();
+    let held = match tokio::task::spawn_blocking(move || store.stats()).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return AdminError::Store(e).respond(&state.metrics),
+        Err(e) => {
+            return AdminError::Store(StoreError::Read(e.to_string())).respond(&state.metrics);
+        }
+    };
+    let now = unix_ms(SystemTime::now());
+    let mut sources = serde_json::Map::new();
+    let mut names: Vec<String> = state.sources.clone();
+    for name in held.keys() {
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    for name in names {
+        let s = held.get(&name).cloned().unwrap_or_default();
+        let finished = s.counts.delivered + s.counts.dead;
+        let rejected: serde_json::Map<String, Value> = state
+            .metrics
+            .rejected_by_reason(&name)
+            .into_iter()
+            .map(|(r, n)| (r, json!(n)))
+            .collect();
+        sources.insert(
+            name.clone(),
+            json!({
+                "stored": s.counts,
+                "dlq_size": s.counts.dead,
+                "success_rate": (finished > 0).then(|| s.counts.delivered as f64 / finished as f64),
+                "oldest_pending_age_ms": s.oldest_pending_ms.map(|t| now.saturating_sub(t)),
+                "received_to_delivered_ms": percentiles(s.delivery_latencies_ms),
+                "by_type": s.by_type,
+                "since_start": {
+                    "received": state.metrics.received_count(&name),
+                    "duplicates": state.metrics.duplicate_count(&name),
+                    "rejected": rejected,
+                    "ack_ms": state.metrics.recent_ack_ms(&name).map(|(p50, p99)| json!({"p50": p50, "p99": p99})),
+                },
+            }),
+        );
+    }
+    Json(json!({"sources": sources})).into_response()
 }
 
 async fn sweep_now(State(state): State<AdminState>) -> Response {

@@ -123,6 +123,8 @@ pub struct EventState {
     pub status: Status,
     /// The source, which names its destination's queue.
     pub source: String,
+    /// The provider's event type, copied here so stats never read payloads.
+    pub event_type: Option<String>,
     /// Attempts in the current round (reset by a replay).
     pub attempts: u32,
     /// Rows in `attempts` for this event, across rounds.
@@ -143,10 +145,17 @@ pub struct EventState {
 }
 
 impl EventState {
-    pub fn new(source: &str, status: Status, now_ms: u64, ordering_key: Option<String>) -> Self {
+    pub fn new(
+        source: &str,
+        event_type: Option<&str>,
+        status: Status,
+        now_ms: u64,
+        ordering_key: Option<String>,
+    ) -> Self {
         EventState {
             status,
             source: source.to_owned(),
+            event_type: event_type.map(str::to_owned),
             attempts: 0,
             total_attempts: 0,
             round_started_ms: now_ms,
@@ -397,7 +406,7 @@ mod tests {
             Err(DecodeError::UnknownVersion(9))
         ));
         assert!(matches!(decode::<EventState>(&[]), Err(DecodeError::Empty)));
-        let state = EventState::new("s", Status::Pending, 5, Some("k".into()));
+        let state = EventState::new("s", Some("t"), Status::Pending, 5, Some("k".into()));
         let mut bytes = Vec::new();
         encode(&state, &mut bytes);
         assert_eq!(decode::<EventState>(&bytes).unwrap(), state);

@@ -370,7 +370,10 @@ impl Writer {
         if let Some(key) = &key {
             t.ordered.insert((source, key.as_str(), seq), ())?;
         }
-        t.put_state(seq, &EventState::new(source, status, received, key))?;
+        t.put_state(
+            seq,
+            &EventState::new(source, ev.event_type(), status, received, key),
+        )?;
         t.dedupe.insert(seq, (fp, received))?;
         if status == Status::Pending {
             t.schedule.insert((source, received, seq), ())?;

@@ -588,3 +588,47 @@ async fn a_backup_taken_under_load_opens_as_a_database_with_the_same_events() {
     let server = std::sync::Arc::into_inner(server).unwrap();
     server.stop().await;
 }
+
+#[tokio::test]
+async fn stats_count_by_source_type_and_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::RejectBodyWith("refund")).await;
+    let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
+    let paid = br#"{"type":"order.paid"}"#.to_vec();
+    let refund = br#"{"type":"order.refund"}"#.to_vec();
+    let a = send(&server, "shop", "st_1", paid.clone()).await;
+    send(&server, "shop", "st_1", paid.clone()).await; // a duplicate
+    let b = send(&server, "shop", "st_2", paid).await;
+    let c = send(&server, "shop", "st_3", refund).await;
+    send(&server, "inbox", "st_4", b"{}".to_vec()).await;
+    let bad = server.post("/in/shop", &[], b"{}".to_vec()).await;
+    assert_eq!(bad.status, 401);
+    for id in [&a, &b] {
+        wait_status(&server, id, "delivered").await;
+    }
+    wait_status(&server, &c, "dead").await;
+    let r = server.admin("GET", "/api/stats", Some(TOKEN), None).await;
+    assert_eq!(r.status, 200, "{:?}", r.json);
+    let shop = &r.json["sources"]["shop"];
+    assert_eq!(
+        shop["stored"],
+        json!({"pending": 0, "retrying": 0, "held": 0, "delivered": 2, "dead": 1, "ignored": 0})
+    );
+    assert_eq!(shop["dlq_size"], 1);
+    assert!((shop["success_rate"].as_f64().unwrap() - 2.0 / 3.0).abs() < 1e-9);
+    assert_eq!(shop["by_type"]["order.paid"]["delivered"], 2);
+    assert_eq!(shop["by_type"]["order.refund"]["dead"], 1);
+    assert_eq!(shop["since_start"]["received"], 3);
+    assert_eq!(shop["since_start"]["duplicates"], 1);
+    assert_eq!(
+        shop["since_start"]["rejected"],
+        json!({"missing_signature": 1})
+    );
+    assert!(shop["since_start"]["ack_ms"]["p99"].as_f64().unwrap() > 0.0);
+    assert!(shop["received_to_delivered_ms"]["p50"].is_u64());
+    assert!(shop["oldest_pending_age_ms"].is_null());
+    let inbox = &r.json["sources"]["inbox"];
+    assert_eq!(inbox["stored"]["held"], 1);
+    assert!(inbox["success_rate"].is_null());
+    server.stop().await;
+}
