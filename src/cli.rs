@@ -2,7 +2,8 @@
 //!
 //! `main` parses with [`Cli`] and calls [`run`]; this module maps every
 //! failure to a message and an exit code scripts can trust:
-//! 0 success, 1 runtime failure, 2 usage or configuration error.
+//! 0 success, 1 runtime failure, 2 usage or configuration error; the admin
+//! commands add 3 (server unreachable) and 4 (token missing or refused).
 
 use std::path::PathBuf;
 
@@ -12,6 +13,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::app::App;
 use crate::clock::Clock;
 use crate::config::{self, Config, LogFormat};
+use crate::ctl::{DestinationsCommand, DlqCommand, EventsCommand, OpsCommand, Remote};
 use crate::send::{self, SendArgs};
 use crate::verify::Verifier;
 
@@ -35,6 +37,39 @@ pub enum Command {
     Config(ConfigCommand),
     /// Sign and send a webhook exactly as a provider would, printing each answer.
     Send(Box<SendArgs>),
+    /// Counts per source and event type, latencies, DLQ size (from a running server).
+    Stats(Remote),
+    /// Search, show, replay and ignore events.
+    Events {
+        #[command(flatten)]
+        remote: Remote,
+        #[command(subcommand)]
+        command: EventsCommand,
+    },
+    /// The dead-letter queue: list, replay, ignore.
+    Dlq {
+        #[command(flatten)]
+        remote: Remote,
+        #[command(subcommand)]
+        command: DlqCommand,
+    },
+    /// Destinations: list, pause, resume.
+    Destinations {
+        #[command(flatten)]
+        remote: Remote,
+        #[command(subcommand)]
+        command: DestinationsCommand,
+    },
+    /// Sweep expired data now.
+    Sweep(Remote),
+    /// Save a consistent copy of the running server's database to a file.
+    Backup {
+        #[command(flatten)]
+        remote: Remote,
+        /// Where to write it.
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -120,6 +155,12 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             print!("{}", config::DEFAULT_TOML);
             Ok(())
         }
+        Command::Stats(remote) => ops(remote, OpsCommand::Stats),
+        Command::Events { remote, command } => ops(remote, OpsCommand::Events(command)),
+        Command::Dlq { remote, command } => ops(remote, OpsCommand::Dlq(command)),
+        Command::Destinations { remote, command } => ops(remote, OpsCommand::Destinations(command)),
+        Command::Sweep(remote) => ops(remote, OpsCommand::Sweep),
+        Command::Backup { remote, out } => ops(remote, OpsCommand::Backup { out }),
         Command::Send(args) => {
             init_plain_logging();
             let ok = runtime()?.block_on(send::run(*args)).map_err(usage)?;
@@ -133,6 +174,11 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
     }
+}
+
+fn ops(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    runtime()?.block_on(crate::ctl::run(remote, command))
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {

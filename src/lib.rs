@@ -12,6 +12,7 @@ pub mod app;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod ctl;
 pub mod deliver;
 pub mod ingest;
 pub mod listener;

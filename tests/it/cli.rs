@@ -2,6 +2,7 @@
 //! the embedded default, SIGTERM, and `send`.
 
 use std::process::Command;
+use std::time::Duration;
 
 use crate::support::{BinaryServer, read_all, server_section, standard_source, write_config};
 
@@ -175,4 +176,160 @@ fn send_reports_refusals_with_exit_1() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
+
+/// Runs an operator command against `admin` with `token`; returns
+/// (exit code, stdout, stderr).
+fn ops(admin: &str, token: &str, args: &[String]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_hookinbox"))
+        .args(args)
+        .args(["--admin", admin])
+        .env("HOOKINBOX_ADMIN_TOKEN", token)
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_commands_drive_a_running_server() {
+    use crate::destination::{Destination, Mode};
+    let dir = tempfile::tempdir().unwrap();
+    let token = "cli-test-token-0123456789";
+    let dest = Destination::start(Mode::RejectBodyWith("refund")).await;
+    let config = crate::support::write_config(
+        dir.path(),
+        &format!(
+            "{}[admin]\ntoken = \"{token}\"\n\n{}destination = \"{}\"\n",
+            crate::support::server_section(&dir.path().join("data")),
+            crate::support::standard_source("shop"),
+            dest.url()
+        ),
+    );
+    let server = crate::support::BinaryServer::start(&config, &[], None);
+    let http = crate::support::client();
+    let mut ids = Vec::new();
+    for (i, kind) in ["paid", "refund", "refund"].iter().enumerate() {
+        let body = format!("{{\"type\":\"order.{kind}\"}}").into_bytes();
+        let a = crate::support::post(
+            &http,
+            &server.url("/in/shop"),
+            &crate::support::standard_headers(&format!("cli_{i}"), &body),
+            body,
+        )
+        .await;
+        ids.push(a.id().to_owned());
+    }
+    dest.wait_for(3, Duration::from_secs(10)).await;
+    let admin = server.admin.clone();
+    let run = move |args: &[&str]| {
+        let (admin, args) = (
+            admin.clone(),
+            args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+        );
+        async move {
+            tokio::task::spawn_blocking(move || ops(&admin, token, &args))
+                .await
+                .unwrap()
+        }
+    };
+    // Wait until both refunds are dead-lettered.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (code, out, _) = run(&["dlq", "list", "--json"]).await;
+        assert_eq!(code, 0);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        if v["events"].as_array().unwrap().len() == 2 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{out}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (code, out, _) = run(&["dlq", "list"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("ID") && out.contains("order.refund") && out.contains("400"),
+        "{out}"
+    );
+
+    let (code, out, _) = run(&["stats"]).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("SOURCE") && out.lines().any(|l| l.starts_with("shop")),
+        "{out}"
+    );
+    let (_, out, _) = run(&["stats", "--json"]).await;
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["sources"]["shop"]["stored"]["dead"], 2);
+
+    let (code, out, _) = run(&["events", "show", &ids[0]]).await;
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("order.paid") && out.contains("delivered"),
+        "{out}"
+    );
+
+    let (code, out, _) = run(&["dlq", "replay", "--source", "shop", "--dry-run"]).await;
+    assert_eq!((code, out.as_str()), (0, "dry run: 2 events match\n"));
+    let (code, out, _) = run(&[
+        "dlq",
+        "ignore",
+        "--event-id",
+        "cli_1",
+        "--note",
+        "refunded by hand",
+    ])
+    .await;
+    assert_eq!((code, out.as_str()), (0, "1 matched, 1 ignored\n"));
+    dest.set(Mode::Ok);
+    let (code, out, _) = run(&["dlq", "replay", "--source", "shop"]).await;
+    assert_eq!((code, out.as_str()), (0, "1 matched, 1 replayed\n"));
+    dest.wait_for(4, Duration::from_secs(10)).await;
+
+    let (code, out, _) = run(&["destinations", "pause", "shop"]).await;
+    assert_eq!((code, out.as_str()), (0, "shop: paused\n"));
+    let (_, out, _) = run(&["destinations", "list"]).await;
+    assert!(
+        out.contains("shop") && out.contains("true") && out.contains("closed"),
+        "{out}"
+    );
+    let (code, _, err) = run(&["destinations", "pause", "nope"]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no destination named"), "{err}");
+    let (code, _, err) = run(&["events", "replay", "hbx_nope"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("404"), "{err}");
+
+    let (code, out, _) = run(&["sweep"]).await;
+    assert_eq!(code, 0);
+    assert!(out.starts_with("swept "), "{out}");
+    let out_file = dir.path().join("backup.redb");
+    let (code, out, err) = run(&["backup", "--out", &out_file.display().to_string()]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("backup written to"), "{out}");
+    let restore = tempfile::tempdir().unwrap();
+    std::fs::copy(&out_file, restore.path().join(hookinbox::store::DB_FILE)).unwrap();
+    assert_eq!(crate::support::read_all(restore.path()).await.len(), 3);
+
+    // A wrong token and a stopped server get clear messages and their own codes.
+    let (code, _, err) = tokio::task::spawn_blocking({
+        let admin = server.admin.clone();
+        move || ops(&admin, "wrong-token-wrong-token", &["stats".to_owned()])
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, 4, "{err}");
+    assert!(err.contains("refused the token"), "{err}");
+    let admin = server.admin.clone();
+    drop(server);
+    let (code, _, err) =
+        tokio::task::spawn_blocking(move || ops(&admin, token, &["stats".to_owned()]))
+            .await
+            .unwrap();
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("is the server running?"), "{err}");
 }

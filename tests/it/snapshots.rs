@@ -30,10 +30,16 @@ A single-binary webhook inbox: verify, dedupe, durably store, deliver.
 Usage: hookinbox <COMMAND>
 
 Commands:
-  serve   Receive webhooks and deliver them to their destinations (with no --config: the embedded default config)
-  config  Validate or print configuration
-  send    Sign and send a webhook exactly as a provider would, printing each answer
-  help    Print this message or the help of the given subcommand(s)
+  serve         Receive webhooks and deliver them to their destinations (with no --config: the embedded default config)
+  config        Validate or print configuration
+  send          Sign and send a webhook exactly as a provider would, printing each answer
+  stats         Counts per source and event type, latencies, DLQ size (from a running server)
+  events        Search, show, replay and ignore events
+  dlq           The dead-letter queue: list, replay, ignore
+  destinations  Destinations: list, pause, resume
+  sweep         Sweep expired data now
+  backup        Save a consistent copy of the running server's database to a file
+  help          Print this message or the help of the given subcommand(s)
 
 Options:
   -h, --help     Print help

@@ -220,6 +220,8 @@ pub async fn read_all(data_dir: &Path) -> Vec<StoredEvent> {
 pub struct BinaryServer {
     pub child: Child,
     pub base: String,
+    /// The admin listener's URL.
+    pub admin: String,
     pub log: Arc<Mutex<Vec<String>>>,
 }
 
@@ -264,13 +266,16 @@ impl BinaryServer {
             {
                 if line.contains("hookinbox is receiving webhooks") {
                     let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-                    let _ = tx.send(v["listen"].as_str().unwrap().to_owned());
+                    let _ = tx.send((
+                        v["listen"].as_str().unwrap().to_owned(),
+                        v["admin"].as_str().unwrap_or_default().to_owned(),
+                    ));
                 }
                 sink.lock().unwrap().push(line);
             }
         });
-        let addr = match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(addr) => addr,
+        let (addr, admin) = match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(addrs) => addrs,
             Err(_) => {
                 let _ = child.kill();
                 panic!(
@@ -282,6 +287,7 @@ impl BinaryServer {
         BinaryServer {
             child,
             base: format!("http://{addr}"),
+            admin: format!("http://{admin}"),
             log,
         }
     }
