@@ -8,6 +8,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -87,7 +88,10 @@ impl App {
             tracing::warn!("{warning}");
         }
         let generated = ensure_generated_secrets(&mut config)?;
+        let metrics = Metrics::new();
+        let commits = metrics.clone();
         let options = StoreOptions {
+            on_commit: Some(Arc::new(move |jobs, took| commits.commit(jobs, took))),
             payload_ttl: config.retention.payload_ttl,
             dlq_ttl: config.retention.dlq_ttl,
             ..StoreOptions::new(&config.server.data_dir, config.retention.dedupe_ttl)
@@ -95,7 +99,6 @@ impl App {
         let (store, writer) = tokio::task::spawn_blocking(move || Store::open(options))
             .await
             .map_err(|e| AppError::Io(std::io::Error::other(e)))??;
-        let metrics = Metrics::new();
         let destinations = config
             .sources
             .iter()

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
@@ -61,6 +62,14 @@ struct Inner {
     ignored: Family<SourceLabel, Counter>,
     admin_rejected: Family<ReasonLabel, Counter>,
     swept: Family<KindLabel, Counter>,
+    received_to_delivered: Family<SourceLabel, Histogram, fn() -> Histogram>,
+    commit_batch: Histogram,
+    commit_seconds: Histogram,
+    pending: Family<SourceLabel, Gauge>,
+    retrying: Family<SourceLabel, Gauge>,
+    dlq_size: Family<SourceLabel, Gauge>,
+    oldest_pending_seconds: Family<SourceLabel, Gauge>,
+    circuit_state: Family<SourceLabel, Gauge>,
     /// Label pairs `rejected` has seen, so stats can list them.
     rejected_seen: Mutex<std::collections::BTreeSet<(String, String)>>,
     /// The last acks per source, in ms, for stats' p50/p99.
@@ -163,6 +172,62 @@ impl Metrics {
             "Admin API requests refused or failed, by reason",
             admin_rejected.clone(),
         );
+        let received_to_delivered: Family<SourceLabel, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(|| {
+                // 10 ms to ~2 days: from a healthy app to a long outage.
+                Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+                    0.01, 4.0, 12,
+                ))
+            });
+        registry.register(
+            "received_to_delivered_seconds",
+            "From receipt (or replay) to the destination's 2xx",
+            received_to_delivered.clone(),
+        );
+        let commit_batch = Histogram::new(
+            prometheus_client::metrics::histogram::exponential_buckets(1.0, 2.0, 11),
+        );
+        registry.register(
+            "commit_batch_size",
+            "Jobs (ingests, attempts, changes, sweep steps) per durable commit",
+            commit_batch.clone(),
+        );
+        let commit_seconds = Histogram::new(ack_buckets());
+        registry.register(
+            "commit_seconds",
+            "How long one durable commit took, fsync included",
+            commit_seconds.clone(),
+        );
+        let pending = Family::<SourceLabel, Gauge>::default();
+        let retrying = Family::<SourceLabel, Gauge>::default();
+        let dlq_size = Family::<SourceLabel, Gauge>::default();
+        let oldest_pending_seconds = Family::<SourceLabel, Gauge>::default();
+        let circuit_state = Family::<SourceLabel, Gauge>::default();
+        registry.register(
+            "pending",
+            "Events waiting for delivery (including retrying), at the last scrape",
+            pending.clone(),
+        );
+        registry.register(
+            "retrying",
+            "Pending events with at least one failed attempt",
+            retrying.clone(),
+        );
+        registry.register(
+            "dlq_size",
+            "Dead-lettered events in the store",
+            dlq_size.clone(),
+        );
+        registry.register(
+            "oldest_pending_age_seconds",
+            "Age of the oldest pending event (0 when none)",
+            oldest_pending_seconds.clone(),
+        );
+        registry.register(
+            "circuit_state",
+            "Circuit breaker per destination: 0 closed, 1 half-open, 2 open",
+            circuit_state.clone(),
+        );
         let swept = Family::<KindLabel, Counter>::default();
         registry.register(
             "swept",
@@ -185,6 +250,14 @@ impl Metrics {
                 ignored,
                 admin_rejected,
                 swept,
+                received_to_delivered,
+                commit_batch,
+                commit_seconds,
+                pending,
+                retrying,
+                dlq_size,
+                oldest_pending_seconds,
+                circuit_state,
                 rejected_seen: Mutex::default(),
                 recent_acks: Mutex::default(),
             }),
@@ -294,11 +367,55 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    pub fn delivered(&self, source: &str) {
+    pub fn delivered(&self, source: &str, since_received: std::time::Duration) {
         let label = SourceLabel {
             source: source.to_owned(),
         };
         self.inner.delivered.get_or_create(&label).inc();
+        self.inner
+            .received_to_delivered
+            .get_or_create(&label)
+            .observe(since_received.as_secs_f64());
+    }
+
+    /// One durable commit of `jobs` jobs that took `took`.
+    pub fn commit(&self, jobs: usize, took: std::time::Duration) {
+        self.inner.commit_batch.observe(jobs as f64);
+        self.inner.commit_seconds.observe(took.as_secs_f64());
+    }
+
+    /// The store's state, set just before a scrape.
+    pub fn set_source_gauges(
+        &self,
+        source: &str,
+        pending: u64,
+        retrying: u64,
+        dlq: u64,
+        oldest_pending: std::time::Duration,
+    ) {
+        let label = SourceLabel {
+            source: source.to_owned(),
+        };
+        self.inner.pending.get_or_create(&label).set(pending as i64);
+        self.inner
+            .retrying
+            .get_or_create(&label)
+            .set(retrying as i64);
+        self.inner.dlq_size.get_or_create(&label).set(dlq as i64);
+        self.inner
+            .oldest_pending_seconds
+            .get_or_create(&label)
+            .set(oldest_pending.as_secs() as i64);
+    }
+
+    /// 0 closed, 1 half-open, 2 open.
+    pub fn set_circuit_state(&self, destination: &str, state: i64) {
+        self.inner
+            .circuit_state
+            .get_or_create(&SourceLabel {
+                source: destination.to_owned(),
+            })
+            .set(state);
     }
 
     pub fn dead_lettered(&self, source: &str) {

@@ -160,6 +160,30 @@ async fn readyz(State(state): State<AdminState>) -> Response {
 }
 
 async fn metrics(State(state): State<AdminState>) -> Response {
+    // Gauges of what the store holds are read at scrape time.
+    let store = state.store.clone();
+    if let Ok(Ok(held)) = tokio::task::spawn_blocking(move || store.stats()).await {
+        let now = unix_ms(SystemTime::now());
+        for name in &state.sources {
+            let s = held.get(name).cloned().unwrap_or_default();
+            let oldest = s.oldest_pending_ms.map_or(0, |t| now.saturating_sub(t));
+            state.metrics.set_source_gauges(
+                name,
+                s.counts.pending,
+                s.counts.retrying,
+                s.counts.dead,
+                Duration::from_millis(oldest),
+            );
+        }
+    }
+    for d in state.delivery.destinations() {
+        let level = match d.circuit {
+            crate::deliver::breaker::CircuitState::Closed => 0,
+            crate::deliver::breaker::CircuitState::HalfOpen => 1,
+            crate::deliver::breaker::CircuitState::Open => 2,
+        };
+        state.metrics.set_circuit_state(&d.name, level);
+    }
     (
         [(
             header::CONTENT_TYPE,

@@ -493,7 +493,10 @@ impl Attempt {
         let outcome = policy::describe(&attempt);
         match &next {
             Next::Delivered { .. } => {
-                self.metrics.delivered(source);
+                self.metrics.delivered(
+                    source,
+                    Duration::from_millis(now_ms.saturating_sub(claimed.round_started_ms)),
+                );
                 tracing::info!(source, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, latency_ms = attempt.latency_ms, "delivered");
             }
             Next::RetryAt { due_ms } => tracing::info!(

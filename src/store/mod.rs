@@ -224,7 +224,7 @@ macro_rules! read_err {
 }
 
 /// Settings the store takes from config.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct StoreOptions {
     pub data_dir: PathBuf,
     pub dedupe_ttl: Duration,
@@ -238,7 +238,12 @@ pub struct StoreOptions {
     /// Most events per transaction. 1 means one durable commit per event
     /// (what benches/ingest.rs compares group commit against).
     pub max_batch: usize,
+    /// Told of every successful commit: jobs in it, and how long it took.
+    pub on_commit: Option<CommitHook>,
 }
+
+/// See [`StoreOptions::on_commit`].
+pub type CommitHook = Arc<dyn Fn(usize, Duration) + Send + Sync>;
 
 impl StoreOptions {
     pub fn new(data_dir: impl Into<PathBuf>, dedupe_ttl: Duration) -> StoreOptions {
@@ -249,6 +254,7 @@ impl StoreOptions {
             dlq_ttl: Duration::from_secs(30 * 86_400),
             cache_bytes: 256 << 20,
             max_batch: MAX_BATCH,
+            on_commit: None,
         }
     }
 }

@@ -210,8 +210,12 @@ impl Writer {
 
     fn commit(&mut self, batch: &mut Vec<Job>) {
         let first_seq = self.next_seq;
+        let started = Instant::now();
         match self.apply(batch) {
             Ok((answers, keys)) => {
+                if let Some(hook) = &self.options.on_commit {
+                    hook(batch.len(), started.elapsed());
+                }
                 let mut index = self
                     .shared
                     .dedupe

@@ -630,5 +630,15 @@ async fn stats_count_by_source_type_and_status() {
     let inbox = &r.json["sources"]["inbox"];
     assert_eq!(inbox["stored"]["held"], 1);
     assert!(inbox["success_rate"].is_null());
+    let metrics = server.admin("GET", "/metrics", Some(TOKEN), None).await;
+    let text = metrics.json.as_str().unwrap();
+    assert!(
+        text.contains("hookinbox_dlq_size{source=\"shop\"} 1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("hookinbox_dead_lettered_total{source=\"shop\"} 1\n"),
+        "{text}"
+    );
     server.stop().await;
 }
