@@ -14,6 +14,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 use crate::admin::{self, AdminState};
+use crate::alert::Alerter;
 use crate::clock::Clock;
 use crate::config::{Config, Kind, Secret, SourceName, load_or_generate_secret};
 use crate::deliver::Destination;
@@ -115,6 +116,19 @@ impl App {
         );
         let state = IngestState::new(&config, store.clone(), clock, metrics.clone())
             .map_err(AppError::Source)?;
+        let alerter = match config.alerts.clone() {
+            Some(alerts) => Some(
+                Alerter::new(
+                    alerts,
+                    store.clone(),
+                    metrics.clone(),
+                    delivery.clone(),
+                    config.sources.iter().map(|s| s.name.to_string()).collect(),
+                )
+                .map_err(AppError::Source)?,
+            ),
+            None => None,
+        };
         let Listeners { ingest, admin } = listeners;
         let ingest_addr = ingest.local_addr()?;
         let admin_addr = admin.local_addr()?;
@@ -159,6 +173,7 @@ impl App {
                 let _ = rx.wait_for(|stop| *stop).await;
             };
             let sweeper = tokio::spawn(sweeper.run(stop_signal(stop_rx.clone())));
+            let alerter = alerter.map(|a| tokio::spawn(a.run(stop_signal(stop_rx.clone()))));
             let admin_server = tokio::spawn(listener::serve(
                 "admin",
                 admin,
@@ -180,6 +195,9 @@ impl App {
             .await;
             let _ = admin_server.await;
             let _ = sweeper.await;
+            if let Some(alerter) = alerter {
+                let _ = alerter.await;
+            }
             // Ingest has drained: no new events. Let attempts in flight be recorded.
             let _ = stop_scheduler.send(());
             if let Err(e) = scheduler.await {

@@ -8,6 +8,7 @@
 //! `send` are the command line's.
 
 pub mod admin;
+pub mod alert;
 pub mod app;
 pub mod cli;
 pub mod clock;

@@ -70,6 +70,7 @@ struct Inner {
     dlq_size: Family<SourceLabel, Gauge>,
     oldest_pending_seconds: Family<SourceLabel, Gauge>,
     circuit_state: Family<SourceLabel, Gauge>,
+    alerts: Family<AlertLabels, Counter>,
     /// Label pairs `rejected` has seen, so stats can list them.
     rejected_seen: Mutex<std::collections::BTreeSet<(String, String)>>,
     /// The last acks per source, in ms, for stats' p50/p99.
@@ -78,6 +79,12 @@ struct Inner {
 
 /// Acks kept per source for stats' latency percentiles.
 const RECENT_ACKS: usize = 4096;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AlertLabels {
+    pub kind: String,
+    pub sent: String,
+}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabel {
@@ -228,6 +235,12 @@ impl Metrics {
             "Circuit breaker per destination: 0 closed, 1 half-open, 2 open",
             circuit_state.clone(),
         );
+        let alerts = Family::<AlertLabels, Counter>::default();
+        registry.register(
+            "alerts",
+            "Alerts posted to the alert URL, by kind; sent=\"false\" when the post failed",
+            alerts.clone(),
+        );
         let swept = Family::<KindLabel, Counter>::default();
         registry.register(
             "swept",
@@ -258,6 +271,7 @@ impl Metrics {
                 dlq_size,
                 oldest_pending_seconds,
                 circuit_state,
+                alerts,
                 rejected_seen: Mutex::default(),
                 recent_acks: Mutex::default(),
             }),
@@ -406,6 +420,16 @@ impl Metrics {
             .oldest_pending_seconds
             .get_or_create(&label)
             .set(oldest_pending.as_secs() as i64);
+    }
+
+    pub fn alert(&self, kind: &str, sent: bool) {
+        self.inner
+            .alerts
+            .get_or_create(&AlertLabels {
+                kind: kind.to_owned(),
+                sent: sent.to_string(),
+            })
+            .inc();
     }
 
     /// 0 closed, 1 half-open, 2 open.

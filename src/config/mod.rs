@@ -33,6 +33,8 @@ pub struct Config {
     pub retention: RetentionConfig,
     pub log: LogConfig,
     pub admin: AdminConfig,
+    /// `None`: no alert URL configured (metrics and logs still tell).
+    pub alerts: Option<AlertConfig>,
     pub sources: Vec<SourceConfig>,
     /// Non-fatal findings (inline secrets, …) to log at start.
     pub warnings: Vec<String>,
@@ -56,6 +58,21 @@ pub struct RetentionConfig {
     /// Dead-lettered and ignored events are deleted this long after.
     pub dlq_ttl: Duration,
     pub sweep_interval: Duration,
+}
+
+/// Where and when to post alerts.
+#[derive(Debug, Clone)]
+pub struct AlertConfig {
+    /// A URL that takes `{"text": …}` (a Slack incoming webhook, or your own).
+    pub url: reqwest::Url,
+    /// Alert when a source's DLQ holds more than this many events.
+    pub dlq_threshold: u64,
+    /// Alert when a source's oldest pending event is older than this.
+    pub pending_age: Duration,
+    /// The same alert (kind + source) at most once per this window.
+    pub min_interval: Duration,
+    /// How often the conditions are checked.
+    pub check_interval: Duration,
 }
 
 /// The admin listener's bearer token.

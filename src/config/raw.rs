@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{
-    AdminConfig, Config, ConfigError, DEFAULT_MAX_BODY, DeliveryConfig, HmacAlgorithm, HmacSpec,
-    Kind, Locator, LogConfig, LogFormat, OnDeadLetter, OrderingConfig, PayloadPart,
+    AdminConfig, AlertConfig, Config, ConfigError, DEFAULT_MAX_BODY, DeliveryConfig, HmacAlgorithm,
+    HmacSpec, Kind, Locator, LogConfig, LogFormat, OnDeadLetter, OrderingConfig, PayloadPart,
     RetentionConfig, Secret, ServerConfig, SignatureEncoding, SourceConfig, SourceName,
     StatusPattern, parse_duration, parse_size,
 };
@@ -23,8 +23,19 @@ pub struct RawConfig {
     log: RawLog,
     #[serde(default)]
     admin: RawAdmin,
+    alerts: Option<RawAlerts>,
     #[serde(default)]
     source: Vec<RawSource>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAlerts {
+    url: Option<String>,
+    dlq_threshold: Option<u64>,
+    pending_age: Option<String>,
+    min_interval: Option<String>,
+    check_interval: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -278,6 +289,33 @@ pub fn validate(
     };
 
     let admin = validate_admin(&cx, &raw.admin, base_dir, env, &mut warnings)?;
+    let alerts = match &raw.alerts {
+        None => None,
+        Some(ra) => {
+            let text = ra
+                .url
+                .as_deref()
+                .ok_or_else(|| cx.err("alerts.url", "is required in [alerts]"))?;
+            let url = reqwest::Url::parse(text)
+                .ok()
+                .filter(|u| matches!(u.scheme(), "http" | "https"))
+                .ok_or_else(|| cx.err("alerts.url", "must be an http(s) URL"))?;
+            let positive = |key: &str, v: &Option<String>, default: &str| {
+                let d = cx.duration(key, v.as_deref(), default)?;
+                if d.is_zero() {
+                    return Err(cx.err(key, "must be longer than 0s"));
+                }
+                Ok(d)
+            };
+            Some(AlertConfig {
+                url,
+                dlq_threshold: ra.dlq_threshold.unwrap_or(0),
+                pending_age: positive("alerts.pending_age", &ra.pending_age, "1h")?,
+                min_interval: positive("alerts.min_interval", &ra.min_interval, "15m")?,
+                check_interval: positive("alerts.check_interval", &ra.check_interval, "30s")?,
+            })
+        }
+    };
 
     let mut sources: Vec<SourceConfig> = Vec::new();
     for (i, rs) in raw.source.into_iter().enumerate() {
@@ -300,6 +338,7 @@ pub fn validate(
         retention,
         log,
         admin,
+        alerts,
         sources,
         warnings,
     })
@@ -912,6 +951,21 @@ pub fn render_redacted(config: &Config) -> String {
         q(&config.log.level),
         q(format)
     );
+    if let Some(a) = &config.alerts {
+        let mut url = a.url.clone();
+        // A Slack webhook URL is a credential: show only where it goes.
+        url.set_path("/…");
+        url.set_query(None);
+        let _ = writeln!(
+            out,
+            "\n[alerts]\nurl = {}\ndlq_threshold = {}\npending_age = {}\nmin_interval = {}\ncheck_interval = {}",
+            q(url.as_str()),
+            a.dlq_threshold,
+            d(a.pending_age),
+            d(a.min_interval),
+            d(a.check_interval)
+        );
+    }
     match &config.admin.token {
         Some(_) => {
             let _ = writeln!(out, "\n[admin]\ntoken = {}", q("[redacted]"));

@@ -49,6 +49,8 @@ pub struct LaneStatus {
     pub circuit: CircuitState,
     pub in_flight: usize,
     pub max_concurrency: usize,
+    /// The last failed attempt, in words (for alerts and people).
+    pub last_failure: Option<String>,
 }
 
 /// Sets the flag false when the scheduler's task ends, however it ends.
@@ -148,6 +150,7 @@ struct Lane {
     breaker: Breaker,
     rate: Option<Rate>,
     paused: Arc<AtomicBool>,
+    last_failure: Option<String>,
 }
 
 /// An attempt's end, reported back to the scheduler loop.
@@ -156,6 +159,8 @@ struct Done {
     seq: u64,
     /// `None`: no attempt was made (the event was no longer pending).
     healthy: Option<bool>,
+    /// What went wrong, if the attempt failed.
+    failure: Option<String>,
 }
 
 pub struct Scheduler {
@@ -193,6 +198,7 @@ impl Scheduler {
                     rate: d.config.max_rate.map(Rate::new),
                     in_flight: HashSet::new(),
                     paused: flag,
+                    last_failure: None,
                     destination: Arc::new(d),
                 }
             })
@@ -284,6 +290,7 @@ impl Scheduler {
                     circuit: lane.breaker.state(),
                     in_flight: lane.in_flight.len(),
                     max_concurrency: d.config.max_concurrency,
+                    last_failure: lane.last_failure.clone(),
                 }
             })
             .collect();
@@ -293,6 +300,9 @@ impl Scheduler {
     fn settle(&mut self, done: Done) {
         let lane = &mut self.lanes[done.lane];
         lane.in_flight.remove(&done.seq);
+        if done.failure.is_some() {
+            lane.last_failure = done.failure;
+        }
         if let Some(healthy) = done.healthy
             && let Some(state) = lane.breaker.record(healthy, Instant::now())
         {
@@ -441,11 +451,11 @@ struct Attempt {
 
 impl Attempt {
     async fn run(self) {
-        let healthy = match self.deliver().await {
-            Ok(healthy) => healthy,
+        let (healthy, failure) = match self.deliver().await {
+            Ok(outcome) => outcome,
             Err(e) => {
                 tracing::error!(seq = self.seq, error = %e, "delivery could not be recorded");
-                None
+                (None, None)
             }
         };
         // The loop may be gone at shutdown; nothing left to tell it then.
@@ -453,19 +463,20 @@ impl Attempt {
             lane: self.lane,
             seq: self.seq,
             healthy,
+            failure,
         });
     }
 
     /// Returns whether the destination looked healthy, or `None` if no
     /// attempt was made.
-    async fn deliver(&self) -> Result<Option<bool>, StoreError> {
+    async fn deliver(&self) -> Result<(Option<bool>, Option<String>), StoreError> {
         let source = self.destination.name.as_str();
         let started_ms = unix_ms(SystemTime::now());
         let Some(claimed) = self.store.claim(self.seq, started_ms).await? else {
-            return Ok(None);
+            return Ok((None, None));
         };
         let Some(event) = self.store.get(self.seq)? else {
-            return Ok(None);
+            return Ok((None, None));
         };
         let (attempt, retry_after) = self.destination.attempt(&event, claimed.attempt).await;
         let now_ms = unix_ms(SystemTime::now());
@@ -509,6 +520,7 @@ impl Attempt {
                 tracing::warn!(source, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, %reason, "dead-lettered");
             }
         }
+        let attempt_class = attempt.class;
         let finish = Finish {
             seq: self.seq,
             attempt,
@@ -519,7 +531,10 @@ impl Attempt {
         let mut wait = Duration::from_millis(100);
         loop {
             match self.store.finish(finish.clone()).await {
-                Ok(()) => return Ok(Some(healthy)),
+                Ok(()) => {
+                    let failure = (attempt_class != AttemptClass::Delivered).then_some(outcome);
+                    return Ok((Some(healthy), failure));
+                }
                 Err(StoreError::Unavailable(cause)) => {
                     tracing::error!(source, seq = self.seq, %cause, "cannot record a delivery outcome; retrying");
                     tokio::time::sleep(wait).await;

@@ -642,3 +642,88 @@ async fn stats_count_by_source_type_and_status() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn alerts_reach_the_receiver_once_per_window_with_name_count_and_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = Destination::start(Mode::Ok).await;
+    let rejecting = Destination::start(Mode::Status(400, "unknown order")).await;
+    let failing = Destination::start(Mode::Status(500, "boom")).await;
+    let text = format!(
+        "{}[alerts]\nurl = \"{}\"\ndlq_threshold = 1\nmin_interval = \"1500ms\"\ncheck_interval = \"50ms\"\n\n\
+         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\ndestination = \"{}\"\n\n\
+         [[source]]\nname = \"api\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\ndestination = \"{}\"\n\
+         breaker_failures = 1\nbreaker_cooldown = \"1h\"\n",
+        server_section(dir.path()),
+        receiver.url(),
+        rejecting.url(),
+        failing.url()
+    );
+    let server = TestServer::start(&text, Clock::system()).await;
+    let started = Instant::now();
+    send(&server, "shop", "a_1", b"{}".to_vec()).await;
+    send(&server, "shop", "a_2", b"{}".to_vec()).await;
+    send(&server, "api", "a_3", b"{}".to_vec()).await;
+    let of_kind = |kind: &str| -> Vec<serde_json::Value> {
+        receiver
+            .received()
+            .iter()
+            .map(|r| serde_json::from_slice::<serde_json::Value>(&r.body).unwrap())
+            .filter(|v| v["hookinbox"]["alert"] == kind)
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while of_kind("dlq").is_empty() || of_kind("circuit_open").is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "alerts: {:?}",
+            receiver.received()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let dlq = &of_kind("dlq")[0];
+    assert_eq!(dlq["hookinbox"]["name"], "shop");
+    assert_eq!(dlq["hookinbox"]["count"], 2);
+    assert!(
+        dlq["hookinbox"]["reason"].as_str().unwrap().contains("400"),
+        "{dlq}"
+    );
+    assert!(dlq["text"].as_str().unwrap().contains("shop"), "{dlq}");
+    let circuit = &of_kind("circuit_open")[0];
+    assert_eq!(circuit["hookinbox"]["name"], "api");
+    assert_eq!(circuit["hookinbox"]["reason"], "destination answered 500");
+    // Still true at every 50 ms check, but told once per 1.5 s window.
+    let until = started + Duration::from_millis(1300);
+    tokio::time::sleep_until(until.into()).await;
+    assert_eq!(of_kind("dlq").len(), 1, "{:?}", of_kind("dlq"));
+    assert_eq!(of_kind("circuit_open").len(), 1);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while of_kind("dlq").len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "no second alert after the window"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let gap = receiver
+        .received()
+        .iter()
+        .filter(|r| {
+            serde_json::from_slice::<serde_json::Value>(&r.body).unwrap()["hookinbox"]["alert"]
+                == "dlq"
+        })
+        .map(|r| r.at)
+        .collect::<Vec<_>>();
+    assert!(
+        gap[1] - gap[0] >= Duration::from_millis(1500),
+        "{:?}",
+        gap[1] - gap[0]
+    );
+    assert!(
+        server
+            .metrics()
+            .encode()
+            .contains("hookinbox_alerts_total{kind=\"dlq\",sent=\"true\"}")
+    );
+    server.stop().await;
+}
