@@ -80,6 +80,7 @@ async fn serve_with_the_embedded_default_generates_a_secret_and_exits_0_on_sigte
     let data_text = data.to_str().unwrap().to_owned();
     let env = [
         ("HOOKINBOX_LISTEN", "127.0.0.1:0".to_owned()),
+        ("HOOKINBOX_ADMIN_LISTEN", "127.0.0.1:0".to_owned()),
         ("HOOKINBOX_DATA_DIR", data_text),
     ];
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookinbox"));
@@ -130,11 +131,31 @@ async fn serve_with_the_embedded_default_generates_a_secret_and_exits_0_on_sigte
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(stdout.matches("\"duplicate\":true").count(), 2, "{stdout}");
+    // The generated admin token (0600) opens the admin API.
+    let token_file = data.join("secrets/admin.token.secret");
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    assert_eq!(
+        std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let admin = server.admin.clone();
+    let (code, out, err) = {
+        let token = token.clone();
+        tokio::task::spawn_blocking(move || ops(&admin, token.trim(), &["stats".to_owned()]))
+            .await
+            .unwrap()
+    };
+    assert_eq!(code, 0, "{err}");
+    assert!(out.lines().any(|l| l.starts_with("demo")), "{out}");
     assert!(server.terminate().success(), "{}", server.log_text());
     let stdout = server.stdout_text();
     assert!(
         stdout.contains(secret.trim()) && stdout.contains("hookinbox send"),
         "{stdout}"
+    );
+    assert!(
+        stdout.contains(token.trim()),
+        "the admin token is printed once: {stdout}"
     );
     assert_eq!(read_all(&data).await.len(), 1);
 
