@@ -28,7 +28,7 @@ use hookinbox::clock::Clock;
 use hookinbox::config::Config;
 use hookinbox::store::Initial;
 use hookinbox::verify::Verifier;
-use support::{SECRET, event_id, make_events, signed_headers, stripe_like_body, unix_now};
+use support::{Flags, SECRET, event_id, make_events, signed_headers, stripe_like_body, unix_now};
 
 const CONCURRENCY: usize = 64;
 
@@ -39,18 +39,11 @@ struct Args {
 }
 
 fn args() -> Args {
-    let argv: Vec<String> = std::env::args().collect();
-    let value = |flag: &str| {
-        argv.iter()
-            .position(|a| a == flag)
-            .and_then(|i| argv.get(i + 1))
-            .and_then(|v| v.parse().ok())
-    };
-    let quick = argv.iter().any(|a| a == "--quick");
+    let flags = Flags::from_env();
     Args {
-        backlog: value("--backlog").unwrap_or(if quick { 10_000 } else { 100_000 }),
-        rate: value("--rate").unwrap_or(500),
-        seconds: value("--seconds").unwrap_or(if quick { 3 } else { 10 }),
+        backlog: flags.value("--backlog", 10_000, 100_000),
+        rate: flags.value("--rate", 500, 500),
+        seconds: flags.value("--seconds", 3, 10),
     }
 }
 

@@ -19,7 +19,7 @@ use hookinbox::verify::{VerifiedEvent, Verifier};
 #[path = "support/mod.rs"]
 mod support;
 
-use support::{SECRET, make_events, stripe_like_body};
+use support::{Flags, SECRET, make_events, stripe_like_body};
 
 struct Args {
     /// Events per one-commit-per-event run: ~2,000/s makes 2,000 take ~1 s.
@@ -33,19 +33,12 @@ struct Args {
 }
 
 fn args() -> Args {
-    let argv: Vec<String> = std::env::args().collect();
-    let value = |flag: &str| {
-        argv.iter()
-            .position(|a| a == flag)
-            .and_then(|i| argv.get(i + 1))
-            .and_then(|v| v.parse().ok())
-    };
-    let quick = argv.iter().any(|a| a == "--quick");
+    let flags = Flags::from_env();
     Args {
-        single: value("--single").unwrap_or(if quick { 300 } else { 2_000 }),
-        group: value("--events").unwrap_or(if quick { 5_000 } else { 50_000 }),
-        preload: value("--preload").unwrap_or(if quick { 20_000 } else { 1_000_000 }),
-        limit: Duration::from_secs(if quick { 10 } else { 30 }),
+        single: flags.value("--single", 300, 2_000),
+        group: flags.value("--events", 5_000, 50_000),
+        preload: flags.value("--preload", 20_000, 1_000_000),
+        limit: Duration::from_secs(if flags.quick() { 10 } else { 30 }),
     }
 }
 

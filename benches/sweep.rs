@@ -22,7 +22,7 @@ use hookinbox::store::schema::{Attempt, AttemptClass};
 use hookinbox::store::{Finish, Ingested, Initial, Next, Store, StoreOptions};
 use hookinbox::sweep::BATCH;
 use hookinbox::verify::Verifier;
-use support::{SECRET, make_events};
+use support::{Flags, SECRET, make_events};
 
 struct Args {
     events: usize,
@@ -30,17 +30,10 @@ struct Args {
 }
 
 fn args() -> Args {
-    let argv: Vec<String> = std::env::args().collect();
-    let value = |flag: &str| {
-        argv.iter()
-            .position(|a| a == flag)
-            .and_then(|i| argv.get(i + 1))
-            .and_then(|v| v.parse().ok())
-    };
-    let quick = argv.iter().any(|a| a == "--quick");
+    let flags = Flags::from_env();
     Args {
-        events: value("--events").unwrap_or(if quick { 100_000 } else { 1_000_000 }),
-        rate: value("--rate").unwrap_or(2_000),
+        events: flags.value("--events", 100_000, 1_000_000),
+        rate: flags.value("--rate", 2_000, 2_000),
     }
 }
 

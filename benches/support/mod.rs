@@ -8,6 +8,29 @@ use hookinbox::config::Kind;
 use hookinbox::verify::sign::{Signing, sign};
 use hookinbox::verify::{Request, Verified, VerifiedEvent, Verifier};
 
+/// The bench's command line: `--quick` and `--name value` flags.
+pub struct Flags(Vec<String>);
+
+impl Flags {
+    pub fn from_env() -> Flags {
+        Flags(std::env::args().collect())
+    }
+
+    pub fn quick(&self) -> bool {
+        self.0.iter().any(|a| a == "--quick")
+    }
+
+    /// The value after `flag`; else `quick` with --quick, else `full`.
+    pub fn value(&self, flag: &str, quick: usize, full: usize) -> usize {
+        self.0
+            .iter()
+            .position(|a| a == flag)
+            .and_then(|i| self.0.get(i + 1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(if self.quick() { quick } else { full })
+    }
+}
+
 pub const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 /// Standard Webhooks headers for `body` with event id `id`, signed at `ts`.

@@ -236,6 +236,37 @@ fn parse_time(key: &str, text: &str) -> Result<u64, AdminError> {
         })
 }
 
+/// A filter as written in a query or a bulk body.
+struct FilterFields {
+    source: Option<String>,
+    status: Option<String>,
+    event_type: Option<String>,
+    event_id: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+}
+
+impl FilterFields {
+    fn filter(self) -> Result<EventFilter, AdminError> {
+        Ok(EventFilter {
+            source: self.source,
+            status: self.status.as_deref().map(parse_status).transpose()?,
+            event_type: self.event_type,
+            event_id: self.event_id,
+            from_ms: self
+                .from
+                .as_deref()
+                .map(|t| parse_time("from", t))
+                .transpose()?,
+            to_ms: self
+                .to
+                .as_deref()
+                .map(|t| parse_time("to", t))
+                .transpose()?,
+        })
+    }
+}
+
 fn rfc3339(ms: u64) -> String {
     humantime::format_rfc3339_millis(SystemTime::UNIX_EPOCH + Duration::from_millis(ms)).to_string()
 }
@@ -280,18 +311,15 @@ async fn list_events(
 ) -> Response {
     let run = || -> Result<Value, AdminError> {
         let Query(q) = query.map_err(|e| AdminError::BadRequest(e.body_text()))?;
-        let filter = EventFilter {
+        let filter = FilterFields {
             source: q.source,
-            status: q.status.as_deref().map(parse_status).transpose()?,
+            status: q.status,
             event_type: q.event_type,
             event_id: q.event_id,
-            from_ms: q
-                .from
-                .as_deref()
-                .map(|t| parse_time("from", t))
-                .transpose()?,
-            to_ms: q.to.as_deref().map(|t| parse_time("to", t)).transpose()?,
-        };
+            from: q.from,
+            to: q.to,
+        }
+        .filter()?;
         let limit = q.limit.unwrap_or(50);
         if !(1..=MAX_PAGE).contains(&limit) {
             return Err(AdminError::BadRequest(format!(
@@ -439,22 +467,15 @@ struct BulkBody {
 
 impl BulkBody {
     fn filter(&self) -> Result<EventFilter, AdminError> {
-        Ok(EventFilter {
+        FilterFields {
             source: self.source.clone(),
-            status: self.status.as_deref().map(parse_status).transpose()?,
+            status: self.status.clone(),
             event_type: self.event_type.clone(),
             event_id: self.event_id.clone(),
-            from_ms: self
-                .from
-                .as_deref()
-                .map(|t| parse_time("from", t))
-                .transpose()?,
-            to_ms: self
-                .to
-                .as_deref()
-                .map(|t| parse_time("to", t))
-                .transpose()?,
-        })
+            from: self.from.clone(),
+            to: self.to.clone(),
+        }
+        .filter()
     }
 }
 

@@ -70,6 +70,11 @@ pub async fn post(
         .send()
         .await
         .unwrap_or_else(|e| panic!("POST {url}: {e}"));
+    answer(res).await
+}
+
+/// Status, headers and body (JSON, or a JSON string if it is not JSON).
+pub async fn answer(res: reqwest::Response) -> Answer {
     let status = res.status().as_u16();
     let headers = res.headers().clone();
     let text = res.text().await.unwrap();
@@ -161,15 +166,7 @@ impl TestServer {
             .send()
             .await
             .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
-        let status = res.status().as_u16();
-        let headers = res.headers().clone();
-        let text = res.text().await.unwrap();
-        let json = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
-        Answer {
-            status,
-            headers,
-            json,
-        }
+        answer(res).await
     }
 
     pub async fn post(
