@@ -284,6 +284,8 @@ struct Shared {
     dedupe: RwLock<DedupeIndex>,
     /// Signalled after every commit: the scheduler looks at its queues again.
     schedule_changed: Notify,
+    /// Why the last commit that wrote data failed; `None` once one succeeds.
+    write_error: std::sync::Mutex<Option<String>>,
 }
 
 /// The writer thread, to be joined at shutdown.
@@ -353,6 +355,7 @@ impl Store {
             jobs: jobs.clone(),
             dedupe: RwLock::new(dedupe),
             schedule_changed: Notify::new(),
+            write_error: std::sync::Mutex::new(None),
         });
         let (exit_tx, exited) = oneshot::channel();
         let thread = writer::spawn(
@@ -448,9 +451,21 @@ impl Store {
         .await
     }
 
-    /// Commits through the writer: `Ok` proves the store can write now.
+    /// Whether the store can write: a commit through the writer succeeds
+    /// now, and the last commit that wrote data did not fail (an empty
+    /// commit can pass on a full disk that refuses every event).
     pub async fn ping(&self) -> Result<(), StoreError> {
-        self.call(|reply| writer::Job::Ping { reply }).await
+        self.call(|reply| writer::Job::Ping { reply }).await?;
+        match self
+            .shared
+            .write_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        {
+            Some(cause) => Err(StoreError::Unavailable(cause)),
+            None => Ok(()),
+        }
     }
 
     /// Events matching `filter`, newest first, starting below `before` (a

@@ -216,6 +216,13 @@ impl Writer {
                 if let Some(hook) = &self.options.on_commit {
                     hook(batch.len(), started.elapsed());
                 }
+                if batch.iter().any(|job| !matches!(job, Job::Ping { .. })) {
+                    *self
+                        .shared
+                        .write_error
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner()) = None;
+                }
                 let mut index = self
                     .shared
                     .dedupe
@@ -236,6 +243,11 @@ impl Writer {
             }
             Err(cause) => {
                 self.next_seq = first_seq;
+                *self
+                    .shared
+                    .write_error
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()) = Some(cause.clone());
                 tracing::error!(%cause, jobs = batch.len(), "store commit failed; answering 503 and reopening the database");
                 for job in batch.drain(..) {
                     job.fail(&cause);

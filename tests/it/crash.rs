@@ -260,6 +260,22 @@ async fn storage_failure_answers_503_and_never_2xx() {
         "{}",
         server.log_text()
     );
+    // Readiness tells a load balancer or systemd the same: the store cannot write.
+    let ready = http
+        .get(format!("{}/readyz", server.admin))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 503);
+    let body: serde_json::Value = serde_json::from_slice(&ready.bytes().await.unwrap()).unwrap();
+    assert_eq!(body["ready"], false, "{body}");
+    assert_ne!(body["store"], "writable", "{body}");
+    let health = http
+        .get(format!("{}/healthz", server.admin))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200, "the process itself is up");
     server.kill9();
 
     // With room again: every acked event is there, and ingest works.
