@@ -136,7 +136,7 @@ async fn main() {
         loading.elapsed().as_secs_f64()
     );
     let started = Instant::now();
-    app.delivery().resume("bench").unwrap();
+    app.delivery().resume("bench").await.unwrap();
     let deadline = started + Duration::from_secs(300);
     while sink.delivered.load(Ordering::Relaxed) < args.backlog && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;

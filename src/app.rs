@@ -108,7 +108,9 @@ impl App {
                 Some(Destination::new(s.name.clone(), dl).map_err(AppError::Source))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let (scheduler, delivery) = Scheduler::new(store.clone(), metrics.clone(), destinations);
+        let paused_states = store.paused_states()?;
+        let (scheduler, delivery) =
+            Scheduler::new(store.clone(), metrics.clone(), destinations, &paused_states);
         let (sweeper, sweep) = Sweeper::new(
             store.clone(),
             metrics.clone(),

@@ -23,7 +23,7 @@ use subtle::ConstantTimeEq;
 use crate::config::Secret;
 use crate::deliver::unix_ms;
 use crate::metrics::Metrics;
-use crate::schedule::DeliveryHandle;
+use crate::schedule::{DeliveryHandle, PauseError};
 use crate::store::schema::{Attempt, Status};
 use crate::store::{Change, ChangeError, EventFilter, Store, StoreError, StoredEvent};
 use crate::sweep::SweepHandle;
@@ -739,13 +739,16 @@ async fn destinations(State(state): State<AdminState>) -> Response {
 
 async fn set_paused(state: &AdminState, name: &str, paused: bool) -> Response {
     let result = if paused {
-        state.delivery.pause(name)
+        state.delivery.pause(name).await
     } else {
-        state.delivery.resume(name)
+        state.delivery.resume(name).await
     };
     match result {
         Ok(()) => Json(json!({"name": name, "paused": paused})).into_response(),
-        Err(e) => AdminError::NotFound(e.to_string()).respond(&state.metrics),
+        Err(PauseError::UnknownDestination(_)) => {
+            AdminError::NotFound(format!("no destination named {name:?}")).respond(&state.metrics)
+        }
+        Err(PauseError::Store(e)) => AdminError::Store(e).respond(&state.metrics),
     }
 }
 

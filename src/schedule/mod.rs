@@ -34,6 +34,7 @@ use crate::store::{Due, Finish, Next, Store, StoreError};
 /// Control of the running scheduler, for the admin surfaces.
 #[derive(Clone)]
 pub struct DeliveryHandle {
+    store: Store,
     paused: Arc<HashMap<String, Arc<AtomicBool>>>,
     wake: Arc<Notify>,
     lanes: Arc<std::sync::Mutex<Vec<LaneStatus>>>,
@@ -62,19 +63,24 @@ impl Drop for AliveGuard {
     }
 }
 
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
-#[error("no destination named {0:?}")]
-pub struct UnknownDestination(pub String);
+#[derive(Debug, thiserror::Error)]
+pub enum PauseError {
+    #[error("no destination named {0:?}")]
+    UnknownDestination(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
 
 impl DeliveryHandle {
-    /// Stops calling `destination`; its events wait, in order, on the schedule.
-    pub fn pause(&self, destination: &str) -> Result<(), UnknownDestination> {
-        self.set_paused(destination, true)
+    /// Stops calling `destination`; its events wait, in order, on the
+    /// schedule. Kept in the store: a restart stays paused.
+    pub async fn pause(&self, destination: &str) -> Result<(), PauseError> {
+        self.set_paused(destination, true).await
     }
 
     /// Calls `destination` again; what accumulated goes out oldest first.
-    pub fn resume(&self, destination: &str) -> Result<(), UnknownDestination> {
-        self.set_paused(destination, false)
+    pub async fn resume(&self, destination: &str) -> Result<(), PauseError> {
+        self.set_paused(destination, false).await
     }
 
     /// Every destination's state, as of the scheduler's last look.
@@ -93,11 +99,13 @@ impl DeliveryHandle {
             .map(|p| p.load(Ordering::Relaxed))
     }
 
-    fn set_paused(&self, destination: &str, paused: bool) -> Result<(), UnknownDestination> {
+    async fn set_paused(&self, destination: &str, paused: bool) -> Result<(), PauseError> {
         let flag = self
             .paused
             .get(destination)
-            .ok_or_else(|| UnknownDestination(destination.to_owned()))?;
+            .ok_or_else(|| PauseError::UnknownDestination(destination.to_owned()))?;
+        // Durable first: a pause the store could not keep is not reported done.
+        self.store.set_paused(destination, paused).await?;
         if flag.swap(paused, Ordering::Relaxed) != paused {
             tracing::info!(
                 destination,
@@ -181,17 +189,24 @@ const MAX_WAITING_SCAN: usize = 10_000;
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Scheduler {
+    /// `paused_states`: pauses kept by the store, which win over the
+    /// config's `paused` (the config is the state before any pause/resume).
     pub fn new(
         store: Store,
         metrics: Metrics,
         destinations: Vec<Destination>,
+        paused_states: &HashMap<String, bool>,
     ) -> (Scheduler, DeliveryHandle) {
         let wake = Arc::new(Notify::new());
         let mut paused = HashMap::new();
         let lanes = destinations
             .into_iter()
             .map(|d| {
-                let flag = Arc::new(AtomicBool::new(d.config.paused));
+                let initial = paused_states
+                    .get(d.name.as_str())
+                    .copied()
+                    .unwrap_or(d.config.paused);
+                let flag = Arc::new(AtomicBool::new(initial));
                 paused.insert(d.name.to_string(), flag.clone());
                 Lane {
                     breaker: Breaker::new(d.config.breaker_failures, d.config.breaker_cooldown),
@@ -206,6 +221,7 @@ impl Scheduler {
         let published = Arc::new(std::sync::Mutex::new(Vec::new()));
         let alive = Arc::new(AtomicBool::new(true));
         let handle = DeliveryHandle {
+            store: store.clone(),
             paused: Arc::new(paused),
             wake: wake.clone(),
             lanes: published.clone(),

@@ -27,6 +27,9 @@ use schema::{
 
 pub use writer::MAX_BATCH;
 
+/// `meta` keys of destinations' pause states.
+const PAUSED_PREFIX: &str = "paused:";
+
 /// The database file's name inside the data dir.
 pub const DB_FILE: &str = "hookinbox.redb";
 
@@ -449,6 +452,32 @@ impl Store {
             reply,
         })
         .await
+    }
+
+    /// Keeps a destination's pause state across restarts.
+    pub async fn set_paused(&self, destination: &str, paused: bool) -> Result<(), StoreError> {
+        let key = format!("{PAUSED_PREFIX}{destination}");
+        self.call(|reply| writer::Job::SetMeta {
+            key,
+            value: vec![u8::from(paused)],
+            reply,
+        })
+        .await
+    }
+
+    /// Pause states set through [`Store::set_paused`], by destination.
+    pub fn paused_states(&self) -> Result<std::collections::HashMap<String, bool>, StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read().map_err(read_err!())?;
+        let meta = txn.open_table(META).map_err(read_err!())?;
+        let mut out = std::collections::HashMap::new();
+        for row in meta.iter().map_err(read_err!())? {
+            let (k, v) = row.map_err(read_err!())?;
+            if let Some(name) = k.value().strip_prefix(PAUSED_PREFIX) {
+                out.insert(name.to_owned(), v.value().first() == Some(&1));
+            }
+        }
+        Ok(out)
     }
 
     /// Whether the store can write: a commit through the writer succeeds

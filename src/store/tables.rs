@@ -8,7 +8,7 @@ use redb::{ReadableTable, Table, WriteTransaction};
 use super::dedupe::Fingerprint;
 use super::schema::{
     self, ATTEMPTS, Attempt, AttemptClass, DEDUPE, DLQ, DeadLetter, EVENTS, EXPIRY, EventState,
-    LEASES, Note, ORDERED, SCHEDULE, STATE, Status,
+    LEASES, META, Note, ORDERED, SCHEDULE, STATE, Status,
 };
 use super::{Change, ChangeError, Claimed, Finish, Next, Swept};
 
@@ -29,6 +29,7 @@ pub(super) struct Tables<'t> {
     pub dlq: Table<'t, (&'static str, u64), ()>,
     pub ordered: Table<'t, (&'static str, &'static str, u64), ()>,
     pub expiry: Table<'t, (u64, u64), ()>,
+    pub meta: Table<'t, &'static str, &'static [u8]>,
     buf: Vec<u8>,
 }
 
@@ -44,6 +45,7 @@ impl<'t> Tables<'t> {
             dlq: txn.open_table(DLQ)?,
             ordered: txn.open_table(ORDERED)?,
             expiry: txn.open_table(EXPIRY)?,
+            meta: txn.open_table(META)?,
             buf: Vec::with_capacity(256),
         })
     }

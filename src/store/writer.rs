@@ -74,6 +74,12 @@ pub(super) enum Job {
         limit: usize,
         reply: oneshot::Sender<Result<Swept, StoreError>>,
     },
+    /// Set one `meta` row (a destination's pause state, …).
+    SetMeta {
+        key: String,
+        value: Vec<u8>,
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
     /// Commit (an empty transaction if alone): proves the store writable.
     Ping {
         reply: oneshot::Sender<Result<(), StoreError>>,
@@ -109,6 +115,7 @@ impl Job {
             Job::Change { reply, .. } => drop(reply.send(Err(err()))),
             Job::Ping { reply } => drop(reply.send(Err(err()))),
             Job::Sweep { reply, .. } => drop(reply.send(Err(err()))),
+            Job::SetMeta { reply, .. } => drop(reply.send(Err(err()))),
             Job::Shutdown => {}
         }
     }
@@ -121,6 +128,7 @@ impl Job {
             (Job::Change { reply, .. }, Answer::Changed(a)) => drop(reply.send(Ok(a))),
             (Job::Ping { reply }, Answer::Pong) => drop(reply.send(Ok(()))),
             (Job::Sweep { reply, .. }, Answer::Swept(a)) => drop(reply.send(Ok(a))),
+            (Job::SetMeta { reply, .. }, Answer::Finished) => drop(reply.send(Ok(()))),
             _ => unreachable!("apply answers each job with its own kind"),
         }
     }
@@ -331,6 +339,12 @@ impl Writer {
                         Answer::Changed(t.change(*seq, change, *now_ms, &self.ttls()).map_err(err)?)
                     }
                     Job::Ping { .. } => Answer::Pong,
+                    Job::SetMeta { key, value, .. } => {
+                        t.meta
+                            .insert(key.as_str(), value.as_slice())
+                            .map_err(|e| err(e.into()))?;
+                        Answer::Finished
+                    }
                     Job::Sweep { now_ms, limit, .. } => {
                         let (swept, forgotten) =
                             t.sweep(*now_ms, *limit, &self.ttls()).map_err(err)?;

@@ -727,3 +727,36 @@ async fn alerts_reach_the_receiver_once_per_window_with_name_count_and_reason() 
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_pause_survives_a_restart_until_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Ok).await;
+    let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
+    let paused = server
+        .admin("POST", "/api/destinations/shop/pause", Some(TOKEN), None)
+        .await;
+    assert_eq!(paused.status, 200);
+    let id = send(&server, "shop", "keep_1", b"{}".to_vec()).await;
+    server.stop().await;
+
+    // The config says nothing of pausing; the stored pause wins.
+    let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
+    let list = server
+        .admin("GET", "/api/destinations", Some(TOKEN), None)
+        .await;
+    assert_eq!(list.json["destinations"][0]["paused"], true);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(dest.count(), 0, "still paused after the restart");
+    server
+        .admin("POST", "/api/destinations/shop/resume", Some(TOKEN), None)
+        .await;
+    wait_status(&server, &id, "delivered").await;
+    server.stop().await;
+    let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
+    let list = server
+        .admin("GET", "/api/destinations", Some(TOKEN), None)
+        .await;
+    assert_eq!(list.json["destinations"][0]["paused"], false);
+    server.stop().await;
+}

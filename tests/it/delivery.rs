@@ -406,11 +406,11 @@ async fn a_paused_destination_receives_nothing_until_resumed_then_everything_in_
     assert_eq!(dest.count(), 0);
     let handle = server.app.as_ref().unwrap().delivery().clone();
     assert_eq!(handle.is_paused("shop"), Some(true));
-    handle.resume("shop").unwrap();
+    handle.resume("shop").await.unwrap();
     let got = dest.wait_for(5, Duration::from_secs(10)).await;
     let order: Vec<&str> = got.iter().map(|r| r.header("webhook-id")).collect();
     assert_eq!(order, ids.iter().map(String::as_str).collect::<Vec<_>>());
-    assert!(handle.pause("nope").is_err());
+    assert!(handle.pause("nope").await.is_err());
     server.stop().await;
 }
 
@@ -602,6 +602,7 @@ async fn max_rate_bounds_deliveries_per_second() {
         .unwrap()
         .delivery()
         .resume("shop")
+        .await
         .unwrap();
     let got = dest.wait_for(25, Duration::from_secs(20)).await;
     let start = got[0].at;
