@@ -66,6 +66,20 @@ fn options(dir: &std::path::Path) -> StoreOptions {
     }
 }
 
+async fn close(store: Store, writer: WriterHandle) {
+    drop(store);
+    tokio::task::spawn_blocking(move || writer.shutdown())
+        .await
+        .unwrap();
+}
+
+async fn new_seq(store: &Store, source: &str, id: &str, initial: Initial) -> u64 {
+    let Ingested::New { id } = store.ingest(event(source, id), initial).await.unwrap() else {
+        panic!("{id} was a duplicate")
+    };
+    store.parse_public_id(&id).unwrap()
+}
+
 #[tokio::test]
 async fn new_then_duplicate_returns_the_same_id() {
     let dir = tempfile::tempdir().unwrap();
@@ -96,10 +110,7 @@ async fn new_then_duplicate_returns_the_same_id() {
         schema::Status::Held
     );
     assert_eq!(store.count().unwrap(), 2);
-    drop(store);
-    tokio::task::spawn_blocking(move || writer.shutdown())
-        .await
-        .unwrap();
+    close(store, writer).await;
 }
 
 #[tokio::test]
@@ -121,10 +132,7 @@ async fn concurrent_copies_in_one_batch_store_once() {
     }
     assert_eq!(new, 2);
     assert_eq!(store.count().unwrap(), 2);
-    drop(store);
-    tokio::task::spawn_blocking(move || writer.shutdown())
-        .await
-        .unwrap();
+    close(store, writer).await;
 }
 
 #[tokio::test]
@@ -138,10 +146,7 @@ async fn events_and_dedupe_survive_a_reopen_and_ids_keep_counting() {
     else {
         panic!()
     };
-    drop(store);
-    tokio::task::spawn_blocking(move || writer.shutdown())
-        .await
-        .unwrap();
+    close(store, writer).await;
 
     let (store, writer) = Store::open(options(dir.path())).unwrap();
     assert_eq!(
@@ -162,10 +167,7 @@ async fn events_and_dedupe_survive_a_reopen_and_ids_keep_counting() {
         store.parse_public_id(&id2),
         Some(store.parse_public_id(&id).unwrap() + 1)
     );
-    drop(store);
-    tokio::task::spawn_blocking(move || writer.shutdown())
-        .await
-        .unwrap();
+    close(store, writer).await;
 }
 
 #[tokio::test]
@@ -200,25 +202,11 @@ async fn after_shutdown_ingest_answers_closed() {
     ));
 }
 
-async fn close(store: Store, writer: WriterHandle) {
-    drop(store);
-    tokio::task::spawn_blocking(move || writer.shutdown())
-        .await
-        .unwrap();
-}
-
 #[tokio::test]
 async fn an_attempt_in_flight_at_a_crash_is_recorded_as_interrupted_and_due_again() {
     let dir = tempfile::tempdir().unwrap();
     let (store, writer) = Store::open(options(dir.path())).unwrap();
-    let Ingested::New { id } = store
-        .ingest(event("s", "e1"), Initial::Deliver)
-        .await
-        .unwrap()
-    else {
-        panic!()
-    };
-    let seq = store.parse_public_id(&id).unwrap();
+    let seq = new_seq(&store, "s", "e1", Initial::Deliver).await;
     let claimed = store.claim(seq, 1_000).await.unwrap().unwrap();
     assert_eq!(claimed.attempt, 1);
     // A second claim while the first is in flight gets nothing.
@@ -289,13 +277,6 @@ fn attempt(class: schema::AttemptClass, status: Option<u16>) -> schema::Attempt 
         error: None,
         response_snippet: None,
     }
-}
-
-async fn new_seq(store: &Store, source: &str, id: &str, initial: Initial) -> u64 {
-    let Ingested::New { id } = store.ingest(event(source, id), initial).await.unwrap() else {
-        panic!("{id} was a duplicate")
-    };
-    store.parse_public_id(&id).unwrap()
 }
 
 async fn deliver(store: &Store, seq: u64, at_ms: u64) {
