@@ -296,7 +296,11 @@ impl Metrics {
             .recent_acks
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        let window = recent.entry(source.to_owned()).or_default();
+        // No allocation on the hot path once the source has its window.
+        if !recent.contains_key(source) {
+            recent.insert(source.to_owned(), Default::default());
+        }
+        let window = recent.get_mut(source).expect("inserted above");
         if window.len() == RECENT_ACKS {
             window.pop_front();
         }

@@ -83,13 +83,16 @@ async fn serve_with_the_embedded_default_generates_a_secret_and_exits_0_on_sigte
         ("HOOKINBOX_ADMIN_LISTEN", "127.0.0.1:0".to_owned()),
         ("HOOKINBOX_DATA_DIR", data_text),
     ];
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookinbox"));
-    cmd.arg("serve")
-        .envs(env.clone())
-        .env("HOOKINBOX_LOG_FORMAT", "json")
-        .stdout(std::process::Stdio::piped());
-    // Start it through the same runner as other tests, but without --config.
-    let mut server = BinaryServer::start_command(cmd);
+    // Through the same runner as other tests, but without --config.
+    let serve = || {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookinbox"));
+        cmd.arg("serve")
+            .envs(env.clone())
+            .env("HOOKINBOX_LOG_FORMAT", "json")
+            .stdout(std::process::Stdio::piped());
+        BinaryServer::start_command(cmd)
+    };
+    let mut server = serve();
     let secret_file = data.join("secrets/demo.secret");
     let secret = std::fs::read_to_string(&secret_file).unwrap();
     assert!(secret.starts_with("whsec_"));
@@ -160,12 +163,7 @@ async fn serve_with_the_embedded_default_generates_a_secret_and_exits_0_on_sigte
     assert_eq!(read_all(&data).await.len(), 1);
 
     // The second start reuses the secret and prints it no more.
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookinbox"));
-    cmd.arg("serve")
-        .envs(env.clone())
-        .env("HOOKINBOX_LOG_FORMAT", "json")
-        .stdout(std::process::Stdio::piped());
-    let mut server = BinaryServer::start_command(cmd);
+    let mut server = serve();
     assert!(server.terminate().success());
     assert!(!server.stdout_text().contains(secret.trim()));
 }
