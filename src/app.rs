@@ -109,6 +109,21 @@ impl App {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let paused_states = store.paused_states()?;
+        // After every read at startup: a failed probe makes the writer reopen
+        // the file, and reads in that moment are refused.
+        // Ready means an event of the largest size a source accepts can be
+        // stored: prove it now, not at the first provider's request. On a
+        // full disk the app still serves (health, admin, 503 to providers)
+        // and the prober below finds out when there is room again.
+        let probe_bytes = config
+            .sources
+            .iter()
+            .map(|s| s.max_body)
+            .max()
+            .unwrap_or(64 << 10);
+        if let Err(e) = store.probe(probe_bytes).await {
+            tracing::error!(error = %e, bytes = probe_bytes, "the store cannot write an event this large; not ready until it can");
+        }
         let (scheduler, delivery) =
             Scheduler::new(store.clone(), metrics.clone(), destinations, &paused_states);
         let (sweeper, sweep) = Sweeper::new(
@@ -159,6 +174,7 @@ impl App {
         );
 
         let (writer, writer_exited) = writer.with_exit_signal();
+        let prober_store = store.clone();
         let task = tokio::spawn(async move {
             let (died_tx, died_rx) = oneshot::channel::<()>();
             let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -175,6 +191,8 @@ impl App {
                 let _ = rx.wait_for(|stop| *stop).await;
             };
             let sweeper = tokio::spawn(sweeper.run(stop_signal(stop_rx.clone())));
+            let prober =
+                tokio::spawn(prober_store.keep_probing(probe_bytes, stop_signal(stop_rx.clone())));
             let alerter = alerter.map(|a| tokio::spawn(a.run(stop_signal(stop_rx.clone()))));
             let admin_server = tokio::spawn(listener::serve(
                 "admin",
@@ -197,6 +215,7 @@ impl App {
             .await;
             let _ = admin_server.await;
             let _ = sweeper.await;
+            let _ = prober.await;
             if let Some(alerter) = alerter {
                 let _ = alerter.await;
             }

@@ -159,6 +159,9 @@ struct Lane {
     rate: Option<Rate>,
     paused: Arc<AtomicBool>,
     last_failure: Option<String>,
+    /// After the store failed an attempt (it could not read the event or
+    /// commit the lease), the lane waits until then instead of spinning.
+    store_retry_at: Option<Instant>,
 }
 
 /// An attempt's end, reported back to the scheduler loop.
@@ -169,6 +172,8 @@ struct Done {
     healthy: Option<bool>,
     /// What went wrong, if the attempt failed.
     failure: Option<String>,
+    /// The store failed before the attempt could go out.
+    store_failed: bool,
 }
 
 pub struct Scheduler {
@@ -183,6 +188,11 @@ pub struct Scheduler {
 /// At most this many due events waiting for their ordering key are stepped
 /// over in one look at a destination; the rest are seen on the next look.
 const MAX_WAITING_SCAN: usize = 10_000;
+
+/// How long a destination waits after the store failed one of its attempts
+/// (a read or a lease commit) before the scheduler tries again: a full disk
+/// or a reopening database is not fixed by asking again at once.
+const STORE_RETRY: Duration = Duration::from_secs(1);
 
 /// How long a stopping scheduler waits for attempts in flight to finish and
 /// be recorded; past it they are abandoned and recovered as interrupted.
@@ -214,6 +224,7 @@ impl Scheduler {
                     in_flight: HashSet::new(),
                     paused: flag,
                     last_failure: None,
+                    store_retry_at: None,
                     destination: Arc::new(d),
                 }
             })
@@ -316,6 +327,9 @@ impl Scheduler {
     fn settle(&mut self, done: Done) {
         let lane = &mut self.lanes[done.lane];
         lane.in_flight.remove(&done.seq);
+        if done.store_failed {
+            lane.store_retry_at = Some(Instant::now() + STORE_RETRY);
+        }
         if done.failure.is_some() {
             lane.last_failure = done.failure;
         }
@@ -340,6 +354,13 @@ impl Scheduler {
         for (index, lane) in self.lanes.iter_mut().enumerate() {
             if lane.paused.load(Ordering::Relaxed) {
                 continue;
+            }
+            if let Some(at) = lane.store_retry_at {
+                if at > now {
+                    wake_at(at);
+                    continue;
+                }
+                lane.store_retry_at = None;
             }
             let mut room = lane
                 .destination
@@ -386,7 +407,7 @@ impl Scheduler {
                 let (batch, more) = match found {
                     Ok(found) => found,
                     Err(e) => {
-                        tracing::error!(destination = name, error = %e, "cannot read the schedule; retrying in 1 s");
+                        tracing::error!(destination = name, error = %e, "cannot read the schedule; retrying soon");
                         failed = true;
                         break;
                     }
@@ -396,7 +417,7 @@ impl Scheduler {
                 for entry in batch {
                     match ordered.then(|| self.store.waits_for_its_key(entry.seq)) {
                         Some(Err(e)) => {
-                            tracing::error!(destination = name, error = %e, "cannot read an ordering key; retrying in 1 s");
+                            tracing::error!(destination = name, error = %e, "cannot read an ordering key; retrying soon");
                             failed = true;
                             break;
                         }
@@ -411,7 +432,7 @@ impl Scheduler {
                 }
             }
             if failed {
-                wake_at(now + Duration::from_secs(1));
+                wake_at(now + STORE_RETRY);
             }
             if let Some(next_ms) = next
                 && next_ms > now_ms
@@ -467,11 +488,11 @@ struct Attempt {
 
 impl Attempt {
     async fn run(self) {
-        let (healthy, failure) = match self.deliver().await {
-            Ok(outcome) => outcome,
+        let (healthy, failure, store_failed) = match self.deliver().await {
+            Ok((healthy, failure)) => (healthy, failure, false),
             Err(e) => {
-                tracing::error!(seq = self.seq, error = %e, "delivery could not be recorded");
-                (None, None)
+                tracing::error!(seq = self.seq, error = %e, "no attempt made: the store failed; the event stays due");
+                (None, None, true)
             }
         };
         // The loop may be gone at shutdown; nothing left to tell it then.
@@ -480,6 +501,7 @@ impl Attempt {
             seq: self.seq,
             healthy,
             failure,
+            store_failed,
         });
     }
 
@@ -487,11 +509,16 @@ impl Attempt {
     /// attempt was made.
     async fn deliver(&self) -> Result<(Option<bool>, Option<String>), StoreError> {
         let source = self.destination.name.as_str();
-        let started_ms = unix_ms(SystemTime::now());
-        let Some(claimed) = self.store.claim(self.seq, started_ms).await? else {
+        // Read first, lease second: once the lease is on disk nothing may
+        // fail before the outcome is recorded, or the lease would hold the
+        // event until a restart (and the restart would call it interrupted).
+        // The record is immutable, so reading it before the lease is safe;
+        // the claim checks that the event is still pending.
+        let Some(event) = self.store.get(self.seq)? else {
             return Ok((None, None));
         };
-        let Some(event) = self.store.get(self.seq)? else {
+        let started_ms = unix_ms(SystemTime::now());
+        let Some(claimed) = self.store.claim(self.seq, started_ms).await? else {
             return Ok((None, None));
         };
         let (attempt, retry_after) = self.destination.attempt(&event, claimed.attempt).await;

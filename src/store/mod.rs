@@ -27,6 +27,10 @@ use schema::{
 
 pub use writer::MAX_BATCH;
 
+/// How often an unwritable store is probed: a freed disk is noticed within
+/// this, and each failing probe costs one commit of an event's size.
+pub const PROBE_EVERY: Duration = Duration::from_secs(2);
+
 /// `meta` keys of destinations' pause states.
 const PAUSED_PREFIX: &str = "paused:";
 
@@ -287,8 +291,10 @@ struct Shared {
     dedupe: RwLock<DedupeIndex>,
     /// Signalled after every commit: the scheduler looks at its queues again.
     schedule_changed: Notify,
-    /// Why the last commit that wrote data failed; `None` once one succeeds.
-    write_error: std::sync::Mutex<Option<String>>,
+    /// Why the last commit failed; `None` again once a readiness probe (an
+    /// event-sized write) commits. A small commit passing proves nothing: on
+    /// a full disk, claims and empty commits fit where events do not.
+    write_error: tokio::sync::watch::Sender<Option<String>>,
 }
 
 /// The writer thread, to be joined at shutdown.
@@ -358,7 +364,7 @@ impl Store {
             jobs: jobs.clone(),
             dedupe: RwLock::new(dedupe),
             schedule_changed: Notify::new(),
-            write_error: std::sync::Mutex::new(None),
+            write_error: tokio::sync::watch::Sender::new(None),
         });
         let (exit_tx, exited) = oneshot::channel();
         let thread = writer::spawn(
@@ -480,20 +486,57 @@ impl Store {
         Ok(out)
     }
 
-    /// Whether the store can write: a commit through the writer succeeds
-    /// now, and the last commit that wrote data did not fail (an empty
-    /// commit can pass on a full disk that refuses every event).
+    /// Whether the store can take events: the writer commits now, and no
+    /// commit has failed since the last passing [`Store::probe`].
     pub async fn ping(&self) -> Result<(), StoreError> {
         self.call(|reply| writer::Job::Ping { reply }).await?;
-        match self
-            .shared
-            .write_error
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-        {
+        match self.shared.write_error.borrow().clone() {
             Some(cause) => Err(StoreError::Unavailable(cause)),
             None => Ok(()),
+        }
+    }
+
+    /// Proves the store can take an event of `bytes`: commits a row that
+    /// large, then removes it in a second commit. A failure marks the store
+    /// unwritable (as any failed commit does); a pass clears that.
+    pub async fn probe(&self, bytes: usize) -> Result<(), StoreError> {
+        self.call(|reply| writer::Job::Probe { bytes, reply })
+            .await?;
+        self.call(|reply| writer::Job::Probe { bytes: 0, reply })
+            .await
+    }
+
+    /// While a commit has failed and no probe has passed since, probes every
+    /// [`PROBE_EVERY`], so readiness comes back by itself once the disk has
+    /// room again, without waiting for a provider to send. Runs until
+    /// `shutdown` resolves.
+    pub async fn keep_probing(self, bytes: usize, shutdown: impl std::future::Future<Output = ()>) {
+        let mut failures = self.shared.write_error.subscribe();
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                biased;
+                () = &mut shutdown => return,
+                failed = failures.wait_for(Option::is_some) => {
+                    if failed.is_err() {
+                        return;
+                    }
+                }
+            }
+            loop {
+                tokio::select! {
+                    biased;
+                    () = &mut shutdown => return,
+                    () = tokio::time::sleep(PROBE_EVERY) => {}
+                }
+                match self.probe(bytes).await {
+                    Ok(()) => {
+                        tracing::info!(bytes, "the store can write events again");
+                        break;
+                    }
+                    Err(e) => tracing::debug!(error = %e, "readiness probe failed"),
+                }
+            }
         }
     }
 

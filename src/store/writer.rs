@@ -25,6 +25,9 @@ use super::{
     Change, ChangeError, Claimed, Finish, Ingested, Initial, Shared, StoreError, StoreOptions,
     Swept, open_database, public_id,
 };
+
+/// The `meta` row a readiness probe writes and removes.
+const PROBE_KEY: &str = "readiness-probe";
 use crate::verify::VerifiedEvent;
 
 /// 512 events per transaction at most. benches/ingest.rs shows throughput
@@ -80,8 +83,15 @@ pub(super) enum Job {
         value: Vec<u8>,
         reply: oneshot::Sender<Result<(), StoreError>>,
     },
-    /// Commit (an empty transaction if alone): proves the store writable.
+    /// Commit (an empty transaction if alone): proves the writer alive.
     Ping {
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+    /// Readiness probe: write a `bytes`-long row (or remove it, with 0). A
+    /// commit that writes an event-sized row is what proves the store can
+    /// take events again; only this clears the last write failure.
+    Probe {
+        bytes: usize,
         reply: oneshot::Sender<Result<(), StoreError>>,
     },
     /// Finish what is queued, refuse new jobs, close the database.
@@ -113,7 +123,7 @@ impl Job {
             Job::Claim { reply, .. } => drop(reply.send(Err(err()))),
             Job::Finish { reply, .. } => drop(reply.send(Err(err()))),
             Job::Change { reply, .. } => drop(reply.send(Err(err()))),
-            Job::Ping { reply } => drop(reply.send(Err(err()))),
+            Job::Ping { reply } | Job::Probe { reply, .. } => drop(reply.send(Err(err()))),
             Job::Sweep { reply, .. } => drop(reply.send(Err(err()))),
             Job::SetMeta { reply, .. } => drop(reply.send(Err(err()))),
             Job::Shutdown => {}
@@ -129,6 +139,7 @@ impl Job {
             (Job::Ping { reply }, Answer::Pong) => drop(reply.send(Ok(()))),
             (Job::Sweep { reply, .. }, Answer::Swept(a)) => drop(reply.send(Ok(a))),
             (Job::SetMeta { reply, .. }, Answer::Finished) => drop(reply.send(Ok(()))),
+            (Job::Probe { reply, .. }, Answer::Finished) => drop(reply.send(Ok(()))),
             _ => unreachable!("apply answers each job with its own kind"),
         }
     }
@@ -224,12 +235,13 @@ impl Writer {
                 if let Some(hook) = &self.options.on_commit {
                     hook(batch.len(), started.elapsed());
                 }
-                if batch.iter().any(|job| !matches!(job, Job::Ping { .. })) {
-                    *self
-                        .shared
+                if batch
+                    .iter()
+                    .any(|job| matches!(job, Job::Probe { bytes, .. } if *bytes > 0))
+                {
+                    self.shared
                         .write_error
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner()) = None;
+                        .send_if_modified(|e| e.take().is_some());
                 }
                 let mut index = self
                     .shared
@@ -251,11 +263,7 @@ impl Writer {
             }
             Err(cause) => {
                 self.next_seq = first_seq;
-                *self
-                    .shared
-                    .write_error
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner()) = Some(cause.clone());
+                self.shared.write_error.send_replace(Some(cause.clone()));
                 tracing::error!(%cause, jobs = batch.len(), "store commit failed; answering 503 and reopening the database");
                 for job in batch.drain(..) {
                     job.fail(&cause);
@@ -339,6 +347,16 @@ impl Writer {
                         Answer::Changed(t.change(*seq, change, *now_ms, &self.ttls()).map_err(err)?)
                     }
                     Job::Ping { .. } => Answer::Pong,
+                    Job::Probe { bytes: 0, .. } => {
+                        t.meta.remove(PROBE_KEY).map_err(|e| err(e.into()))?;
+                        Answer::Finished
+                    }
+                    Job::Probe { bytes, .. } => {
+                        t.meta
+                            .insert(PROBE_KEY, vec![0u8; *bytes].as_slice())
+                            .map_err(|e| err(e.into()))?;
+                        Answer::Finished
+                    }
                     Job::SetMeta { key, value, .. } => {
                         t.meta
                             .insert(key.as_str(), value.as_slice())
@@ -411,12 +429,17 @@ impl Writer {
         Ok(())
     }
 
-    /// After a failed commit redb refuses further writes until the file is
-    /// reopened ("close and re-open the database"). Take the handle out of
-    /// the shared slot, wait for readers to let go of it, drop it; the next
-    /// batch opens the file again. Until then readers get `Unavailable`.
+    /// After a failed commit redb refuses further writes (and reads) until
+    /// the file is reopened ("close and re-open the database"). Take the
+    /// handle out of the shared slot, wait for readers to let go of it, drop
+    /// it and open the file again at once, so readers are refused only for
+    /// that moment. If the open fails too, the next batch tries again; until
+    /// then readers get `Unavailable`.
     fn reopen(&mut self) {
         self.release_database();
+        if let Err(cause) = self.database() {
+            tracing::error!(%cause, "cannot reopen the database; trying again with the next write");
+        }
     }
 
     fn close(&mut self) {

@@ -7,6 +7,7 @@ mod cli;
 mod crash;
 mod delivery;
 mod destination;
+mod drills;
 mod ingest;
 mod snapshots;
 mod support;
