@@ -10,8 +10,11 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use std::collections::HashSet;
+
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, AdminState};
 use crate::alert::Alerter;
@@ -20,6 +23,7 @@ use crate::config::{Config, Kind, Secret, SourceName, load_or_generate_secret};
 use crate::deliver::Destination;
 use crate::ingest::{self, IngestState};
 use crate::listener::{self, ServeOptions};
+use crate::metrics::Listener;
 use crate::metrics::Metrics;
 use crate::schedule::{DeliveryHandle, Scheduler};
 use crate::store::{Store, StoreError, StoreOptions};
@@ -36,10 +40,82 @@ pub enum AppError {
     Store(#[from] StoreError),
     #[error("invalid source: {0}")]
     Source(String),
-    #[error("the store writer stopped unexpectedly; nothing can be stored")]
-    WriterDied,
+    #[error(
+        "the {task} task ended unexpectedly ({reason}); hookinbox stopped so that it can be restarted"
+    )]
+    TaskEnded { task: TaskName, reason: String },
     #[error("{0}")]
     Io(#[from] std::io::Error),
+}
+
+/// The admin listener's connection cap: a handful of operators, scrapers
+/// and the dashboard; an ingest flood never takes these slots.
+const ADMIN_MAX_CONNECTIONS: usize = 64;
+
+/// The app's long-running parts, named when one of them ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskName {
+    Ingest,
+    Admin,
+    Scheduler,
+    Sweeper,
+    Alerter,
+    Prober,
+    Writer,
+}
+
+impl std::fmt::Display for TaskName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TaskName::Ingest => "ingest listener",
+            TaskName::Admin => "admin listener",
+            TaskName::Scheduler => "delivery scheduler",
+            TaskName::Sweeper => "sweeper",
+            TaskName::Alerter => "alerter",
+            TaskName::Prober => "readiness prober",
+            TaskName::Writer => "store writer",
+        })
+    }
+}
+
+type BoxFuture = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Runs `run` as its own task and reports on `ended` when it ends: how
+/// (returned, or the panic's message).
+fn watch(name: TaskName, run: BoxFuture, ended: mpsc::UnboundedSender<(TaskName, String)>) {
+    let handle = tokio::spawn(run);
+    tokio::spawn(async move {
+        let why = match handle.await {
+            Ok(()) => "it returned".to_owned(),
+            Err(e) if e.is_panic() => {
+                let panic = e.into_panic();
+                let text = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".to_owned());
+                format!("panicked: {text}")
+            }
+            Err(e) => format!("cancelled: {e}"),
+        };
+        let _ = ended.send((name, why));
+    });
+}
+
+/// Waits until none of `names` is in `running`, taking ends off `ended`.
+async fn wait_for_end(
+    ended: &mut mpsc::UnboundedReceiver<(TaskName, String)>,
+    running: &mut HashSet<TaskName>,
+    names: &[TaskName],
+) {
+    while names.iter().any(|n| running.contains(n)) {
+        match ended.recv().await {
+            Some((name, _)) => {
+                running.remove(&name);
+            }
+            None => return,
+        }
+    }
 }
 
 /// The sockets the app serves on; the caller binds them (tests use port 0).
@@ -164,6 +240,7 @@ impl App {
         let serve_options = ServeOptions {
             header_read_timeout: config.server.header_read_timeout,
             shutdown_timeout: config.server.shutdown_timeout,
+            max_connections: config.server.max_connections,
         };
         tracing::info!(
             listen = %ingest_addr,
@@ -175,60 +252,111 @@ impl App {
 
         let (writer, writer_exited) = writer.with_exit_signal();
         let prober_store = store.clone();
+        let metrics_for_tasks = metrics.clone();
         let task = tokio::spawn(async move {
-            let (died_tx, died_rx) = oneshot::channel::<()>();
-            let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-            tokio::spawn(async move {
-                tokio::select! {
-                    () = shutdown => tracing::info!("shutdown requested"),
-                    _ = writer_exited => {
-                        let _ = died_tx.send(());
-                    }
-                }
-                let _ = stop_tx.send(true);
-            });
-            let stop_signal = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-                let _ = rx.wait_for(|stop| *stop).await;
+            let metrics = metrics_for_tasks;
+            // `front` stops everything that takes new work; the scheduler
+            // stops after ingest has drained, so attempts in flight are recorded.
+            let front = CancellationToken::new();
+            let back = CancellationToken::new();
+            let (ended_tx, mut ended) = mpsc::unbounded_channel();
+            let mut running = HashSet::new();
+            let mut start = |name: TaskName, run: BoxFuture| {
+                running.insert(name);
+                watch(name, run, ended_tx.clone());
             };
-            let sweeper = tokio::spawn(sweeper.run(stop_signal(stop_rx.clone())));
-            let prober =
-                tokio::spawn(prober_store.keep_probing(probe_bytes, stop_signal(stop_rx.clone())));
-            let alerter = alerter.map(|a| tokio::spawn(a.run(stop_signal(stop_rx.clone()))));
-            let admin_server = tokio::spawn(listener::serve(
-                "admin",
-                admin,
-                admin::router(admin_state),
-                serve_options,
-                stop_signal(stop_rx.clone()),
-            ));
-            let (stop_scheduler, stopped) = oneshot::channel::<()>();
-            let scheduler = tokio::spawn(scheduler.run(async move {
-                let _ = stopped.await;
-            }));
-            listener::serve(
-                "ingest",
-                ingest,
-                ingest::router(state),
-                serve_options,
-                stop_signal(stop_rx),
-            )
-            .await;
-            let _ = admin_server.await;
-            let _ = sweeper.await;
-            let _ = prober.await;
+            start(
+                TaskName::Ingest,
+                Box::pin(listener::serve(
+                    Listener::Ingest,
+                    ingest,
+                    ingest::router(state),
+                    serve_options,
+                    metrics.clone(),
+                    front.clone().cancelled_owned(),
+                )),
+            );
+            start(
+                TaskName::Admin,
+                Box::pin(listener::serve(
+                    Listener::Admin,
+                    admin,
+                    admin::router(admin_state),
+                    ServeOptions {
+                        max_connections: ADMIN_MAX_CONNECTIONS,
+                        ..serve_options
+                    },
+                    metrics,
+                    front.clone().cancelled_owned(),
+                )),
+            );
+            start(
+                TaskName::Sweeper,
+                Box::pin(sweeper.run(front.clone().cancelled_owned())),
+            );
+            start(
+                TaskName::Prober,
+                Box::pin(prober_store.keep_probing(probe_bytes, front.clone().cancelled_owned())),
+            );
             if let Some(alerter) = alerter {
-                let _ = alerter.await;
+                start(
+                    TaskName::Alerter,
+                    Box::pin(alerter.run(front.clone().cancelled_owned())),
+                );
             }
+            start(
+                TaskName::Scheduler,
+                Box::pin(scheduler.run(back.clone().cancelled_owned())),
+            );
+            start(
+                TaskName::Writer,
+                Box::pin(async move {
+                    let _ = writer_exited.await;
+                }),
+            );
+
+            // Every task runs until shutdown. One that ends first (a panic,
+            // or a loop that gave up) would leave a zombie subsystem behind a
+            // live process: stop everything instead and exit non-zero, so the
+            // service manager restarts hookinbox.
+            let failure = tokio::select! {
+                () = shutdown => {
+                    tracing::info!("shutdown requested");
+                    None
+                }
+                Some((name, why)) = ended.recv() => {
+                    running.remove(&name);
+                    tracing::error!(task = %name, reason = %why, "a background task ended unexpectedly; shutting down");
+                    Some((name, why))
+                }
+            };
+            front.cancel();
+            let front_tasks = [
+                TaskName::Ingest,
+                TaskName::Admin,
+                TaskName::Sweeper,
+                TaskName::Prober,
+                TaskName::Alerter,
+            ];
+            wait_for_end(&mut ended, &mut running, &front_tasks).await;
             // Ingest has drained: no new events. Let attempts in flight be recorded.
-            let _ = stop_scheduler.send(());
-            if let Err(e) = scheduler.await {
-                tracing::error!(error = %e, "the scheduler ended abnormally");
-            }
+            back.cancel();
+            wait_for_end(&mut ended, &mut running, &[TaskName::Scheduler]).await;
+            let writer_died = !running.contains(&TaskName::Writer)
+                && failure
+                    .as_ref()
+                    .is_none_or(|(name, _)| *name != TaskName::Writer);
             tokio::task::spawn_blocking(move || writer.shutdown())
                 .await
                 .map_err(|e| AppError::Io(std::io::Error::other(e)))?;
-            if died_rx.await.is_ok() {
-                return Err(AppError::WriterDied);
+            if let Some((task, reason)) = failure {
+                return Err(AppError::TaskEnded { task, reason });
+            }
+            if writer_died {
+                return Err(AppError::TaskEnded {
+                    task: TaskName::Writer,
+                    reason: "the store writer stopped during shutdown".into(),
+                });
             }
             tracing::info!("hookinbox stopped cleanly");
             Ok(())
@@ -323,4 +451,36 @@ fn ensure_generated_secrets(config: &mut Config) -> Result<Vec<GeneratedSecret>,
         }
     }
     Ok(created)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A task that panics or returns before shutdown is reported by name
+    /// and reason, so `App::start`'s task stops everything and exits non-zero.
+    #[tokio::test]
+    async fn a_task_that_ends_early_is_reported_with_its_reason() {
+        let (tx, mut ended) = mpsc::unbounded_channel();
+        watch(
+            TaskName::Scheduler,
+            Box::pin(async { panic!("overflow when adding duration to instant") }),
+            tx.clone(),
+        );
+        watch(TaskName::Sweeper, Box::pin(async {}), tx);
+        let mut got = [ended.recv().await.unwrap(), ended.recv().await.unwrap()];
+        got.sort_by_key(|(name, _)| *name == TaskName::Sweeper);
+        assert_eq!(got[0].0, TaskName::Scheduler);
+        assert_eq!(
+            got[0].1,
+            "panicked: overflow when adding duration to instant"
+        );
+        assert_eq!(got[1], (TaskName::Sweeper, "it returned".to_owned()));
+
+        let mut running: HashSet<TaskName> = [TaskName::Ingest].into();
+        let (tx, mut ended) = mpsc::unbounded_channel();
+        watch(TaskName::Ingest, Box::pin(async {}), tx);
+        wait_for_end(&mut ended, &mut running, &[TaskName::Ingest]).await;
+        assert!(running.is_empty());
+    }
 }

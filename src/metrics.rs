@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -16,6 +16,27 @@ use prometheus_client::registry::Registry;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SourceLabel {
     pub source: String,
+}
+
+/// Which listener a connection came to.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+pub enum Listener {
+    Ingest,
+    Admin,
+}
+
+impl Listener {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Listener::Ingest => "ingest",
+            Listener::Admin => "admin",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ListenerLabel {
+    pub listener: Listener,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -49,6 +70,8 @@ pub struct Metrics {
 
 struct Inner {
     registry: Mutex<Registry>,
+    open_connections: Family<ListenerLabel, Gauge>,
+    connection_limit_waits: Family<ListenerLabel, Counter>,
     received: Family<SourceLabel, Counter>,
     duplicates: Family<SourceLabel, Counter>,
     rejected: Family<RejectedLabels, Counter>,
@@ -247,9 +270,28 @@ impl Metrics {
             "Things the sweeper deleted: delivered events, dead or ignored events, dedupe keys",
             swept.clone(),
         );
+        let open_connections = Family::<ListenerLabel, Gauge>::default();
+        registry.register(
+            "open_connections",
+            "Connections open now, per listener",
+            open_connections.clone(),
+        );
+        let connection_limit_waits = Family::<ListenerLabel, Counter>::default();
+        registry.register(
+            "connection_limit_waits",
+            "Times the listener had max_connections open and left new connections waiting",
+            connection_limit_waits.clone(),
+        );
+        for listener in [Listener::Ingest, Listener::Admin] {
+            let label = ListenerLabel { listener };
+            let _ = open_connections.get_or_create(&label);
+            let _ = connection_limit_waits.get_or_create(&label);
+        }
         Metrics {
             inner: Arc::new(Inner {
                 registry: Mutex::new(registry),
+                open_connections,
+                connection_limit_waits,
                 received,
                 duplicates,
                 rejected,
@@ -276,6 +318,21 @@ impl Metrics {
                 recent_acks: Mutex::default(),
             }),
         }
+    }
+
+    /// A connection opened (`+1`) or closed (`-1`) on `listener`.
+    pub fn connection(&self, listener: Listener, delta: i64) {
+        self.inner
+            .open_connections
+            .get_or_create(&ListenerLabel { listener })
+            .inc_by(delta);
+    }
+
+    pub fn connection_limit_wait(&self, listener: Listener) {
+        self.inner
+            .connection_limit_waits
+            .get_or_create(&ListenerLabel { listener })
+            .inc();
     }
 
     pub fn received(&self, source: &str, ack: std::time::Duration) {

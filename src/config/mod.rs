@@ -48,6 +48,11 @@ pub struct ServerConfig {
     pub header_read_timeout: Duration,
     pub body_read_timeout: Duration,
     pub shutdown_timeout: Duration,
+    /// Open ingest connections at most; past it new ones wait in the
+    /// kernel's backlog while open ones keep working.
+    pub max_connections: usize,
+    /// Request bodies held in memory at once, over all ingest requests.
+    pub max_buffered_body: usize,
 }
 
 #[derive(Debug, Clone)]

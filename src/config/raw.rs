@@ -55,6 +55,8 @@ struct RawServer {
     header_read_timeout: Option<String>,
     body_read_timeout: Option<String>,
     shutdown_timeout: Option<String>,
+    max_connections: Option<u64>,
+    max_buffered_body: Option<RawSize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -73,7 +75,7 @@ struct RawLog {
     format: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 enum RawSize {
     Bytes(u64),
@@ -210,7 +212,34 @@ impl Ctx<'_> {
     ) -> Result<std::time::Duration, ConfigError> {
         parse_duration(value.unwrap_or(default)).map_err(|m| self.err(key, m))
     }
+
+    /// A size in bytes (a number, or text like "64MiB"), at least 1.
+    fn size(
+        &self,
+        key: &str,
+        value: Option<RawSize>,
+        default: usize,
+    ) -> Result<usize, ConfigError> {
+        let bytes = match value {
+            None => default,
+            Some(RawSize::Bytes(n)) => {
+                usize::try_from(n).map_err(|_| self.err(key, "is too large"))?
+            }
+            Some(RawSize::Text(t)) => parse_size(&t).map_err(|m| self.err(key, m))?,
+        };
+        if bytes == 0 {
+            return Err(self.err(key, "must be at least 1 byte"));
+        }
+        Ok(bytes)
+    }
 }
+
+/// Default of `server.max_connections`: see default.toml.
+const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Default of `server.max_buffered_body`: see default.toml.
+const DEFAULT_MAX_BUFFERED_BODY: usize = 64 << 20;
+/// Past this, one process runs out of file descriptors long before.
+const MAX_CONNECTIONS_LIMIT: u64 = 1_000_000;
 
 pub fn validate(
     raw: RawConfig,
@@ -231,6 +260,21 @@ pub fn validate(
         })
     };
     let s = &raw.server;
+    let max_connections = match s.max_connections {
+        None => DEFAULT_MAX_CONNECTIONS,
+        Some(n @ 1..=MAX_CONNECTIONS_LIMIT) => n as usize,
+        Some(n) => {
+            return Err(cx.err(
+                "server.max_connections",
+                format!("{n} is not between 1 and {MAX_CONNECTIONS_LIMIT}"),
+            ));
+        }
+    };
+    let max_buffered_body = cx.size(
+        "server.max_buffered_body",
+        raw.server.max_buffered_body.clone(),
+        DEFAULT_MAX_BUFFERED_BODY,
+    )?;
     let server = ServerConfig {
         listen: addr("server.listen", s.listen.as_deref(), "127.0.0.1:8080")?,
         admin_listen: addr(
@@ -254,6 +298,8 @@ pub fn validate(
             s.shutdown_timeout.as_deref(),
             "30s",
         )?,
+        max_connections,
+        max_buffered_body,
     };
     if server.listen == server.admin_listen && server.listen.port() != 0 {
         return Err(cx.err("server.admin_listen", "must differ from server.listen"));
@@ -330,6 +376,21 @@ pub fn validate(
             ));
         }
         sources.push(source);
+    }
+    // Every source's largest event must fit in the budget, or it could never be taken.
+    if let Some(big) = sources
+        .iter()
+        .find(|src| src.max_body > server.max_buffered_body)
+    {
+        return Err(cx.err(
+            "server.max_buffered_body",
+            format!(
+                "{} bytes is smaller than source {:?}'s max_body ({} bytes): raise it or lower max_body",
+                server.max_buffered_body,
+                big.name.as_str(),
+                big.max_body
+            ),
+        ));
     }
 
     Ok(Config {
@@ -483,16 +544,7 @@ fn validate_source(
         .as_deref()
         .map(|t| parse_duration(t).map_err(|m| cx.err(key("tolerance"), m)))
         .transpose()?;
-    let max_body = match rs.max_body.take() {
-        None => DEFAULT_MAX_BODY,
-        Some(RawSize::Bytes(n)) => {
-            usize::try_from(n).map_err(|_| cx.err(key("max_body"), "is too large"))?
-        }
-        Some(RawSize::Text(t)) => parse_size(&t).map_err(|m| cx.err(key("max_body"), m))?,
-    };
-    if max_body == 0 {
-        return Err(cx.err(key("max_body"), "must be at least 1 byte"));
-    }
+    let max_body = cx.size(&key("max_body"), rs.max_body.take(), DEFAULT_MAX_BODY)?;
     let locators =
         |field: &str, value: Option<OneOrMany>| -> Result<Option<Vec<Locator>>, ConfigError> {
             let Some(value) = value else { return Ok(None) };
@@ -932,6 +984,8 @@ pub fn render_redacted(config: &Config) -> String {
     let _ = writeln!(out, "header_read_timeout = {}", d(s.header_read_timeout));
     let _ = writeln!(out, "body_read_timeout = {}", d(s.body_read_timeout));
     let _ = writeln!(out, "shutdown_timeout = {}", d(s.shutdown_timeout));
+    let _ = writeln!(out, "max_connections = {}", s.max_connections);
+    let _ = writeln!(out, "max_buffered_body = {}", s.max_buffered_body);
     let r = &config.retention;
     let _ = writeln!(
         out,

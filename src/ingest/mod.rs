@@ -69,6 +69,40 @@ pub struct IngestState {
     clock: Clock,
     metrics: Metrics,
     body_read_timeout: Duration,
+    budget: BodyBudget,
+}
+
+/// How long a request waits for room in the body budget before it gets 503.
+/// Short: the provider retries later, and a queue of waiting requests would
+/// be memory again (each holds a connection, which `max_connections` bounds).
+const BUDGET_WAIT: Duration = Duration::from_secs(1);
+
+/// The bytes of request bodies held in memory at once, over all requests
+/// (`server.max_buffered_body`). A request reserves what it may buffer (its
+/// Content-Length, or its source's `max_body` without one) before reading a
+/// byte, and holds it until it is answered — through verification and the
+/// store's queue, where the body still lives.
+#[derive(Clone)]
+struct BodyBudget {
+    /// Permits are KiB, so a reservation fits `acquire_many`'s u32.
+    kib: Arc<tokio::sync::Semaphore>,
+}
+
+impl BodyBudget {
+    fn new(bytes: usize) -> BodyBudget {
+        BodyBudget {
+            kib: Arc::new(tokio::sync::Semaphore::new(bytes.div_ceil(1024))),
+        }
+    }
+
+    /// Room for `bytes`, or `None` if none frees up within [`BUDGET_WAIT`].
+    async fn reserve(&self, bytes: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let kib = u32::try_from(bytes.div_ceil(1024).max(1)).ok()?;
+        tokio::time::timeout(BUDGET_WAIT, self.kib.clone().acquire_many_owned(kib))
+            .await
+            .ok()?
+            .ok()
+    }
 }
 
 impl IngestState {
@@ -109,6 +143,7 @@ impl IngestState {
             clock,
             metrics,
             body_read_timeout: config.server.body_read_timeout,
+            budget: BodyBudget::new(config.server.max_buffered_body),
         })
     }
 }
@@ -140,6 +175,8 @@ enum IngestError {
     BodyTimeout(Duration),
     #[error("the body could not be read: {0}")]
     BodyRead(String),
+    #[error("too many request bodies are being received at once; retry shortly")]
+    Busy,
     #[error(transparent)]
     Rejected(#[from] Rejection),
     #[error("the event could not be stored: {0}")]
@@ -153,6 +190,7 @@ impl IngestError {
             IngestError::BodyTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "body_too_large"),
             IngestError::BodyTimeout(_) => (StatusCode::REQUEST_TIMEOUT, "body_timeout"),
             IngestError::BodyRead(_) => (StatusCode::BAD_REQUEST, "body_unreadable"),
+            IngestError::Busy => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
             IngestError::Rejected(r) if r.is_authentication() => {
                 (StatusCode::UNAUTHORIZED, "invalid_signature")
             }
@@ -228,6 +266,14 @@ async fn receive(State(state): State<IngestState>, request: Request) -> Response
             None,
         );
     }
+    // Held until the answer is sent: the body lives until then.
+    let Some(_budget) = state
+        .budget
+        .reserve(declared.unwrap_or(source.max_body))
+        .await
+    else {
+        return reject(IngestError::Busy, None);
+    };
     let body = match read_body(body, source.max_body, state.body_read_timeout).await {
         Ok(b) => b,
         Err(e) => return reject(e, None),

@@ -8,6 +8,7 @@ mod crash;
 mod delivery;
 mod destination;
 mod drills;
+mod hostile;
 mod ingest;
 mod snapshots;
 mod support;

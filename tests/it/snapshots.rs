@@ -72,6 +72,8 @@ data_dir = "./hookinbox-data"
 header_read_timeout = "10s"
 body_read_timeout = "30s"
 shutdown_timeout = "30s"
+max_connections = 1024
+max_buffered_body = 67108864
 
 [retention]
 dedupe_ttl = "30days"
