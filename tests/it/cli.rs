@@ -352,3 +352,53 @@ async fn operator_commands_drive_a_running_server() {
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("is the server running?"), "{err}");
 }
+
+/// Regression: `backup --out` wrote the database copy (every stored payload)
+/// and its `.partial` file world-readable under the usual umask 022.
+#[test]
+fn backup_is_written_mode_0600_even_under_umask_022() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let token = "backup-test-token-0123456789";
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "{}[admin]\ntoken = \"{token}\"\n\n{}",
+            server_section(&dir.path().join("data")),
+            standard_source("shop"),
+        ),
+    );
+    let server = BinaryServer::start(&config, &[], None);
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    // The shell sets the umask a packaged cron job or an operator's shell has.
+    let backup = |out: &std::path::Path| {
+        Command::new("sh")
+            .args(["-c", "umask 022; exec \"$0\" \"$@\""])
+            .arg(env!("CARGO_BIN_EXE_hookinbox"))
+            .args(["backup", "--admin", &server.admin, "--out"])
+            .arg(out)
+            .env("HOOKINBOX_ADMIN_TOKEN", token)
+            .output()
+            .unwrap()
+    };
+
+    let fresh = dir.path().join("fresh.redb");
+    let out = backup(&fresh);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(mode(&fresh), 0o600, "a new backup file");
+
+    // A partial file left world-readable by an older version's broken
+    // download is reused: its mode is tightened before a byte is written.
+    let again = dir.path().join("again.redb");
+    let leftover = again.with_extension("partial");
+    std::fs::write(&leftover, b"old").unwrap();
+    std::fs::set_permissions(&leftover, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = backup(&again);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        mode(&again),
+        0o600,
+        "a backup through a leftover partial file"
+    );
+    assert!(!leftover.exists());
+}
