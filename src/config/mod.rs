@@ -468,6 +468,30 @@ fn toml_error_key(error: &toml::de::Error) -> String {
     }
 }
 
+/// A URL as it may be shown in `config check`, a log line or the admin API:
+/// scheme, host, port and path stay readable; the user info, the query and
+/// the fragment, any of which may carry a credential (a password, an API
+/// key), are replaced by `[redacted]`. This is the one function that decides
+/// what of a configured URL is shown.
+pub fn redact_url(url: &reqwest::Url) -> String {
+    let mut shown = format!("{}://", url.scheme());
+    if !url.username().is_empty() || url.password().is_some() {
+        shown.push_str("[redacted]@");
+    }
+    shown.push_str(url.host_str().unwrap_or_default());
+    if let Some(port) = url.port() {
+        shown.push_str(&format!(":{port}"));
+    }
+    shown.push_str(url.path());
+    if url.query().is_some() {
+        shown.push_str("?[redacted]");
+    }
+    if url.fragment().is_some() {
+        shown.push_str("#[redacted]");
+    }
+    shown
+}
+
 /// Parses "30s", "5m", "3d", "250ms".
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text.trim()).map_err(|e| {
@@ -631,6 +655,31 @@ mod tests {
         assert!(shown.contains("[redacted]"), "{shown}");
         // The printed config is itself a valid config (with secrets replaced).
         assert!(format!("{config:?}").contains("[redacted]"));
+    }
+
+    #[test]
+    fn redact_url_keeps_where_it_goes_and_hides_credentials() {
+        let shown = |text: &str| redact_url(&reqwest::Url::parse(text).unwrap());
+        // Nothing to hide: exactly the URL as configured.
+        for plain in [
+            "http://127.0.0.1:9000/hooks",
+            "https://app.example.com/",
+            "http://[::1]:8080/in",
+        ] {
+            assert_eq!(shown(plain), plain);
+        }
+        assert_eq!(
+            shown("http://u:pw@host/x?k=token"),
+            "http://[redacted]@host/x?[redacted]"
+        );
+        assert_eq!(
+            shown("https://only-user@host:8443/x#frag"),
+            "https://[redacted]@host:8443/x#[redacted]"
+        );
+        assert_eq!(
+            shown("https://:pw@host/?"),
+            "https://[redacted]@host/?[redacted]"
+        );
     }
 
     #[test]

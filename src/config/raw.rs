@@ -512,7 +512,7 @@ fn validate_source(
     let public_url = match rs.public_url.take() {
         Some(u) => {
             reqwest::Url::parse(&u)
-                .map_err(|e| cx.err(key("public_url"), format!("{u:?}: {e}")))?;
+                .map_err(|e| cx.err(key("public_url"), format!("is not a URL: {e}")))?;
             Some(u)
         }
         None if kind == Kind::Twilio => {
@@ -612,8 +612,9 @@ fn validate_delivery(
         }
         return Ok(None);
     };
+    // The error names the key, not the text: a URL can hold a credential.
     let url = reqwest::Url::parse(&url)
-        .map_err(|e| cx.err(key("destination"), format!("{url:?}: {e}")))?;
+        .map_err(|e| cx.err(key("destination"), format!("is not a URL: {e}")))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(cx.err(
             key("destination"),
@@ -953,13 +954,13 @@ pub fn render_redacted(config: &Config) -> String {
     );
     if let Some(a) = &config.alerts {
         let mut url = a.url.clone();
-        // A Slack webhook URL is a credential: show only where it goes.
-        url.set_path("/…");
-        url.set_query(None);
+        // A Slack incoming-webhook URL carries its credential in the path:
+        // of the alert URL, show only the host it goes to.
+        url.set_path("/[redacted]");
         let _ = writeln!(
             out,
             "\n[alerts]\nurl = {}\ndlq_threshold = {}\npending_age = {}\nmin_interval = {}\ncheck_interval = {}",
-            q(url.as_str()),
+            q(&super::redact_url(&url)),
             a.dlq_threshold,
             d(a.pending_age),
             d(a.min_interval),
@@ -1004,11 +1005,15 @@ pub fn render_redacted(config: &Config) -> String {
             let _ = writeln!(out, "event_type = {}", list(l));
         }
         if let Some(u) = &src.public_url {
-            let _ = writeln!(out, "public_url = {}", q(u));
+            // Twilio can call a URL with basic-auth credentials in it.
+            let shown = reqwest::Url::parse(u)
+                .map(|u| super::redact_url(&u))
+                .unwrap_or_else(|_| "[redacted]".into());
+            let _ = writeln!(out, "public_url = {}", q(&shown));
         }
         match &src.delivery {
             Some(dl) => {
-                let _ = writeln!(out, "destination = {}", q(dl.url.as_str()));
+                let _ = writeln!(out, "destination = {}", q(&super::redact_url(&dl.url)));
                 match &dl.secret {
                     Some(_) => {
                         let _ = writeln!(out, "destination_secret = {}", q("[redacted]"));

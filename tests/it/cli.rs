@@ -39,6 +39,74 @@ fn config_check_prints_the_effective_config_with_secrets_redacted() {
     );
 }
 
+/// Regression: `config check` printed a destination URL whole, with the
+/// password in its user info and the token in its query.
+#[test]
+fn config_check_never_prints_url_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(
+        dir.path(),
+        "[alerts]\nurl = \"https://bot:alert-pw@hooks.example.com/services/T0/B0/alert-path-key?k=alert-token\"\n\n\
+         [[source]]\nname = \"shop\"\nkind = \"github\"\nsecret_env = \"SHOP_SECRET\"\n\
+         destination = \"http://app-user:dest-pw@127.0.0.1:9000/hooks/in?key=dest-token&x=1#frag-token\"\n\n\
+         [[source]]\nname = \"calls\"\nkind = \"twilio\"\nsecret_env = \"SHOP_SECRET\"\n\
+         public_url = \"https://tw-user:public-pw@inbox.example.com/in/calls\"\n",
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_hookinbox"))
+        .args(["config", "check", "--config", path.to_str().unwrap()])
+        .env("SHOP_SECRET", "shop-secret-value")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for secret in [
+        "dest-pw",
+        "dest-token",
+        "app-user",
+        "frag-token",
+        "alert-pw",
+        "alert-token",
+        "alert-path-key",
+        "public-pw",
+    ] {
+        assert!(
+            !stdout.contains(secret) && !stderr.contains(secret),
+            "{secret} is shown:\n{stdout}{stderr}"
+        );
+    }
+    // Where deliveries go stays readable.
+    assert!(
+        stdout.contains(
+            "destination = \"http://[redacted]@127.0.0.1:9000/hooks/in?[redacted]#[redacted]\""
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("url = \"https://[redacted]@hooks.example.com/[redacted]?[redacted]\""),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("public_url = \"https://[redacted]@inbox.example.com/in/calls\""),
+        "{stdout}"
+    );
+
+    // A destination URL that does not parse is not echoed in the error either.
+    let path = write_config(
+        dir.path(),
+        "[[source]]\nname = \"shop\"\nkind = \"github\"\nsecret = \"x\"\n\
+         destination = \"http://app-user:dest-pw@127.0.0.1:99999/?key=dest-token\"\n",
+    );
+    let out = hookinbox(&["config", "check", "--config", path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("source[0].destination"), "{stderr}");
+    assert!(
+        !stderr.contains("dest-pw") && !stderr.contains("dest-token"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn config_check_errors_name_file_key_and_problem_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
