@@ -657,6 +657,99 @@ mod tests {
         assert!(format!("{config:?}").contains("[redacted]"));
     }
 
+    /// Regression: `header_read_timeout = "500000000000y"` passed `config
+    /// check`, then every connection panicked adding it to an `Instant`; a
+    /// huge `breaker_cooldown` killed the scheduler the same way. Every
+    /// duration key is bounded at load.
+    #[test]
+    fn every_duration_key_refuses_an_absurd_value_naming_key_value_and_maximum() {
+        let alerts = "[alerts]\nurl = \"http://127.0.0.1:9/alerts\"\n";
+        let source = "[[source]]\nname = \"s\"\nkind = \"github\"\nsecret = \"x\"\n\
+                      destination = \"http://127.0.0.1:9/app\"\n";
+        // (section, key, the key as errors name it, its maximum)
+        let keys = [
+            (
+                "[server]\n",
+                "header_read_timeout",
+                "server.header_read_timeout",
+                "1h",
+            ),
+            (
+                "[server]\n",
+                "body_read_timeout",
+                "server.body_read_timeout",
+                "1h",
+            ),
+            (
+                "[server]\n",
+                "shutdown_timeout",
+                "server.shutdown_timeout",
+                "1h",
+            ),
+            (
+                "[retention]\n",
+                "dedupe_ttl",
+                "retention.dedupe_ttl",
+                "10years",
+            ),
+            (
+                "[retention]\n",
+                "payload_ttl",
+                "retention.payload_ttl",
+                "10years",
+            ),
+            ("[retention]\n", "dlq_ttl", "retention.dlq_ttl", "10years"),
+            (
+                "[retention]\n",
+                "sweep_interval",
+                "retention.sweep_interval",
+                "1day",
+            ),
+            (alerts, "pending_age", "alerts.pending_age", "10years"),
+            (alerts, "min_interval", "alerts.min_interval", "7days"),
+            (alerts, "check_interval", "alerts.check_interval", "1day"),
+            (source, "tolerance", "source[0].tolerance", "1day"),
+            (source, "connect_timeout", "source[0].connect_timeout", "1h"),
+            (source, "timeout", "source[0].timeout", "1h"),
+            (
+                source,
+                "initial_interval",
+                "source[0].initial_interval",
+                "7days",
+            ),
+            (source, "max_interval", "source[0].max_interval", "7days"),
+            (source, "max_age", "source[0].max_age", "10years"),
+            (
+                source,
+                "breaker_cooldown",
+                "source[0].breaker_cooldown",
+                "1day",
+            ),
+        ];
+        for (section, key, named, max) in keys {
+            for value in ["500000000000y", "1000y"] {
+                let text = format!("{section}{key} = \"{value}\"\n");
+                let err = match Config::from_toml(&text, "f.toml", None, &no_env) {
+                    Ok(_) => panic!("{key} = {value:?} was accepted"),
+                    Err(e) => e,
+                };
+                assert_eq!(err.key, named, "{err}");
+                assert!(
+                    err.message.contains(value) && err.message.contains(max),
+                    "{key}: {err}"
+                );
+            }
+            // The maximum itself is allowed (alone: initial_interval must
+            // also stay under max_interval).
+            if key != "initial_interval" {
+                let text = format!("{section}{key} = \"{max}\"\n");
+                if let Err(e) = Config::from_toml(&text, "f.toml", None, &no_env) {
+                    panic!("{key} = {max:?}: {e}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn redact_url_keeps_where_it_goes_and_hides_credentials() {
         let shown = |text: &str| redact_url(&reqwest::Url::parse(text).unwrap());

@@ -107,6 +107,26 @@ fn config_check_never_prints_url_credentials() {
     );
 }
 
+/// Regression: an absurd duration passed `config check` and then panicked
+/// the server; it is now a config error naming the key (exit 2).
+#[test]
+fn config_check_refuses_an_absurd_duration_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(
+        dir.path(),
+        "[server]\nheader_read_timeout = \"500000000000y\"\n",
+    );
+    let out = hookinbox(&["config", "check", "--config", path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("server.header_read_timeout")
+            && stderr.contains("500000000000y")
+            && stderr.contains("1h"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn config_check_errors_name_file_key_and_problem_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
