@@ -750,6 +750,34 @@ mod tests {
         }
     }
 
+    /// An admin listener reachable from other hosts is allowed (behind a
+    /// firewall or a VPN it is useful) but named: its token is then the only
+    /// thing between the network and every payload, replay and backup.
+    #[test]
+    fn a_non_loopback_admin_listener_is_warned_about() {
+        let warned = |addr: &str| {
+            let text = format!("[server]\nadmin_listen = \"{addr}\"\n");
+            let config = Config::from_toml(&text, "f.toml", None, &no_env).unwrap();
+            config
+                .warnings
+                .iter()
+                .any(|w| w.contains("server.admin_listen") && w.contains("admin token"))
+        };
+        assert!(warned("0.0.0.0:8081"));
+        assert!(warned("[::]:8081"));
+        assert!(warned("192.0.2.10:8081"));
+        assert!(!warned("127.0.0.1:8081"));
+        assert!(!warned("[::1]:8081"));
+        // The environment's address is judged too.
+        let env = |name: &str| (name == "HOOKINBOX_ADMIN_LISTEN").then(|| "0.0.0.0:9".to_owned());
+        let config = Config::embedded(&env).unwrap();
+        assert!(
+            config.warnings.iter().any(|w| w.contains("admin token")),
+            "{:?}",
+            config.warnings
+        );
+    }
+
     #[test]
     fn redact_url_keeps_where_it_goes_and_hides_credentials() {
         let shown = |text: &str| redact_url(&reqwest::Url::parse(text).unwrap());

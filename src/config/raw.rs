@@ -300,6 +300,13 @@ pub fn validate(
     if server.listen == server.admin_listen && server.listen.port() != 0 {
         return Err(cx.err("server.admin_listen", "must differ from server.listen"));
     }
+    // Allowed (behind a firewall or a VPN it is useful), but said out loud.
+    if !server.admin_listen.ip().is_loopback() {
+        warnings.push(format!(
+            "{}: server.admin_listen (HOOKINBOX_ADMIN_LISTEN) {} is reachable from other hosts: the admin token is then the only guard of the admin API (every payload, replay, backup); keep it on 127.0.0.1 unless a firewall or VPN stands in front",
+            cx.origin, server.admin_listen
+        ));
+    }
 
     let r = &raw.retention;
     let retention = RetentionConfig {
