@@ -159,8 +159,8 @@ fn config_default_is_the_embedded_file_and_it_checks() {
 }
 
 /// `hookinbox serve` with no file: the embedded default serves (here on an
-/// ephemeral port through the environment), generates and prints the demo
-/// secret once, `send --source demo` is accepted, SIGTERM exits 0.
+/// ephemeral port through the environment), generates the demo secret once
+/// and names its file, `send --source demo` is accepted, SIGTERM exits 0.
 #[tokio::test]
 async fn serve_with_the_embedded_default_generates_a_secret_and_exits_0_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
@@ -239,21 +239,32 @@ async fn serve_with_the_embedded_default_generates_a_secret_and_exits_0_on_sigte
     assert_eq!(code, 0, "{err}");
     assert!(out.lines().any(|l| l.starts_with("demo")), "{out}");
     assert!(server.terminate().success(), "{}", server.log_text());
+    // Stdout is a pipe here, as under systemd, where it goes to the journal:
+    // the banner names the files that hold the generated secrets, never the
+    // secrets themselves (regression: both were printed in clear).
     let stdout = server.stdout_text();
     assert!(
-        stdout.contains(secret.trim()) && stdout.contains("hookinbox send"),
+        stdout.contains(secret_file.to_str().unwrap()) && stdout.contains("hookinbox send"),
         "{stdout}"
     );
     assert!(
-        stdout.contains(token.trim()),
-        "the admin token is printed once: {stdout}"
+        stdout.contains(token_file.to_str().unwrap()),
+        "the admin token's file is named: {stdout}"
+    );
+    assert!(
+        !stdout.contains(secret.trim()) && !stdout.contains(token.trim()),
+        "a secret reached a pipe: {stdout}"
     );
     assert_eq!(read_all(&data).await.len(), 1);
 
-    // The second start reuses the secret and prints it no more.
+    // The second start reuses the secret and announces nothing.
     let mut server = serve();
     assert!(server.terminate().success());
-    assert!(!server.stdout_text().contains(secret.trim()));
+    let stdout = server.stdout_text();
+    assert!(
+        !stdout.contains(secret.trim()) && !stdout.contains("generated"),
+        "{stdout}"
+    );
 }
 
 #[test]
