@@ -528,6 +528,9 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
 }
 
 #[cfg(test)]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
