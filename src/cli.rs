@@ -209,39 +209,54 @@ async fn serve(config: Config) -> Result<(), Failure> {
         stop,
     )
     .await?;
+    let to_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
     for generated in app.generated_secrets() {
-        print_generated_secret(generated, app.ingest_addr());
+        print_generated_secret(generated, app.ingest_addr(), to_terminal);
     }
     app.wait().await?;
     Ok(())
 }
 
-fn print_generated_secret(generated: &crate::app::GeneratedSecret, addr: std::net::SocketAddr) {
+/// Announces a secret generated on this start. The file that keeps it is
+/// always named; the value itself is printed only to a terminal. Under the
+/// packaged systemd unit stdout goes to the journal, which keeps it for weeks
+/// and shows it to everyone in the `adm` and `systemd-journal` groups.
+fn print_generated_secret(
+    generated: &crate::app::GeneratedSecret,
+    addr: std::net::SocketAddr,
+    to_terminal: bool,
+) {
+    let path = generated.path.display();
     let secret = generated.secret.expose();
-    if generated.purpose == crate::app::SecretPurpose::Admin {
-        println!(
-            "\nhookinbox generated the admin API token (kept in {path}, mode 0600):\n\n    {secret}\n\n\
-             Use it as: Authorization: Bearer <token> on the admin listener.\n",
-            path = generated.path.display(),
-        );
-        return;
-    }
-    if generated.purpose == crate::app::SecretPurpose::Destination {
-        println!(
-            "\nhookinbox generated the key that signs deliveries of source {name:?} (kept in {path}, mode 0600):\n\n    {secret}\n\n\
+    let value = if to_terminal {
+        format!(":\n\n    {secret}\n")
+    } else {
+        ".\nIt is not printed because stdout is not a terminal: read it from the file.\n".to_owned()
+    };
+    match generated.purpose {
+        crate::app::SecretPurpose::Admin => println!(
+            "\nhookinbox generated the admin API token, kept in {path} (mode 0600){value}\n\
+             Use it as: Authorization: Bearer <token> on the admin listener.\n"
+        ),
+        crate::app::SecretPurpose::Destination => println!(
+            "\nhookinbox generated the key that signs deliveries of source {name:?}, kept in {path} (mode 0600){value}\n\
              Verify deliveries in your app with any Standard Webhooks library and this key.\n",
             name = generated.source.as_str(),
-            path = generated.path.display(),
-        );
-        return;
+        ),
+        crate::app::SecretPurpose::Ingest => {
+            let argument = if to_terminal {
+                format!("'{secret}'")
+            } else {
+                format!("\"$(cat '{path}')\"")
+            };
+            println!(
+                "\nhookinbox generated the secret of source {name:?}, kept in {path} (mode 0600){value}\n\
+                 Send it a signed test event:\n\n    \
+                 hookinbox send --provider standard --secret {argument} --url http://{addr}/in/{name}\n",
+                name = generated.source.as_str(),
+            );
+        }
     }
-    println!(
-        "\nhookinbox generated the secret of source {name:?} (kept in {path}, mode 0600):\n\n    {secret}\n\n\
-         Send it a signed test event:\n\n    \
-         hookinbox send --provider standard --secret '{secret}' --url http://{addr}/in/{name}\n",
-        name = generated.source.as_str(),
-        path = generated.path.display(),
-    );
 }
 
 /// Registers SIGTERM (systemd stop) and ctrl-c handlers now, before the

@@ -421,7 +421,7 @@ async fn backup(client: &Client, out: &std::path::Path) -> Result<u64, Failure> 
         .await?;
     let partial = out.with_extension("partial");
     let io = |e: std::io::Error| fail(EXIT_FAILURE, anyhow!("{}: {e}", out.display()));
-    let mut file = std::fs::File::create(&partial).map_err(io)?;
+    let mut file = create_private(&partial).map_err(io)?;
     let mut bytes = 0u64;
     while let Some(chunk) = res
         .chunk()
@@ -434,6 +434,23 @@ async fn backup(client: &Client, out: &std::path::Path) -> Result<u64, Failure> 
     file.sync_all().map_err(io)?;
     std::fs::rename(&partial, out).map_err(io)?;
     Ok(bytes)
+}
+
+/// Creates (or truncates) `path` readable by its owner only: a backup holds
+/// every stored payload, which the usual umask 022 would make world-readable.
+fn create_private(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    // The mode applies only to a file this call creates; a partial file left
+    // by an earlier broken download keeps its own. Tighten it before a byte
+    // is written.
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    Ok(file)
 }
 
 fn query(pairs: &[(&str, String)]) -> String {

@@ -124,7 +124,7 @@ async fn require_token(State(state): State<AdminState>, request: Request, next: 
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(bearer_credentials)
         .unwrap_or("");
     let expected = state.token.expose().as_bytes();
     if presented.as_bytes().ct_eq(expected).into() {
@@ -132,6 +132,16 @@ async fn require_token(State(state): State<AdminState>, request: Request, next: 
     } else {
         AdminError::Unauthorized.respond(&state.metrics)
     }
+}
+
+/// The token of an `Authorization: Bearer <token>` value. The scheme is
+/// case-insensitive (RFC 9110 §11.1), and clients send `bearer` and `BEARER`
+/// too; spaces after it are skipped. The token itself is compared exactly.
+fn bearer_credentials(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim_start_matches(' '))
 }
 
 async fn readyz(State(state): State<AdminState>) -> Response {

@@ -473,6 +473,30 @@ fn toml_error_key(error: &toml::de::Error) -> String {
     }
 }
 
+/// A URL as it may be shown in `config check`, a log line or the admin API:
+/// scheme, host, port and path stay readable; the user info, the query and
+/// the fragment, any of which may carry a credential (a password, an API
+/// key), are replaced by `[redacted]`. This is the one function that decides
+/// what of a configured URL is shown.
+pub fn redact_url(url: &reqwest::Url) -> String {
+    let mut shown = format!("{}://", url.scheme());
+    if !url.username().is_empty() || url.password().is_some() {
+        shown.push_str("[redacted]@");
+    }
+    shown.push_str(url.host_str().unwrap_or_default());
+    if let Some(port) = url.port() {
+        shown.push_str(&format!(":{port}"));
+    }
+    shown.push_str(url.path());
+    if url.query().is_some() {
+        shown.push_str("?[redacted]");
+    }
+    if url.fragment().is_some() {
+        shown.push_str("#[redacted]");
+    }
+    shown
+}
+
 /// Parses "30s", "5m", "3d", "250ms".
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text.trim()).map_err(|e| {
@@ -507,6 +531,9 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
     n.checked_mul(unit_bytes)
         .ok_or_else(|| format!("{text:?} is too large"))
 }
+
+#[cfg(test)]
+mod props;
 
 #[cfg(test)]
 mod tests {
@@ -636,6 +663,152 @@ mod tests {
         assert!(shown.contains("[redacted]"), "{shown}");
         // The printed config is itself a valid config (with secrets replaced).
         assert!(format!("{config:?}").contains("[redacted]"));
+    }
+
+    /// Regression: `header_read_timeout = "500000000000y"` passed `config
+    /// check`, then every connection panicked adding it to an `Instant`; a
+    /// huge `breaker_cooldown` killed the scheduler the same way. Every
+    /// duration key is bounded at load.
+    #[test]
+    fn every_duration_key_refuses_an_absurd_value_naming_key_value_and_maximum() {
+        let alerts = "[alerts]\nurl = \"http://127.0.0.1:9/alerts\"\n";
+        let source = "[[source]]\nname = \"s\"\nkind = \"github\"\nsecret = \"x\"\n\
+                      destination = \"http://127.0.0.1:9/app\"\n";
+        // (section, key, the key as errors name it, its maximum)
+        let keys = [
+            (
+                "[server]\n",
+                "header_read_timeout",
+                "server.header_read_timeout",
+                "1h",
+            ),
+            (
+                "[server]\n",
+                "body_read_timeout",
+                "server.body_read_timeout",
+                "1h",
+            ),
+            (
+                "[server]\n",
+                "shutdown_timeout",
+                "server.shutdown_timeout",
+                "1h",
+            ),
+            (
+                "[retention]\n",
+                "dedupe_ttl",
+                "retention.dedupe_ttl",
+                "10years",
+            ),
+            (
+                "[retention]\n",
+                "payload_ttl",
+                "retention.payload_ttl",
+                "10years",
+            ),
+            ("[retention]\n", "dlq_ttl", "retention.dlq_ttl", "10years"),
+            (
+                "[retention]\n",
+                "sweep_interval",
+                "retention.sweep_interval",
+                "1day",
+            ),
+            (alerts, "pending_age", "alerts.pending_age", "10years"),
+            (alerts, "min_interval", "alerts.min_interval", "7days"),
+            (alerts, "check_interval", "alerts.check_interval", "1day"),
+            (source, "tolerance", "source[0].tolerance", "1day"),
+            (source, "connect_timeout", "source[0].connect_timeout", "1h"),
+            (source, "timeout", "source[0].timeout", "1h"),
+            (
+                source,
+                "initial_interval",
+                "source[0].initial_interval",
+                "7days",
+            ),
+            (source, "max_interval", "source[0].max_interval", "7days"),
+            (source, "max_age", "source[0].max_age", "10years"),
+            (
+                source,
+                "breaker_cooldown",
+                "source[0].breaker_cooldown",
+                "1day",
+            ),
+        ];
+        for (section, key, named, max) in keys {
+            for value in ["500000000000y", "1000y"] {
+                let text = format!("{section}{key} = \"{value}\"\n");
+                let err = match Config::from_toml(&text, "f.toml", None, &no_env) {
+                    Ok(_) => panic!("{key} = {value:?} was accepted"),
+                    Err(e) => e,
+                };
+                assert_eq!(err.key, named, "{err}");
+                assert!(
+                    err.message.contains(value) && err.message.contains(max),
+                    "{key}: {err}"
+                );
+            }
+            // The maximum itself is allowed (alone: initial_interval must
+            // also stay under max_interval).
+            if key != "initial_interval" {
+                let text = format!("{section}{key} = \"{max}\"\n");
+                if let Err(e) = Config::from_toml(&text, "f.toml", None, &no_env) {
+                    panic!("{key} = {max:?}: {e}");
+                }
+            }
+        }
+    }
+
+    /// An admin listener reachable from other hosts is allowed (behind a
+    /// firewall or a VPN it is useful) but named: its token is then the only
+    /// thing between the network and every payload, replay and backup.
+    #[test]
+    fn a_non_loopback_admin_listener_is_warned_about() {
+        let warned = |addr: &str| {
+            let text = format!("[server]\nadmin_listen = \"{addr}\"\n");
+            let config = Config::from_toml(&text, "f.toml", None, &no_env).unwrap();
+            config
+                .warnings
+                .iter()
+                .any(|w| w.contains("server.admin_listen") && w.contains("admin token"))
+        };
+        assert!(warned("0.0.0.0:8081"));
+        assert!(warned("[::]:8081"));
+        assert!(warned("192.0.2.10:8081"));
+        assert!(!warned("127.0.0.1:8081"));
+        assert!(!warned("[::1]:8081"));
+        // The environment's address is judged too.
+        let env = |name: &str| (name == "HOOKINBOX_ADMIN_LISTEN").then(|| "0.0.0.0:9".to_owned());
+        let config = Config::embedded(&env).unwrap();
+        assert!(
+            config.warnings.iter().any(|w| w.contains("admin token")),
+            "{:?}",
+            config.warnings
+        );
+    }
+
+    #[test]
+    fn redact_url_keeps_where_it_goes_and_hides_credentials() {
+        let shown = |text: &str| redact_url(&reqwest::Url::parse(text).unwrap());
+        // Nothing to hide: exactly the URL as configured.
+        for plain in [
+            "http://127.0.0.1:9000/hooks",
+            "https://app.example.com/",
+            "http://[::1]:8080/in",
+        ] {
+            assert_eq!(shown(plain), plain);
+        }
+        assert_eq!(
+            shown("http://u:pw@host/x?k=token"),
+            "http://[redacted]@host/x?[redacted]"
+        );
+        assert_eq!(
+            shown("https://only-user@host:8443/x#frag"),
+            "https://[redacted]@host:8443/x#[redacted]"
+        );
+        assert_eq!(
+            shown("https://:pw@host/?"),
+            "https://[redacted]@host/?[redacted]"
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! validation into the typed [`Config`](super::Config).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -191,6 +192,31 @@ pub fn apply_env(
     Ok(())
 }
 
+/// The longest value of each kind of duration key. Each lies far beyond any
+/// sensible setting, so it refuses only typos and absurd values, which would
+/// otherwise pass `config check` and then overflow the time arithmetic
+/// (`Instant + Duration` panics) on every connection or in the scheduler.
+///
+/// 1 h for a timeout: an HTTP exchange (a request head or body, a delivery
+/// attempt) or a graceful shutdown still running after an hour is hung, not
+/// slow; systemd's default stop timeout is 90 s.
+const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+/// 1 day for a signature's timestamp tolerance: providers use seconds to
+/// minutes, and a day-long window already lets a captured request be replayed
+/// all day.
+const MAX_TOLERANCE: Duration = Duration::from_secs(86_400);
+/// 1 day for how often something is looked at (the sweep, the alert check) or
+/// how long an open circuit waits for its probe: less than daily, and nobody
+/// sees it happen.
+const MAX_INTERVAL: Duration = Duration::from_secs(86_400);
+/// 7 days for a wait between retries and for the repeat window of an alert:
+/// longer outlives every provider's own retry schedule and any on-call week.
+const MAX_RETRY_INTERVAL: Duration = Duration::from_secs(7 * 86_400);
+/// 10 years (humantime's "10y") for a retention or an age: longer than the
+/// legal retention periods we know, and far from overflowing the `u64`
+/// millisecond timestamps the store adds it to.
+const MAX_AGE: Duration = Duration::from_secs(315_576_000);
+
 struct Ctx<'a> {
     origin: &'a str,
 }
@@ -204,13 +230,26 @@ impl Ctx<'_> {
         }
     }
 
+    /// `value` (or `default`) as a duration no longer than `max`.
     fn duration(
         &self,
         key: &str,
         value: Option<&str>,
         default: &str,
-    ) -> Result<std::time::Duration, ConfigError> {
-        parse_duration(value.unwrap_or(default)).map_err(|m| self.err(key, m))
+        max: Duration,
+    ) -> Result<Duration, ConfigError> {
+        let text = value.unwrap_or(default);
+        let d = parse_duration(text).map_err(|m| self.err(key, m))?;
+        if d > max {
+            return Err(self.err(
+                key,
+                format!(
+                    "{text:?} is longer than the maximum of {} for this key",
+                    humantime::format_duration(max)
+                ),
+            ));
+        }
+        Ok(d)
     }
 
     /// A size in bytes (a number, or text like "64MiB"), at least 1.
@@ -287,16 +326,19 @@ pub fn validate(
             "server.header_read_timeout",
             s.header_read_timeout.as_deref(),
             "10s",
+            MAX_TIMEOUT,
         )?,
         body_read_timeout: cx.duration(
             "server.body_read_timeout",
             s.body_read_timeout.as_deref(),
             "30s",
+            MAX_TIMEOUT,
         )?,
         shutdown_timeout: cx.duration(
             "server.shutdown_timeout",
             s.shutdown_timeout.as_deref(),
             "30s",
+            MAX_TIMEOUT,
         )?,
         max_connections,
         max_buffered_body,
@@ -304,16 +346,34 @@ pub fn validate(
     if server.listen == server.admin_listen && server.listen.port() != 0 {
         return Err(cx.err("server.admin_listen", "must differ from server.listen"));
     }
+    // Allowed (behind a firewall or a VPN it is useful), but said out loud.
+    if !server.admin_listen.ip().is_loopback() {
+        warnings.push(format!(
+            "{}: server.admin_listen (HOOKINBOX_ADMIN_LISTEN) {} is reachable from other hosts: the admin token is then the only guard of the admin API (every payload, replay, backup); keep it on 127.0.0.1 unless a firewall or VPN stands in front",
+            cx.origin, server.admin_listen
+        ));
+    }
 
     let r = &raw.retention;
     let retention = RetentionConfig {
-        dedupe_ttl: cx.duration("retention.dedupe_ttl", r.dedupe_ttl.as_deref(), "30d")?,
-        payload_ttl: cx.duration("retention.payload_ttl", r.payload_ttl.as_deref(), "7d")?,
-        dlq_ttl: cx.duration("retention.dlq_ttl", r.dlq_ttl.as_deref(), "30d")?,
+        dedupe_ttl: cx.duration(
+            "retention.dedupe_ttl",
+            r.dedupe_ttl.as_deref(),
+            "30d",
+            MAX_AGE,
+        )?,
+        payload_ttl: cx.duration(
+            "retention.payload_ttl",
+            r.payload_ttl.as_deref(),
+            "7d",
+            MAX_AGE,
+        )?,
+        dlq_ttl: cx.duration("retention.dlq_ttl", r.dlq_ttl.as_deref(), "30d", MAX_AGE)?,
         sweep_interval: cx.duration(
             "retention.sweep_interval",
             r.sweep_interval.as_deref(),
             "1m",
+            MAX_INTERVAL,
         )?,
     };
     if retention.sweep_interval.is_zero() {
@@ -346,8 +406,8 @@ pub fn validate(
                 .ok()
                 .filter(|u| matches!(u.scheme(), "http" | "https"))
                 .ok_or_else(|| cx.err("alerts.url", "must be an http(s) URL"))?;
-            let positive = |key: &str, v: &Option<String>, default: &str| {
-                let d = cx.duration(key, v.as_deref(), default)?;
+            let positive = |key: &str, v: &Option<String>, default: &str, max: Duration| {
+                let d = cx.duration(key, v.as_deref(), default, max)?;
                 if d.is_zero() {
                     return Err(cx.err(key, "must be longer than 0s"));
                 }
@@ -356,9 +416,19 @@ pub fn validate(
             Some(AlertConfig {
                 url,
                 dlq_threshold: ra.dlq_threshold.unwrap_or(0),
-                pending_age: positive("alerts.pending_age", &ra.pending_age, "1h")?,
-                min_interval: positive("alerts.min_interval", &ra.min_interval, "15m")?,
-                check_interval: positive("alerts.check_interval", &ra.check_interval, "30s")?,
+                pending_age: positive("alerts.pending_age", &ra.pending_age, "1h", MAX_AGE)?,
+                min_interval: positive(
+                    "alerts.min_interval",
+                    &ra.min_interval,
+                    "15m",
+                    MAX_RETRY_INTERVAL,
+                )?,
+                check_interval: positive(
+                    "alerts.check_interval",
+                    &ra.check_interval,
+                    "30s",
+                    MAX_INTERVAL,
+                )?,
             })
         }
     };
@@ -542,7 +612,7 @@ fn validate_source(
     let tolerance = rs
         .tolerance
         .as_deref()
-        .map(|t| parse_duration(t).map_err(|m| cx.err(key("tolerance"), m)))
+        .map(|t| cx.duration(&key("tolerance"), Some(t), t, MAX_TOLERANCE))
         .transpose()?;
     let max_body = cx.size(&key("max_body"), rs.max_body.take(), DEFAULT_MAX_BODY)?;
     let locators =
@@ -564,7 +634,7 @@ fn validate_source(
     let public_url = match rs.public_url.take() {
         Some(u) => {
             reqwest::Url::parse(&u)
-                .map_err(|e| cx.err(key("public_url"), format!("{u:?}: {e}")))?;
+                .map_err(|e| cx.err(key("public_url"), format!("is not a URL: {e}")))?;
             Some(u)
         }
         None if kind == Kind::Twilio => {
@@ -664,8 +734,9 @@ fn validate_delivery(
         }
         return Ok(None);
     };
+    // The error names the key, not the text: a URL can hold a credential.
     let url = reqwest::Url::parse(&url)
-        .map_err(|e| cx.err(key("destination"), format!("{url:?}: {e}")))?;
+        .map_err(|e| cx.err(key("destination"), format!("is not a URL: {e}")))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(cx.err(
             key("destination"),
@@ -763,15 +834,20 @@ fn validate_delivery(
             format!("{h:?} is one of the headers hookinbox sets itself on deliveries"),
         ));
     }
-    let duration = |k: &str, v: &Option<String>, default: &str| {
-        let d = cx.duration(&key(k), v.as_deref(), default)?;
+    let duration = |k: &str, v: &Option<String>, default: &str, max: Duration| {
+        let d = cx.duration(&key(k), v.as_deref(), default, max)?;
         if d.is_zero() {
             return Err(cx.err(key(k), "must be longer than 0s"));
         }
         Ok(d)
     };
-    let initial_interval = duration("initial_interval", &rs.initial_interval, "5s")?;
-    let max_interval = duration("max_interval", &rs.max_interval, "1h")?;
+    let initial_interval = duration(
+        "initial_interval",
+        &rs.initial_interval,
+        "5s",
+        MAX_RETRY_INTERVAL,
+    )?;
+    let max_interval = duration("max_interval", &rs.max_interval, "1h", MAX_RETRY_INTERVAL)?;
     if max_interval < initial_interval {
         return Err(cx.err(key("max_interval"), "must be at least initial_interval"));
     }
@@ -848,19 +924,24 @@ fn validate_delivery(
         secret,
         ca_pem,
         forward_headers,
-        connect_timeout: duration("connect_timeout", &rs.connect_timeout, "5s")?,
-        timeout: duration("timeout", &rs.timeout, "30s")?,
+        connect_timeout: duration("connect_timeout", &rs.connect_timeout, "5s", MAX_TIMEOUT)?,
+        timeout: duration("timeout", &rs.timeout, "30s", MAX_TIMEOUT)?,
         initial_interval,
         max_interval,
         max_attempts,
-        max_age: duration("max_age", &rs.max_age, "3d")?,
+        max_age: duration("max_age", &rs.max_age, "3d", MAX_AGE)?,
         retry_statuses,
         max_concurrency,
         max_rate: rs.max_rate,
         paused: rs.paused.unwrap_or(false),
         ordering,
         breaker_failures,
-        breaker_cooldown: duration("breaker_cooldown", &rs.breaker_cooldown, "30s")?,
+        breaker_cooldown: duration(
+            "breaker_cooldown",
+            &rs.breaker_cooldown,
+            "30s",
+            MAX_INTERVAL,
+        )?,
     }))
 }
 
@@ -1007,13 +1088,13 @@ pub fn render_redacted(config: &Config) -> String {
     );
     if let Some(a) = &config.alerts {
         let mut url = a.url.clone();
-        // A Slack webhook URL is a credential: show only where it goes.
-        url.set_path("/…");
-        url.set_query(None);
+        // A Slack incoming-webhook URL carries its credential in the path:
+        // of the alert URL, show only the host it goes to.
+        url.set_path("/[redacted]");
         let _ = writeln!(
             out,
             "\n[alerts]\nurl = {}\ndlq_threshold = {}\npending_age = {}\nmin_interval = {}\ncheck_interval = {}",
-            q(url.as_str()),
+            q(&super::redact_url(&url)),
             a.dlq_threshold,
             d(a.pending_age),
             d(a.min_interval),
@@ -1058,11 +1139,15 @@ pub fn render_redacted(config: &Config) -> String {
             let _ = writeln!(out, "event_type = {}", list(l));
         }
         if let Some(u) = &src.public_url {
-            let _ = writeln!(out, "public_url = {}", q(u));
+            // Twilio can call a URL with basic-auth credentials in it.
+            let shown = reqwest::Url::parse(u)
+                .map(|u| super::redact_url(&u))
+                .unwrap_or_else(|_| "[redacted]".into());
+            let _ = writeln!(out, "public_url = {}", q(&shown));
         }
         match &src.delivery {
             Some(dl) => {
-                let _ = writeln!(out, "destination = {}", q(dl.url.as_str()));
+                let _ = writeln!(out, "destination = {}", q(&super::redact_url(&dl.url)));
                 match &dl.secret {
                     Some(_) => {
                         let _ = writeln!(out, "destination_secret = {}", q("[redacted]"));

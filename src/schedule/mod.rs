@@ -305,14 +305,10 @@ impl Scheduler {
             .iter()
             .map(|lane| {
                 let d = &lane.destination;
-                let mut url = d.config.url.clone();
-                // The query or the user info may carry a credential: never shown.
-                url.set_query(None);
-                let _ = url.set_password(None);
-                let _ = url.set_username("");
                 LaneStatus {
                     name: d.name.to_string(),
-                    url: url.to_string(),
+                    // The query or the user info may carry a credential: never shown.
+                    url: crate::config::redact_url(&d.config.url),
                     paused: lane.paused.load(Ordering::Relaxed),
                     circuit: lane.breaker.state(),
                     in_flight: lane.in_flight.len(),

@@ -431,4 +431,6 @@ pub fn stored_headers(headers: &HeaderMap) -> Vec<(String, String)> {
 }
 
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod tests;

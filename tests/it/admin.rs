@@ -101,6 +101,40 @@ async fn every_endpoint_but_health_needs_the_token() {
     server.stop().await;
 }
 
+/// Regression: `Authorization: bearer <token>` (curl users, some HTTP
+/// libraries) was refused; the scheme is case-insensitive (RFC 9110 §11.1).
+#[tokio::test]
+async fn the_bearer_scheme_is_accepted_in_any_case_and_with_extra_spaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Ok).await;
+    let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
+    let call = |value: String| {
+        let req = server
+            .client
+            .get(server.admin_url("/api/destinations"))
+            .header("authorization", value);
+        async move { req.send().await.unwrap().status().as_u16() }
+    };
+    for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+        for gap in [" ", "   "] {
+            let value = format!("{scheme}{gap}{TOKEN}");
+            assert_eq!(call(value.clone()).await, 200, "{value:?}");
+        }
+    }
+    // Only the scheme is case-insensitive: the token, a missing space and
+    // another scheme are still refused.
+    for value in [
+        format!("Bearer {}", TOKEN.to_uppercase()),
+        format!("Bearer{TOKEN}"),
+        format!("Basic {TOKEN}"),
+        format!("Bearer {TOKEN} extra"),
+        TOKEN.to_owned(),
+    ] {
+        assert_eq!(call(value.clone()).await, 401, "{value:?}");
+    }
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn events_are_listed_with_filters_and_cursor_and_shown_in_full() {
     let dir = tempfile::tempdir().unwrap();

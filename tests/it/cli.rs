@@ -39,6 +39,94 @@ fn config_check_prints_the_effective_config_with_secrets_redacted() {
     );
 }
 
+/// Regression: `config check` printed a destination URL whole, with the
+/// password in its user info and the token in its query.
+#[test]
+fn config_check_never_prints_url_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(
+        dir.path(),
+        "[alerts]\nurl = \"https://bot:alert-pw@hooks.example.com/services/T0/B0/alert-path-key?k=alert-token\"\n\n\
+         [[source]]\nname = \"shop\"\nkind = \"github\"\nsecret_env = \"SHOP_SECRET\"\n\
+         destination = \"http://app-user:dest-pw@127.0.0.1:9000/hooks/in?key=dest-token&x=1#frag-token\"\n\n\
+         [[source]]\nname = \"calls\"\nkind = \"twilio\"\nsecret_env = \"SHOP_SECRET\"\n\
+         public_url = \"https://tw-user:public-pw@inbox.example.com/in/calls\"\n",
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_hookinbox"))
+        .args(["config", "check", "--config", path.to_str().unwrap()])
+        .env("SHOP_SECRET", "shop-secret-value")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for secret in [
+        "dest-pw",
+        "dest-token",
+        "app-user",
+        "frag-token",
+        "alert-pw",
+        "alert-token",
+        "alert-path-key",
+        "public-pw",
+    ] {
+        assert!(
+            !stdout.contains(secret) && !stderr.contains(secret),
+            "{secret} is shown:\n{stdout}{stderr}"
+        );
+    }
+    // Where deliveries go stays readable.
+    assert!(
+        stdout.contains(
+            "destination = \"http://[redacted]@127.0.0.1:9000/hooks/in?[redacted]#[redacted]\""
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("url = \"https://[redacted]@hooks.example.com/[redacted]?[redacted]\""),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("public_url = \"https://[redacted]@inbox.example.com/in/calls\""),
+        "{stdout}"
+    );
+
+    // A destination URL that does not parse is not echoed in the error either.
+    let path = write_config(
+        dir.path(),
+        "[[source]]\nname = \"shop\"\nkind = \"github\"\nsecret = \"x\"\n\
+         destination = \"http://app-user:dest-pw@127.0.0.1:99999/?key=dest-token\"\n",
+    );
+    let out = hookinbox(&["config", "check", "--config", path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("source[0].destination"), "{stderr}");
+    assert!(
+        !stderr.contains("dest-pw") && !stderr.contains("dest-token"),
+        "{stderr}"
+    );
+}
+
+/// Regression: an absurd duration passed `config check` and then panicked
+/// the server; it is now a config error naming the key (exit 2).
+#[test]
+fn config_check_refuses_an_absurd_duration_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(
+        dir.path(),
+        "[server]\nheader_read_timeout = \"500000000000y\"\n",
+    );
+    let out = hookinbox(&["config", "check", "--config", path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("server.header_read_timeout")
+            && stderr.contains("500000000000y")
+            && stderr.contains("1h"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn config_check_errors_name_file_key_and_problem_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
@@ -71,8 +159,8 @@ fn config_default_is_the_embedded_file_and_it_checks() {
 }
 
 /// `hookinbox serve` with no file: the embedded default serves (here on an
-/// ephemeral port through the environment), generates and prints the demo
-/// secret once, `send --source demo` is accepted, SIGTERM exits 0.
+/// ephemeral port through the environment), generates the demo secret once
+/// and names its file, `send --source demo` is accepted, SIGTERM exits 0.
 #[tokio::test]
 async fn serve_with_the_embedded_default_generates_a_secret_and_exits_0_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
@@ -151,21 +239,32 @@ async fn serve_with_the_embedded_default_generates_a_secret_and_exits_0_on_sigte
     assert_eq!(code, 0, "{err}");
     assert!(out.lines().any(|l| l.starts_with("demo")), "{out}");
     assert!(server.terminate().success(), "{}", server.log_text());
+    // Stdout is a pipe here, as under systemd, where it goes to the journal:
+    // the banner names the files that hold the generated secrets, never the
+    // secrets themselves (regression: both were printed in clear).
     let stdout = server.stdout_text();
     assert!(
-        stdout.contains(secret.trim()) && stdout.contains("hookinbox send"),
+        stdout.contains(secret_file.to_str().unwrap()) && stdout.contains("hookinbox send"),
         "{stdout}"
     );
     assert!(
-        stdout.contains(token.trim()),
-        "the admin token is printed once: {stdout}"
+        stdout.contains(token_file.to_str().unwrap()),
+        "the admin token's file is named: {stdout}"
+    );
+    assert!(
+        !stdout.contains(secret.trim()) && !stdout.contains(token.trim()),
+        "a secret reached a pipe: {stdout}"
     );
     assert_eq!(read_all(&data).await.len(), 1);
 
-    // The second start reuses the secret and prints it no more.
+    // The second start reuses the secret and announces nothing.
     let mut server = serve();
     assert!(server.terminate().success());
-    assert!(!server.stdout_text().contains(secret.trim()));
+    let stdout = server.stdout_text();
+    assert!(
+        !stdout.contains(secret.trim()) && !stdout.contains("generated"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -351,4 +450,54 @@ async fn operator_commands_drive_a_running_server() {
             .unwrap();
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("is the server running?"), "{err}");
+}
+
+/// Regression: `backup --out` wrote the database copy (every stored payload)
+/// and its `.partial` file world-readable under the usual umask 022.
+#[test]
+fn backup_is_written_mode_0600_even_under_umask_022() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let token = "backup-test-token-0123456789";
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "{}[admin]\ntoken = \"{token}\"\n\n{}",
+            server_section(&dir.path().join("data")),
+            standard_source("shop"),
+        ),
+    );
+    let server = BinaryServer::start(&config, &[], None);
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    // The shell sets the umask a packaged cron job or an operator's shell has.
+    let backup = |out: &std::path::Path| {
+        Command::new("sh")
+            .args(["-c", "umask 022; exec \"$0\" \"$@\""])
+            .arg(env!("CARGO_BIN_EXE_hookinbox"))
+            .args(["backup", "--admin", &server.admin, "--out"])
+            .arg(out)
+            .env("HOOKINBOX_ADMIN_TOKEN", token)
+            .output()
+            .unwrap()
+    };
+
+    let fresh = dir.path().join("fresh.redb");
+    let out = backup(&fresh);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(mode(&fresh), 0o600, "a new backup file");
+
+    // A partial file left world-readable by an older version's broken
+    // download is reused: its mode is tightened before a byte is written.
+    let again = dir.path().join("again.redb");
+    let leftover = again.with_extension("partial");
+    std::fs::write(&leftover, b"old").unwrap();
+    std::fs::set_permissions(&leftover, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = backup(&again);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        mode(&again),
+        0o600,
+        "a backup through a leftover partial file"
+    );
+    assert!(!leftover.exists());
 }
