@@ -13,6 +13,9 @@ getent passwd hookinbox >/dev/null || fail "no hookinbox user"
 grep -qx /etc/hookinbox/hookinbox.toml /var/lib/dpkg/info/hookinbox.conffiles || fail "config is not a conffile"
 if command -v systemd-analyze >/dev/null; then
     systemd-analyze verify /lib/systemd/system/hookinbox.service || fail "unit does not verify"
+    # The hardening must not regress: exposure at most 1.6 (the threshold is in tenths).
+    systemd-analyze security --offline=true --threshold=16 /lib/systemd/system/hookinbox.service >/dev/null \
+        || fail "unit exposure above 1.6: systemd-analyze security --offline=true packaging/hookinbox.service"
 fi
 dpkg --purge hookinbox >/dev/null
 [ ! -e /usr/bin/hookinbox ] || fail "purge left the binary"

@@ -202,6 +202,15 @@ async fn serve(config: Config) -> Result<(), Failure> {
                 "cannot listen on {admin_listen} (server.admin_listen / HOOKINBOX_ADMIN_LISTEN)"
             )
         })?;
+    let stopping = tokio_util::sync::CancellationToken::new();
+    let stop = {
+        let stopping = stopping.clone();
+        async move {
+            stop.await;
+            crate::systemd::stopping();
+            stopping.cancel();
+        }
+    };
     let app = App::start(
         config,
         crate::app::Listeners { ingest, admin },
@@ -209,11 +218,22 @@ async fn serve(config: Config) -> Result<(), Failure> {
         stop,
     )
     .await?;
+    // The store is open and both listeners are bound.
+    crate::systemd::ready();
+    let watchdog = tokio::spawn(crate::systemd::watchdog(
+        crate::systemd::Liveness {
+            store: app.store().clone(),
+            delivery: app.delivery().clone(),
+        },
+        stopping.cancelled_owned(),
+    ));
     let to_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
     for generated in app.generated_secrets() {
         print_generated_secret(generated, app.ingest_addr(), to_terminal);
     }
-    app.wait().await?;
+    let result = app.wait().await;
+    watchdog.abort();
+    result?;
     Ok(())
 }
 

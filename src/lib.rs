@@ -22,4 +22,5 @@ pub mod schedule;
 pub mod send;
 pub mod store;
 pub mod sweep;
+pub mod systemd;
 pub mod verify;

@@ -145,7 +145,7 @@ fn bearer_credentials(value: &str) -> Option<&str> {
 }
 
 async fn readyz(State(state): State<AdminState>) -> Response {
-    let store = tokio::time::timeout(Duration::from_secs(5), state.store.ping()).await;
+    let store = tokio::time::timeout(Duration::from_secs(5), state.store.ready()).await;
     let store_ok = matches!(store, Ok(Ok(())));
     let scheduler_ok = state.delivery.is_alive();
     let status = if store_ok && scheduler_ok {

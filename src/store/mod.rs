@@ -486,10 +486,16 @@ impl Store {
         Ok(out)
     }
 
+    /// Whether the writer thread is alive: it answers (an empty commit).
+    /// Liveness, not readiness: on a full disk it still answers.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.call(|reply| writer::Job::Ping { reply }).await
+    }
+
     /// Whether the store can take events: the writer commits now, and no
     /// commit has failed since the last passing [`Store::probe`].
-    pub async fn ping(&self) -> Result<(), StoreError> {
-        self.call(|reply| writer::Job::Ping { reply }).await?;
+    pub async fn ready(&self) -> Result<(), StoreError> {
+        self.ping().await?;
         match self.shared.write_error.borrow().clone() {
             Some(cause) => Err(StoreError::Unavailable(cause)),
             None => Ok(()),

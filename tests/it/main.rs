@@ -12,4 +12,5 @@ mod hostile;
 mod ingest;
 mod snapshots;
 mod support;
+mod systemd;
 mod vectors;

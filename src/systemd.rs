@@ -1,0 +1,90 @@
+//! The service manager's side of the contract (systemd `Type=notify`):
+//! `READY=1` once the store is open and both listeners are bound, `WATCHDOG=1`
+//! while the store writer and the delivery scheduler are alive, `STOPPING=1`
+//! when a graceful stop begins.
+//!
+//! Owns the notify protocol (through the `sd-notify` crate) and the liveness
+//! rule; refuses to judge readiness (that is `/readyz`: a full disk is not
+//! ready, but alive — restarting would not free it). Without `NOTIFY_SOCKET`
+//! (a terminal, tests, another supervisor) every call does nothing.
+
+use std::time::Duration;
+
+use sd_notify::NotifyState;
+
+use crate::schedule::DeliveryHandle;
+use crate::store::Store;
+
+/// Tells the service manager that hookinbox serves.
+pub fn ready() {
+    notify(&[
+        NotifyState::Ready,
+        NotifyState::Status("receiving webhooks"),
+    ]);
+}
+
+/// Tells the service manager that a graceful stop has begun.
+pub fn stopping() {
+    notify(&[
+        NotifyState::Stopping,
+        NotifyState::Status("stopping: finishing in-flight requests"),
+    ]);
+}
+
+fn notify(states: &[NotifyState]) {
+    if let Err(e) = sd_notify::notify(states) {
+        tracing::warn!(error = %e, "cannot notify the service manager");
+    }
+}
+
+/// What must be alive for the process to be worth keeping: the writer (it
+/// answers a commit) and the scheduler (its task runs). A wedged writer or a
+/// dead scheduler leaves a process that answers HTTP but stores or delivers
+/// nothing; the watchdog lets systemd restart it.
+#[derive(Clone)]
+pub struct Liveness {
+    pub store: Store,
+    pub delivery: DeliveryHandle,
+}
+
+impl Liveness {
+    /// Alive, or why not, checked within `limit`.
+    pub async fn check(&self, limit: Duration) -> Result<(), String> {
+        if !self.delivery.is_alive() {
+            return Err("the delivery scheduler is not running".into());
+        }
+        match tokio::time::timeout(limit, self.store.ping()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(format!("the store writer does not answer: {e}")),
+            Err(_) => Err(format!("the store writer did not answer within {limit:?}")),
+        }
+    }
+}
+
+/// Feeds the watchdog every half of `WatchdogSec` while [`Liveness::check`]
+/// passes; when it fails, stops feeding (and says why), so systemd kills and
+/// restarts the process. Returns at once when no watchdog is configured,
+/// and when `stopping` resolves (a stop is governed by `TimeoutStopSec`).
+pub async fn watchdog(liveness: Liveness, stopping: impl std::future::Future<Output = ()>) {
+    let Some(interval) = sd_notify::watchdog_enabled() else {
+        return;
+    };
+    let every = interval / 2;
+    tracing::info!(interval = ?interval, "feeding the systemd watchdog");
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tokio::pin!(stopping);
+    loop {
+        tokio::select! {
+            biased;
+            () = &mut stopping => return,
+            _ = ticks.tick() => {}
+        }
+        match liveness.check(every).await {
+            Ok(()) => notify(&[NotifyState::Watchdog]),
+            Err(why) => {
+                tracing::error!(reason = %why, "not alive: the systemd watchdog is not fed and will restart hookinbox");
+            }
+        }
+    }
+}
