@@ -28,6 +28,7 @@ use crate::metrics::Metrics;
 use crate::schedule::{DeliveryHandle, Scheduler};
 use crate::store::{Store, StoreError, StoreOptions};
 use crate::sweep::Sweeper;
+use crate::tls::{Tls, TlsError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -44,6 +45,8 @@ pub enum AppError {
         "the {task} task ended unexpectedly ({reason}); hookinbox stopped so that it can be restarted"
     )]
     TaskEnded { task: TaskName, reason: String },
+    #[error("ingest TLS: {0}")]
+    Tls(#[from] TlsError),
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }
@@ -150,6 +153,7 @@ pub struct App {
     admin_addr: SocketAddr,
     generated: Vec<GeneratedSecret>,
     delivery: DeliveryHandle,
+    tls: Option<Tls>,
     task: tokio::task::JoinHandle<Result<(), AppError>>,
 }
 
@@ -247,9 +251,12 @@ impl App {
             admin = %admin_addr,
             data_dir = %config.server.data_dir.display(),
             sources = config.sources.len(),
+            tls = config.server.tls.is_some(),
             "hookinbox is receiving webhooks"
         );
 
+        let tls = config.server.tls.clone().map(Tls::new).transpose()?;
+        let tls_for_ingest = tls.clone();
         let (writer, writer_exited) = writer.with_exit_signal();
         let prober_store = store.clone();
         let metrics_for_tasks = metrics.clone();
@@ -273,6 +280,7 @@ impl App {
                     ingest::router(state),
                     serve_options,
                     metrics.clone(),
+                    tls_for_ingest,
                     front.clone().cancelled_owned(),
                 )),
             );
@@ -287,6 +295,7 @@ impl App {
                         ..serve_options
                     },
                     metrics,
+                    None,
                     front.clone().cancelled_owned(),
                 )),
             );
@@ -368,6 +377,7 @@ impl App {
             admin_addr,
             generated,
             delivery,
+            tls,
             task,
         })
     }
@@ -391,6 +401,11 @@ impl App {
     /// Pause and resume destinations.
     pub fn delivery(&self) -> &DeliveryHandle {
         &self.delivery
+    }
+
+    /// The ingest listener's TLS, to reload on SIGHUP; `None` without TLS.
+    pub fn tls(&self) -> Option<Tls> {
+        self.tls.clone()
     }
 
     /// Secrets generated on this start (first start only).

@@ -190,6 +190,9 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 
 async fn serve(config: Config) -> Result<(), Failure> {
     let stop = shutdown_signal()?;
+    // Registered before listening: SIGHUP's default action ends the process.
+    let mut hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .context("cannot handle SIGHUP")?;
     let listen = config.server.listen;
     let ingest = tokio::net::TcpListener::bind(listen)
         .await
@@ -220,6 +223,20 @@ async fn serve(config: Config) -> Result<(), Failure> {
     .await?;
     // The store is open and both listeners are bound.
     crate::systemd::ready();
+    let tls = app.tls();
+    let reloader = tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            match &tls {
+                None => tracing::info!("SIGHUP: nothing to reload (no TLS configured)"),
+                Some(tls) => match tls.reload() {
+                    Ok(()) => tracing::info!("SIGHUP: reloaded the ingest TLS certificate and key"),
+                    Err(e) => {
+                        tracing::error!(error = %e, "SIGHUP: cannot reload TLS; keeping the certificate in use")
+                    }
+                },
+            }
+        }
+    });
     let watchdog = tokio::spawn(crate::systemd::watchdog(
         crate::systemd::Liveness {
             store: app.store().clone(),
@@ -233,6 +250,7 @@ async fn serve(config: Config) -> Result<(), Failure> {
     }
     let result = app.wait().await;
     watchdog.abort();
+    reloader.abort();
     result?;
     Ok(())
 }

@@ -23,4 +23,5 @@ pub mod send;
 pub mod store;
 pub mod sweep;
 pub mod systemd;
+pub mod tls;
 pub mod verify;

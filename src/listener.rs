@@ -9,12 +9,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 use crate::metrics::{Listener, Metrics};
+use crate::tls::Tls;
 
 /// hyper's read buffer per connection at most (its default is ≈ 400 KiB).
 /// It holds a request head and the body bytes not yet handed on; 64 KiB
@@ -41,6 +42,7 @@ pub async fn serve(
     router: axum::Router,
     options: ServeOptions,
     metrics: Metrics,
+    tls: Option<Tls>,
     shutdown: impl Future<Output = ()>,
 ) {
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -92,14 +94,21 @@ pub async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let service = TowerToHyperService::new(router.clone());
-                let connection = builder.serve_connection(TokioIo::new(stream), service);
-                let watched = graceful.watch(connection);
-                let metrics = metrics.clone();
+                let connection = Connection {
+                    name,
+                    builder: builder.clone(),
+                    router: router.clone(),
+                    watcher: graceful.watcher(),
+                    metrics: metrics.clone(),
+                    handshake_timeout: options.header_read_timeout,
+                };
+                let tls = tls.as_ref().map(Tls::acceptor);
                 metrics.connection(name, 1);
                 tokio::spawn(async move {
-                    if let Err(e) = watched.await {
-                        tracing::debug!(listener = name.as_str(), error = %e, "connection ended with an error");
+                    let metrics = connection.metrics.clone();
+                    match tls {
+                        None => connection.serve(stream).await,
+                        Some(acceptor) => connection.serve_tls(acceptor, stream).await,
                     }
                     metrics.connection(name, -1);
                     drop(slot);
@@ -116,6 +125,44 @@ pub async fn serve(
         () = graceful.shutdown() => {}
         () = tokio::time::sleep(options.shutdown_timeout) => {
             tracing::warn!(listener = name.as_str(), "in-flight requests still open after the shutdown timeout; closing them");
+        }
+    }
+}
+
+/// One accepted connection, served on its own task.
+struct Connection {
+    name: Listener,
+    builder: hyper::server::conn::http1::Builder,
+    router: axum::Router,
+    watcher: Watcher,
+    metrics: Metrics,
+    /// A TLS handshake not done by then is dropped, like a slow request head.
+    handshake_timeout: Duration,
+}
+
+impl Connection {
+    async fn serve<I>(self, io: I)
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let service = TowerToHyperService::new(self.router);
+        let connection = self.builder.serve_connection(TokioIo::new(io), service);
+        if let Err(e) = self.watcher.watch(connection).await {
+            tracing::debug!(listener = self.name.as_str(), error = %e, "connection ended with an error");
+        }
+    }
+
+    async fn serve_tls(self, acceptor: tokio_rustls::TlsAcceptor, tcp: tokio::net::TcpStream) {
+        match tokio::time::timeout(self.handshake_timeout, acceptor.accept(tcp)).await {
+            Ok(Ok(stream)) => self.serve(stream).await,
+            Ok(Err(e)) => {
+                self.metrics.tls_handshake_failed(self.name);
+                tracing::debug!(listener = self.name.as_str(), error = %e, "TLS handshake failed");
+            }
+            Err(_) => {
+                self.metrics.tls_handshake_failed(self.name);
+                tracing::debug!(listener = self.name.as_str(), "TLS handshake timed out");
+            }
         }
     }
 }

@@ -72,6 +72,7 @@ struct Inner {
     registry: Mutex<Registry>,
     open_connections: Family<ListenerLabel, Gauge>,
     connection_limit_waits: Family<ListenerLabel, Counter>,
+    tls_handshake_failures: Family<ListenerLabel, Counter>,
     received: Family<SourceLabel, Counter>,
     duplicates: Family<SourceLabel, Counter>,
     rejected: Family<RejectedLabels, Counter>,
@@ -282,8 +283,15 @@ impl Metrics {
             "Times the listener had max_connections open and left new connections waiting",
             connection_limit_waits.clone(),
         );
+        let tls_handshake_failures = Family::<ListenerLabel, Counter>::default();
+        registry.register(
+            "tls_handshake_failures",
+            "TLS handshakes that failed or timed out (a client that does not trust the certificate, a scanner)",
+            tls_handshake_failures.clone(),
+        );
         for listener in [Listener::Ingest, Listener::Admin] {
             let label = ListenerLabel { listener };
+            let _ = tls_handshake_failures.get_or_create(&label);
             let _ = open_connections.get_or_create(&label);
             let _ = connection_limit_waits.get_or_create(&label);
         }
@@ -292,6 +300,7 @@ impl Metrics {
                 registry: Mutex::new(registry),
                 open_connections,
                 connection_limit_waits,
+                tls_handshake_failures,
                 received,
                 duplicates,
                 rejected,
@@ -326,6 +335,13 @@ impl Metrics {
             .open_connections
             .get_or_create(&ListenerLabel { listener })
             .inc_by(delta);
+    }
+
+    pub fn tls_handshake_failed(&self, listener: Listener) {
+        self.inner
+            .tls_handshake_failures
+            .get_or_create(&ListenerLabel { listener })
+            .inc();
     }
 
     pub fn connection_limit_wait(&self, listener: Listener) {

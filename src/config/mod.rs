@@ -53,6 +53,8 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// Request bodies held in memory at once, over all ingest requests.
     pub max_buffered_body: usize,
+    /// TLS on the ingest listener (the admin listener stays on loopback).
+    pub tls: Option<crate::tls::TlsFiles>,
 }
 
 #[derive(Debug, Clone)]

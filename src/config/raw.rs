@@ -58,6 +58,8 @@ struct RawServer {
     shutdown_timeout: Option<String>,
     max_connections: Option<u64>,
     max_buffered_body: Option<RawSize>,
+    tls_cert_file: Option<String>,
+    tls_key_file: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -314,6 +316,33 @@ pub fn validate(
         raw.server.max_buffered_body.clone(),
         DEFAULT_MAX_BUFFERED_BODY,
     )?;
+    let tls = match (&s.tls_cert_file, &s.tls_key_file) {
+        (None, None) => None,
+        (Some(cert), Some(key)) => {
+            let files = crate::tls::TlsFiles {
+                cert: resolve(base_dir, cert),
+                key: resolve(base_dir, key),
+            };
+            // Read now: a wrong path or a key that does not match is a
+            // config error, not a listener that cannot handshake.
+            files
+                .load()
+                .map_err(|e| cx.err("server.tls_cert_file", e.to_string()))?;
+            Some(files)
+        }
+        (Some(_), None) => {
+            return Err(cx.err(
+                "server.tls_key_file",
+                "is required with server.tls_cert_file",
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(cx.err(
+                "server.tls_cert_file",
+                "is required with server.tls_key_file",
+            ));
+        }
+    };
     let server = ServerConfig {
         listen: addr("server.listen", s.listen.as_deref(), "127.0.0.1:8080")?,
         admin_listen: addr(
@@ -342,6 +371,7 @@ pub fn validate(
         )?,
         max_connections,
         max_buffered_body,
+        tls,
     };
     if server.listen == server.admin_listen && server.listen.port() != 0 {
         return Err(cx.err("server.admin_listen", "must differ from server.listen"));
@@ -1067,6 +1097,14 @@ pub fn render_redacted(config: &Config) -> String {
     let _ = writeln!(out, "shutdown_timeout = {}", d(s.shutdown_timeout));
     let _ = writeln!(out, "max_connections = {}", s.max_connections);
     let _ = writeln!(out, "max_buffered_body = {}", s.max_buffered_body);
+    if let Some(tls) = &s.tls {
+        let _ = writeln!(
+            out,
+            "tls_cert_file = {}",
+            q(&tls.cert.display().to_string())
+        );
+        let _ = writeln!(out, "tls_key_file = {}", q(&tls.key.display().to_string()));
+    }
     let r = &config.retention;
     let _ = writeln!(
         out,

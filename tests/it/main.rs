@@ -13,4 +13,5 @@ mod ingest;
 mod snapshots;
 mod support;
 mod systemd;
+mod tls;
 mod vectors;

@@ -1,0 +1,194 @@
+//! TLS on the ingest listener, on the real binary: signed events over
+//! HTTPS, and a renewed certificate picked up on SIGHUP while a connection
+//! made with the old one keeps working.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_rustls::rustls;
+
+use crate::support::{
+    BinaryServer, server_section, standard_headers, standard_source, write_config,
+};
+
+/// A test CA and a `localhost` leaf it signed: (CA PEM, leaf PEM, key PEM).
+fn certificate() -> (String, String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["localhost".to_owned()])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    (ca.pem(), leaf.pem(), key.serialize_pem())
+}
+
+fn write_certificate(dir: &Path, leaf: &str, key: &str) {
+    std::fs::write(dir.join("cert.pem"), leaf).unwrap();
+    std::fs::write(dir.join("key.pem"), key).unwrap();
+}
+
+/// A TLS client that trusts only `ca_pem`.
+fn connector(ca_pem: &str) -> tokio_rustls::TlsConnector {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile(ca_pem) {
+        roots.add(cert).unwrap();
+    }
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+}
+
+fn rustls_pemfile(pem: &str) -> Vec<rustls::pki_types::CertificateDer<'static>> {
+    use rustls::pki_types::pem::PemObject;
+    rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+type Stream = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
+
+async fn connect(addr: &str, ca_pem: &str) -> std::io::Result<Stream> {
+    let tcp = tokio::net::TcpStream::connect(addr).await?;
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    connector(ca_pem).connect(name, tcp).await
+}
+
+/// Sends one signed event on `stream` (keep-alive) and returns the status.
+async fn send_event(stream: &mut Stream, event_id: &str) -> u16 {
+    let body = format!("{{\"type\":\"tls\",\"id\":\"{event_id}\"}}");
+    let mut request = String::from("POST /in/demo HTTP/1.1\r\nhost: localhost\r\n");
+    for (k, v) in standard_headers(event_id, body.as_bytes()) {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str(&format!("content-length: {}\r\n\r\n{body}", body.len()));
+    stream.write_all(request.as_bytes()).await.unwrap();
+    // Read the head, then exactly the body, so the connection stays usable.
+    let mut answer = Vec::new();
+    let mut byte = [0u8; 1];
+    while !answer.ends_with(b"\r\n\r\n") {
+        assert_eq!(
+            stream.read(&mut byte).await.unwrap(),
+            1,
+            "connection closed"
+        );
+        answer.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&answer).to_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).await.unwrap();
+    head[9..12].parse().unwrap()
+}
+
+#[tokio::test]
+async fn ingest_over_tls_and_a_renewed_certificate_on_sighup_keeps_open_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca_a, leaf_a, key_a) = certificate();
+    write_certificate(dir.path(), &leaf_a, &key_a);
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "{}tls_cert_file = \"cert.pem\"\ntls_key_file = \"key.pem\"\n\n{}",
+            server_section(&dir.path().join("data")),
+            standard_source("demo")
+        ),
+    );
+    let mut server = BinaryServer::start(&config, &[], None);
+    let addr = server.base.trim_start_matches("http://").to_owned();
+
+    let mut old = connect(&addr, &ca_a).await.unwrap();
+    assert_eq!(send_event(&mut old, "tls_1").await, 200);
+    // Plain HTTP to a TLS port gets no answer that looks like success.
+    let plain = crate::support::client()
+        .post(format!("http://{addr}/in/demo"))
+        .body("{}")
+        .send()
+        .await;
+    assert!(plain.is_err() || !plain.unwrap().status().is_success());
+
+    // Renew: a new certificate from another CA, then SIGHUP.
+    let (ca_b, leaf_b, key_b) = certificate();
+    write_certificate(dir.path(), &leaf_b, &key_b);
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(server.child.id() as i32, libc::SIGHUP);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !server
+        .log_text()
+        .contains("reloaded the ingest TLS certificate")
+    {
+        assert!(Instant::now() < deadline, "{}", server.log_text());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The connection made before the reload keeps working.
+    assert_eq!(send_event(&mut old, "tls_2").await, 200);
+    // New connections get the new certificate.
+    assert!(
+        connect(&addr, &ca_a).await.is_err(),
+        "still the old certificate"
+    );
+    let mut new = connect(&addr, &ca_b).await.unwrap();
+    assert_eq!(send_event(&mut new, "tls_3").await, 200);
+
+    // A broken renewal keeps the certificate in use.
+    std::fs::write(dir.path().join("key.pem"), "not a key").unwrap();
+    // SAFETY: as above.
+    unsafe {
+        libc::kill(server.child.id() as i32, libc::SIGHUP);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !server.log_text().contains("cannot reload TLS") {
+        assert!(Instant::now() < deadline, "{}", server.log_text());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut after = connect(&addr, &ca_b).await.unwrap();
+    assert_eq!(send_event(&mut after, "tls_4").await, 200);
+    assert_eq!(server.terminate().code(), Some(0), "{}", server.log_text());
+}
+
+#[test]
+fn a_certificate_without_its_key_or_a_bad_file_is_a_config_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, leaf, key) = certificate();
+    write_certificate(dir.path(), &leaf, &key);
+    let check = |server_lines: &str| {
+        let config = write_config(
+            dir.path(),
+            &format!(
+                "[server]\ndata_dir = \"data\"\n{server_lines}\n{}",
+                standard_source("demo")
+            ),
+        );
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookinbox"))
+            .args(["config", "check", "--config"])
+            .arg(&config)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = check("tls_cert_file = \"cert.pem\"");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("server.tls_key_file"), "{err}");
+    let (code, err) = check("tls_cert_file = \"cert.pem\"\ntls_key_file = \"missing.pem\"");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("missing.pem"), "{err}");
+    let (code, err) = check("tls_cert_file = \"cert.pem\"\ntls_key_file = \"key.pem\"");
+    assert_eq!(code, Some(0), "{err}");
+}
