@@ -1,6 +1,7 @@
 //! A real destination for delivery tests: an HTTP server on 127.0.0.1:0 that
 //! records every request and answers as the test says, switchable mid-test:
-//! 200, any status (with an optional `Retry-After`), slow, or hanging.
+//! 200, any status (with an optional `Retry-After`), slow, or hanging — or
+//! not listening at all yet (a reserved port that refuses connections).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -58,14 +59,48 @@ pub struct Destination {
     _server: tokio::task::JoinHandle<()>,
 }
 
+/// A destination's port, bound but not listening: every connection to it is
+/// refused (the kernel answers a SYN with RST, as for a stopped app) until
+/// [`Reserved::start`] listens on it, and no other socket can take the port
+/// in between.
+pub struct Reserved {
+    pub addr: SocketAddr,
+    socket: tokio::net::TcpSocket,
+}
+
+impl Reserved {
+    pub fn url(&self) -> String {
+        format!("http://{}/hook", self.addr)
+    }
+
+    /// The app comes up: the reserved port starts listening, answering as `mode`.
+    pub fn start(self, mode: Mode) -> Destination {
+        Destination::serve(self.socket.listen(1024).unwrap(), mode)
+    }
+}
+
 impl Destination {
     pub async fn start(mode: Mode) -> Destination {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Destination::serve(listener, mode)
+    }
+
+    /// A port for a destination that is down (connection refused) until started.
+    pub fn reserve() -> Reserved {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        Reserved {
+            addr: socket.local_addr().unwrap(),
+            socket,
+        }
+    }
+
+    fn serve(listener: tokio::net::TcpListener, mode: Mode) -> Destination {
         let shared = Arc::new(Shared::default());
         *shared.mode.lock().unwrap() = Some(mode);
         let app = axum::Router::new()
             .route("/hook", axum::routing::post(handle))
             .with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
@@ -95,6 +130,22 @@ impl Destination {
 
     pub fn max_in_flight(&self) -> usize {
         self.shared.max_in_flight.load(Ordering::SeqCst)
+    }
+
+    /// The most requests that arrived within any span of `window` (a
+    /// half-open interval `[t, t + window)`), from the arrival instants.
+    pub fn max_in_window(&self, window: Duration) -> usize {
+        let mut at: Vec<Instant> = self.received().iter().map(|r| r.at).collect();
+        at.sort();
+        let mut first = 0;
+        let mut most = 0;
+        for last in 0..at.len() {
+            while at[last] - at[first] >= window {
+                first += 1;
+            }
+            most = most.max(last - first + 1);
+        }
+        most
     }
 
     /// Waits until `n` requests arrived; panics after `limit`.
