@@ -225,13 +225,14 @@ async fn storage_failure_answers_503_and_never_2xx() {
     let mut acked: Vec<(String, String)> = Vec::new();
     let mut refused = 0;
     let deadline = Instant::now() + Duration::from_secs(60);
-    // 64 KiB bodies fill 2 MiB within ~40 events; stop after 10 refusals.
-    for i in 0..2000 {
+    // 64 KiB bodies that do not compress fill 2 MiB within ~40 events; stop
+    // after 10 refusals.
+    for i in 0..2000u64 {
         if refused >= 10 || Instant::now() > deadline {
             break;
         }
         let id = format!("big_{i}");
-        let body = format!("{{\"type\":\"t\",\"pad\":\"{}\"}}", "x".repeat(64 << 10)).into_bytes();
+        let body = crate::support::incompressible_body(64 << 10, i);
         let a = crate::support::post(&http, &url, &standard_headers(&id, &body), body).await;
         match a.status {
             // After a failed commit the reopened file may have freed pages

@@ -17,8 +17,8 @@ use hookinbox::store::{Store, StoreOptions};
 
 use crate::destination::{Destination, Mode};
 use crate::support::{
-    BinaryServer, client, post, read_all, server_section, standard_headers, standard_source,
-    write_config,
+    BinaryServer, client, incompressible_body, post, read_all, server_section, standard_headers,
+    standard_source, write_config,
 };
 
 /// The "disk" holds 8 MiB: room for a few dozen 96 KiB events.
@@ -56,19 +56,6 @@ fn free_disk(server: &BinaryServer) {
         )
     };
     assert_eq!(rc, 0, "prlimit: {}", std::io::Error::last_os_error());
-}
-
-/// A ≈96 KiB JSON body that LZ4 cannot shrink (hex of a cheap PRNG stream).
-fn incompressible_body(n: u64) -> Vec<u8> {
-    let mut x = n.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut pad = String::with_capacity(96 << 10);
-    while pad.len() < 96 << 10 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        pad.push_str(&format!("{x:016x}"));
-    }
-    format!("{{\"type\":\"drill.big\",\"n\":{n},\"pad\":\"{pad}\"}}").into_bytes()
 }
 
 /// What `/readyz` answers now: (status, body).
@@ -122,7 +109,7 @@ async fn fill_disk(server: &BinaryServer, tag: &str) -> Vec<(String, String)> {
                 }
                 let n = sender * 1000 + i;
                 let id = format!("{tag}_{n}");
-                let body = incompressible_body(n);
+                let body = incompressible_body(96 << 10, n);
                 let a = post(&http, &url, &standard_headers(&id, &body), body).await;
                 match a.status {
                     200 => acked.lock().unwrap().push((id, a.id().to_owned())),
@@ -294,7 +281,7 @@ async fn restart_on_a_full_disk_is_unready_until_the_disk_is_freed() {
     // readiness agrees all along.
     let mut refused = false;
     for n in 0..20 {
-        let body = incompressible_body(500_000 + n);
+        let body = incompressible_body(96 << 10, 500_000 + n);
         let a = post(
             &http,
             &server.url("/in/demo"),
@@ -311,7 +298,7 @@ async fn restart_on_a_full_disk_is_unready_until_the_disk_is_freed() {
         assert_eq!(a.status, 200, "{:?}", a.json);
     }
     assert!(refused, "the restarted store never refused an event");
-    let big = incompressible_body(999_999);
+    let big = incompressible_body(96 << 10, 999_999);
     free_disk(&server);
     wait_ready(&http, &server, 200, Duration::from_secs(15)).await;
     let a = post(

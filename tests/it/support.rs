@@ -345,3 +345,18 @@ pub fn write_config(dir: &Path, text: &str) -> PathBuf {
     std::fs::write(&path, text).unwrap();
     path
 }
+
+/// A JSON body of about `size` bytes that LZ4 cannot shrink (hex of a cheap
+/// PRNG stream seeded by `n`): what fills a disk, unlike repeated letters,
+/// which the store compresses to almost nothing.
+pub fn incompressible_body(size: usize, n: u64) -> Vec<u8> {
+    let mut x = n.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut pad = String::with_capacity(size + 16);
+    while pad.len() < size {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        pad.push_str(&format!("{x:016x}"));
+    }
+    format!("{{\"type\":\"big\",\"n\":{n},\"pad\":\"{pad}\"}}").into_bytes()
+}
