@@ -202,7 +202,7 @@ impl App {
             .max()
             .unwrap_or(64 << 10);
         if let Err(e) = store.probe(probe_bytes).await {
-            tracing::error!(error = %e, bytes = probe_bytes, "the store cannot write an event this large; not ready until it can");
+            tracing::error!(error = %e.report(), bytes = probe_bytes, "the store cannot write an event this large; not ready until it can");
         }
         let (scheduler, delivery) =
             Scheduler::new(store.clone(), metrics.clone(), destinations, &paused_states);

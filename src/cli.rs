@@ -231,7 +231,7 @@ async fn serve(config: Config) -> Result<(), Failure> {
                 Some(tls) => match tls.reload() {
                     Ok(()) => tracing::info!("SIGHUP: reloaded the ingest TLS certificate and key"),
                     Err(e) => {
-                        tracing::error!(error = %e, "SIGHUP: cannot reload TLS; keeping the certificate in use")
+                        tracing::error!(error = %crate::store::Report(&e), "SIGHUP: cannot reload TLS; keeping the certificate in use")
                     }
                 },
             }

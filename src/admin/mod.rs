@@ -87,6 +87,11 @@ enum AdminError {
     Conflict(String),
     #[error("{0}")]
     Store(#[from] StoreError),
+    /// A blocking task of the handler panicked or was cancelled.
+    #[error("the request's work stopped unexpectedly")]
+    Task(#[from] tokio::task::JoinError),
+    #[error("cannot read the backup file")]
+    Backup(#[source] std::io::Error),
 }
 
 impl AdminError {
@@ -96,15 +101,20 @@ impl AdminError {
             AdminError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             AdminError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             AdminError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
-            AdminError::Store(StoreError::Unavailable(_) | StoreError::Closed) => {
+            AdminError::Store(e) if e.is_transient() => {
                 (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable")
             }
             AdminError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "store_error"),
+            AdminError::Task(_) | AdminError::Backup(_) => {
+                (StatusCode::INTERNAL_SERVER_ERROR, "internal_error")
+            }
         };
         metrics.admin_rejected(code);
         let reason = self.to_string();
         if status.is_server_error() {
-            tracing::error!(status = status.as_u16(), %reason, "admin request failed");
+            // The whole chain in the log; the caller gets the top message only.
+            let cause = crate::store::Report(&self);
+            tracing::error!(status = status.as_u16(), %cause, "admin request failed");
         } else {
             tracing::warn!(status = status.as_u16(), %reason, "admin request refused");
         }
@@ -155,7 +165,7 @@ async fn readyz(State(state): State<AdminState>) -> Response {
     };
     let store_text = match store {
         Ok(Ok(())) => "writable".to_owned(),
-        Ok(Err(e)) => e.to_string(),
+        Ok(Err(e)) => e.report().to_string(),
         Err(_) => "no commit within 5 s".to_owned(),
     };
     (
@@ -555,10 +565,7 @@ async fn bulk(
             })
             .collect();
         for call in calls {
-            results.push(
-                call.await
-                    .map_err(|e| AdminError::Store(StoreError::Read(e.to_string())))?,
-            );
+            results.push(call.await?);
         }
     }
     for (e, result) in events.iter().zip(results) {
@@ -623,22 +630,22 @@ async fn backup(State(state): State<AdminState>) -> Response {
             std::process::id(),
             unix_ms(SystemTime::now())
         ));
-        let result = store.backup_to(&path).and_then(|events| {
-            let file =
-                std::fs::File::open(&path).map_err(|e| StoreError::Read(format!("backup: {e}")))?;
-            let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-            Ok((file, size, events))
-        });
+        let result = store
+            .backup_to(&path)
+            .map_err(AdminError::from)
+            .and_then(|events| {
+                let file = std::fs::File::open(&path).map_err(AdminError::Backup)?;
+                let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+                Ok((file, size, events))
+            });
         let _ = std::fs::remove_file(&path);
         result
     })
     .await;
     let (file, size, events) = match made {
         Ok(Ok(made)) => made,
-        Ok(Err(e)) => return AdminError::Store(e).respond(&state.metrics),
-        Err(e) => {
-            return AdminError::Store(StoreError::Read(e.to_string())).respond(&state.metrics);
-        }
+        Ok(Err(e)) => return e.respond(&state.metrics),
+        Err(e) => return AdminError::Task(e).respond(&state.metrics),
     };
     tracing::info!(
         events,
@@ -679,9 +686,7 @@ async fn stats(State(state): State<AdminState>) -> Response {
     let held = match tokio::task::spawn_blocking(move || store.stats()).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return AdminError::Store(e).respond(&state.metrics),
-        Err(e) => {
-            return AdminError::Store(StoreError::Read(e.to_string())).respond(&state.metrics);
-        }
+        Err(e) => return AdminError::Task(e).respond(&state.metrics),
     };
     let now = unix_ms(SystemTime::now());
     let mut sources = serde_json::Map::new();

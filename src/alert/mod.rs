@@ -88,7 +88,7 @@ impl Alerter {
         let held = match tokio::task::spawn_blocking(move || store.stats()).await {
             Ok(Ok(held)) => held,
             Ok(Err(e)) => {
-                tracing::error!(error = %e, "alerts: cannot read the store");
+                tracing::error!(error = %e.report(), "alerts: cannot read the store");
                 return alerts;
             }
             Err(_) => return alerts,

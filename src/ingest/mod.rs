@@ -195,7 +195,10 @@ impl IngestError {
                 (StatusCode::UNAUTHORIZED, "invalid_signature")
             }
             IngestError::Rejected(r) => (StatusCode::BAD_REQUEST, r.label()),
-            IngestError::Store(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
+            IngestError::Store(e) if e.is_transient() => {
+                (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable")
+            }
+            IngestError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "store_error"),
         }
     }
 
@@ -218,7 +221,7 @@ impl IngestError {
         metrics.rejected(source_label, self.reason_label());
         let reason = self.to_string();
         if status.is_server_error() {
-            tracing::error!(source = source_label, event_id, status = status.as_u16(), reason = %reason, "ingest failed");
+            tracing::error!(source = source_label, event_id, status = status.as_u16(), cause = %crate::store::Report(&self), "ingest failed");
         } else {
             tracing::warn!(source = source_label, event_id, status = status.as_u16(), reason = %reason, "ingest rejected");
         }

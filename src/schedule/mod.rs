@@ -403,7 +403,7 @@ impl Scheduler {
                 let (batch, more) = match found {
                     Ok(found) => found,
                     Err(e) => {
-                        tracing::error!(destination = name, error = %e, "cannot read the schedule; retrying soon");
+                        tracing::error!(destination = name, error = %e.report(), "cannot read the schedule; retrying soon");
                         failed = true;
                         break;
                     }
@@ -413,7 +413,7 @@ impl Scheduler {
                 for entry in batch {
                     match ordered.then(|| self.store.waits_for_its_key(entry.seq)) {
                         Some(Err(e)) => {
-                            tracing::error!(destination = name, error = %e, "cannot read an ordering key; retrying soon");
+                            tracing::error!(destination = name, error = %e.report(), "cannot read an ordering key; retrying soon");
                             failed = true;
                             break;
                         }
@@ -487,7 +487,7 @@ impl Attempt {
         let (healthy, failure, store_failed) = match self.deliver().await {
             Ok((healthy, failure)) => (healthy, failure, false),
             Err(e) => {
-                tracing::error!(seq = self.seq, error = %e, "no attempt made: the store failed; the event stays due");
+                tracing::error!(seq = self.seq, error = %e.report(), "no attempt made: the store failed; the event stays due");
                 (None, None, true)
             }
         };
@@ -574,8 +574,9 @@ impl Attempt {
                     let failure = (attempt_class != AttemptClass::Delivered).then_some(outcome);
                     return Ok((Some(healthy), failure));
                 }
-                Err(StoreError::Unavailable(cause)) => {
-                    tracing::error!(source, seq = self.seq, %cause, "cannot record a delivery outcome; retrying");
+                // Closed: shutting down; the lease is recovered at the next start.
+                Err(e) if e.is_transient() && !matches!(e, StoreError::Closed) => {
+                    tracing::error!(source, seq = self.seq, cause = %e.report(), "cannot record a delivery outcome; retrying");
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(Duration::from_secs(5));
                 }

@@ -199,17 +199,27 @@ pub struct Due {
     pub due_ms: u64,
 }
 
+/// What went wrong in the store. [`StoreError::is_transient`] is the one rule
+/// that tells a caller whether to answer 503 (try again later) or 500.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The write could not be made durable (disk full, I/O error). Nothing of
-    /// the batch was stored; the caller may retry.
-    #[error("the store cannot commit right now: {0}")]
-    Unavailable(String),
+    /// A write could not be made durable (disk full, I/O error) or its batch
+    /// failed. Nothing of the batch was stored; the caller may retry. Every
+    /// job of the failed batch shares the cause.
+    #[error("the store cannot commit right now")]
+    Write(#[source] Arc<WriteError>),
+    /// The database is being reopened after a failed write.
+    #[error("the database is being reopened after a failed write; try again in a moment")]
+    Reopening,
     /// The store is shutting down or was closed.
     #[error("the store is closed")]
     Closed,
-    #[error("cannot open the database at {path}: {cause}")]
-    Open { path: PathBuf, cause: String },
+    #[error("cannot open the database at {}", path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: WriteError,
+    },
     #[error(
         "the database at {path} has schema version {found}, newer than the {SCHEMA_VERSION} this build knows: upgrade hookinbox or restore a backup"
     )]
@@ -218,17 +228,106 @@ pub enum StoreError {
         "the database at {path} has schema version {found}, written by a pre-release build this one cannot read: move it aside and start fresh"
     )]
     OlderSchema { path: PathBuf, found: u8 },
-    #[error("the database holds a record this build cannot read: {0}")]
+    #[error("the database holds a record this build cannot read")]
     Corrupt(#[from] schema::DecodeError),
-    #[error("read failed: {0}")]
-    Read(String),
+    #[error("event {seq} has a record but no state row: the database is damaged")]
+    MissingState { seq: u64 },
+    #[error("reading the database failed")]
+    Read(#[from] redb::Error),
+    #[error("writing the backup to {} failed", path.display())]
+    Backup {
+        path: PathBuf,
+        #[source]
+        source: WriteError,
+    },
 }
 
-macro_rules! read_err {
-    () => {
-        |e| StoreError::Read(e.to_string())
+impl StoreError {
+    /// Whether the failure may pass by itself (a full disk, an I/O error, a
+    /// reopen, a shutdown): callers answer 503 + Retry-After. Anything else
+    /// (a damaged record, a schema from another version) needs a person: 500.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Write(e) => e.is_transient(),
+            StoreError::Reopening | StoreError::Closed => true,
+            StoreError::Read(e) => is_io(e),
+            StoreError::Backup { source, .. } => source.is_transient(),
+            StoreError::Open { .. }
+            | StoreError::NewerSchema { .. }
+            | StoreError::OlderSchema { .. }
+            | StoreError::Corrupt(_)
+            | StoreError::MissingState { .. } => false,
+        }
+    }
+
+    /// The error and every cause under it, for a log line:
+    /// "the store cannot commit right now: I/O error: File too large".
+    pub fn report(&self) -> Report<'_> {
+        Report(self)
+    }
+}
+
+/// Displays an error followed by its chain of sources.
+pub struct Report<'a>(pub &'a dyn std::error::Error);
+
+impl std::fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut cause = self.0.source();
+        while let Some(e) = cause {
+            write!(f, ": {e}")?;
+            cause = e.source();
+        }
+        Ok(())
+    }
+}
+
+/// What can go wrong writing a redb file (the writer's transactions, the
+/// startup transactions, a backup): redb's own error, a stored record that
+/// cannot be decoded on the way, or the file system.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error(transparent)]
+    Redb(#[from] redb::Error),
+    #[error("a stored record cannot be read")]
+    Corrupt(#[from] schema::DecodeError),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+impl WriteError {
+    fn is_transient(&self) -> bool {
+        match self {
+            WriteError::Redb(e) => is_io(e),
+            WriteError::Corrupt(_) => false,
+            WriteError::Io(_) => true,
+        }
+    }
+}
+
+/// redb's errors that come from the disk, not from the data: a full disk,
+/// an I/O error, or a handle poisoned by one ("close and re-open").
+fn is_io(e: &redb::Error) -> bool {
+    matches!(
+        e,
+        redb::Error::Io(_) | redb::Error::PreviousIo | redb::Error::DatabaseClosed
+    )
+}
+
+/// redb returns a specific error type per operation; each converts into
+/// `redb::Error`, kept as the source (`?` works on every redb call).
+macro_rules! from_redb {
+    ($target:ty => $variant:path: $($source:ty),+) => {
+        $(impl From<$source> for $target {
+            fn from(e: $source) -> $target {
+                $variant(redb::Error::from(e))
+            }
+        })+
     };
 }
+from_redb!(StoreError => StoreError::Read: redb::StorageError, redb::TableError, redb::TransactionError);
+from_redb!(WriteError => WriteError::Redb: redb::StorageError, redb::TableError, redb::TransactionError,
+    redb::CommitError, redb::DatabaseError, redb::SetDurabilityError);
 
 /// Settings the store takes from config.
 #[derive(Clone)]
@@ -286,7 +385,7 @@ struct Shared {
     db: RwLock<Option<Arc<Database>>>,
     path: PathBuf,
     tag: u32,
-    jobs: mpsc::Sender<writer::Job>,
+    jobs: mpsc::Sender<writer::Message>,
     /// Live dedupe keys. Only the writer changes it, after a commit.
     dedupe: RwLock<DedupeIndex>,
     /// Signalled after every commit: the scheduler looks at its queues again.
@@ -294,13 +393,13 @@ struct Shared {
     /// Why the last commit failed; `None` again once a readiness probe (an
     /// event-sized write) commits. A small commit passing proves nothing: on
     /// a full disk, claims and empty commits fit where events do not.
-    write_error: tokio::sync::watch::Sender<Option<String>>,
+    write_error: tokio::sync::watch::Sender<Option<Arc<WriteError>>>,
 }
 
 /// The writer thread, to be joined at shutdown.
 pub struct WriterHandle {
     thread: Option<std::thread::JoinHandle<()>>,
-    jobs: mpsc::Sender<writer::Job>,
+    jobs: mpsc::Sender<writer::Message>,
     exited: Option<oneshot::Receiver<()>>,
 }
 
@@ -316,42 +415,49 @@ impl WriterHandle {
     /// Blocking: call it from a blocking context.
     pub fn shutdown(mut self) {
         // A send error means the writer already stopped.
-        let _ = self.jobs.blocking_send(writer::Job::Shutdown);
+        let _ = self.jobs.blocking_send(writer::Message::Shutdown);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-pub(crate) fn open_database(path: &Path, cache_bytes: usize) -> Result<Database, StoreError> {
-    let open_err = |e: &dyn std::fmt::Display| StoreError::Open {
-        path: path.to_owned(),
-        cause: e.to_string(),
-    };
-    Database::builder()
+pub(crate) fn open_database(path: &Path, cache_bytes: usize) -> Result<Database, WriteError> {
+    Ok(Database::builder()
         .set_cache_size(cache_bytes)
-        .create(path)
-        .map_err(|e| open_err(&e))
+        .create(path)?)
 }
 
 impl Store {
     /// Opens (or creates) the database in `options.data_dir` and starts the writer.
     pub fn open(options: StoreOptions) -> Result<(Store, WriterHandle), StoreError> {
         let path = options.data_dir.join(DB_FILE);
-        let open_err = |e: &dyn std::fmt::Display| StoreError::Open {
+        let open_err = |source: WriteError| StoreError::Open {
             path: path.clone(),
-            cause: e.to_string(),
+            source,
         };
-        create_private_dir(&options.data_dir).map_err(|e| open_err(&e))?;
-        let db = open_database(&path, options.cache_bytes)?;
+        create_private_dir(&options.data_dir).map_err(|e| open_err(e.into()))?;
+        let db = open_database(&path, options.cache_bytes).map_err(open_err)?;
         {
             use std::os::unix::fs::PermissionsExt;
             // Payloads are customer data: readable by the service user only.
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-                .map_err(|e| open_err(&e))?;
+                .map_err(|e| open_err(e.into()))?;
         }
-        let tag = init_meta(&db, &path)?;
-        recover_leases(&db, &path)?;
+        let tag = match init_meta(&db).map_err(open_err)? {
+            Ok(tag) => tag,
+            Err(found) if found > SCHEMA_VERSION => {
+                return Err(StoreError::NewerSchema { path, found });
+            }
+            Err(found) => return Err(StoreError::OlderSchema { path, found }),
+        };
+        let recovered = recover_leases(&db).map_err(open_err)?;
+        if recovered > 0 {
+            tracing::warn!(
+                attempts = recovered,
+                "attempts were in flight when hookinbox stopped; recorded as interrupted, delivering again"
+            );
+        }
         let next_seq = last_seq(&db)?.map_or(1, |s| s + 1);
         let dedupe = load_dedupe(&db)?;
         // 4096 queued requests: a burst far beyond what one batch takes; past
@@ -374,7 +480,7 @@ impl Store {
         )
         .map_err(|e| StoreError::Open {
             path: shared.path.clone(),
-            cause: e.to_string(),
+            source: e.into(),
         })?;
         Ok((
             Store { shared },
@@ -408,7 +514,7 @@ impl Store {
         let (reply, answer) = oneshot::channel();
         self.shared
             .jobs
-            .send(job(reply))
+            .send(writer::Message::Job(job(reply)))
             .await
             .map_err(|_| StoreError::Closed)?;
         answer.await.map_err(|_| StoreError::Closed)?
@@ -474,11 +580,11 @@ impl Store {
     /// Pause states set through [`Store::set_paused`], by destination.
     pub fn paused_states(&self) -> Result<std::collections::HashMap<String, bool>, StoreError> {
         let db = self.db()?;
-        let txn = db.begin_read().map_err(read_err!())?;
-        let meta = txn.open_table(META).map_err(read_err!())?;
+        let txn = db.begin_read()?;
+        let meta = txn.open_table(META)?;
         let mut out = std::collections::HashMap::new();
-        for row in meta.iter().map_err(read_err!())? {
-            let (k, v) = row.map_err(read_err!())?;
+        for row in meta.iter()? {
+            let (k, v) = row?;
             if let Some(name) = k.value().strip_prefix(PAUSED_PREFIX) {
                 out.insert(name.to_owned(), v.value().first() == Some(&1));
             }
@@ -497,7 +603,7 @@ impl Store {
     pub async fn ready(&self) -> Result<(), StoreError> {
         self.ping().await?;
         match self.shared.write_error.borrow().clone() {
-            Some(cause) => Err(StoreError::Unavailable(cause)),
+            Some(cause) => Err(StoreError::Write(cause)),
             None => Ok(()),
         }
     }
@@ -558,18 +664,14 @@ impl Store {
         scan_limit: usize,
     ) -> Result<(Vec<StoredEvent>, Option<u64>), StoreError> {
         let db = self.db()?;
-        let txn = db.begin_read().map_err(read_err!())?;
-        let events = txn.open_table(EVENTS).map_err(read_err!())?;
-        let states = txn.open_table(STATE).map_err(read_err!())?;
+        let txn = db.begin_read()?;
+        let events = txn.open_table(EVENTS)?;
+        let states = txn.open_table(STATE)?;
         let mut out = Vec::new();
         let mut scanned = 0;
         let mut cursor = None;
-        for row in states
-            .range(..before.unwrap_or(u64::MAX))
-            .map_err(read_err!())?
-            .rev()
-        {
-            let (k, v) = row.map_err(read_err!())?;
+        for row in states.range(..before.unwrap_or(u64::MAX))?.rev() {
+            let (k, v) = row?;
             let seq = k.value();
             scanned += 1;
             if out.len() == limit || scanned > scan_limit {
@@ -580,7 +682,7 @@ impl Store {
             if !filter.matches_state(&state) {
                 continue;
             }
-            let Some(raw) = events.get(seq).map_err(read_err!())? else {
+            let Some(raw) = events.get(seq)? else {
                 continue;
             };
             let record = schema::decode_event(raw.value())?;
@@ -615,15 +717,12 @@ impl Store {
         skip: impl Fn(u64) -> bool,
     ) -> Result<(Vec<Due>, Option<u64>), StoreError> {
         let db = self.db()?;
-        let txn = db.begin_read().map_err(read_err!())?;
-        let schedule = txn.open_table(SCHEDULE).map_err(read_err!())?;
+        let txn = db.begin_read()?;
+        let schedule = txn.open_table(SCHEDULE)?;
         let mut out = Vec::new();
         let mut next = None;
-        for row in schedule
-            .range((destination, 0, 0)..=(destination, u64::MAX, u64::MAX))
-            .map_err(read_err!())?
-        {
-            let (key, _) = row.map_err(read_err!())?;
+        for row in schedule.range((destination, 0, 0)..=(destination, u64::MAX, u64::MAX))? {
+            let (key, _) = row?;
             let (_, due_ms, seq) = key.value();
             if skip(seq) {
                 continue;
@@ -646,11 +745,11 @@ impl Store {
     /// its cost grows with the events retained (≈ 0.3 s per million).
     pub fn stats(&self) -> Result<std::collections::BTreeMap<String, SourceStats>, StoreError> {
         let db = self.db()?;
-        let txn = db.begin_read().map_err(read_err!())?;
-        let states = txn.open_table(STATE).map_err(read_err!())?;
+        let txn = db.begin_read()?;
+        let states = txn.open_table(STATE)?;
         let mut out: std::collections::BTreeMap<String, SourceStats> = Default::default();
-        for row in states.iter().map_err(read_err!())? {
-            let (_, v) = row.map_err(read_err!())?;
+        for row in states.iter()? {
+            let (_, v) = row?;
             let state: EventState = schema::decode(v.value())?;
             let source = out.entry(state.source.clone()).or_default();
             source.counts.add(&state);
@@ -674,22 +773,20 @@ impl Store {
     /// key (one that is pending, in flight, or dead and blocking).
     pub fn waits_for_its_key(&self, seq: u64) -> Result<bool, StoreError> {
         let db = self.db()?;
-        let txn = db.begin_read().map_err(read_err!())?;
-        let states = txn.open_table(STATE).map_err(read_err!())?;
-        let Some(raw) = states.get(seq).map_err(read_err!())? else {
+        let txn = db.begin_read()?;
+        let states = txn.open_table(STATE)?;
+        let Some(raw) = states.get(seq)? else {
             return Ok(false);
         };
         let state: EventState = schema::decode(raw.value())?;
         let Some(key) = state.ordering_key.as_deref() else {
             return Ok(false);
         };
-        let ordered = txn.open_table(ORDERED).map_err(read_err!())?;
+        let ordered = txn.open_table(ORDERED)?;
         let first = ordered
-            .range((state.source.as_str(), key, 0)..=(state.source.as_str(), key, u64::MAX))
-            .map_err(read_err!())?
+            .range((state.source.as_str(), key, 0)..=(state.source.as_str(), key, u64::MAX))?
             .next()
-            .transpose()
-            .map_err(read_err!())?
+            .transpose()?
             .map(|(k, _)| k.value().2);
         Ok(first.is_some_and(|first| first != seq))
     }
@@ -697,14 +794,11 @@ impl Store {
     /// Every attempt of event `seq`, oldest first.
     pub fn attempts(&self, seq: u64) -> Result<Vec<Attempt>, StoreError> {
         let db = self.db()?;
-        let txn = db.begin_read().map_err(read_err!())?;
-        let attempts = txn.open_table(ATTEMPTS).map_err(read_err!())?;
+        let txn = db.begin_read()?;
+        let attempts = txn.open_table(ATTEMPTS)?;
         let mut out = Vec::new();
-        for row in attempts
-            .range((seq, 0)..=(seq, u32::MAX))
-            .map_err(read_err!())?
-        {
-            let (_, v) = row.map_err(read_err!())?;
+        for row in attempts.range((seq, 0)..=(seq, u32::MAX))? {
+            let (_, v) = row?;
             out.push(schema::decode(v.value())?);
         }
         Ok(out)
@@ -713,14 +807,11 @@ impl Store {
     /// The seqs in `destination`'s dead-letter queue, oldest first.
     pub fn dead_letters(&self, destination: &str) -> Result<Vec<u64>, StoreError> {
         let db = self.db()?;
-        let txn = db.begin_read().map_err(read_err!())?;
-        let dlq = txn.open_table(DLQ).map_err(read_err!())?;
+        let txn = db.begin_read()?;
+        let dlq = txn.open_table(DLQ)?;
         let mut out = Vec::new();
-        for row in dlq
-            .range((destination, 0)..=(destination, u64::MAX))
-            .map_err(read_err!())?
-        {
-            out.push(row.map_err(read_err!())?.0.value().1);
+        for row in dlq.range((destination, 0)..=(destination, u64::MAX))? {
+            out.push(row?.0.value().1);
         }
         Ok(out)
     }
@@ -744,23 +835,22 @@ impl Store {
 
     fn db(&self) -> Result<Arc<Database>, StoreError> {
         let slot = self.shared.db.read().unwrap_or_else(|p| p.into_inner());
-        slot.clone()
-            .ok_or_else(|| StoreError::Unavailable("the database is being reopened".into()))
+        slot.clone().ok_or(StoreError::Reopening)
     }
 
     /// The event stored under `seq`.
     pub fn get(&self, seq: u64) -> Result<Option<StoredEvent>, StoreError> {
         let db = self.db()?;
-        let txn = db.begin_read().map_err(read_err!())?;
-        let events = txn.open_table(EVENTS).map_err(read_err!())?;
-        let states = txn.open_table(STATE).map_err(read_err!())?;
-        let Some(raw) = events.get(seq).map_err(read_err!())? else {
+        let txn = db.begin_read()?;
+        let events = txn.open_table(EVENTS)?;
+        let states = txn.open_table(STATE)?;
+        let Some(raw) = events.get(seq)? else {
             return Ok(None);
         };
         let record = schema::decode_event(raw.value())?;
-        let state = match states.get(seq).map_err(read_err!())? {
+        let state = match states.get(seq)? {
             Some(s) => schema::decode(s.value())?,
-            None => return Err(StoreError::Read(format!("event {seq} has no state row"))),
+            None => return Err(StoreError::MissingState { seq }),
         };
         Ok(Some(StoredEvent {
             seq,
@@ -787,21 +877,14 @@ impl Store {
     /// Up to `limit` events with `seq > after`, oldest first.
     pub fn scan(&self, after: u64, limit: usize) -> Result<Vec<StoredEvent>, StoreError> {
         let db = self.db()?;
-        let txn = db.begin_read().map_err(read_err!())?;
-        let events = txn.open_table(EVENTS).map_err(read_err!())?;
-        let states = txn.open_table(STATE).map_err(read_err!())?;
+        let txn = db.begin_read()?;
+        let events = txn.open_table(EVENTS)?;
+        let states = txn.open_table(STATE)?;
         let mut out = Vec::new();
-        for row in events
-            .range(after.saturating_add(1)..)
-            .map_err(read_err!())?
-            .take(limit)
-        {
-            let (k, v) = row.map_err(read_err!())?;
+        for row in events.range(after.saturating_add(1)..)?.take(limit) {
+            let (k, v) = row?;
             let seq = k.value();
-            let state = states
-                .get(seq)
-                .map_err(read_err!())?
-                .ok_or_else(|| StoreError::Read(format!("event {seq} has no state row")))?;
+            let state = states.get(seq)?.ok_or(StoreError::MissingState { seq })?;
             out.push(StoredEvent {
                 seq,
                 id: self.public_id(seq),
@@ -815,9 +898,9 @@ impl Store {
     /// How many events are stored.
     pub fn count(&self) -> Result<u64, StoreError> {
         let db = self.db()?;
-        let txn = db.begin_read().map_err(read_err!())?;
-        let events = txn.open_table(EVENTS).map_err(read_err!())?;
-        events.len().map_err(read_err!())
+        let txn = db.begin_read()?;
+        let events = txn.open_table(EVENTS)?;
+        Ok(events.len()?)
     }
 
     /// Writes a consistent copy of the whole database to `path` (a new redb
@@ -825,33 +908,12 @@ impl Store {
     /// Blocking: call it from a blocking context. Returns the events copied.
     pub fn backup_to(&self, path: &Path) -> Result<u64, StoreError> {
         let db = self.db()?;
-        let snapshot = db.begin_read().map_err(read_err!())?;
-        let fail = |e: &dyn std::fmt::Display| StoreError::Read(format!("backup: {e}"));
-        let target = Database::builder().create(path).map_err(|e| fail(&e))?;
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-                .map_err(|e| fail(&e))?;
-        }
-        let mut txn = target.begin_write().map_err(|e| fail(&e))?;
-        txn.set_durability(redb::Durability::Immediate)
-            .map_err(|e| fail(&e))?;
-        copy_table(&snapshot, &txn, META)?;
-        copy_table(&snapshot, &txn, EVENTS)?;
-        copy_table(&snapshot, &txn, STATE)?;
-        copy_table(&snapshot, &txn, DEDUPE)?;
-        copy_table(&snapshot, &txn, SCHEDULE)?;
-        copy_table(&snapshot, &txn, LEASES)?;
-        copy_table(&snapshot, &txn, ATTEMPTS)?;
-        copy_table(&snapshot, &txn, DLQ)?;
-        copy_table(&snapshot, &txn, ORDERED)?;
-        copy_table(&snapshot, &txn, EXPIRY)?;
-        txn.commit().map_err(|e| fail(&e))?;
-        let events = snapshot
-            .open_table(EVENTS)
-            .map_err(read_err!())?
-            .len()
-            .map_err(read_err!())?;
+        let snapshot = db.begin_read()?;
+        let events = snapshot.open_table(EVENTS)?.len()?;
+        write_backup(&snapshot, path).map_err(|source| StoreError::Backup {
+            path: path.to_owned(),
+            source,
+        })?;
         Ok(events)
     }
 
@@ -880,73 +942,76 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Creates every table and the meta rows on a new file; checks the schema
-/// version of an existing one. Returns the database's tag.
-fn init_meta(db: &Database, path: &Path) -> Result<u32, StoreError> {
-    let open_err = |e: &dyn std::fmt::Display| StoreError::Open {
-        path: path.to_owned(),
-        cause: e.to_string(),
-    };
-    let txn = db.begin_write().map_err(|e| open_err(&e))?;
+/// Creates every table and the meta rows on a new file; on an existing one
+/// reads its schema version. Returns the database's tag, or `Err(version)`
+/// for a file of a schema this build cannot use (nothing written then).
+fn init_meta(db: &Database) -> Result<Result<u32, u8>, WriteError> {
+    let txn = db.begin_write()?;
     let tag = {
-        let mut meta = txn.open_table(META).map_err(|e| open_err(&e))?;
-        let found = meta
-            .get(META_SCHEMA)
-            .map_err(|e| open_err(&e))?
-            .map(|v| v.value().first().copied());
+        let mut meta = txn.open_table(META)?;
+        let found = meta.get(META_SCHEMA)?.map(|v| v.value().first().copied());
         match found {
-            Some(Some(v)) if v > SCHEMA_VERSION => {
-                return Err(StoreError::NewerSchema {
-                    path: path.to_owned(),
-                    found: v,
-                });
-            }
-            Some(Some(v)) if v < SCHEMA_VERSION => {
-                return Err(StoreError::OlderSchema {
-                    path: path.to_owned(),
-                    found: v,
-                });
-            }
+            // Dropping the transaction aborts it: nothing is written.
+            Some(Some(v)) if v != SCHEMA_VERSION => return Ok(Err(v)),
             Some(_) => {}
             None => {
-                meta.insert(META_SCHEMA, [SCHEMA_VERSION].as_slice())
-                    .map_err(|e| open_err(&e))?;
+                meta.insert(META_SCHEMA, [SCHEMA_VERSION].as_slice())?;
             }
         }
-        let existing = meta
-            .get(META_TAG)
-            .map_err(|e| open_err(&e))?
-            .map(|v| v.value().to_vec());
+        let existing = meta.get(META_TAG)?.map(|v| v.value().to_vec());
         match existing {
             Some(bytes) if bytes.len() == 4 => {
                 u32::from_be_bytes(bytes.try_into().expect("4 bytes"))
             }
             _ => {
                 let tag: u32 = rand::random();
-                meta.insert(META_TAG, tag.to_be_bytes().as_slice())
-                    .map_err(|e| open_err(&e))?;
+                meta.insert(META_TAG, tag.to_be_bytes().as_slice())?;
                 tag
             }
         }
     };
     // Create every table now so readers never meet a missing one.
-    txn.open_table(EVENTS).map_err(|e| open_err(&e))?;
-    txn.open_table(STATE).map_err(|e| open_err(&e))?;
-    txn.open_table(DEDUPE).map_err(|e| open_err(&e))?;
-    txn.open_table(SCHEDULE).map_err(|e| open_err(&e))?;
-    txn.open_table(LEASES).map_err(|e| open_err(&e))?;
-    txn.open_table(ATTEMPTS).map_err(|e| open_err(&e))?;
-    txn.open_table(DLQ).map_err(|e| open_err(&e))?;
-    txn.open_table(ORDERED).map_err(|e| open_err(&e))?;
-    txn.open_table(EXPIRY).map_err(|e| open_err(&e))?;
-    txn.commit().map_err(|e| open_err(&e))?;
-    Ok(tag)
+    txn.open_table(EVENTS)?;
+    txn.open_table(STATE)?;
+    txn.open_table(DEDUPE)?;
+    txn.open_table(SCHEDULE)?;
+    txn.open_table(LEASES)?;
+    txn.open_table(ATTEMPTS)?;
+    txn.open_table(DLQ)?;
+    txn.open_table(ORDERED)?;
+    txn.open_table(EXPIRY)?;
+    txn.commit()?;
+    Ok(Ok(tag))
 }
 
 fn last_seq(db: &Database) -> Result<Option<u64>, StoreError> {
-    let txn = db.begin_read().map_err(read_err!())?;
-    let events = txn.open_table(EVENTS).map_err(read_err!())?;
-    Ok(events.last().map_err(read_err!())?.map(|(k, _)| k.value()))
+    let txn = db.begin_read()?;
+    let events = txn.open_table(EVENTS)?;
+    Ok(events.last()?.map(|(k, _)| k.value()))
+}
+
+/// Writes every table of `snapshot` into a new redb file at `path` (0600:
+/// a backup holds every payload), committed durably.
+fn write_backup(snapshot: &redb::ReadTransaction, path: &Path) -> Result<(), WriteError> {
+    let target = Database::builder().create(path)?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    let mut txn = target.begin_write()?;
+    txn.set_durability(redb::Durability::Immediate)?;
+    copy_table(snapshot, &txn, META)?;
+    copy_table(snapshot, &txn, EVENTS)?;
+    copy_table(snapshot, &txn, STATE)?;
+    copy_table(snapshot, &txn, DEDUPE)?;
+    copy_table(snapshot, &txn, SCHEDULE)?;
+    copy_table(snapshot, &txn, LEASES)?;
+    copy_table(snapshot, &txn, ATTEMPTS)?;
+    copy_table(snapshot, &txn, DLQ)?;
+    copy_table(snapshot, &txn, ORDERED)?;
+    copy_table(snapshot, &txn, EXPIRY)?;
+    txn.commit()?;
+    Ok(())
 }
 
 /// Copies every row of `def` from a read snapshot into a write transaction.
@@ -954,46 +1019,33 @@ fn copy_table<K: redb::Key + 'static, V: redb::Value + 'static>(
     from: &redb::ReadTransaction,
     to: &redb::WriteTransaction,
     def: redb::TableDefinition<K, V>,
-) -> Result<(), StoreError> {
-    let source = from.open_table(def).map_err(read_err!())?;
-    let mut target = to.open_table(def).map_err(read_err!())?;
-    for row in source.iter().map_err(read_err!())? {
-        let (k, v) = row.map_err(read_err!())?;
-        target
-            .insert(k.value(), v.value())
-            .map_err(|e| StoreError::Read(format!("backup: {e}")))?;
+) -> Result<(), WriteError> {
+    let source = from.open_table(def)?;
+    let mut target = to.open_table(def)?;
+    for row in source.iter()? {
+        let (k, v) = row?;
+        target.insert(k.value(), v.value())?;
     }
     Ok(())
 }
 
-/// Records attempts that a crash interrupted (see `Tables::recover_leases`).
-fn recover_leases(db: &Database, path: &Path) -> Result<(), StoreError> {
-    let open_err = |e: &dyn std::fmt::Display| StoreError::Open {
-        path: path.to_owned(),
-        cause: e.to_string(),
-    };
-    let mut txn = db.begin_write().map_err(|e| open_err(&e))?;
+/// Records attempts that a crash interrupted (see `Tables::recover_leases`);
+/// returns how many.
+fn recover_leases(db: &Database) -> Result<usize, WriteError> {
+    let mut txn = db.begin_write()?;
     txn.set_quick_repair(true);
-    let recovered = tables::Tables::open(&txn)
-        .and_then(|mut t| t.recover_leases())
-        .map_err(|e| open_err(&e))?;
-    txn.commit().map_err(|e| open_err(&e))?;
-    if recovered > 0 {
-        tracing::warn!(
-            attempts = recovered,
-            "attempts were in flight when hookinbox stopped; recorded as interrupted, delivering again"
-        );
-    }
-    Ok(())
+    let recovered = tables::Tables::open(&txn)?.recover_leases()?;
+    txn.commit()?;
+    Ok(recovered)
 }
 
 /// Rebuilds the in-memory dedupe index from its durable log.
 fn load_dedupe(db: &Database) -> Result<DedupeIndex, StoreError> {
-    let txn = db.begin_read().map_err(read_err!())?;
-    let log = txn.open_table(DEDUPE).map_err(read_err!())?;
-    let mut index = DedupeIndex::with_capacity(log.len().map_err(read_err!())? as usize);
-    for row in log.iter().map_err(read_err!())? {
-        let (seq, value) = row.map_err(read_err!())?;
+    let txn = db.begin_read()?;
+    let log = txn.open_table(DEDUPE)?;
+    let mut index = DedupeIndex::with_capacity(log.len()? as usize);
+    for row in log.iter()? {
+        let (seq, value) = row?;
         let (fp, _received) = value.value();
         index.insert(fp, seq.value());
     }

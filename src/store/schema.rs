@@ -237,7 +237,7 @@ pub enum DecodeError {
     UnknownVersion(u8),
     #[error("empty record")]
     Empty,
-    #[error("corrupt record: {0}")]
+    #[error("corrupt record")]
     Postcard(#[from] postcard::Error),
     #[error("corrupt record: {0}")]
     Codec(String),

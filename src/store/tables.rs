@@ -10,7 +10,7 @@ use super::schema::{
     self, ATTEMPTS, Attempt, AttemptClass, DEDUPE, DLQ, DeadLetter, EVENTS, EXPIRY, EventState,
     LEASES, META, Note, ORDERED, SCHEDULE, STATE, Status,
 };
-use super::{Change, ChangeError, Claimed, Finish, Next, Swept};
+use super::{Change, ChangeError, Claimed, Finish, Next, Swept, WriteError};
 
 /// Retention, in ms, as the writer applies it.
 pub(super) struct Ttls {
@@ -34,7 +34,7 @@ pub(super) struct Tables<'t> {
 }
 
 impl<'t> Tables<'t> {
-    pub fn open(txn: &'t WriteTransaction) -> Result<Tables<'t>, redb::Error> {
+    pub fn open(txn: &'t WriteTransaction) -> Result<Tables<'t>, WriteError> {
         Ok(Tables {
             events: txn.open_table(EVENTS)?,
             states: txn.open_table(STATE)?,
@@ -50,18 +50,16 @@ impl<'t> Tables<'t> {
         })
     }
 
-    pub fn put_state(&mut self, seq: u64, state: &EventState) -> Result<(), redb::Error> {
+    pub fn put_state(&mut self, seq: u64, state: &EventState) -> Result<(), WriteError> {
         schema::encode(state, &mut self.buf);
         self.states.insert(seq, self.buf.as_slice())?;
         Ok(())
     }
 
-    fn state(&self, seq: u64) -> Result<Option<EventState>, redb::Error> {
+    fn state(&self, seq: u64) -> Result<Option<EventState>, WriteError> {
         match self.states.get(seq)? {
             None => Ok(None),
-            Some(raw) => schema::decode(raw.value())
-                .map(Some)
-                .map_err(|e| redb::Error::Corrupted(format!("state of event {seq}: {e}"))),
+            Some(raw) => Ok(Some(schema::decode(raw.value())?)),
         }
     }
 
@@ -70,7 +68,7 @@ impl<'t> Tables<'t> {
         seq: u64,
         state: &mut EventState,
         attempt: &Attempt,
-    ) -> Result<(), redb::Error> {
+    ) -> Result<(), WriteError> {
         schema::encode(attempt, &mut self.buf);
         self.attempts
             .insert((seq, state.total_attempts), self.buf.as_slice())?;
@@ -79,19 +77,14 @@ impl<'t> Tables<'t> {
         Ok(())
     }
 
-    fn unschedule(&mut self, seq: u64, state: &mut EventState) -> Result<(), redb::Error> {
+    fn unschedule(&mut self, seq: u64, state: &mut EventState) -> Result<(), WriteError> {
         if let Some(due) = state.due_ms.take() {
             self.schedule.remove((state.source.as_str(), due, seq))?;
         }
         Ok(())
     }
 
-    fn reschedule(
-        &mut self,
-        seq: u64,
-        state: &mut EventState,
-        due: u64,
-    ) -> Result<(), redb::Error> {
+    fn reschedule(&mut self, seq: u64, state: &mut EventState, due: u64) -> Result<(), WriteError> {
         self.unschedule(seq, state)?;
         self.schedule
             .insert((state.source.as_str(), due, seq), ())?;
@@ -100,7 +93,7 @@ impl<'t> Tables<'t> {
     }
 
     /// Takes the event out of its key's line: later events of the key may go.
-    fn leave_line(&mut self, seq: u64, state: &EventState) -> Result<(), redb::Error> {
+    fn leave_line(&mut self, seq: u64, state: &EventState) -> Result<(), WriteError> {
         if let Some(key) = &state.ordering_key {
             self.ordered
                 .remove((state.source.as_str(), key.as_str(), seq))?;
@@ -109,7 +102,7 @@ impl<'t> Tables<'t> {
     }
 
     /// Puts the event back in its key's line, at its place by seq.
-    fn join_line(&mut self, seq: u64, state: &EventState) -> Result<(), redb::Error> {
+    fn join_line(&mut self, seq: u64, state: &EventState) -> Result<(), WriteError> {
         if let Some(key) = &state.ordering_key {
             self.ordered
                 .insert((state.source.as_str(), key.as_str(), seq), ())?;
@@ -118,7 +111,7 @@ impl<'t> Tables<'t> {
     }
 
     /// Makes `at` the time the sweeper may delete the event.
-    fn expire_at(&mut self, seq: u64, state: &mut EventState, at: u64) -> Result<(), redb::Error> {
+    fn expire_at(&mut self, seq: u64, state: &mut EventState, at: u64) -> Result<(), WriteError> {
         self.keep(seq, state)?;
         self.expiry.insert((at, seq), ())?;
         state.expires_ms = Some(at);
@@ -126,7 +119,7 @@ impl<'t> Tables<'t> {
     }
 
     /// The event is live again (replayed): the sweeper must not take it.
-    fn keep(&mut self, seq: u64, state: &mut EventState) -> Result<(), redb::Error> {
+    fn keep(&mut self, seq: u64, state: &mut EventState) -> Result<(), WriteError> {
         if let Some(old) = state.expires_ms.take() {
             self.expiry.remove((old, seq))?;
         }
@@ -135,7 +128,7 @@ impl<'t> Tables<'t> {
 
     /// Deletes event `seq` and everything of it but its dedupe key (which
     /// expires on its own clock).
-    fn delete_event(&mut self, seq: u64, state: &EventState) -> Result<(), redb::Error> {
+    fn delete_event(&mut self, seq: u64, state: &EventState) -> Result<(), WriteError> {
         self.events.remove(seq)?;
         self.states.remove(seq)?;
         self.attempts
@@ -154,7 +147,7 @@ impl<'t> Tables<'t> {
         now_ms: u64,
         limit: usize,
         ttls: &Ttls,
-    ) -> Result<(Swept, Vec<(Fingerprint, u64)>), redb::Error> {
+    ) -> Result<(Swept, Vec<(Fingerprint, u64)>), WriteError> {
         let mut swept = Swept::default();
         let mut due = Vec::new();
         for row in self.expiry.range((0, 0)..=(now_ms, u64::MAX))? {
@@ -204,7 +197,7 @@ impl<'t> Tables<'t> {
     }
 
     /// Leases a pending event that has no attempt in flight.
-    pub fn claim(&mut self, seq: u64, started_ms: u64) -> Result<Option<Claimed>, redb::Error> {
+    pub fn claim(&mut self, seq: u64, started_ms: u64) -> Result<Option<Claimed>, WriteError> {
         let Some(state) = self.state(seq)? else {
             return Ok(None);
         };
@@ -221,7 +214,7 @@ impl<'t> Tables<'t> {
     /// Records an attempt and applies what comes next. An outcome for an
     /// event that is no longer leased (it cannot be, but a stale worker must
     /// not resurrect it) is recorded in the history and changes nothing else.
-    pub fn finish(&mut self, finish: &Finish, ttls: &Ttls) -> Result<(), redb::Error> {
+    pub fn finish(&mut self, finish: &Finish, ttls: &Ttls) -> Result<(), WriteError> {
         let seq = finish.seq;
         let Some(mut state) = self.state(seq)? else {
             return Ok(());
@@ -269,7 +262,7 @@ impl<'t> Tables<'t> {
         change: &Change,
         now_ms: u64,
         ttls: &Ttls,
-    ) -> Result<Result<(), ChangeError>, redb::Error> {
+    ) -> Result<Result<(), ChangeError>, WriteError> {
         let Some(mut state) = self.state(seq)? else {
             return Ok(Err(ChangeError::NotFound));
         };
@@ -322,7 +315,7 @@ impl<'t> Tables<'t> {
     /// Attempts that were in flight when the process stopped: recorded as
     /// interrupted, the lease dropped; the event stays due (its schedule entry
     /// is in the past), so it goes out again first thing. Returns how many.
-    pub fn recover_leases(&mut self) -> Result<usize, redb::Error> {
+    pub fn recover_leases(&mut self) -> Result<usize, WriteError> {
         let mut leased = Vec::new();
         for row in self.leases.iter()? {
             let (seq, started) = row?;

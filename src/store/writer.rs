@@ -23,7 +23,7 @@ use super::schema::{self, EventRecordRef, EventState, Status};
 use super::tables::{Tables, Ttls};
 use super::{
     Change, ChangeError, Claimed, Finish, Ingested, Initial, Shared, StoreError, StoreOptions,
-    Swept, open_database, public_id,
+    Swept, WriteError, open_database, public_id,
 };
 
 /// The `meta` row a readiness probe writes and removes.
@@ -94,6 +94,11 @@ pub(super) enum Job {
         bytes: usize,
         reply: oneshot::Sender<Result<(), StoreError>>,
     },
+}
+
+/// What the writer's queue carries.
+pub(super) enum Message {
+    Job(Job),
     /// Finish what is queued, refuse new jobs, close the database.
     Shutdown,
 }
@@ -104,43 +109,85 @@ struct Keys {
     removed: HashSet<(Fingerprint, u64)>,
 }
 
-enum Answer {
-    Ingested(Ingested),
-    Claimed(Option<Claimed>),
-    Finished,
-    Changed(Result<(), ChangeError>),
-    Pong,
-    Swept(Swept),
+/// A job's answer, held until its batch's commit stands. It carries the
+/// job's own reply channel, so a job can only be answered with its own kind
+/// of result; a failed commit fails every one with the batch's cause.
+struct Reply<T> {
+    to: oneshot::Sender<Result<T, StoreError>>,
+    answer: T,
+}
+
+enum Ready {
+    Ingested(Reply<Ingested>),
+    Claimed(Reply<Option<Claimed>>),
+    Done(Reply<()>),
+    Changed(Reply<Result<(), ChangeError>>),
+    Swept(Reply<Swept>),
 }
 
 // A dropped receiver is a caller that went away: what was committed stands.
-impl Job {
-    /// Answers with `cause` instead of a result: the batch did not commit.
-    fn fail(self, cause: &str) {
-        let err = || StoreError::Unavailable(cause.to_owned());
+impl Ready {
+    fn send(self) {
+        fn send<T>(r: Reply<T>) {
+            let _ = r.to.send(Ok(r.answer));
+        }
         match self {
-            Job::Ingest { reply, .. } => drop(reply.send(Err(err()))),
-            Job::Claim { reply, .. } => drop(reply.send(Err(err()))),
-            Job::Finish { reply, .. } => drop(reply.send(Err(err()))),
-            Job::Change { reply, .. } => drop(reply.send(Err(err()))),
-            Job::Ping { reply } | Job::Probe { reply, .. } => drop(reply.send(Err(err()))),
-            Job::Sweep { reply, .. } => drop(reply.send(Err(err()))),
-            Job::SetMeta { reply, .. } => drop(reply.send(Err(err()))),
-            Job::Shutdown => {}
+            Ready::Ingested(r) => send(r),
+            Ready::Claimed(r) => send(r),
+            Ready::Done(r) => send(r),
+            Ready::Changed(r) => send(r),
+            Ready::Swept(r) => send(r),
         }
     }
 
-    fn answer(self, answer: Answer) {
-        match (self, answer) {
-            (Job::Ingest { reply, .. }, Answer::Ingested(a)) => drop(reply.send(Ok(a))),
-            (Job::Claim { reply, .. }, Answer::Claimed(a)) => drop(reply.send(Ok(a))),
-            (Job::Finish { reply, .. }, Answer::Finished) => drop(reply.send(Ok(()))),
-            (Job::Change { reply, .. }, Answer::Changed(a)) => drop(reply.send(Ok(a))),
-            (Job::Ping { reply }, Answer::Pong) => drop(reply.send(Ok(()))),
-            (Job::Sweep { reply, .. }, Answer::Swept(a)) => drop(reply.send(Ok(a))),
-            (Job::SetMeta { reply, .. }, Answer::Finished) => drop(reply.send(Ok(()))),
-            (Job::Probe { reply, .. }, Answer::Finished) => drop(reply.send(Ok(()))),
-            _ => unreachable!("apply answers each job with its own kind"),
+    fn fail(self, cause: &Arc<WriteError>) {
+        match self {
+            Ready::Ingested(r) => fail(r.to, cause),
+            Ready::Claimed(r) => fail(r.to, cause),
+            Ready::Done(r) => fail(r.to, cause),
+            Ready::Changed(r) => fail(r.to, cause),
+            Ready::Swept(r) => fail(r.to, cause),
+        }
+    }
+}
+
+fn fail<T>(to: oneshot::Sender<Result<T, StoreError>>, cause: &Arc<WriteError>) {
+    let _ = to.send(Err(StoreError::Write(cause.clone())));
+}
+
+impl Job {
+    /// Answers a job that never ran with its batch's cause.
+    fn fail(self, cause: &Arc<WriteError>) {
+        match self {
+            Job::Ingest { reply, .. } => fail(reply, cause),
+            Job::Claim { reply, .. } => fail(reply, cause),
+            Job::Finish { reply, .. }
+            | Job::SetMeta { reply, .. }
+            | Job::Ping { reply }
+            | Job::Probe { reply, .. } => fail(reply, cause),
+            Job::Change { reply, .. } => fail(reply, cause),
+            Job::Sweep { reply, .. } => fail(reply, cause),
+        }
+    }
+}
+
+/// Pairs a job's result with its reply: `Ok` waits for the commit in
+/// `ready`; `Err` fails this job now and ends the batch with the cause.
+fn settle<T>(
+    reply: oneshot::Sender<Result<T, StoreError>>,
+    result: Result<T, WriteError>,
+    ready: &mut Vec<Ready>,
+    wrap: fn(Reply<T>) -> Ready,
+) -> Result<(), Arc<WriteError>> {
+    match result {
+        Ok(answer) => {
+            ready.push(wrap(Reply { to: reply, answer }));
+            Ok(())
+        }
+        Err(e) => {
+            let cause = Arc::new(e);
+            fail(reply, &cause);
+            Err(cause)
         }
     }
 }
@@ -166,7 +213,7 @@ impl Drop for ExitSignal {
 
 pub(super) fn spawn(
     mut writer: Writer,
-    mut rx: mpsc::Receiver<Job>,
+    mut rx: mpsc::Receiver<Message>,
     exit: oneshot::Sender<()>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
@@ -175,6 +222,7 @@ pub(super) fn spawn(
             let _exit = ExitSignal(Some(exit));
             let max_batch = writer.options.max_batch.max(1);
             let mut batch: Vec<Job> = Vec::with_capacity(max_batch);
+            let mut ready: Vec<Ready> = Vec::with_capacity(max_batch);
             let mut last_batch = 0;
             let mut closed = false;
             while let Some(job) = rx.blocking_recv() {
@@ -187,11 +235,11 @@ pub(super) fn spawn(
                         match job {
                             // Closing the receiver refuses new sends; what is already
                             // queued is still received and committed below.
-                            Job::Shutdown => {
+                            Message::Shutdown => {
                                 rx.close();
                                 closed = true;
                             }
-                            job => batch.push(job),
+                            Message::Job(job) => batch.push(job),
                         }
                         if batch.len() < max_batch {
                             next = rx.try_recv().ok();
@@ -209,7 +257,7 @@ pub(super) fn spawn(
                 }
                 last_batch = batch.len();
                 if !batch.is_empty() {
-                    writer.commit(&mut batch);
+                    writer.commit(&mut batch, &mut ready);
                 }
             }
             writer.close();
@@ -227,18 +275,22 @@ impl Writer {
         }
     }
 
-    fn commit(&mut self, batch: &mut Vec<Job>) {
+    /// Applies `batch` in one durable transaction and answers every job:
+    /// with its result once the commit stands, or all of them with the cause
+    /// if anything failed (nothing of the batch is then stored).
+    fn commit(&mut self, batch: &mut Vec<Job>, ready: &mut Vec<Ready>) {
         let first_seq = self.next_seq;
         let started = Instant::now();
-        match self.apply(batch) {
-            Ok((answers, keys)) => {
+        let jobs = batch.len();
+        let probed = batch
+            .iter()
+            .any(|job| matches!(job, Job::Probe { bytes, .. } if *bytes > 0));
+        match self.apply(batch, ready) {
+            Ok(keys) => {
                 if let Some(hook) = &self.options.on_commit {
-                    hook(batch.len(), started.elapsed());
+                    hook(jobs, started.elapsed());
                 }
-                if batch
-                    .iter()
-                    .any(|job| matches!(job, Job::Probe { bytes, .. } if *bytes > 0))
-                {
+                if probed {
                     self.shared
                         .write_error
                         .send_if_modified(|e| e.take().is_some());
@@ -255,25 +307,28 @@ impl Writer {
                     index.insert(fp, seq);
                 }
                 drop(index);
-                for (job, answer) in batch.drain(..).zip(answers) {
-                    job.answer(answer);
+                for reply in ready.drain(..) {
+                    reply.send();
                 }
                 // The schedule may have changed: new events, retries, replays.
                 self.shared.schedule_changed.notify_one();
             }
             Err(cause) => {
                 self.next_seq = first_seq;
-                self.shared.write_error.send_replace(Some(cause.clone()));
-                tracing::error!(%cause, jobs = batch.len(), "store commit failed; answering 503 and reopening the database");
+                tracing::error!(cause = %super::Report(&*cause), jobs, "store commit failed; answering 503 and reopening the database");
+                for reply in ready.drain(..) {
+                    reply.fail(&cause);
+                }
                 for job in batch.drain(..) {
                     job.fail(&cause);
                 }
+                self.shared.write_error.send_replace(Some(cause));
                 self.reopen();
             }
         }
     }
 
-    fn database(&self) -> Result<Arc<Database>, String> {
+    fn database(&self) -> Result<Arc<Database>, WriteError> {
         if let Some(db) = self
             .shared
             .db
@@ -283,99 +338,134 @@ impl Writer {
         {
             return Ok(db);
         }
-        let db = Arc::new(
-            open_database(&self.shared.path, self.options.cache_bytes)
-                .map_err(|e| e.to_string())?,
-        );
+        let db = Arc::new(open_database(&self.shared.path, self.options.cache_bytes)?);
         *self.shared.db.write().unwrap_or_else(|p| p.into_inner()) = Some(db.clone());
         tracing::info!(path = %self.shared.path.display(), "database reopened");
         Ok(db)
     }
 
-    /// Applies `batch` in one durable transaction. Returns each job's answer
-    /// and the dedupe keys it added and removed, for the index once the commit stands.
-    fn apply(&mut self, batch: &[Job]) -> Result<(Vec<Answer>, Keys), String> {
-        let db = self.database()?;
-        let mut txn = db.begin_write().map_err(|e| e.to_string())?;
+    /// Applies the jobs of `batch` in one transaction, in queue order,
+    /// moving each into `ready` with its answer, and commits durably.
+    /// Returns the dedupe keys the batch added and removed, for the index
+    /// once the commit stands. On failure, jobs not yet applied stay in
+    /// `batch`; a job whose own step failed is answered here.
+    fn apply(
+        &mut self,
+        batch: &mut Vec<Job>,
+        ready: &mut Vec<Ready>,
+    ) -> Result<Keys, Arc<WriteError>> {
+        let db = self.database().map_err(Arc::new)?;
+        let mut txn = db.begin_write().map_err(|e| Arc::new(e.into()))?;
         txn.set_durability(Durability::Immediate)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| Arc::new(e.into()))?;
         // Quick repair saves the allocator state with each commit, so that
         // reopening after kill -9 is instant instead of a walk of the file.
         txn.set_quick_repair(true);
-        let mut added: HashMap<Fingerprint, u64> = HashMap::with_capacity(batch.len());
-        let mut removed: HashSet<(Fingerprint, u64)> = HashSet::new();
-        let mut answers = Vec::with_capacity(batch.len());
+        let mut keys = Keys {
+            added: HashMap::with_capacity(batch.len()),
+            removed: HashSet::new(),
+        };
         {
-            let err = |e: redb::Error| e.to_string();
-            let mut t = Tables::open(&txn).map_err(err)?;
+            let mut t = Tables::open(&txn).map_err(Arc::new)?;
             let shared = self.shared.clone();
             let index = shared.dedupe.read().unwrap_or_else(|p| p.into_inner());
-            for job in batch {
-                let answer = match job {
-                    Job::Ingest { event, initial, .. } => {
-                        let fp = fingerprint(event.source().as_str(), event.event_id().as_str());
-                        // Earlier in this batch first: the index learns the batch's keys after the commit.
-                        let live = index.get(fp).filter(|seq| !removed.contains(&(fp, *seq)));
-                        if let Some(&seq) = added.get(&fp).or(live.as_ref()) {
-                            Answer::Ingested(Ingested::Duplicate {
-                                id: public_id(self.shared.tag, seq),
-                            })
-                        } else {
-                            let seq = self.next_seq;
-                            self.next_seq += 1;
-                            self.insert_event(&mut t, seq, fp, event, initial)
-                                .map_err(err)?;
-                            added.insert(fp, seq);
-                            Answer::Ingested(Ingested::New {
-                                id: public_id(self.shared.tag, seq),
-                            })
-                        }
-                    }
-                    Job::Claim {
-                        seq, started_ms, ..
-                    } => Answer::Claimed(t.claim(*seq, *started_ms).map_err(err)?),
-                    Job::Finish { finish, .. } => {
-                        t.finish(finish, &self.ttls()).map_err(err)?;
-                        Answer::Finished
-                    }
-                    Job::Change {
-                        seq,
-                        change,
-                        now_ms,
-                        ..
-                    } => {
-                        Answer::Changed(t.change(*seq, change, *now_ms, &self.ttls()).map_err(err)?)
-                    }
-                    Job::Ping { .. } => Answer::Pong,
-                    Job::Probe { bytes: 0, .. } => {
-                        t.meta.remove(PROBE_KEY).map_err(|e| err(e.into()))?;
-                        Answer::Finished
-                    }
-                    Job::Probe { bytes, .. } => {
-                        t.meta
-                            .insert(PROBE_KEY, vec![0u8; *bytes].as_slice())
-                            .map_err(|e| err(e.into()))?;
-                        Answer::Finished
-                    }
-                    Job::SetMeta { key, value, .. } => {
-                        t.meta
-                            .insert(key.as_str(), value.as_slice())
-                            .map_err(|e| err(e.into()))?;
-                        Answer::Finished
-                    }
-                    Job::Sweep { now_ms, limit, .. } => {
-                        let (swept, forgotten) =
-                            t.sweep(*now_ms, *limit, &self.ttls()).map_err(err)?;
-                        removed.extend(forgotten);
-                        Answer::Swept(swept)
-                    }
-                    Job::Shutdown => unreachable!("shutdown never enters a batch"),
-                };
-                answers.push(answer);
+            let mut jobs = std::mem::take(batch).into_iter();
+            while let Some(job) = jobs.next() {
+                if let Err(cause) = self.apply_one(&mut t, &index, &mut keys, job, ready) {
+                    batch.extend(jobs);
+                    return Err(cause);
+                }
             }
         }
-        txn.commit().map_err(|e| e.to_string())?;
-        Ok((answers, Keys { added, removed }))
+        txn.commit().map_err(|e| Arc::new(e.into()))?;
+        Ok(keys)
+    }
+
+    /// One job's step in the batch's transaction.
+    fn apply_one(
+        &mut self,
+        t: &mut Tables<'_>,
+        index: &super::dedupe::DedupeIndex,
+        keys: &mut Keys,
+        job: Job,
+        ready: &mut Vec<Ready>,
+    ) -> Result<(), Arc<WriteError>> {
+        match job {
+            Job::Ingest {
+                event,
+                initial,
+                reply,
+            } => {
+                let fp = fingerprint(event.source().as_str(), event.event_id().as_str());
+                // Earlier in this batch first: the index learns the batch's keys after the commit.
+                let live = index
+                    .get(fp)
+                    .filter(|seq| !keys.removed.contains(&(fp, *seq)));
+                let result = match keys.added.get(&fp).or(live.as_ref()) {
+                    Some(&seq) => Ok(Ingested::Duplicate {
+                        id: public_id(self.shared.tag, seq),
+                    }),
+                    None => {
+                        let seq = self.next_seq;
+                        self.insert_event(t, seq, fp, &event, &initial).map(|()| {
+                            self.next_seq += 1;
+                            keys.added.insert(fp, seq);
+                            Ingested::New {
+                                id: public_id(self.shared.tag, seq),
+                            }
+                        })
+                    }
+                };
+                settle(reply, result, ready, Ready::Ingested)
+            }
+            Job::Claim {
+                seq,
+                started_ms,
+                reply,
+            } => settle(reply, t.claim(seq, started_ms), ready, Ready::Claimed),
+            Job::Finish { finish, reply } => {
+                settle(reply, t.finish(&finish, &self.ttls()), ready, Ready::Done)
+            }
+            Job::Change {
+                seq,
+                change,
+                now_ms,
+                reply,
+            } => settle(
+                reply,
+                t.change(seq, &change, now_ms, &self.ttls()),
+                ready,
+                Ready::Changed,
+            ),
+            Job::Ping { reply } => settle(reply, Ok(()), ready, Ready::Done),
+            Job::Probe { bytes, reply } => {
+                let result = if bytes == 0 {
+                    t.meta.remove(PROBE_KEY).map(drop)
+                } else {
+                    t.meta
+                        .insert(PROBE_KEY, vec![0u8; bytes].as_slice())
+                        .map(drop)
+                };
+                settle(reply, result.map_err(WriteError::from), ready, Ready::Done)
+            }
+            Job::SetMeta { key, value, reply } => {
+                let result = t.meta.insert(key.as_str(), value.as_slice()).map(drop);
+                settle(reply, result.map_err(WriteError::from), ready, Ready::Done)
+            }
+            Job::Sweep {
+                now_ms,
+                limit,
+                reply,
+            } => {
+                let result = t
+                    .sweep(now_ms, limit, &self.ttls())
+                    .map(|(swept, forgotten)| {
+                        keys.removed.extend(forgotten);
+                        swept
+                    });
+                settle(reply, result, ready, Ready::Swept)
+            }
+        }
     }
 
     fn ttls(&self) -> Ttls {
@@ -393,7 +483,7 @@ impl Writer {
         fp: Fingerprint,
         ev: &VerifiedEvent,
         initial: &Initial,
-    ) -> Result<(), redb::Error> {
+    ) -> Result<(), WriteError> {
         let received = ev.received_at_ms();
         schema::encode_event(
             &EventRecordRef {
@@ -438,7 +528,7 @@ impl Writer {
     fn reopen(&mut self) {
         self.release_database();
         if let Err(cause) = self.database() {
-            tracing::error!(%cause, "cannot reopen the database; trying again with the next write");
+            tracing::error!(cause = %super::Report(&cause), "cannot reopen the database; trying again with the next write");
         }
     }
 

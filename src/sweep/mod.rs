@@ -78,7 +78,7 @@ impl Sweeper {
                 () = tokio::time::sleep_until(next.into()) => {
                     next = Instant::now() + self.interval;
                     if let Err(e) = self.sweep().await {
-                        tracing::error!(error = %e, "sweep failed; trying again next interval");
+                        tracing::error!(error = %e.report(), "sweep failed; trying again next interval");
                     }
                 }
                 Some(reply) = self.requests.recv() => {
