@@ -13,10 +13,7 @@ use anyhow::{Context, anyhow};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use crate::cli::{EXIT_FAILURE, EXIT_USAGE, Failure};
-
-pub const EXIT_UNREACHABLE: u8 = 3;
-pub const EXIT_UNAUTHORIZED: u8 = 4;
+use crate::exit::{EXIT_FAILURE, EXIT_UNAUTHORIZED, EXIT_UNREACHABLE, EXIT_USAGE, Failure};
 
 /// Where the admin API is and how to authenticate.
 #[derive(Debug, Args)]

@@ -15,6 +15,7 @@ pub mod clock;
 pub mod config;
 pub mod ctl;
 pub mod deliver;
+pub mod exit;
 pub mod ingest;
 pub mod listener;
 pub mod metrics;
