@@ -26,6 +26,7 @@ use crate::listener::{self, ServeOptions};
 use crate::metrics::Listener;
 use crate::metrics::Metrics;
 use crate::schedule::{DeliveryHandle, Scheduler};
+use crate::standard_webhooks::StandardKey;
 use crate::store::{Store, StoreError, StoreOptions};
 use crate::sweep::Sweeper;
 use crate::tls::{Tls, TlsError};
@@ -458,11 +459,11 @@ fn ensure_generated_secrets(config: &mut Config) -> Result<Vec<GeneratedSecret>,
         if let Some(dl) = &mut source.delivery
             && dl.secret.is_none()
         {
-            dl.secret = Some(generate(
-                &source.name,
-                SecretPurpose::Destination,
-                Kind::Standard,
-            )?);
+            let text = generate(&source.name, SecretPurpose::Destination, Kind::Standard)?;
+            // Generated text always parses; a file edited by hand may not.
+            let key = StandardKey::parse(text.expose())
+                .map_err(|e| AppError::Source(format!("source {}: {e}", source.name)))?;
+            dl.secret = Some(key);
         }
     }
     Ok(created)

@@ -21,6 +21,7 @@ pub mod listener;
 pub mod metrics;
 pub mod schedule;
 pub mod send;
+pub mod standard_webhooks;
 pub mod store;
 pub mod sweep;
 pub mod systemd;
