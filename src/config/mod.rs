@@ -18,7 +18,9 @@ use std::time::Duration;
 
 use crate::standard_webhooks::StandardKey;
 
-pub use secret::{Secret, generate_secret_text, load_or_generate_secret};
+pub use secret::{
+    ADMIN_TOKEN_NAME, Secret, generate_secret_text, generated_secret_path, load_or_generate_secret,
+};
 
 /// The embedded default configuration: it serves with no file at all.
 pub const DEFAULT_TOML: &str = include_str!("default.toml");
