@@ -19,13 +19,17 @@ use tokio_util::sync::CancellationToken;
 use crate::admin::{self, AdminState};
 use crate::alert::Alerter;
 use crate::clock::Clock;
-use crate::config::{Config, Kind, Secret, SourceName, load_or_generate_secret};
+use crate::config::{
+    ADMIN_TOKEN_NAME, Config, Kind, Secret, SourceName, generated_secret_path,
+    load_or_generate_secret,
+};
 use crate::deliver::Destination;
 use crate::ingest::{self, IngestState};
 use crate::listener::{self, ServeOptions};
 use crate::metrics::Listener;
 use crate::metrics::Metrics;
 use crate::schedule::{DeliveryHandle, Scheduler};
+use crate::standard_webhooks::StandardKey;
 use crate::store::{Store, StoreError, StoreOptions};
 use crate::sweep::Sweeper;
 use crate::tls::{Tls, TlsError};
@@ -429,8 +433,7 @@ fn ensure_generated_secrets(config: &mut Config) -> Result<Vec<GeneratedSecret>,
         let name = match purpose {
             SecretPurpose::Ingest => source.to_string(),
             SecretPurpose::Destination => format!("{source}.destination"),
-            // Source names cannot contain '.', so no source's file clashes.
-            SecretPurpose::Admin => "admin.token".to_owned(),
+            SecretPurpose::Admin => ADMIN_TOKEN_NAME.to_owned(),
         };
         let (secret, fresh) =
             load_or_generate_secret(&data_dir, &name, kind).map_err(|cause| AppError::Secret {
@@ -442,7 +445,7 @@ fn ensure_generated_secrets(config: &mut Config) -> Result<Vec<GeneratedSecret>,
                 source: source.clone(),
                 purpose,
                 secret: secret.clone(),
-                path: data_dir.join("secrets").join(format!("{name}.secret")),
+                path: generated_secret_path(&data_dir, &name),
             });
         }
         Ok::<_, AppError>(secret)
@@ -458,11 +461,11 @@ fn ensure_generated_secrets(config: &mut Config) -> Result<Vec<GeneratedSecret>,
         if let Some(dl) = &mut source.delivery
             && dl.secret.is_none()
         {
-            dl.secret = Some(generate(
-                &source.name,
-                SecretPurpose::Destination,
-                Kind::Standard,
-            )?);
+            let text = generate(&source.name, SecretPurpose::Destination, Kind::Standard)?;
+            // Generated text always parses; a file edited by hand may not.
+            let key = StandardKey::parse(text.expose())
+                .map_err(|e| AppError::Source(format!("source {}: {e}", source.name)))?;
+            dl.secret = Some(key);
         }
     }
     Ok(created)

@@ -1,9 +1,8 @@
 //! The command line: what each subcommand takes, and running it.
 //!
 //! `main` parses with [`Cli`] and calls [`run`]; this module maps every
-//! failure to a message and an exit code scripts can trust:
-//! 0 success, 1 runtime failure, 2 usage or configuration error; the admin
-//! commands add 3 (server unreachable) and 4 (token missing or refused).
+//! failure to a [`Failure`]: a message and an exit code scripts can trust
+//! (the codes are listed in [`crate::exit`]).
 
 use std::path::PathBuf;
 
@@ -14,6 +13,7 @@ use crate::app::App;
 use crate::clock::Clock;
 use crate::config::{self, Config, LogFormat};
 use crate::ctl::{DestinationsCommand, DlqCommand, EventsCommand, OpsCommand, Remote};
+use crate::exit::{EXIT_FAILURE, EXIT_USAGE, Failure};
 use crate::send::{self, SendArgs};
 use crate::verify::Verifier;
 
@@ -85,26 +85,6 @@ pub enum ConfigCommand {
     Check(ConfigArg),
     /// Print the embedded default config, commented, to start a file from.
     Default,
-}
-
-/// Exit codes.
-pub const EXIT_OK: u8 = 0;
-pub const EXIT_FAILURE: u8 = 1;
-pub const EXIT_USAGE: u8 = 2;
-
-/// A failure with the exit code it maps to.
-pub struct Failure {
-    pub code: u8,
-    pub error: anyhow::Error,
-}
-
-impl<E: Into<anyhow::Error>> From<E> for Failure {
-    fn from(error: E) -> Failure {
-        Failure {
-            code: EXIT_FAILURE,
-            error: error.into(),
-        }
-    }
 }
 
 fn usage(error: impl Into<anyhow::Error>) -> Failure {

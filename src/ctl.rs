@@ -6,17 +6,15 @@
 //! usage; 3 the server cannot be reached; 4 the token is missing or wrong.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use crate::cli::{EXIT_FAILURE, EXIT_USAGE, Failure};
-
-pub const EXIT_UNREACHABLE: u8 = 3;
-pub const EXIT_UNAUTHORIZED: u8 = 4;
+use crate::config::{ADMIN_TOKEN_NAME, generated_secret_path};
+use crate::exit::{EXIT_FAILURE, EXIT_UNAUTHORIZED, EXIT_UNREACHABLE, EXIT_USAGE, Failure};
 
 /// Where the admin API is and how to authenticate.
 #[derive(Debug, Args)]
@@ -190,7 +188,8 @@ fn token(remote: &Remote) -> Result<String, Failure> {
     {
         return Ok(t.trim().to_owned());
     }
-    let default = PathBuf::from("hookinbox-data/secrets/admin.token.secret");
+    // The token a server started here with the default data_dir generated.
+    let default = generated_secret_path(Path::new("hookinbox-data"), ADMIN_TOKEN_NAME);
     if default.exists() {
         return from_file(&default).map_err(|e| fail(EXIT_UNAUTHORIZED, e));
     }

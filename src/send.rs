@@ -105,11 +105,7 @@ fn plan(args: SendArgs) -> anyhow::Result<Plan> {
         let secret = match source.secrets.first() {
             Some(s) => s.expose().to_owned(),
             None => {
-                let path = config
-                    .server
-                    .data_dir
-                    .join("secrets")
-                    .join(format!("{name}.secret"));
+                let path = config::generated_secret_path(&config.server.data_dir, name);
                 std::fs::read_to_string(&path)
                     .with_context(|| format!("source {name:?} has a generated secret, but {} cannot be read (has `hookinbox serve` started once?)", path.display()))?
                     .trim()

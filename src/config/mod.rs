@@ -16,7 +16,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use secret::{Secret, generate_secret_text, load_or_generate_secret};
+use crate::standard_webhooks::StandardKey;
+
+pub use secret::{
+    ADMIN_TOKEN_NAME, Secret, generate_secret_text, generated_secret_path, load_or_generate_secret,
+};
 
 /// The embedded default configuration: it serves with no file at all.
 pub const DEFAULT_TOML: &str = include_str!("default.toml");
@@ -319,7 +323,7 @@ pub struct DeliveryConfig {
     pub url: reqwest::Url,
     /// The Standard Webhooks key that signs deliveries. `None` until the
     /// first start generates one into the data dir.
-    pub secret: Option<Secret>,
+    pub secret: Option<StandardKey>,
     /// Extra trusted roots (PEM) for an HTTPS destination with a private CA,
     /// beside the system's.
     pub ca_pem: Option<Vec<u8>>,

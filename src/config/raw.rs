@@ -12,6 +12,7 @@ use super::{
     RetentionConfig, Secret, ServerConfig, SignatureEncoding, SourceConfig, SourceName,
     StatusPattern, parse_duration, parse_size,
 };
+use crate::standard_webhooks::StandardKey;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -811,11 +812,10 @@ fn validate_delivery(
         None
     };
     let secret = match secret {
-        Some(text) => {
-            crate::verify::standard_webhooks_key(text.trim())
-                .map_err(|m| cx.err(key("destination_secret"), m))?;
-            Some(Secret::new(text.trim()))
-        }
+        Some(text) => Some(
+            StandardKey::parse(text.trim())
+                .map_err(|e| cx.err(key("destination_secret"), e.to_string()))?,
+        ),
         None => None,
     };
 

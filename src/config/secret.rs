@@ -54,8 +54,15 @@ pub fn generate_secret_text(kind: Kind) -> String {
     }
 }
 
-fn secret_path(data_dir: &Path, source: &str) -> PathBuf {
-    data_dir.join("secrets").join(format!("{source}.secret"))
+/// The name the generated admin API token is kept under. Source names cannot
+/// contain '.', so no source's file clashes with it.
+pub const ADMIN_TOKEN_NAME: &str = "admin.token";
+
+/// Where the generated secret called `name` is kept: `<data_dir>/secrets/
+/// <name>.secret`. Every reader and writer of these files asks here, so
+/// `serve`, `send` and the operator commands cannot disagree on the place.
+pub fn generated_secret_path(data_dir: &Path, name: &str) -> PathBuf {
+    data_dir.join("secrets").join(format!("{name}.secret"))
 }
 
 /// Returns the generated secret of `source`, creating it (0600, in a 0700
@@ -66,7 +73,7 @@ pub fn load_or_generate_secret(
     source: &str,
     kind: Kind,
 ) -> std::io::Result<(Secret, bool)> {
-    let path = secret_path(data_dir, source);
+    let path = generated_secret_path(data_dir, source);
     match std::fs::read_to_string(&path) {
         Ok(text) => {
             let text = text.trim();
@@ -121,7 +128,7 @@ mod tests {
         let (first, created) = load_or_generate_secret(dir.path(), "demo", Kind::Standard).unwrap();
         assert!(created);
         assert!(first.expose().starts_with("whsec_"));
-        let mode = std::fs::metadata(secret_path(dir.path(), "demo"))
+        let mode = std::fs::metadata(generated_secret_path(dir.path(), "demo"))
             .unwrap()
             .permissions()
             .mode();

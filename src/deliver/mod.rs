@@ -13,11 +13,8 @@ pub mod policy;
 
 use std::time::{Duration, Instant, SystemTime};
 
-use base64::Engine;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-
 use crate::config::{DeliveryConfig, SourceName};
+use crate::standard_webhooks::StandardKey;
 use crate::store::StoredEvent;
 use crate::store::schema::{Attempt, AttemptClass};
 
@@ -30,22 +27,16 @@ const READ_CAP: usize = 64 * 1024;
 pub struct Destination {
     pub name: SourceName,
     pub config: DeliveryConfig,
-    key: Vec<u8>,
+    key: StandardKey,
     client: reqwest::Client,
-}
-
-/// The Standard Webhooks key bytes of a `whsec_…` secret.
-pub fn standard_key(secret: &str) -> Result<Vec<u8>, String> {
-    crate::verify::standard_webhooks_key(secret)
 }
 
 impl Destination {
     pub fn new(name: SourceName, config: DeliveryConfig) -> Result<Destination, String> {
-        let secret = config
+        let key = config
             .secret
-            .as_ref()
+            .clone()
             .ok_or_else(|| format!("source {name}: the destination has no signing secret"))?;
-        let key = standard_key(secret.expose()).map_err(|m| format!("source {name}: {m}"))?;
         // Installing twice is harmless: the second call reports the first provider.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut builder = reqwest::Client::builder();
@@ -72,20 +63,6 @@ impl Destination {
         })
     }
 
-    /// `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`.
-    pub fn signature(&self, webhook_id: &str, timestamp: i64, body: &[u8]) -> String {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key length");
-        mac.update(webhook_id.as_bytes());
-        mac.update(b".");
-        mac.update(timestamp.to_string().as_bytes());
-        mac.update(b".");
-        mac.update(body);
-        format!(
-            "v1,{}",
-            base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
-        )
-    }
-
     /// Sends `event` once. Returns what happened and, on 429/503, the wait the
     /// destination asked for.
     pub async fn attempt(&self, event: &StoredEvent, attempt: u32) -> (Attempt, Option<Duration>) {
@@ -101,7 +78,7 @@ impl Destination {
             .header("webhook-timestamp", timestamp.to_string())
             .header(
                 "webhook-signature",
-                self.signature(&event.id, timestamp, &rec.body),
+                self.key.sign(&event.id, timestamp, &rec.body),
             )
             .header("hookinbox-source", &rec.source)
             .header("hookinbox-event-id", &rec.event_id)

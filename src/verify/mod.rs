@@ -265,12 +265,6 @@ fn json_locator(pointer: &str) -> Locator {
 }
 
 /// Where each provider puts the id that stays the same across its retries.
-/// The key bytes of a Standard Webhooks secret (`whsec_` + base64), or why
-/// the text is not one. Delivery signs with such a key.
-pub fn standard_webhooks_key(secret: &str) -> Result<Vec<u8>, String> {
-    schemes::signing_key(Kind::Standard, secret)
-}
-
 pub fn default_event_id(kind: Kind) -> Vec<Locator> {
     match kind {
         Kind::Stripe => vec![json_locator("/id")],

@@ -14,6 +14,7 @@ use subtle::ConstantTimeEq;
 
 use super::{ParsedBody, Rejection, Request, SignedAt, header_str};
 use crate::config::{HmacAlgorithm, HmacSpec, Kind, PayloadPart, SignatureEncoding, SourceConfig};
+use crate::standard_webhooks::StandardKey;
 
 pub(super) struct Scheme {
     kind: Kind,
@@ -40,16 +41,13 @@ pub(crate) fn mac(algorithm: HmacAlgorithm, key: &[u8], parts: &[&[u8]]) -> Vec<
 }
 
 /// The MAC key of a secret for a kind. Standard Webhooks (and Svix) keys are
-/// base64 after an optional `whsec_` prefix; Stripe uses its `whsec_…` string
-/// whole; every other provider uses the secret's bytes.
+/// decoded by [`StandardKey`]; Stripe uses its `whsec_…` string whole; every
+/// other provider uses the secret's bytes.
 pub(crate) fn signing_key(kind: Kind, secret: &str) -> Result<Vec<u8>, String> {
     match kind {
-        Kind::Standard => {
-            let b64 = secret.strip_prefix("whsec_").unwrap_or(secret);
-            B64.decode(b64).map_err(|_| {
-                "a Standard Webhooks secret must be \"whsec_\" followed by base64 (as the sender shows it)".to_owned()
-            })
-        }
+        Kind::Standard => StandardKey::parse(secret)
+            .map(|key| key.bytes().to_vec())
+            .map_err(|e| e.to_string()),
         _ => Ok(secret.as_bytes().to_vec()),
     }
 }

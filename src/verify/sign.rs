@@ -8,6 +8,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 
 use super::schemes::{mac, signing_key, twilio_signed_string};
 use crate::config::{HmacAlgorithm, HmacSpec, Kind, Locator, PayloadPart, SignatureEncoding};
+use crate::standard_webhooks::StandardKey;
 
 /// What to sign.
 pub struct Signing<'a> {
@@ -79,19 +80,12 @@ pub fn sign(s: &Signing<'_>) -> Result<Vec<(String, String)>, String> {
             );
         }
         Kind::Standard => {
-            let id = s.event_id.as_bytes();
+            // The signer deliveries use, so what `send`, the benches and the
+            // tests sign is what hookinbox itself puts on the wire.
+            let key = StandardKey::parse(s.secret).map_err(|e| e.to_string())?;
             push("webhook-id", s.event_id.into());
             push("webhook-timestamp", ts.clone());
-            push(
-                "webhook-signature",
-                format!(
-                    "v1,{}",
-                    b64_mac(
-                        HmacAlgorithm::Sha256,
-                        &[id, b".", ts.as_bytes(), b".", body]
-                    )
-                ),
-            );
+            push("webhook-signature", key.sign(s.event_id, s.timestamp, body));
         }
         Kind::Paddle => push(
             "paddle-signature",
