@@ -6,12 +6,81 @@
 
 use std::sync::{Arc, Mutex};
 
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+
+/// Declares a label value enum whose text is given beside each variant.
+///
+/// Not `#[derive(EncodeLabelValue)]`: the derive prints the variant's name
+/// (`RetryableStatus`), and the published series say `retryable_status`.
+macro_rules! label_values {
+    ($(#[$meta:meta])* pub enum $name:ident {
+        $($(#[$vmeta:meta])* $variant:ident => $text:literal,)+
+    }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, PartialOrd, Ord)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The label value as the exposition prints it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
+        }
+
+        impl EncodeLabelValue for $name {
+            fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+                std::fmt::Write::write_str(encoder, self.as_str())
+            }
+        }
+    };
+}
+
+label_values! {
+    /// What the sweeper deleted (`swept{kind}`).
+    pub enum SweptKind {
+        Delivered => "delivered",
+        DeadOrIgnored => "dead_or_ignored",
+        DedupeKey => "dedupe_key",
+    }
+}
+
+label_values! {
+    /// Why an alert was posted (`alerts{kind}`); also the alert's name in
+    /// its JSON body and log line.
+    pub enum AlertKind {
+        /// A source's DLQ holds more than `dlq_threshold` events.
+        Dlq => "dlq",
+        /// A source's oldest pending event is older than `pending_age`.
+        PendingAge => "pending_age",
+        /// A destination's circuit is open.
+        CircuitOpen => "circuit_open",
+    }
+}
+
+label_values! {
+    /// Why the admin API refused or failed a request (`admin_rejected{reason}`);
+    /// also the `error` code of its JSON answer.
+    pub enum AdminReason {
+        Unauthorized => "unauthorized",
+        NotFound => "not_found",
+        BadRequest => "bad_request",
+        Conflict => "conflict",
+        StoreUnavailable => "store_unavailable",
+        StoreError => "store_error",
+    }
+}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SourceLabel {
@@ -106,18 +175,19 @@ const RECENT_ACKS: usize = 4096;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct AlertLabels {
-    pub kind: String,
-    pub sent: String,
+    pub kind: AlertKind,
+    /// `false` when the post failed; prints as `true`/`false`.
+    pub sent: bool,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabel {
-    pub kind: String,
+    pub kind: SweptKind,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabel {
-    pub reason: String,
+    pub reason: AdminReason,
 }
 
 impl Default for Metrics {
@@ -499,13 +569,10 @@ impl Metrics {
             .set(oldest_pending.as_secs() as i64);
     }
 
-    pub fn alert(&self, kind: &str, sent: bool) {
+    pub fn alert(&self, kind: AlertKind, sent: bool) {
         self.inner
             .alerts
-            .get_or_create(&AlertLabels {
-                kind: kind.to_owned(),
-                sent: sent.to_string(),
-            })
+            .get_or_create(&AlertLabels { kind, sent })
             .inc();
     }
 
@@ -550,31 +617,24 @@ impl Metrics {
         self.inner.ignored.get_or_create(&label).inc();
     }
 
-    /// `reason` is one of the admin API's fixed error codes.
-    pub fn admin_rejected(&self, reason: &str) {
+    pub fn admin_rejected(&self, reason: AdminReason) {
         self.inner
             .admin_rejected
-            .get_or_create(&ReasonLabel {
-                reason: reason.to_owned(),
-            })
+            .get_or_create(&ReasonLabel { reason })
             .inc();
     }
 
-    pub fn swept(&self, kind: &str, n: u64) {
+    pub fn swept(&self, kind: SweptKind, n: u64) {
         self.inner
             .swept
-            .get_or_create(&KindLabel {
-                kind: kind.to_owned(),
-            })
+            .get_or_create(&KindLabel { kind })
             .inc_by(n);
     }
 
-    pub fn admin_rejected_count(&self, reason: &str) -> u64 {
+    pub fn admin_rejected_count(&self, reason: AdminReason) -> u64 {
         self.inner
             .admin_rejected
-            .get_or_create(&ReasonLabel {
-                reason: reason.to_owned(),
-            })
+            .get_or_create(&ReasonLabel { reason })
             .get()
     }
 
@@ -637,5 +697,68 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut out, &registry)
             .expect("writing to a String cannot fail");
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exposition lines that start with `series`, e.g. `hookinbox_swept_total{`.
+    fn lines<'a>(text: &'a str, series: &str) -> Vec<&'a str> {
+        text.lines().filter(|l| l.starts_with(series)).collect()
+    }
+
+    #[test]
+    fn enum_labels_render_as_the_published_values() {
+        let metrics = Metrics::new();
+        metrics.swept(SweptKind::DeadOrIgnored, 2);
+        metrics.alert(AlertKind::PendingAge, false);
+        metrics.admin_rejected(AdminReason::StoreUnavailable);
+        let text = metrics.encode();
+        assert_eq!(
+            lines(&text, "hookinbox_swept_total{"),
+            ["hookinbox_swept_total{kind=\"dead_or_ignored\"} 2"]
+        );
+        assert_eq!(
+            lines(&text, "hookinbox_alerts_total{"),
+            ["hookinbox_alerts_total{kind=\"pending_age\",sent=\"false\"} 1"]
+        );
+        assert_eq!(
+            lines(&text, "hookinbox_admin_rejected_total{"),
+            ["hookinbox_admin_rejected_total{reason=\"store_unavailable\"} 1"]
+        );
+    }
+
+    #[test]
+    fn every_label_value_is_snake_case_and_unique() {
+        fn check(values: &[&'static str]) {
+            let mut seen = std::collections::BTreeSet::new();
+            for v in values {
+                assert!(
+                    !v.is_empty() && v.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                    "{v:?}"
+                );
+                assert!(seen.insert(*v), "{v:?} twice");
+            }
+        }
+        check(
+            &SweptKind::ALL
+                .iter()
+                .map(|k| k.as_str())
+                .collect::<Vec<_>>(),
+        );
+        check(
+            &AlertKind::ALL
+                .iter()
+                .map(|k| k.as_str())
+                .collect::<Vec<_>>(),
+        );
+        check(
+            &AdminReason::ALL
+                .iter()
+                .map(|r| r.as_str())
+                .collect::<Vec<_>>(),
+        );
     }
 }

@@ -22,7 +22,7 @@ use subtle::ConstantTimeEq;
 
 use crate::config::Secret;
 use crate::deliver::unix_ms;
-use crate::metrics::Metrics;
+use crate::metrics::{AdminReason, Metrics};
 use crate::schedule::{DeliveryHandle, PauseError};
 use crate::store::schema::{Attempt, Status};
 use crate::store::{Change, ChangeError, EventFilter, Store, StoreError, StoredEvent};
@@ -92,16 +92,19 @@ enum AdminError {
 impl AdminError {
     fn respond(self, metrics: &Metrics) -> Response {
         let (status, code) = match &self {
-            AdminError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
-            AdminError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
-            AdminError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
-            AdminError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
-            AdminError::Store(StoreError::Unavailable(_) | StoreError::Closed) => {
-                (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable")
-            }
-            AdminError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "store_error"),
+            AdminError::Unauthorized => (StatusCode::UNAUTHORIZED, AdminReason::Unauthorized),
+            AdminError::NotFound(_) => (StatusCode::NOT_FOUND, AdminReason::NotFound),
+            AdminError::BadRequest(_) => (StatusCode::BAD_REQUEST, AdminReason::BadRequest),
+            AdminError::Conflict(_) => (StatusCode::CONFLICT, AdminReason::Conflict),
+            AdminError::Store(StoreError::Unavailable(_) | StoreError::Closed) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                AdminReason::StoreUnavailable,
+            ),
+            AdminError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, AdminReason::StoreError),
         };
         metrics.admin_rejected(code);
+        // The public error code is the counter's label, so the two never drift.
+        let code = code.as_str();
         let reason = self.to_string();
         if status.is_server_error() {
             tracing::error!(status = status.as_u16(), %reason, "admin request failed");
