@@ -47,6 +47,32 @@ macro_rules! label_values {
     };
 }
 
+/// The source label of a request to no configured source. Never the name
+/// the request sent: that is caller-chosen, an unbounded label.
+pub const UNKNOWN_SOURCE: &str = "(unknown)";
+
+label_values! {
+    /// Why ingest refused a request (`rejected{reason}`). Finer than the
+    /// public error code, which says `invalid_signature` for each of the
+    /// signature and timestamp failures; otherwise the same text.
+    pub enum RejectReason {
+        UnknownSource => "unknown_source",
+        BodyTooLarge => "body_too_large",
+        BodyTimeout => "body_timeout",
+        BodyUnreadable => "body_unreadable",
+        Busy => "busy",
+        MissingSignature => "missing_signature",
+        MalformedSignature => "malformed_signature",
+        SignatureMismatch => "signature_mismatch",
+        BadTimestamp => "bad_timestamp",
+        StaleTimestamp => "stale_timestamp",
+        MissingEventId => "missing_event_id",
+        InvalidEventId => "invalid_event_id",
+        UnparseableBody => "unparseable_body",
+        StoreUnavailable => "store_unavailable",
+    }
+}
+
 label_values! {
     /// What the sweeper deleted (`swept{kind}`).
     pub enum SweptKind {
@@ -111,7 +137,7 @@ pub struct ListenerLabel {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RejectedLabels {
     pub source: String,
-    pub reason: String,
+    pub reason: RejectReason,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -165,7 +191,7 @@ struct Inner {
     circuit_state: Family<SourceLabel, Gauge>,
     alerts: Family<AlertLabels, Counter>,
     /// Label pairs `rejected` has seen, so stats can list them.
-    rejected_seen: Mutex<std::collections::BTreeSet<(String, String)>>,
+    rejected_seen: Mutex<std::collections::BTreeSet<(String, RejectReason)>>,
     /// The last acks per source, in ms, for stats' p50/p99.
     recent_acks: Mutex<std::collections::HashMap<String, std::collections::VecDeque<f64>>>,
 }
@@ -466,21 +492,22 @@ impl Metrics {
         Some((at(0.5), at(0.99)))
     }
 
-    /// Every (reason, count) of `source`'s rejections since start.
-    pub fn rejected_by_reason(&self, source: &str) -> Vec<(String, u64)> {
+    /// Every (reason, count) of `source`'s rejections since start, in the
+    /// order of the reasons' text.
+    pub fn rejected_by_reason(&self, source: &str) -> Vec<(RejectReason, u64)> {
         let seen = self
             .inner
             .rejected_seen
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        seen.into_iter()
+        let mut counts: Vec<(RejectReason, u64)> = seen
+            .into_iter()
             .filter(|(s, _)| s == source)
-            .map(|(s, r)| {
-                let n = self.rejected_count(&s, &r);
-                (r, n)
-            })
-            .collect()
+            .map(|(s, r)| (r, self.rejected_count(&s, r)))
+            .collect();
+        counts.sort_by_key(|(r, _)| r.as_str());
+        counts
     }
 
     pub fn duplicate(&self, source: &str, ack: std::time::Duration) {
@@ -495,19 +522,18 @@ impl Metrics {
         self.remember_ack(source, ack);
     }
 
-    /// `source` is the configured name, or "(unknown)" for an unknown source
-    /// (never the name the caller sent: that would be an unbounded label).
-    pub fn rejected(&self, source: &str, reason: &str) {
+    /// `source` is the configured name, or [`UNKNOWN_SOURCE`].
+    pub fn rejected(&self, source: &str, reason: RejectReason) {
         self.inner
             .rejected_seen
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert((source.to_owned(), reason.to_owned()));
+            .insert((source.to_owned(), reason));
         self.inner
             .rejected
             .get_or_create(&RejectedLabels {
                 source: source.to_owned(),
-                reason: reason.to_owned(),
+                reason,
             })
             .inc();
     }
@@ -676,12 +702,12 @@ impl Metrics {
             .get()
     }
 
-    pub fn rejected_count(&self, source: &str, reason: &str) -> u64 {
+    pub fn rejected_count(&self, source: &str, reason: RejectReason) -> u64 {
         self.inner
             .rejected
             .get_or_create(&RejectedLabels {
                 source: source.to_owned(),
-                reason: reason.to_owned(),
+                reason,
             })
             .get()
     }
@@ -715,7 +741,16 @@ mod tests {
         metrics.swept(SweptKind::DeadOrIgnored, 2);
         metrics.alert(AlertKind::PendingAge, false);
         metrics.admin_rejected(AdminReason::StoreUnavailable);
+        metrics.rejected(UNKNOWN_SOURCE, RejectReason::UnknownSource);
+        metrics.rejected("shop", RejectReason::StaleTimestamp);
         let text = metrics.encode();
+        assert_eq!(
+            lines(&text, "hookinbox_rejected_total{"),
+            [
+                "hookinbox_rejected_total{source=\"(unknown)\",reason=\"unknown_source\"} 1",
+                "hookinbox_rejected_total{source=\"shop\",reason=\"stale_timestamp\"} 1",
+            ]
+        );
         assert_eq!(
             lines(&text, "hookinbox_swept_total{"),
             ["hookinbox_swept_total{kind=\"dead_or_ignored\"} 2"]
@@ -732,33 +767,19 @@ mod tests {
 
     #[test]
     fn every_label_value_is_snake_case_and_unique() {
-        fn check(values: &[&'static str]) {
+        fn check<T: Copy>(all: &[T], text: fn(T) -> &'static str) {
             let mut seen = std::collections::BTreeSet::new();
-            for v in values {
+            for v in all.iter().map(|&v| text(v)) {
                 assert!(
                     !v.is_empty() && v.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
                     "{v:?}"
                 );
-                assert!(seen.insert(*v), "{v:?} twice");
+                assert!(seen.insert(v), "{v:?} twice");
             }
         }
-        check(
-            &SweptKind::ALL
-                .iter()
-                .map(|k| k.as_str())
-                .collect::<Vec<_>>(),
-        );
-        check(
-            &AlertKind::ALL
-                .iter()
-                .map(|k| k.as_str())
-                .collect::<Vec<_>>(),
-        );
-        check(
-            &AdminReason::ALL
-                .iter()
-                .map(|r| r.as_str())
-                .collect::<Vec<_>>(),
-        );
+        check(RejectReason::ALL, RejectReason::as_str);
+        check(SweptKind::ALL, SweptKind::as_str);
+        check(AlertKind::ALL, AlertKind::as_str);
+        check(AdminReason::ALL, AdminReason::as_str);
     }
 }

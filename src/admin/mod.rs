@@ -701,7 +701,7 @@ async fn stats(State(state): State<AdminState>) -> Response {
             .metrics
             .rejected_by_reason(&name)
             .into_iter()
-            .map(|(r, n)| (r, json!(n)))
+            .map(|(r, n)| (r.as_str().to_owned(), json!(n)))
             .collect();
         sources.insert(
             name.clone(),
