@@ -74,6 +74,43 @@ label_values! {
 }
 
 label_values! {
+    /// How one delivery attempt ended (`delivery_attempts{outcome}`); the
+    /// same text as the attempt's `outcome` in the admin API
+    /// (`deliver` maps `AttemptClass` here, and a test there holds them equal).
+    pub enum AttemptOutcome {
+        Delivered => "delivered",
+        RetryableStatus => "retryable_status",
+        RejectedStatus => "rejected_status",
+        Timeout => "timeout",
+        Connect => "connect",
+        Transport => "transport",
+        Interrupted => "interrupted",
+    }
+}
+
+label_values! {
+    /// A circuit breaker's state (`circuit_transitions{state}`, and the
+    /// `circuit_state` gauge's value); `deliver::breaker` maps its
+    /// `CircuitState` here.
+    pub enum Circuit {
+        Closed => "closed",
+        HalfOpen => "half_open",
+        Open => "open",
+    }
+}
+
+impl Circuit {
+    /// The `circuit_state` gauge's value, as its help text says.
+    fn level(self) -> i64 {
+        match self {
+            Circuit::Closed => 0,
+            Circuit::HalfOpen => 1,
+            Circuit::Open => 2,
+        }
+    }
+}
+
+label_values! {
     /// What the sweeper deleted (`swept{kind}`).
     pub enum SweptKind {
         Delivered => "delivered",
@@ -143,13 +180,13 @@ pub struct RejectedLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
     pub source: String,
-    pub outcome: String,
+    pub outcome: AttemptOutcome,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CircuitLabels {
     pub source: String,
-    pub state: String,
+    pub state: Circuit,
 }
 
 /// Ack latency buckets, seconds: from 1 ms (a lone request on a fast disk)
@@ -538,12 +575,12 @@ impl Metrics {
             .inc();
     }
 
-    pub fn attempt(&self, source: &str, outcome: &str, took: std::time::Duration) {
+    pub fn attempt(&self, source: &str, outcome: AttemptOutcome, took: std::time::Duration) {
         self.inner
             .attempts
             .get_or_create(&OutcomeLabels {
                 source: source.to_owned(),
-                outcome: outcome.to_owned(),
+                outcome,
             })
             .inc();
         self.inner
@@ -602,14 +639,13 @@ impl Metrics {
             .inc();
     }
 
-    /// 0 closed, 1 half-open, 2 open.
-    pub fn set_circuit_state(&self, destination: &str, state: i64) {
+    pub fn set_circuit_state(&self, destination: &str, state: Circuit) {
         self.inner
             .circuit_state
             .get_or_create(&SourceLabel {
                 source: destination.to_owned(),
             })
-            .set(state);
+            .set(state.level());
     }
 
     pub fn dead_lettered(&self, source: &str) {
@@ -619,12 +655,12 @@ impl Metrics {
         self.inner.dead_lettered.get_or_create(&label).inc();
     }
 
-    pub fn circuit(&self, source: &str, state: &str) {
+    pub fn circuit(&self, source: &str, state: Circuit) {
         self.inner
             .circuit
             .get_or_create(&CircuitLabels {
                 source: source.to_owned(),
-                state: state.to_owned(),
+                state,
             })
             .inc();
     }
@@ -664,22 +700,22 @@ impl Metrics {
             .get()
     }
 
-    pub fn attempt_count(&self, source: &str, outcome: &str) -> u64 {
+    pub fn attempt_count(&self, source: &str, outcome: AttemptOutcome) -> u64 {
         self.inner
             .attempts
             .get_or_create(&OutcomeLabels {
                 source: source.to_owned(),
-                outcome: outcome.to_owned(),
+                outcome,
             })
             .get()
     }
 
-    pub fn circuit_count(&self, source: &str, state: &str) -> u64 {
+    pub fn circuit_count(&self, source: &str, state: Circuit) -> u64 {
         self.inner
             .circuit
             .get_or_create(&CircuitLabels {
                 source: source.to_owned(),
-                state: state.to_owned(),
+                state,
             })
             .get()
     }
@@ -743,7 +779,22 @@ mod tests {
         metrics.admin_rejected(AdminReason::StoreUnavailable);
         metrics.rejected(UNKNOWN_SOURCE, RejectReason::UnknownSource);
         metrics.rejected("shop", RejectReason::StaleTimestamp);
+        metrics.attempt("shop", AttemptOutcome::RetryableStatus, Default::default());
+        metrics.circuit("shop", Circuit::HalfOpen);
+        metrics.set_circuit_state("shop", Circuit::Open);
         let text = metrics.encode();
+        assert_eq!(
+            lines(&text, "hookinbox_delivery_attempts_total{"),
+            ["hookinbox_delivery_attempts_total{source=\"shop\",outcome=\"retryable_status\"} 1"]
+        );
+        assert_eq!(
+            lines(&text, "hookinbox_circuit_transitions_total{"),
+            ["hookinbox_circuit_transitions_total{source=\"shop\",state=\"half_open\"} 1"]
+        );
+        assert_eq!(
+            lines(&text, "hookinbox_circuit_state{"),
+            ["hookinbox_circuit_state{source=\"shop\"} 2"]
+        );
         assert_eq!(
             lines(&text, "hookinbox_rejected_total{"),
             [
@@ -778,6 +829,8 @@ mod tests {
             }
         }
         check(RejectReason::ALL, RejectReason::as_str);
+        check(AttemptOutcome::ALL, AttemptOutcome::as_str);
+        check(Circuit::ALL, Circuit::as_str);
         check(SweptKind::ALL, SweptKind::as_str);
         check(AlertKind::ALL, AlertKind::as_str);
         check(AdminReason::ALL, AdminReason::as_str);

@@ -190,12 +190,7 @@ async fn metrics(State(state): State<AdminState>) -> Response {
         }
     }
     for d in state.delivery.destinations() {
-        let level = match d.circuit {
-            crate::deliver::breaker::CircuitState::Closed => 0,
-            crate::deliver::breaker::CircuitState::HalfOpen => 1,
-            crate::deliver::breaker::CircuitState::Open => 2,
-        };
-        state.metrics.set_circuit_state(&d.name, level);
+        state.metrics.set_circuit_state(&d.name, d.circuit.into());
     }
     (
         [(
