@@ -2,7 +2,12 @@
 //!
 //! Owns metric names, labels and help texts; refuses event ids or any other
 //! unbounded value as a label. Modules record through the typed methods here
-//! so a metric's name lives in one place.
+//! so a metric's name lives in one place. Every label but the source is an
+//! enum declared here, so the compiler refuses a label value a caller made
+//! up; a source label is a configured name, or [`UNKNOWN_SOURCE`]. Modules
+//! that have their own enum for the same thing map it here once (`From`
+//! beside their enum): this file imports nothing of the crate, so anything
+//! may import it.
 
 use std::sync::{Arc, Mutex};
 
@@ -766,9 +771,12 @@ impl Metrics {
 mod tests {
     use super::*;
 
-    /// The exposition lines that start with `series`, e.g. `hookinbox_swept_total{`.
+    /// The exposition lines that start with `series`, e.g. `hookinbox_swept_total{`,
+    /// sorted: a family prints its series in hash order.
     fn lines<'a>(text: &'a str, series: &str) -> Vec<&'a str> {
-        text.lines().filter(|l| l.starts_with(series)).collect()
+        let mut lines: Vec<&str> = text.lines().filter(|l| l.starts_with(series)).collect();
+        lines.sort_unstable();
+        lines
     }
 
     #[test]
@@ -790,6 +798,16 @@ mod tests {
         assert_eq!(
             lines(&text, "hookinbox_circuit_transitions_total{"),
             ["hookinbox_circuit_transitions_total{source=\"shop\",state=\"half_open\"} 1"]
+        );
+        // `Listener` derives its encoding, which prints the variant's name,
+        // not its `as_str` (the logs' word). Pinned: changing it renames
+        // published series.
+        assert_eq!(
+            lines(&text, "hookinbox_open_connections{"),
+            [
+                "hookinbox_open_connections{listener=\"Admin\"} 0",
+                "hookinbox_open_connections{listener=\"Ingest\"} 0",
+            ]
         );
         assert_eq!(
             lines(&text, "hookinbox_circuit_state{"),
