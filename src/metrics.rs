@@ -2,35 +2,166 @@
 //!
 //! Owns metric names, labels and help texts; refuses event ids or any other
 //! unbounded value as a label. Modules record through the typed methods here
-//! so a metric's name lives in one place.
+//! so a metric's name lives in one place. Every label but the source is an
+//! enum declared here, so the compiler refuses a label value a caller made
+//! up; a source label is a configured name, or [`UNKNOWN_SOURCE`]. Modules
+//! that have their own enum for the same thing map it here once (`From`
+//! beside their enum): this file imports nothing of the crate, so anything
+//! may import it.
 
 use std::sync::{Arc, Mutex};
 
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+/// Declares a label value enum whose text is given beside each variant.
+///
+/// Not `#[derive(EncodeLabelValue)]`: the derive prints the variant's name
+/// (`RetryableStatus`), and the published series say `retryable_status`.
+macro_rules! label_values {
+    ($(#[$meta:meta])* pub enum $name:ident {
+        $($(#[$vmeta:meta])* $variant:ident => $text:literal,)+
+    }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, PartialOrd, Ord)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The label value as the exposition prints it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
+        }
+
+        impl EncodeLabelValue for $name {
+            fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+                std::fmt::Write::write_str(encoder, self.as_str())
+            }
+        }
+    };
+}
+
+/// The source label of a request to no configured source. Never the name
+/// the request sent: that is caller-chosen, an unbounded label.
+pub const UNKNOWN_SOURCE: &str = "(unknown)";
+
+label_values! {
+    /// Why ingest refused a request (`rejected{reason}`). Finer than the
+    /// public error code, which says `invalid_signature` for each of the
+    /// signature and timestamp failures; otherwise the same text.
+    pub enum RejectReason {
+        UnknownSource => "unknown_source",
+        BodyTooLarge => "body_too_large",
+        BodyTimeout => "body_timeout",
+        BodyUnreadable => "body_unreadable",
+        Busy => "busy",
+        MissingSignature => "missing_signature",
+        MalformedSignature => "malformed_signature",
+        SignatureMismatch => "signature_mismatch",
+        BadTimestamp => "bad_timestamp",
+        StaleTimestamp => "stale_timestamp",
+        MissingEventId => "missing_event_id",
+        InvalidEventId => "invalid_event_id",
+        UnparseableBody => "unparseable_body",
+        StoreUnavailable => "store_unavailable",
+        StoreError => "store_error",
+    }
+}
+
+label_values! {
+    /// How one delivery attempt ended (`delivery_attempts{outcome}`); the
+    /// same text as the attempt's `outcome` in the admin API
+    /// (`deliver` maps `AttemptClass` here, and a test there holds them equal).
+    pub enum AttemptOutcome {
+        Delivered => "delivered",
+        RetryableStatus => "retryable_status",
+        RejectedStatus => "rejected_status",
+        Timeout => "timeout",
+        Connect => "connect",
+        Transport => "transport",
+        Interrupted => "interrupted",
+    }
+}
+
+label_values! {
+    /// A circuit breaker's state (`circuit_transitions{state}`, and the
+    /// `circuit_state` gauge's value); `deliver::breaker` maps its
+    /// `CircuitState` here.
+    pub enum Circuit {
+        Closed => "closed",
+        HalfOpen => "half_open",
+        Open => "open",
+    }
+}
+
+impl Circuit {
+    /// The `circuit_state` gauge's value, as its help text says.
+    fn level(self) -> i64 {
+        match self {
+            Circuit::Closed => 0,
+            Circuit::HalfOpen => 1,
+            Circuit::Open => 2,
+        }
+    }
+}
+
+label_values! {
+    /// What the sweeper deleted (`swept{kind}`).
+    pub enum SweptKind {
+        Delivered => "delivered",
+        DeadOrIgnored => "dead_or_ignored",
+        DedupeKey => "dedupe_key",
+    }
+}
+
+label_values! {
+    /// Why an alert was posted (`alerts{kind}`); also the alert's name in
+    /// its JSON body and log line.
+    pub enum AlertKind {
+        /// A source's DLQ holds more than `dlq_threshold` events.
+        Dlq => "dlq",
+        /// A source's oldest pending event is older than `pending_age`.
+        PendingAge => "pending_age",
+        /// A destination's circuit is open.
+        CircuitOpen => "circuit_open",
+    }
+}
+
+label_values! {
+    /// Why the admin API refused or failed a request (`admin_rejected{reason}`);
+    /// also the `error` code of its JSON answer.
+    pub enum AdminReason {
+        Unauthorized => "unauthorized",
+        NotFound => "not_found",
+        BadRequest => "bad_request",
+        Conflict => "conflict",
+        StoreUnavailable => "store_unavailable",
+        StoreError => "store_error",
+        InternalError => "internal_error",
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SourceLabel {
     pub source: String,
 }
 
-/// Which listener a connection came to.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
-pub enum Listener {
-    Ingest,
-    Admin,
-}
-
-impl Listener {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Listener::Ingest => "ingest",
-            Listener::Admin => "admin",
-        }
+label_values! {
+    /// Which listener a connection came to (as the logs name it).
+    pub enum Listener {
+        Ingest => "ingest",
+        Admin => "admin",
     }
 }
 
@@ -42,19 +173,19 @@ pub struct ListenerLabel {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RejectedLabels {
     pub source: String,
-    pub reason: String,
+    pub reason: RejectReason,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
     pub source: String,
-    pub outcome: String,
+    pub outcome: AttemptOutcome,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CircuitLabels {
     pub source: String,
-    pub state: String,
+    pub state: Circuit,
 }
 
 /// Ack latency buckets, seconds: from 1 ms (a lone request on a fast disk)
@@ -96,7 +227,7 @@ struct Inner {
     circuit_state: Family<SourceLabel, Gauge>,
     alerts: Family<AlertLabels, Counter>,
     /// Label pairs `rejected` has seen, so stats can list them.
-    rejected_seen: Mutex<std::collections::BTreeSet<(String, String)>>,
+    rejected_seen: Mutex<std::collections::BTreeSet<(String, RejectReason)>>,
     /// The last acks per source, in ms, for stats' p50/p99.
     recent_acks: Mutex<std::collections::HashMap<String, std::collections::VecDeque<f64>>>,
 }
@@ -106,18 +237,19 @@ const RECENT_ACKS: usize = 4096;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct AlertLabels {
-    pub kind: String,
-    pub sent: String,
+    pub kind: AlertKind,
+    /// `false` when the post failed; prints as `true`/`false`.
+    pub sent: bool,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabel {
-    pub kind: String,
+    pub kind: SweptKind,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabel {
-    pub reason: String,
+    pub reason: AdminReason,
 }
 
 impl Default for Metrics {
@@ -396,21 +528,22 @@ impl Metrics {
         Some((at(0.5), at(0.99)))
     }
 
-    /// Every (reason, count) of `source`'s rejections since start.
-    pub fn rejected_by_reason(&self, source: &str) -> Vec<(String, u64)> {
+    /// Every (reason, count) of `source`'s rejections since start, in the
+    /// order of the reasons' text.
+    pub fn rejected_by_reason(&self, source: &str) -> Vec<(RejectReason, u64)> {
         let seen = self
             .inner
             .rejected_seen
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        seen.into_iter()
+        let mut counts: Vec<(RejectReason, u64)> = seen
+            .into_iter()
             .filter(|(s, _)| s == source)
-            .map(|(s, r)| {
-                let n = self.rejected_count(&s, &r);
-                (r, n)
-            })
-            .collect()
+            .map(|(s, r)| (r, self.rejected_count(&s, r)))
+            .collect();
+        counts.sort_by_key(|(r, _)| r.as_str());
+        counts
     }
 
     pub fn duplicate(&self, source: &str, ack: std::time::Duration) {
@@ -425,29 +558,28 @@ impl Metrics {
         self.remember_ack(source, ack);
     }
 
-    /// `source` is the configured name, or "(unknown)" for an unknown source
-    /// (never the name the caller sent: that would be an unbounded label).
-    pub fn rejected(&self, source: &str, reason: &str) {
+    /// `source` is the configured name, or [`UNKNOWN_SOURCE`].
+    pub fn rejected(&self, source: &str, reason: RejectReason) {
         self.inner
             .rejected_seen
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert((source.to_owned(), reason.to_owned()));
+            .insert((source.to_owned(), reason));
         self.inner
             .rejected
             .get_or_create(&RejectedLabels {
                 source: source.to_owned(),
-                reason: reason.to_owned(),
+                reason,
             })
             .inc();
     }
 
-    pub fn attempt(&self, source: &str, outcome: &str, took: std::time::Duration) {
+    pub fn attempt(&self, source: &str, outcome: AttemptOutcome, took: std::time::Duration) {
         self.inner
             .attempts
             .get_or_create(&OutcomeLabels {
                 source: source.to_owned(),
-                outcome: outcome.to_owned(),
+                outcome,
             })
             .inc();
         self.inner
@@ -499,24 +631,20 @@ impl Metrics {
             .set(oldest_pending.as_secs() as i64);
     }
 
-    pub fn alert(&self, kind: &str, sent: bool) {
+    pub fn alert(&self, kind: AlertKind, sent: bool) {
         self.inner
             .alerts
-            .get_or_create(&AlertLabels {
-                kind: kind.to_owned(),
-                sent: sent.to_string(),
-            })
+            .get_or_create(&AlertLabels { kind, sent })
             .inc();
     }
 
-    /// 0 closed, 1 half-open, 2 open.
-    pub fn set_circuit_state(&self, destination: &str, state: i64) {
+    pub fn set_circuit_state(&self, destination: &str, state: Circuit) {
         self.inner
             .circuit_state
             .get_or_create(&SourceLabel {
                 source: destination.to_owned(),
             })
-            .set(state);
+            .set(state.level());
     }
 
     pub fn dead_lettered(&self, source: &str) {
@@ -526,12 +654,12 @@ impl Metrics {
         self.inner.dead_lettered.get_or_create(&label).inc();
     }
 
-    pub fn circuit(&self, source: &str, state: &str) {
+    pub fn circuit(&self, source: &str, state: Circuit) {
         self.inner
             .circuit
             .get_or_create(&CircuitLabels {
                 source: source.to_owned(),
-                state: state.to_owned(),
+                state,
             })
             .inc();
     }
@@ -550,50 +678,43 @@ impl Metrics {
         self.inner.ignored.get_or_create(&label).inc();
     }
 
-    /// `reason` is one of the admin API's fixed error codes.
-    pub fn admin_rejected(&self, reason: &str) {
+    pub fn admin_rejected(&self, reason: AdminReason) {
         self.inner
             .admin_rejected
-            .get_or_create(&ReasonLabel {
-                reason: reason.to_owned(),
-            })
+            .get_or_create(&ReasonLabel { reason })
             .inc();
     }
 
-    pub fn swept(&self, kind: &str, n: u64) {
+    pub fn swept(&self, kind: SweptKind, n: u64) {
         self.inner
             .swept
-            .get_or_create(&KindLabel {
-                kind: kind.to_owned(),
-            })
+            .get_or_create(&KindLabel { kind })
             .inc_by(n);
     }
 
-    pub fn admin_rejected_count(&self, reason: &str) -> u64 {
+    pub fn admin_rejected_count(&self, reason: AdminReason) -> u64 {
         self.inner
             .admin_rejected
-            .get_or_create(&ReasonLabel {
-                reason: reason.to_owned(),
-            })
+            .get_or_create(&ReasonLabel { reason })
             .get()
     }
 
-    pub fn attempt_count(&self, source: &str, outcome: &str) -> u64 {
+    pub fn attempt_count(&self, source: &str, outcome: AttemptOutcome) -> u64 {
         self.inner
             .attempts
             .get_or_create(&OutcomeLabels {
                 source: source.to_owned(),
-                outcome: outcome.to_owned(),
+                outcome,
             })
             .get()
     }
 
-    pub fn circuit_count(&self, source: &str, state: &str) -> u64 {
+    pub fn circuit_count(&self, source: &str, state: Circuit) -> u64 {
         self.inner
             .circuit
             .get_or_create(&CircuitLabels {
                 source: source.to_owned(),
-                state: state.to_owned(),
+                state,
             })
             .get()
     }
@@ -616,12 +737,12 @@ impl Metrics {
             .get()
     }
 
-    pub fn rejected_count(&self, source: &str, reason: &str) -> u64 {
+    pub fn rejected_count(&self, source: &str, reason: RejectReason) -> u64 {
         self.inner
             .rejected
             .get_or_create(&RejectedLabels {
                 source: source.to_owned(),
-                reason: reason.to_owned(),
+                reason,
             })
             .get()
     }
@@ -637,5 +758,93 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut out, &registry)
             .expect("writing to a String cannot fail");
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exposition lines that start with `series`, e.g. `hookinbox_swept_total{`,
+    /// sorted: a family prints its series in hash order.
+    fn lines<'a>(text: &'a str, series: &str) -> Vec<&'a str> {
+        let mut lines: Vec<&str> = text.lines().filter(|l| l.starts_with(series)).collect();
+        lines.sort_unstable();
+        lines
+    }
+
+    #[test]
+    fn enum_labels_render_as_the_published_values() {
+        let metrics = Metrics::new();
+        metrics.swept(SweptKind::DeadOrIgnored, 2);
+        metrics.alert(AlertKind::PendingAge, false);
+        metrics.admin_rejected(AdminReason::StoreUnavailable);
+        metrics.rejected(UNKNOWN_SOURCE, RejectReason::UnknownSource);
+        metrics.rejected("shop", RejectReason::StaleTimestamp);
+        metrics.attempt("shop", AttemptOutcome::RetryableStatus, Default::default());
+        metrics.circuit("shop", Circuit::HalfOpen);
+        metrics.set_circuit_state("shop", Circuit::Open);
+        let text = metrics.encode();
+        assert_eq!(
+            lines(&text, "hookinbox_delivery_attempts_total{"),
+            ["hookinbox_delivery_attempts_total{source=\"shop\",outcome=\"retryable_status\"} 1"]
+        );
+        assert_eq!(
+            lines(&text, "hookinbox_circuit_transitions_total{"),
+            ["hookinbox_circuit_transitions_total{source=\"shop\",state=\"half_open\"} 1"]
+        );
+        // `Listener` derives its encoding, which prints the variant's name,
+        // not its `as_str` (the logs' word). Pinned: changing it renames
+        // published series.
+        assert_eq!(
+            lines(&text, "hookinbox_open_connections{"),
+            [
+                "hookinbox_open_connections{listener=\"admin\"} 0",
+                "hookinbox_open_connections{listener=\"ingest\"} 0",
+            ]
+        );
+        assert_eq!(
+            lines(&text, "hookinbox_circuit_state{"),
+            ["hookinbox_circuit_state{source=\"shop\"} 2"]
+        );
+        assert_eq!(
+            lines(&text, "hookinbox_rejected_total{"),
+            [
+                "hookinbox_rejected_total{source=\"(unknown)\",reason=\"unknown_source\"} 1",
+                "hookinbox_rejected_total{source=\"shop\",reason=\"stale_timestamp\"} 1",
+            ]
+        );
+        assert_eq!(
+            lines(&text, "hookinbox_swept_total{"),
+            ["hookinbox_swept_total{kind=\"dead_or_ignored\"} 2"]
+        );
+        assert_eq!(
+            lines(&text, "hookinbox_alerts_total{"),
+            ["hookinbox_alerts_total{kind=\"pending_age\",sent=\"false\"} 1"]
+        );
+        assert_eq!(
+            lines(&text, "hookinbox_admin_rejected_total{"),
+            ["hookinbox_admin_rejected_total{reason=\"store_unavailable\"} 1"]
+        );
+    }
+
+    #[test]
+    fn every_label_value_is_snake_case_and_unique() {
+        fn check<T: Copy>(all: &[T], text: fn(T) -> &'static str) {
+            let mut seen = std::collections::BTreeSet::new();
+            for v in all.iter().map(|&v| text(v)) {
+                assert!(
+                    !v.is_empty() && v.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                    "{v:?}"
+                );
+                assert!(seen.insert(v), "{v:?} twice");
+            }
+        }
+        check(RejectReason::ALL, RejectReason::as_str);
+        check(AttemptOutcome::ALL, AttemptOutcome::as_str);
+        check(Circuit::ALL, Circuit::as_str);
+        check(SweptKind::ALL, SweptKind::as_str);
+        check(AlertKind::ALL, AlertKind::as_str);
+        check(AdminReason::ALL, AdminReason::as_str);
     }
 }

@@ -22,7 +22,7 @@ use subtle::ConstantTimeEq;
 
 use crate::config::Secret;
 use crate::deliver::unix_ms;
-use crate::metrics::Metrics;
+use crate::metrics::{AdminReason, Metrics};
 use crate::schedule::{DeliveryHandle, PauseError};
 use crate::store::schema::{Attempt, Status};
 use crate::store::{Change, ChangeError, EventFilter, Store, StoreError, StoredEvent};
@@ -97,19 +97,23 @@ enum AdminError {
 impl AdminError {
     fn respond(self, metrics: &Metrics) -> Response {
         let (status, code) = match &self {
-            AdminError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
-            AdminError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
-            AdminError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
-            AdminError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
-            AdminError::Store(e) if e.is_transient() => {
-                (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable")
-            }
-            AdminError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "store_error"),
-            AdminError::Task(_) | AdminError::Backup(_) => {
-                (StatusCode::INTERNAL_SERVER_ERROR, "internal_error")
-            }
+            AdminError::Unauthorized => (StatusCode::UNAUTHORIZED, AdminReason::Unauthorized),
+            AdminError::NotFound(_) => (StatusCode::NOT_FOUND, AdminReason::NotFound),
+            AdminError::BadRequest(_) => (StatusCode::BAD_REQUEST, AdminReason::BadRequest),
+            AdminError::Conflict(_) => (StatusCode::CONFLICT, AdminReason::Conflict),
+            AdminError::Store(e) if e.is_transient() => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                AdminReason::StoreUnavailable,
+            ),
+            AdminError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, AdminReason::StoreError),
+            AdminError::Task(_) | AdminError::Backup(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                AdminReason::InternalError,
+            ),
         };
         metrics.admin_rejected(code);
+        // The public error code is the counter's label, so the two never drift.
+        let code = code.as_str();
         let reason = self.to_string();
         if status.is_server_error() {
             // The whole chain in the log; the caller gets the top message only.
@@ -197,12 +201,7 @@ async fn metrics(State(state): State<AdminState>) -> Response {
         }
     }
     for d in state.delivery.destinations() {
-        let level = match d.circuit {
-            crate::deliver::breaker::CircuitState::Closed => 0,
-            crate::deliver::breaker::CircuitState::HalfOpen => 1,
-            crate::deliver::breaker::CircuitState::Open => 2,
-        };
-        state.metrics.set_circuit_state(&d.name, level);
+        state.metrics.set_circuit_state(&d.name, d.circuit.into());
     }
     (
         [(
@@ -703,7 +702,7 @@ async fn stats(State(state): State<AdminState>) -> Response {
             .metrics
             .rejected_by_reason(&name)
             .into_iter()
-            .map(|(r, n)| (r, json!(n)))
+            .map(|(r, n)| (r.as_str().to_owned(), json!(n)))
             .collect();
         sources.insert(
             name.clone(),

@@ -20,15 +20,14 @@ use serde_json::json;
 use crate::config::AlertConfig;
 use crate::deliver::breaker::CircuitState;
 use crate::deliver::unix_ms;
-use crate::metrics::Metrics;
+use crate::metrics::{AlertKind, Metrics};
 use crate::schedule::DeliveryHandle;
 use crate::store::schema::Status;
 use crate::store::{EventFilter, Store};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Alert {
-    /// `dlq`, `pending_age` or `circuit_open`.
-    pub kind: &'static str,
+    pub kind: AlertKind,
     /// The source or destination.
     pub name: String,
     pub count: u64,
@@ -43,7 +42,7 @@ pub struct Alerter {
     delivery: DeliveryHandle,
     sources: Vec<String>,
     client: reqwest::Client,
-    last_sent: HashMap<(&'static str, String), Instant>,
+    last_sent: HashMap<(AlertKind, String), Instant>,
 }
 
 impl Alerter {
@@ -99,7 +98,7 @@ impl Alerter {
             if s.counts.dead > self.config.dlq_threshold {
                 let reason = self.newest_dead_reason(name);
                 alerts.push(Alert {
-                    kind: "dlq",
+                    kind: AlertKind::Dlq,
                     name: name.clone(),
                     count: s.counts.dead,
                     text: format!(
@@ -115,7 +114,7 @@ impl Alerter {
                 let age = Duration::from_millis(now.saturating_sub(oldest));
                 if age > self.config.pending_age {
                     alerts.push(Alert {
-                        kind: "pending_age",
+                        kind: AlertKind::PendingAge,
                         name: name.clone(),
                         count: s.counts.pending,
                         reason: None,
@@ -133,7 +132,7 @@ impl Alerter {
             if d.circuit == CircuitState::Open {
                 let pending = held.get(&d.name).map_or(0, |s| s.counts.pending);
                 alerts.push(Alert {
-                    kind: "circuit_open",
+                    kind: AlertKind::CircuitOpen,
                     name: d.name.clone(),
                     count: pending,
                     text: format!(
@@ -177,7 +176,7 @@ impl Alerter {
             let body = json!({
                 "text": alert.text,
                 "hookinbox": {
-                    "alert": alert.kind,
+                    "alert": alert.kind.as_str(),
                     "name": alert.name,
                     "count": alert.count,
                     "reason": alert.reason,
@@ -194,15 +193,15 @@ impl Alerter {
                 Ok(res) if res.status().is_success() => {
                     self.last_sent.insert(key, Instant::now());
                     self.metrics.alert(alert.kind, true);
-                    tracing::warn!(alert = alert.kind, name = %alert.name, count = alert.count, "alert sent");
+                    tracing::warn!(alert = alert.kind.as_str(), name = %alert.name, count = alert.count, "alert sent");
                 }
                 Ok(res) => {
                     self.metrics.alert(alert.kind, false);
-                    tracing::error!(alert = alert.kind, name = %alert.name, status = res.status().as_u16(), "the alert URL refused an alert; retrying at the next check");
+                    tracing::error!(alert = alert.kind.as_str(), name = %alert.name, status = res.status().as_u16(), "the alert URL refused an alert; retrying at the next check");
                 }
                 Err(e) => {
                     self.metrics.alert(alert.kind, false);
-                    tracing::error!(alert = alert.kind, name = %alert.name, error = %e.without_url(), "cannot post an alert; retrying at the next check");
+                    tracing::error!(alert = alert.kind.as_str(), name = %alert.name, error = %e.without_url(), "cannot post an alert; retrying at the next check");
                 }
             }
         }

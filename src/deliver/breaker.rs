@@ -9,6 +9,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::metrics::Circuit;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CircuitState {
     Closed,
@@ -22,6 +24,17 @@ impl CircuitState {
             CircuitState::Closed => "closed",
             CircuitState::Open => "open",
             CircuitState::HalfOpen => "half_open",
+        }
+    }
+}
+
+/// The metrics' label for a state; the one place the two meet.
+impl From<CircuitState> for Circuit {
+    fn from(state: CircuitState) -> Circuit {
+        match state {
+            CircuitState::Closed => Circuit::Closed,
+            CircuitState::Open => Circuit::Open,
+            CircuitState::HalfOpen => Circuit::HalfOpen,
         }
     }
 }
@@ -121,6 +134,18 @@ impl Breaker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The admin API shows `as_str`, the metrics their label: one word each.
+    #[test]
+    fn the_metric_label_says_what_the_admin_api_says() {
+        for state in [
+            CircuitState::Closed,
+            CircuitState::Open,
+            CircuitState::HalfOpen,
+        ] {
+            assert_eq!(Circuit::from(state).as_str(), state.as_str());
+        }
+    }
 
     #[test]
     fn opens_after_threshold_failures_probes_after_cooldown_and_closes_on_success() {

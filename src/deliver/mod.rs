@@ -14,6 +14,7 @@ pub mod policy;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::{DeliveryConfig, SourceName};
+use crate::metrics::AttemptOutcome;
 use crate::standard_webhooks::StandardKey;
 use crate::store::StoredEvent;
 use crate::store::schema::{Attempt, AttemptClass};
@@ -194,9 +195,43 @@ pub fn unix_ms(t: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
+/// The metrics' label for a class. Here rather than beside `AttemptClass`
+/// so that `store` does not depend on metrics (it reports its commits
+/// through the `on_commit` hook, never to `Metrics`).
+impl From<AttemptClass> for AttemptOutcome {
+    fn from(class: AttemptClass) -> AttemptOutcome {
+        match class {
+            AttemptClass::Delivered => AttemptOutcome::Delivered,
+            AttemptClass::RetryableStatus => AttemptOutcome::RetryableStatus,
+            AttemptClass::RejectedStatus => AttemptOutcome::RejectedStatus,
+            AttemptClass::Timeout => AttemptOutcome::Timeout,
+            AttemptClass::Connect => AttemptOutcome::Connect,
+            AttemptClass::Transport => AttemptOutcome::Transport,
+            AttemptClass::Interrupted => AttemptOutcome::Interrupted,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The admin API and the DLQ reason show `as_str`, the metrics their
+    /// label: one word each.
+    #[test]
+    fn the_metric_label_says_what_the_admin_api_says() {
+        for class in [
+            AttemptClass::Delivered,
+            AttemptClass::RetryableStatus,
+            AttemptClass::RejectedStatus,
+            AttemptClass::Timeout,
+            AttemptClass::Connect,
+            AttemptClass::Transport,
+            AttemptClass::Interrupted,
+        ] {
+            assert_eq!(AttemptOutcome::from(class).as_str(), class.as_str());
+        }
+    }
 
     #[test]
     fn snippets_are_capped_on_a_character_boundary() {

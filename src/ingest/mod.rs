@@ -21,7 +21,7 @@ use serde_json::json;
 
 use crate::clock::Clock;
 use crate::config::{Config, SourceName};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, RejectReason, UNKNOWN_SOURCE};
 use crate::store::{Ingested, Initial, Store, StoreError};
 use crate::verify::{self, Rejection, Verified, Verifier};
 
@@ -184,29 +184,37 @@ enum IngestError {
 }
 
 impl IngestError {
+    /// The public error code is the counter's reason, except that every
+    /// authentication failure answers `invalid_signature` (the counter keeps
+    /// which check failed).
     fn status_and_code(&self) -> (StatusCode, &'static str) {
-        match self {
-            IngestError::UnknownSource(_) => (StatusCode::NOT_FOUND, "unknown_source"),
-            IngestError::BodyTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "body_too_large"),
-            IngestError::BodyTimeout(_) => (StatusCode::REQUEST_TIMEOUT, "body_timeout"),
-            IngestError::BodyRead(_) => (StatusCode::BAD_REQUEST, "body_unreadable"),
-            IngestError::Busy => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
+        let status = match self {
+            IngestError::UnknownSource(_) => StatusCode::NOT_FOUND,
+            IngestError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            IngestError::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
+            IngestError::BodyRead(_) => StatusCode::BAD_REQUEST,
+            IngestError::Busy => StatusCode::SERVICE_UNAVAILABLE,
             IngestError::Rejected(r) if r.is_authentication() => {
-                (StatusCode::UNAUTHORIZED, "invalid_signature")
+                return (StatusCode::UNAUTHORIZED, "invalid_signature");
             }
-            IngestError::Rejected(r) => (StatusCode::BAD_REQUEST, r.label()),
-            IngestError::Store(e) if e.is_transient() => {
-                (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable")
-            }
-            IngestError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "store_error"),
-        }
+            IngestError::Rejected(_) => StatusCode::BAD_REQUEST,
+            IngestError::Store(e) if e.is_transient() => StatusCode::SERVICE_UNAVAILABLE,
+            IngestError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        (status, self.reason().as_str())
     }
 
-    /// The counter label: finer than the public code for signature failures.
-    fn reason_label(&self) -> &'static str {
+    /// The counter's reason: finer than the public code for signature failures.
+    fn reason(&self) -> RejectReason {
         match self {
-            IngestError::Rejected(r) => r.label(),
-            other => other.status_and_code().1,
+            IngestError::UnknownSource(_) => RejectReason::UnknownSource,
+            IngestError::BodyTooLarge { .. } => RejectReason::BodyTooLarge,
+            IngestError::BodyTimeout(_) => RejectReason::BodyTimeout,
+            IngestError::BodyRead(_) => RejectReason::BodyUnreadable,
+            IngestError::Busy => RejectReason::Busy,
+            IngestError::Rejected(r) => r.reason(),
+            IngestError::Store(e) if e.is_transient() => RejectReason::StoreUnavailable,
+            IngestError::Store(_) => RejectReason::StoreError,
         }
     }
 
@@ -217,8 +225,8 @@ impl IngestError {
         metrics: &Metrics,
     ) -> Response {
         let (status, code) = self.status_and_code();
-        let source_label = source.map_or("(unknown)", |s| s.as_str());
-        metrics.rejected(source_label, self.reason_label());
+        let source_label = source.map_or(UNKNOWN_SOURCE, |s| s.as_str());
+        metrics.rejected(source_label, self.reason());
         let reason = self.to_string();
         if status.is_server_error() {
             tracing::error!(source = source_label, event_id, status = status.as_u16(), cause = %crate::store::Report(&self), "ingest failed");

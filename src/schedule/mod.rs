@@ -458,7 +458,7 @@ impl Scheduler {
 
 fn log_circuit(metrics: &Metrics, lane: &Lane, state: CircuitState) {
     let destination = lane.destination.name.as_str();
-    metrics.circuit(destination, state.as_str());
+    metrics.circuit(destination, state.into());
     match state {
         CircuitState::Open => tracing::warn!(
             destination,
@@ -537,7 +537,7 @@ impl Attempt {
         );
         self.metrics.attempt(
             source,
-            attempt.class.as_str(),
+            attempt.class.into(),
             Duration::from_millis(attempt.latency_ms),
         );
         let outcome = policy::describe(&attempt);

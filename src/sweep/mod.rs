@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::deliver::unix_ms;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, SweptKind};
 use crate::store::{Store, StoreError};
 
 /// Deletions per commit. benches/sweep.rs (quick run, 100k expired events,
@@ -97,9 +97,10 @@ impl Sweeper {
             totals.delivered += step.delivered;
             totals.dead_or_ignored += step.dead_or_ignored;
             totals.dedupe_keys += step.dedupe_keys;
-            self.metrics.swept("delivered", step.delivered);
-            self.metrics.swept("dead_or_ignored", step.dead_or_ignored);
-            self.metrics.swept("dedupe_key", step.dedupe_keys);
+            self.metrics.swept(SweptKind::Delivered, step.delivered);
+            self.metrics
+                .swept(SweptKind::DeadOrIgnored, step.dead_or_ignored);
+            self.metrics.swept(SweptKind::DedupeKey, step.dedupe_keys);
             if !step.more {
                 break;
             }

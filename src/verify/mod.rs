@@ -19,6 +19,7 @@ use http::HeaderMap;
 use sha2::Digest;
 
 use crate::config::{Kind, Locator, SourceConfig, SourceName};
+use crate::metrics::RejectReason;
 
 /// What a request looks like to verification.
 pub struct Request<'a> {
@@ -134,17 +135,18 @@ pub enum Rejection {
 }
 
 impl Rejection {
-    /// A short stable label for counters and logs.
-    pub fn label(&self) -> &'static str {
+    /// The counter's reason; its text is also the public error code of a
+    /// 400 (a 401 says only `invalid_signature`).
+    pub fn reason(&self) -> RejectReason {
         match self {
-            Rejection::MissingSignature { .. } => "missing_signature",
-            Rejection::MalformedSignature { .. } => "malformed_signature",
-            Rejection::SignatureMismatch { .. } => "signature_mismatch",
-            Rejection::BadTimestamp => "bad_timestamp",
-            Rejection::StaleTimestamp { .. } => "stale_timestamp",
-            Rejection::MissingEventId { .. } => "missing_event_id",
-            Rejection::InvalidEventId(_) => "invalid_event_id",
-            Rejection::UnparseableBody { .. } => "unparseable_body",
+            Rejection::MissingSignature { .. } => RejectReason::MissingSignature,
+            Rejection::MalformedSignature { .. } => RejectReason::MalformedSignature,
+            Rejection::SignatureMismatch { .. } => RejectReason::SignatureMismatch,
+            Rejection::BadTimestamp => RejectReason::BadTimestamp,
+            Rejection::StaleTimestamp { .. } => RejectReason::StaleTimestamp,
+            Rejection::MissingEventId { .. } => RejectReason::MissingEventId,
+            Rejection::InvalidEventId(_) => RejectReason::InvalidEventId,
+            Rejection::UnparseableBody { .. } => RejectReason::UnparseableBody,
         }
     }
 

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use hookinbox::clock::Clock;
+use hookinbox::metrics::AdminReason;
 use serde_json::json;
 
 use crate::destination::{Destination, Mode};
@@ -82,7 +83,9 @@ async fn every_endpoint_but_health_needs_the_token() {
         }
     }
     assert_eq!(
-        server.metrics().admin_rejected_count("unauthorized"),
+        server
+            .metrics()
+            .admin_rejected_count(AdminReason::Unauthorized),
         guarded.len() as u64 * 3
     );
     // Nothing changed: the event is still held, not ignored or replayed.
@@ -303,7 +306,10 @@ async fn replay_and_ignore_through_the_api() {
         )
         .await;
     assert_eq!(again.status, 409, "{:?}", again.json);
-    assert_eq!(server.metrics().admin_rejected_count("conflict"), 1);
+    assert_eq!(
+        server.metrics().admin_rejected_count(AdminReason::Conflict),
+        1
+    );
     let metrics = server.admin("GET", "/metrics", Some(TOKEN), None).await;
     let text = metrics.json.as_str().unwrap();
     assert!(

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use hookinbox::clock::Clock;
+use hookinbox::metrics::{AttemptOutcome, Circuit};
 use hookinbox::standard_webhooks::StandardKey;
 use hookinbox::store::schema::{AttemptClass, Status};
 use hookinbox::store::{Change, ChangeError, StoredEvent};
@@ -139,7 +140,12 @@ async fn an_event_is_delivered_once_with_the_contract_headers() {
     // Delivered means delivered: nothing more arrives.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(dest.count(), 1);
-    assert_eq!(server.metrics().attempt_count("shop", "delivered"), 1);
+    assert_eq!(
+        server
+            .metrics()
+            .attempt_count("shop", AttemptOutcome::Delivered),
+        1
+    );
     server.stop().await;
 }
 
@@ -312,7 +318,7 @@ async fn an_open_circuit_stops_spending_attempts_and_a_probe_closes_it() {
     dest.wait_for(3, Duration::from_secs(10)).await;
     // Open: the count stops growing although both events are due every 40 ms.
     let deadline = Instant::now() + Duration::from_secs(5);
-    while server.metrics().circuit_count("shop", "open") == 0 {
+    while server.metrics().circuit_count("shop", Circuit::Open) == 0 {
         assert!(Instant::now() < deadline, "the circuit never opened");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -328,8 +334,8 @@ async fn an_open_circuit_stops_spending_attempts_and_a_probe_closes_it() {
     for id in &ids {
         wait_status(&server, id, Status::Delivered, Duration::from_secs(10)).await;
     }
-    assert!(server.metrics().circuit_count("shop", "half_open") >= 1);
-    assert!(server.metrics().circuit_count("shop", "closed") >= 1);
+    assert!(server.metrics().circuit_count("shop", Circuit::HalfOpen) >= 1);
+    assert!(server.metrics().circuit_count("shop", Circuit::Closed) >= 1);
     server.stop().await;
 }
 

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use hookinbox::clock::Clock;
+use hookinbox::metrics::{RejectReason, UNKNOWN_SOURCE};
 use hookinbox::store::schema::Status;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -150,7 +151,7 @@ async fn unknown_source_is_404_and_stores_nothing() {
     assert_eq!(
         server
             .metrics()
-            .rejected_count("(unknown)", "unknown_source"),
+            .rejected_count(UNKNOWN_SOURCE, RejectReason::UnknownSource),
         1
     );
     server.stop().await;
@@ -176,7 +177,9 @@ async fn bad_signature_is_401_with_a_reason_and_counted() {
     assert_eq!(server.post("/in/demo", &headers, body).await.status, 401);
     assert!(server.events().is_empty());
     assert_eq!(
-        server.metrics().rejected_count("demo", "missing_signature"),
+        server
+            .metrics()
+            .rejected_count("demo", RejectReason::MissingSignature),
         2
     );
     server.stop().await;
@@ -205,7 +208,12 @@ async fn body_over_the_source_limit_is_413_and_stores_nothing() {
     let n = tcp.read(&mut response).await.unwrap();
     assert!(String::from_utf8_lossy(&response[..n]).starts_with("HTTP/1.1 413"));
     assert!(server.events().is_empty());
-    assert_eq!(server.metrics().rejected_count("demo", "body_too_large"), 2);
+    assert_eq!(
+        server
+            .metrics()
+            .rejected_count("demo", RejectReason::BodyTooLarge),
+        2
+    );
     server.stop().await;
 }
 
