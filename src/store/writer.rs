@@ -369,12 +369,19 @@ impl Writer {
             let mut t = Tables::open(&txn).map_err(Arc::new)?;
             let shared = self.shared.clone();
             let index = shared.dedupe.read().unwrap_or_else(|p| p.into_inner());
-            let mut jobs = std::mem::take(batch).into_iter();
-            while let Some(job) = jobs.next() {
+            // Drained, not taken: the batch keeps its capacity for the next one.
+            let mut jobs = batch.drain(..);
+            let mut failed = None;
+            for job in jobs.by_ref() {
                 if let Err(cause) = self.apply_one(&mut t, &index, &mut keys, job, ready) {
-                    batch.extend(jobs);
-                    return Err(cause);
+                    failed = Some(cause);
+                    break;
                 }
+            }
+            if let Some(cause) = failed {
+                let rest: Vec<Job> = jobs.collect();
+                batch.extend(rest);
+                return Err(cause);
             }
         }
         txn.commit().map_err(|e| Arc::new(e.into()))?;

@@ -17,8 +17,8 @@ use hookinbox::store::{Store, StoreOptions};
 
 use crate::destination::{Destination, Mode};
 use crate::support::{
-    BinaryServer, client, incompressible_body, post, read_all, server_section, standard_headers,
-    standard_source, write_config,
+    BinaryServer, client, incompressible_body, post, read_all, rss_bytes, server_section,
+    standard_headers, standard_source, write_config,
 };
 
 /// The "disk" holds 8 MiB: room for a few dozen 96 KiB events.
@@ -502,17 +502,6 @@ async fn destination_down_then_back_gets_the_whole_backlog_within_its_limits() {
             .unwrap_or_else(|| panic!("acked {event_id} ({id}) lost"));
         assert_eq!(e.state.status, Status::Delivered, "{event_id}");
     }
-}
-
-/// The child's resident memory, in bytes (from /proc).
-fn rss_bytes(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .expect("VmRSS in /proc/<pid>/status");
-    kib * 1024
 }
 
 /// How many descriptors the child has open (entries of /proc/<pid>/fd).

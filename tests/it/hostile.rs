@@ -6,20 +6,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::{
-    BinaryServer, TestServer, client, post, server_section, standard_headers, standard_source,
-    write_config,
+    BinaryServer, TestServer, client, post, rss_bytes, server_section, standard_headers,
+    standard_source, write_config,
 };
-
-/// The child's resident memory, in bytes (from /proc).
-fn rss_bytes(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .expect("VmRSS in /proc/<pid>/status");
-    kib * 1024
-}
 
 /// Budget and connection cap of the memory test, small so the bound is tight.
 const BUDGET: u64 = 16 << 20;

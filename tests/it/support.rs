@@ -360,3 +360,14 @@ pub fn incompressible_body(size: usize, n: u64) -> Vec<u8> {
     }
     format!("{{\"type\":\"big\",\"n\":{n},\"pad\":\"{pad}\"}}").into_bytes()
 }
+
+/// The child's resident memory, in bytes (from /proc).
+pub fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("VmRSS in /proc/<pid>/status");
+    kib * 1024
+}
