@@ -621,24 +621,16 @@ async fn https_destination() -> (
     String,
     std::sync::Arc<std::sync::atomic::AtomicUsize>,
 ) {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca_params, ca_key);
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["localhost".to_owned()])
-        .unwrap()
-        .signed_by(&leaf_key, &issuer)
-        .unwrap();
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let cert = crate::support::certificate();
     let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
     let tls = tokio_rustls::rustls::ServerConfig::builder()
         .with_no_client_auth()
         .with_single_cert(
-            vec![leaf.der().clone()],
-            tokio_rustls::rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
+            vec![CertificateDer::from_pem_slice(cert.leaf.as_bytes()).unwrap()],
+            PrivateKeyDer::from_pem_slice(cert.key.as_bytes()).unwrap(),
         )
         .unwrap();
     let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(tls));
@@ -668,7 +660,7 @@ async fn https_destination() -> (
             });
         }
     });
-    (addr, ca_cert.pem(), delivered)
+    (addr, cert.ca, delivered)
 }
 
 #[tokio::test]

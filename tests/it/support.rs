@@ -299,11 +299,16 @@ impl BinaryServer {
     }
 
     /// SIGTERM, then the exit status (within 30 s).
-    pub fn terminate(&mut self) -> std::process::ExitStatus {
+    /// Sends `signal` (SIGHUP, SIGTERM, …) to the child.
+    pub fn signal(&self, signal: libc::c_int) {
         // SAFETY: kill(2) on our own child's pid.
         unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGTERM);
+            libc::kill(self.child.id() as i32, signal);
         }
+    }
+
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        self.signal(libc::SIGTERM);
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -370,4 +375,31 @@ pub fn rss_bytes(pid: u32) -> u64 {
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .expect("VmRSS in /proc/<pid>/status");
     kib * 1024
+}
+
+/// A test CA and a `localhost` certificate it signed, all PEM.
+pub struct TestCertificate {
+    pub ca: String,
+    pub leaf: String,
+    pub key: String,
+}
+
+/// A fresh test CA and `localhost` leaf (rcgen), for TLS on loopback.
+pub fn certificate() -> TestCertificate {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["localhost".to_owned()])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    TestCertificate {
+        ca: ca.pem(),
+        leaf: leaf.pem(),
+        key: key.serialize_pem(),
+    }
 }

@@ -80,10 +80,7 @@ async fn serve_tells_systemd_ready_feeds_the_watchdog_and_says_stopping() {
     );
 
     // SIGTERM: STOPPING=1, then a clean exit.
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe {
-        libc::kill(server.child.id() as i32, libc::SIGTERM);
-    }
+    server.signal(libc::SIGTERM);
     let got = collect(&socket, Duration::from_secs(10), |m| {
         count(m, "STOPPING=1") > 0
     });

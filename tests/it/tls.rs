@@ -10,24 +10,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::rustls;
 
 use crate::support::{
-    BinaryServer, server_section, standard_headers, standard_source, write_config,
+    BinaryServer, certificate, server_section, standard_headers, standard_source, write_config,
 };
-
-/// A test CA and a `localhost` leaf it signed: (CA PEM, leaf PEM, key PEM).
-fn certificate() -> (String, String, String) {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca_params, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["localhost".to_owned()])
-        .unwrap()
-        .signed_by(&key, &issuer)
-        .unwrap();
-    (ca.pem(), leaf.pem(), key.serialize_pem())
-}
 
 fn write_certificate(dir: &Path, leaf: &str, key: &str) {
     std::fs::write(dir.join("cert.pem"), leaf).unwrap();
@@ -96,8 +80,8 @@ async fn send_event(stream: &mut Stream, event_id: &str) -> u16 {
 #[tokio::test]
 async fn ingest_over_tls_and_a_renewed_certificate_on_sighup_keeps_open_connections() {
     let dir = tempfile::tempdir().unwrap();
-    let (ca_a, leaf_a, key_a) = certificate();
-    write_certificate(dir.path(), &leaf_a, &key_a);
+    let a = certificate();
+    write_certificate(dir.path(), &a.leaf, &a.key);
     let config = write_config(
         dir.path(),
         &format!(
@@ -109,7 +93,7 @@ async fn ingest_over_tls_and_a_renewed_certificate_on_sighup_keeps_open_connecti
     let mut server = BinaryServer::start(&config, &[], None);
     let addr = server.base.trim_start_matches("http://").to_owned();
 
-    let mut old = connect(&addr, &ca_a).await.unwrap();
+    let mut old = connect(&addr, &a.ca).await.unwrap();
     assert_eq!(send_event(&mut old, "tls_1").await, 200);
     // Plain HTTP to a TLS port gets no answer that looks like success.
     let plain = crate::support::client()
@@ -120,12 +104,9 @@ async fn ingest_over_tls_and_a_renewed_certificate_on_sighup_keeps_open_connecti
     assert!(plain.is_err() || !plain.unwrap().status().is_success());
 
     // Renew: a new certificate from another CA, then SIGHUP.
-    let (ca_b, leaf_b, key_b) = certificate();
-    write_certificate(dir.path(), &leaf_b, &key_b);
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe {
-        libc::kill(server.child.id() as i32, libc::SIGHUP);
-    }
+    let b = certificate();
+    write_certificate(dir.path(), &b.leaf, &b.key);
+    server.signal(libc::SIGHUP);
     let deadline = Instant::now() + Duration::from_secs(10);
     while !server
         .log_text()
@@ -138,24 +119,21 @@ async fn ingest_over_tls_and_a_renewed_certificate_on_sighup_keeps_open_connecti
     assert_eq!(send_event(&mut old, "tls_2").await, 200);
     // New connections get the new certificate.
     assert!(
-        connect(&addr, &ca_a).await.is_err(),
+        connect(&addr, &a.ca).await.is_err(),
         "still the old certificate"
     );
-    let mut new = connect(&addr, &ca_b).await.unwrap();
+    let mut new = connect(&addr, &b.ca).await.unwrap();
     assert_eq!(send_event(&mut new, "tls_3").await, 200);
 
     // A broken renewal keeps the certificate in use.
     std::fs::write(dir.path().join("key.pem"), "not a key").unwrap();
-    // SAFETY: as above.
-    unsafe {
-        libc::kill(server.child.id() as i32, libc::SIGHUP);
-    }
+    server.signal(libc::SIGHUP);
     let deadline = Instant::now() + Duration::from_secs(10);
     while !server.log_text().contains("cannot reload TLS") {
         assert!(Instant::now() < deadline, "{}", server.log_text());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let mut after = connect(&addr, &ca_b).await.unwrap();
+    let mut after = connect(&addr, &b.ca).await.unwrap();
     assert_eq!(send_event(&mut after, "tls_4").await, 200);
     assert_eq!(server.terminate().code(), Some(0), "{}", server.log_text());
 }
@@ -163,8 +141,8 @@ async fn ingest_over_tls_and_a_renewed_certificate_on_sighup_keeps_open_connecti
 #[test]
 fn a_certificate_without_its_key_or_a_bad_file_is_a_config_error() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, leaf, key) = certificate();
-    write_certificate(dir.path(), &leaf, &key);
+    let c = certificate();
+    write_certificate(dir.path(), &c.leaf, &c.key);
     let check = |server_lines: &str| {
         let config = write_config(
             dir.path(),
