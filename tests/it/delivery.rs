@@ -176,11 +176,13 @@ async fn failures_are_retried_with_growing_jittered_intervals_until_delivered() 
     let got = dest.wait_for(4, Duration::from_secs(10)).await;
     dest.set(Mode::Ok);
     let gaps: Vec<Duration> = got.windows(2).map(|w| w[1].at - w[0].at).collect();
-    // 200 ms, 400 ms, 800 ms, each ±20 % (and a little scheduling slack above).
+    // 200 ms, 400 ms, 800 ms, each ±20 %. Never early; late by at most the
+    // scheduling slack of a busy shared machine (a second). The exact jittered
+    // intervals are checked without wall-clock time in `deliver::policy`.
     for (gap, base) in gaps.iter().zip([200u64, 400, 800]) {
         let ms = gap.as_millis() as u64;
         assert!(
-            ms * 10 >= base * 8 && ms <= base * 12 / 10 + 150,
+            ms * 10 >= base * 8 && ms <= base * 12 / 10 + 1_000,
             "gap {ms} ms for a {base} ms interval; all: {gaps:?}"
         );
     }
