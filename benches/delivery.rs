@@ -99,12 +99,10 @@ async fn main() {
         ingest: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
         admin: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
     };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let app = App::start(config, listeners, Clock::system(), async {
-        let _ = stopped.await;
-    })
-    .await
-    .unwrap();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let app = App::start(config, listeners, Clock::system(), stop.clone())
+        .await
+        .unwrap();
     println!(
         "hookinbox delivery bench: body ≈{} B, max_concurrency {CONCURRENCY}, {} cores",
         stripe_like_body(&event_id(0), 0).len(),
@@ -230,6 +228,6 @@ async fn main() {
         "rerun: cargo bench --bench delivery -- --backlog {} --rate {} --seconds {}",
         args.backlog, args.rate, args.seconds
     );
-    let _ = stop.send(());
+    stop.cancel();
     app.wait().await.unwrap();
 }

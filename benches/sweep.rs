@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
+use hookinbox::clock::unix_ms;
 use hookinbox::config::Config;
-use hookinbox::deliver::unix_ms;
 use hookinbox::store::schema::{Attempt, AttemptClass};
 use hookinbox::store::{Finish, Ingested, Initial, Next, Store, StoreOptions};
 use hookinbox::sweep::BATCH;

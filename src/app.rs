@@ -6,14 +6,10 @@
 //! their durable answer → the writer commits what is queued → the database
 //! closes cleanly.
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use std::collections::HashSet;
-
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, AdminState};
@@ -31,6 +27,7 @@ use crate::metrics::Metrics;
 use crate::schedule::{DeliveryHandle, Scheduler};
 use crate::standard_webhooks::StandardKey;
 use crate::store::{Store, StoreError, StoreOptions};
+use crate::supervise::{TaskEnd, TaskError, TaskName, Tasks};
 use crate::sweep::Sweeper;
 use crate::tls::{Tls, TlsError};
 
@@ -46,9 +43,9 @@ pub enum AppError {
     #[error("invalid source: {0}")]
     Source(String),
     #[error(
-        "the {task} task ended unexpectedly ({reason}); hookinbox stopped so that it can be restarted"
+        "the {task} task ended unexpectedly ({end}); hookinbox stopped so that it can be restarted"
     )]
-    TaskEnded { task: TaskName, reason: String },
+    TaskEnded { task: TaskName, end: TaskEnd },
     #[error("ingest TLS: {0}")]
     Tls(#[from] TlsError),
     #[error("{0}")]
@@ -58,72 +55,6 @@ pub enum AppError {
 /// The admin listener's connection cap: a handful of operators, scrapers
 /// and the dashboard; an ingest flood never takes these slots.
 const ADMIN_MAX_CONNECTIONS: usize = 64;
-
-/// The app's long-running parts, named when one of them ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TaskName {
-    Ingest,
-    Admin,
-    Scheduler,
-    Sweeper,
-    Alerter,
-    Prober,
-    Writer,
-}
-
-impl std::fmt::Display for TaskName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            TaskName::Ingest => "ingest listener",
-            TaskName::Admin => "admin listener",
-            TaskName::Scheduler => "delivery scheduler",
-            TaskName::Sweeper => "sweeper",
-            TaskName::Alerter => "alerter",
-            TaskName::Prober => "readiness prober",
-            TaskName::Writer => "store writer",
-        })
-    }
-}
-
-type BoxFuture = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// Runs `run` as its own task and reports on `ended` when it ends: how
-/// (returned, or the panic's message).
-fn watch(name: TaskName, run: BoxFuture, ended: mpsc::UnboundedSender<(TaskName, String)>) {
-    let handle = tokio::spawn(run);
-    tokio::spawn(async move {
-        let why = match handle.await {
-            Ok(()) => "it returned".to_owned(),
-            Err(e) if e.is_panic() => {
-                let panic = e.into_panic();
-                let text = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "a panic".to_owned());
-                format!("panicked: {text}")
-            }
-            Err(e) => format!("cancelled: {e}"),
-        };
-        let _ = ended.send((name, why));
-    });
-}
-
-/// Waits until none of `names` is in `running`, taking ends off `ended`.
-async fn wait_for_end(
-    ended: &mut mpsc::UnboundedReceiver<(TaskName, String)>,
-    running: &mut HashSet<TaskName>,
-    names: &[TaskName],
-) {
-    while names.iter().any(|n| running.contains(n)) {
-        match ended.recv().await {
-            Some((name, _)) => {
-                running.remove(&name);
-            }
-            None => return,
-        }
-    }
-}
 
 /// The sockets the app serves on; the caller binds them (tests use port 0).
 pub struct Listeners {
@@ -167,7 +98,7 @@ impl App {
         mut config: Config,
         listeners: Listeners,
         clock: Clock,
-        shutdown: impl Future<Output = ()> + Send + 'static,
+        shutdown: CancellationToken,
     ) -> Result<App, AppError> {
         for warning in &config.warnings {
             tracing::warn!("{warning}");
@@ -208,14 +139,20 @@ impl App {
         if let Err(e) = store.probe(probe_bytes).await {
             tracing::error!(error = %e.report(), bytes = probe_bytes, "the store cannot write an event this large; not ready until it can");
         }
-        let (scheduler, delivery) =
-            Scheduler::new(store.clone(), metrics.clone(), destinations, &paused_states);
+        let (scheduler, delivery) = Scheduler::new(
+            store.clone(),
+            metrics.clone(),
+            clock.clone(),
+            destinations,
+            &paused_states,
+        );
         let (sweeper, sweep) = Sweeper::new(
             store.clone(),
             metrics.clone(),
             config.retention.sweep_interval,
+            clock.clone(),
         );
-        let state = IngestState::new(&config, store.clone(), clock, metrics.clone())
+        let state = IngestState::new(&config, store.clone(), clock.clone(), metrics.clone())
             .map_err(AppError::Source)?;
         let alerter = match config.alerts.clone() {
             Some(alerts) => Some(
@@ -225,6 +162,7 @@ impl App {
                     metrics.clone(),
                     delivery.clone(),
                     config.sources.iter().map(|s| s.name.to_string()).collect(),
+                    clock.clone(),
                 )
                 .map_err(AppError::Source)?,
             ),
@@ -244,6 +182,7 @@ impl App {
                 .token
                 .clone()
                 .expect("ensure_generated_secrets sets the admin token"),
+            clock,
         };
         let serve_options = ServeOptions {
             header_read_timeout: config.server.header_read_timeout,
@@ -266,31 +205,27 @@ impl App {
         let metrics_for_tasks = metrics.clone();
         let task = tokio::spawn(async move {
             let metrics = metrics_for_tasks;
-            // `front` stops everything that takes new work; the scheduler
-            // stops after ingest has drained, so attempts in flight are recorded.
+            // `front` stops everything that takes new work; `back` stops the
+            // scheduler after ingest has drained, so attempts in flight are
+            // recorded. The writer is not cancelled: it is drained last.
             let front = CancellationToken::new();
             let back = CancellationToken::new();
-            let (ended_tx, mut ended) = mpsc::unbounded_channel();
-            let mut running = HashSet::new();
-            let mut start = |name: TaskName, run: BoxFuture| {
-                running.insert(name);
-                watch(name, run, ended_tx.clone());
-            };
-            start(
+            let mut tasks = Tasks::default();
+            tasks.spawn(
                 TaskName::Ingest,
-                Box::pin(listener::serve(
+                listener::serve(
                     Listener::Ingest,
                     ingest,
                     ingest::router(state),
                     serve_options,
                     metrics.clone(),
                     tls_for_ingest,
-                    front.clone().cancelled_owned(),
-                )),
+                    front.clone(),
+                ),
             );
-            start(
+            tasks.spawn(
                 TaskName::Admin,
-                Box::pin(listener::serve(
+                listener::serve(
                     Listener::Admin,
                     admin,
                     admin::router(admin_state),
@@ -300,47 +235,35 @@ impl App {
                     },
                     metrics,
                     None,
-                    front.clone().cancelled_owned(),
-                )),
+                    front.clone(),
+                ),
             );
-            start(
-                TaskName::Sweeper,
-                Box::pin(sweeper.run(front.clone().cancelled_owned())),
-            );
-            start(
+            tasks.spawn(TaskName::Sweeper, sweeper.run(front.clone()));
+            tasks.spawn(
                 TaskName::Prober,
-                Box::pin(prober_store.keep_probing(probe_bytes, front.clone().cancelled_owned())),
+                prober_store.keep_probing(probe_bytes, front.clone()),
             );
             if let Some(alerter) = alerter {
-                start(
-                    TaskName::Alerter,
-                    Box::pin(alerter.run(front.clone().cancelled_owned())),
-                );
+                tasks.spawn(TaskName::Alerter, alerter.run(front.clone()));
             }
-            start(
-                TaskName::Scheduler,
-                Box::pin(scheduler.run(back.clone().cancelled_owned())),
-            );
-            start(
-                TaskName::Writer,
-                Box::pin(async move {
-                    let _ = writer_exited.await;
-                }),
-            );
+            tasks.spawn(TaskName::Scheduler, scheduler.run(back.clone()));
+            tasks.spawn(TaskName::Writer, async move {
+                let _ = writer_exited.await;
+                Err::<(), _>(TaskError::WriterStopped)
+            });
 
             // Every task runs until shutdown. One that ends first (a panic,
             // or a loop that gave up) would leave a zombie subsystem behind a
             // live process: stop everything instead and exit non-zero, so the
             // service manager restarts hookinbox.
             let failure = tokio::select! {
-                () = shutdown => {
+                () = shutdown.cancelled() => {
                     tracing::info!("shutdown requested");
                     None
                 }
-                Some((name, why)) = ended.recv() => {
-                    running.remove(&name);
-                    tracing::error!(task = %name, reason = %why, "a background task ended unexpectedly; shutting down");
-                    Some((name, why))
+                (task, end) = tasks.next_end() => {
+                    tracing::error!(%task, %end, "a background task ended unexpectedly; shutting down");
+                    Some(AppError::TaskEnded { task, end })
                 }
             };
             front.cancel();
@@ -351,24 +274,21 @@ impl App {
                 TaskName::Prober,
                 TaskName::Alerter,
             ];
-            wait_for_end(&mut ended, &mut running, &front_tasks).await;
+            tasks.wait_for(&front_tasks).await;
             // Ingest has drained: no new events. Let attempts in flight be recorded.
             back.cancel();
-            wait_for_end(&mut ended, &mut running, &[TaskName::Scheduler]).await;
-            let writer_died = !running.contains(&TaskName::Writer)
-                && failure
-                    .as_ref()
-                    .is_none_or(|(name, _)| *name != TaskName::Writer);
+            tasks.wait_for(&[TaskName::Scheduler]).await;
+            let writer_died = failure.is_none() && !tasks.is_running(TaskName::Writer);
             tokio::task::spawn_blocking(move || writer.shutdown())
                 .await
                 .map_err(|e| AppError::Io(std::io::Error::other(e)))?;
-            if let Some((task, reason)) = failure {
-                return Err(AppError::TaskEnded { task, reason });
+            if let Some(failure) = failure {
+                return Err(failure);
             }
             if writer_died {
                 return Err(AppError::TaskEnded {
                     task: TaskName::Writer,
-                    reason: "the store writer stopped during shutdown".into(),
+                    end: TaskEnd::Failed(TaskError::WriterStopped),
                 });
             }
             tracing::info!("hookinbox stopped cleanly");
@@ -469,36 +389,4 @@ fn ensure_generated_secrets(config: &mut Config) -> Result<Vec<GeneratedSecret>,
         }
     }
     Ok(created)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A task that panics or returns before shutdown is reported by name
-    /// and reason, so `App::start`'s task stops everything and exits non-zero.
-    #[tokio::test]
-    async fn a_task_that_ends_early_is_reported_with_its_reason() {
-        let (tx, mut ended) = mpsc::unbounded_channel();
-        watch(
-            TaskName::Scheduler,
-            Box::pin(async { panic!("overflow when adding duration to instant") }),
-            tx.clone(),
-        );
-        watch(TaskName::Sweeper, Box::pin(async {}), tx);
-        let mut got = [ended.recv().await.unwrap(), ended.recv().await.unwrap()];
-        got.sort_by_key(|(name, _)| *name == TaskName::Sweeper);
-        assert_eq!(got[0].0, TaskName::Scheduler);
-        assert_eq!(
-            got[0].1,
-            "panicked: overflow when adding duration to instant"
-        );
-        assert_eq!(got[1], (TaskName::Sweeper, "it returned".to_owned()));
-
-        let mut running: HashSet<TaskName> = [TaskName::Ingest].into();
-        let (tx, mut ended) = mpsc::unbounded_channel();
-        watch(TaskName::Ingest, Box::pin(async {}), tx);
-        wait_for_end(&mut ended, &mut running, &[TaskName::Ingest]).await;
-        assert!(running.is_empty());
-    }
 }

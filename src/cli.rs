@@ -186,19 +186,19 @@ async fn serve(config: Config) -> Result<(), Failure> {
             )
         })?;
     let stopping = tokio_util::sync::CancellationToken::new();
-    let stop = {
+    let signalled = {
         let stopping = stopping.clone();
-        async move {
+        tokio::spawn(async move {
             stop.await;
             crate::systemd::stopping();
             stopping.cancel();
-        }
+        })
     };
     let app = App::start(
         config,
         crate::app::Listeners { ingest, admin },
         Clock::system(),
-        stop,
+        stopping.clone(),
     )
     .await?;
     // The store is open and both listeners are bound.
@@ -222,7 +222,7 @@ async fn serve(config: Config) -> Result<(), Failure> {
             store: app.store().clone(),
             delivery: app.delivery().clone(),
         },
-        stopping.cancelled_owned(),
+        stopping,
     ));
     let to_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
     for generated in app.generated_secrets() {
@@ -231,6 +231,7 @@ async fn serve(config: Config) -> Result<(), Failure> {
     let result = app.wait().await;
     watchdog.abort();
     reloader.abort();
+    signalled.abort();
     result?;
     Ok(())
 }

@@ -1,8 +1,18 @@
-//! The notion of "now", injectable so that tests of timestamp tolerance can
-//! freeze it at a vector's signing time. Production uses the system clock.
+//! The one notion of wall-clock "now", handed to every task by `App::start`.
+//!
+//! Everything stamped or judged in Unix time goes through a [`Clock`]:
+//! receipt times, signature timestamp tolerance, attempt starts, retry due
+//! times, TTLs, alert ages. Data stamped by one clock is never judged by
+//! another. Production uses the system clock; tests freeze it at a vector's
+//! signing time ([`Clock::fixed`]) or let it follow tokio's paused clock
+//! ([`Clock::following_tokio`]) so that days of TTL pass without a sleep.
+//!
+//! Intervals measured within one process (timeouts, breaker cooldowns, rate
+//! buckets, wake-ups) use `tokio::time::Instant`, which tests pause and
+//! advance the same way.
 
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 #[derive(Clone)]
 pub struct Clock(Arc<dyn Fn() -> SystemTime + Send + Sync>);
@@ -17,9 +27,33 @@ impl Clock {
         Clock(Arc::new(move || at))
     }
 
+    /// A clock that reads `at` now and then advances with tokio's clock:
+    /// under `tokio::time::pause`, `tokio::time::advance` moves it.
+    pub fn following_tokio(at: SystemTime) -> Clock {
+        let start = tokio::time::Instant::now();
+        Clock(Arc::new(move || at + start.elapsed()))
+    }
+
     pub fn now(&self) -> SystemTime {
         (self.0)()
     }
+
+    /// Milliseconds since the Unix epoch, the unit every stored time uses.
+    pub fn now_ms(&self) -> u64 {
+        unix_ms(self.now())
+    }
+}
+
+/// Milliseconds since the Unix epoch; 0 for a time before it.
+pub fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// The time `ms` milliseconds after the Unix epoch.
+pub fn from_unix_ms(ms: u64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_millis(ms)
 }
 
 impl Default for Clock {
@@ -31,5 +65,39 @@ impl Default for Clock {
 impl std::fmt::Debug for Clock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Clock")
+    }
+}
+
+/// Keeps tokio's paused clock still while the guard lives, so that time
+/// moves only by `tokio::time::advance`. A paused clock otherwise jumps to
+/// the next timer whenever the runtime waits on another thread (the store
+/// writer), which makes "before" and "after" in a test a race. A running
+/// blocking task holds auto-advance back (tokio documents this); the guard
+/// is one that waits for its drop.
+#[cfg(test)]
+pub(crate) fn hold_still() -> HoldStill {
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    tokio::task::spawn_blocking(move || {
+        let _ = released.recv();
+    });
+    HoldStill(release)
+}
+
+#[cfg(test)]
+pub(crate) struct HoldStill(#[allow(dead_code)] std::sync::mpsc::Sender<()>);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_clock_following_tokio_moves_only_when_tokio_time_does() {
+        let at = from_unix_ms(1_700_000_000_000);
+        let clock = Clock::following_tokio(at);
+        assert_eq!(clock.now_ms(), 1_700_000_000_000);
+        tokio::time::advance(Duration::from_secs(86_400)).await;
+        assert_eq!(clock.now_ms(), 1_700_000_000_000 + 86_400_000);
+        assert_eq!(Clock::fixed(at).now(), at);
+        assert_eq!(unix_ms(SystemTime::UNIX_EPOCH - Duration::from_secs(1)), 0);
     }
 }

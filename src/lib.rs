@@ -23,6 +23,7 @@ pub mod schedule;
 pub mod send;
 pub mod standard_webhooks;
 pub mod store;
+pub mod supervise;
 pub mod sweep;
 pub mod systemd;
 pub mod tls;

@@ -4,7 +4,6 @@
 //!
 //! Owns the socket loop for every listener; knows nothing of routes.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,8 +12,10 @@ use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
 
 use crate::metrics::{Listener, Metrics};
+use crate::supervise::TaskError;
 use crate::tls::Tls;
 
 /// hyper's read buffer per connection at most (its default is ≈ 400 KiB).
@@ -43,8 +44,8 @@ pub async fn serve(
     options: ServeOptions,
     metrics: Metrics,
     tls: Option<Tls>,
-    shutdown: impl Future<Output = ()>,
-) {
+    shutdown: CancellationToken,
+) -> Result<(), TaskError> {
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
@@ -59,7 +60,6 @@ pub async fn serve(
     let slots = Arc::new(Semaphore::new(options.max_connections));
     // Under a flood the limit is hit once per connection: say so once a minute.
     let mut warned_at: Option<Instant> = None;
-    tokio::pin!(shutdown);
     loop {
         let slot = match slots.clone().try_acquire_owned() {
             Ok(slot) => slot,
@@ -75,14 +75,14 @@ pub async fn serve(
                 }
                 tokio::select! {
                     biased;
-                    () = &mut shutdown => break,
+                    () = shutdown.cancelled() => break,
                     slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
                 }
             }
         };
         tokio::select! {
             biased;
-            () = &mut shutdown => break,
+            () = shutdown.cancelled() => break,
             accepted = listener.accept() => {
                 let (stream, _peer) = match accepted {
                     Ok(a) => a,
@@ -127,6 +127,7 @@ pub async fn serve(
             tracing::warn!(listener = name.as_str(), "in-flight requests still open after the shutdown timeout; closing them");
         }
     }
+    Ok(())
 }
 
 /// One accepted connection, served on its own task.

@@ -65,7 +65,7 @@ impl Liveness {
 /// passes; when it fails, stops feeding (and says why), so systemd kills and
 /// restarts the process. Returns at once when no watchdog is configured,
 /// and when `stopping` resolves (a stop is governed by `TimeoutStopSec`).
-pub async fn watchdog(liveness: Liveness, stopping: impl std::future::Future<Output = ()>) {
+pub async fn watchdog(liveness: Liveness, stopping: tokio_util::sync::CancellationToken) {
     let Some(interval) = sd_notify::watchdog_enabled() else {
         return;
     };
@@ -73,11 +73,10 @@ pub async fn watchdog(liveness: Liveness, stopping: impl std::future::Future<Out
     tracing::info!(interval = ?interval, "feeding the systemd watchdog");
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tokio::pin!(stopping);
     loop {
         tokio::select! {
             biased;
-            () = &mut stopping => return,
+            () = stopping.cancelled() => return,
             _ = ticks.tick() => {}
         }
         match liveness.check(every).await {

@@ -7,7 +7,7 @@
 //! (replay, ignore) go through the writer like everything else, and pause /
 //! resume through the scheduler's handle.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{StatusCode, header};
@@ -20,8 +20,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 
+use crate::clock::{Clock, from_unix_ms, unix_ms};
 use crate::config::Secret;
-use crate::deliver::unix_ms;
 use crate::metrics::{AdminReason, Metrics};
 use crate::schedule::{DeliveryHandle, PauseError};
 use crate::store::schema::{Attempt, Status};
@@ -43,6 +43,8 @@ pub struct AdminState {
     pub delivery: DeliveryHandle,
     pub sweep: SweepHandle,
     pub token: Secret,
+    /// Stamps changes and judges ages, as every task does.
+    pub clock: Clock,
     /// Every configured source, so stats list quiet ones too.
     pub sources: Vec<String>,
 }
@@ -187,7 +189,7 @@ async fn metrics(State(state): State<AdminState>) -> Response {
     // Gauges of what the store holds are read at scrape time.
     let store = state.store.clone();
     if let Ok(Ok(held)) = tokio::task::spawn_blocking(move || store.stats()).await {
-        let now = unix_ms(SystemTime::now());
+        let now = state.clock.now_ms();
         for name in &state.sources {
             let s = held.get(name).cloned().unwrap_or_default();
             let oldest = s.oldest_pending_ms.map_or(0, |t| now.saturating_sub(t));
@@ -287,7 +289,7 @@ impl FilterFields {
 }
 
 fn rfc3339(ms: u64) -> String {
-    humantime::format_rfc3339_millis(SystemTime::UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+    humantime::format_rfc3339_millis(from_unix_ms(ms)).to_string()
 }
 
 fn summary(e: &StoredEvent) -> Value {
@@ -403,7 +405,7 @@ async fn change(state: &AdminState, id: &str, change: Change) -> Result<Value, A
     let e = find(state, id)?;
     let done = state
         .store
-        .change(e.seq, change.clone(), unix_ms(SystemTime::now()))
+        .change(e.seq, change.clone(), state.clock.now_ms())
         .await?;
     match done {
         Ok(()) => {}
@@ -550,7 +552,7 @@ async fn bulk(
     if body.dry_run {
         return Ok(json!({"dry_run": true, "matched": events.len()}));
     }
-    let now = unix_ms(SystemTime::now());
+    let now = state.clock.now_ms();
     let mut done = 0;
     let mut refused = Vec::new();
     // 256 at a time in flight: the writer group-commits what is queued.
@@ -623,12 +625,9 @@ async fn backup(State(state): State<AdminState>) -> Response {
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default();
     let started = std::time::Instant::now();
+    let stamp = state.clock.now_ms();
     let made = tokio::task::spawn_blocking(move || {
-        let path = dir.join(format!(
-            ".backup-{}-{}.redb",
-            std::process::id(),
-            unix_ms(SystemTime::now())
-        ));
+        let path = dir.join(format!(".backup-{}-{stamp}.redb", std::process::id()));
         let result = store
             .backup_to(&path)
             .map_err(AdminError::from)
@@ -687,7 +686,7 @@ async fn stats(State(state): State<AdminState>) -> Response {
         Ok(Err(e)) => return AdminError::Store(e).respond(&state.metrics),
         Err(e) => return AdminError::Task(e).respond(&state.metrics),
     };
-    let now = unix_ms(SystemTime::now());
+    let now = state.clock.now_ms();
     let mut sources = serde_json::Map::new();
     let mut names: Vec<String> = state.sources.clone();
     for name in held.keys() {

@@ -13,17 +13,20 @@
 //! fails is logged and counted, and tried again at the next check.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
 
 use serde_json::json;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
 use crate::config::AlertConfig;
 use crate::deliver::breaker::CircuitState;
-use crate::deliver::unix_ms;
 use crate::metrics::{AlertKind, Metrics};
 use crate::schedule::DeliveryHandle;
 use crate::store::schema::Status;
 use crate::store::{EventFilter, Store};
+use crate::supervise::TaskError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Alert {
@@ -42,6 +45,7 @@ pub struct Alerter {
     delivery: DeliveryHandle,
     sources: Vec<String>,
     client: reqwest::Client,
+    clock: Clock,
     last_sent: HashMap<(AlertKind, String), Instant>,
 }
 
@@ -52,6 +56,7 @@ impl Alerter {
         metrics: Metrics,
         delivery: DeliveryHandle,
         sources: Vec<String>,
+        clock: Clock,
     ) -> Result<Alerter, String> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
@@ -66,15 +71,17 @@ impl Alerter {
             delivery,
             sources,
             client,
+            clock,
             last_sent: HashMap::new(),
         })
     }
 
-    pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) {
-        tokio::pin!(shutdown);
+    /// Checks every `check_interval` until `shutdown` is cancelled.
+    pub async fn run(mut self, shutdown: CancellationToken) -> Result<(), TaskError> {
         loop {
             tokio::select! {
-                () = &mut shutdown => return,
+                biased;
+                () = shutdown.cancelled() => return Ok(()),
                 () = tokio::time::sleep(self.config.check_interval) => self.check().await,
             }
         }
@@ -92,7 +99,7 @@ impl Alerter {
             }
             Err(_) => return alerts,
         };
-        let now = unix_ms(SystemTime::now());
+        let now = self.clock.now_ms();
         for name in &self.sources {
             let Some(s) = held.get(name) else { continue };
             if s.counts.dead > self.config.dlq_threshold {

@@ -232,7 +232,7 @@ fn load(text: &str) -> Result<(), TestCaseError> {
         let _ = crate::verify::Verifier::new(source);
     }
     let now = Instant::now();
-    let now_ms = crate::verify::unix_ms(std::time::SystemTime::now());
+    let now_ms = crate::clock::Clock::system().now_ms();
     for (key, d) in durations(&config) {
         prop_assert!(
             now.checked_add(d).is_some(),

@@ -7,7 +7,9 @@
 //! "failure" is the destination being unwell (5xx-class retryable status,
 //! timeout, connection or transport error); an app that answers 4xx is up.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crate::metrics::Circuit;
 

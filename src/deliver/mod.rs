@@ -11,8 +11,11 @@
 pub mod breaker;
 pub mod policy;
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
 
+use tokio::time::Instant;
+
+use crate::clock::Clock;
 use crate::config::{DeliveryConfig, SourceName};
 use crate::metrics::AttemptOutcome;
 use crate::standard_webhooks::StandardKey;
@@ -66,10 +69,14 @@ impl Destination {
 
     /// Sends `event` once. Returns what happened and, on 429/503, the wait the
     /// destination asked for.
-    pub async fn attempt(&self, event: &StoredEvent, attempt: u32) -> (Attempt, Option<Duration>) {
-        let started = SystemTime::now();
-        let started_ms = unix_ms(started);
-        let clock = Instant::now();
+    pub async fn attempt(
+        &self,
+        event: &StoredEvent,
+        attempt: u32,
+        clock: &Clock,
+    ) -> (Attempt, Option<Duration>) {
+        let started_ms = clock.now_ms();
+        let timer = Instant::now();
         let rec = &event.record;
         let timestamp = (started_ms / 1000) as i64;
         let mut req = self
@@ -110,7 +117,7 @@ impl Destination {
                 .headers()
                 .get(http::header::RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
-                .and_then(|v| policy::parse_retry_after(v, SystemTime::now()));
+                .and_then(|v| policy::parse_retry_after(v, clock.now()));
             let mut body = Vec::new();
             while body.len() < READ_CAP {
                 match response.chunk().await {
@@ -123,7 +130,7 @@ impl Destination {
             Ok::<_, reqwest::Error>((status, retry_after, body))
         })
         .await;
-        let latency_ms = clock.elapsed().as_millis() as u64;
+        let latency_ms = timer.elapsed().as_millis() as u64;
         let mut record = Attempt {
             started_ms,
             latency_ms,
@@ -187,12 +194,6 @@ fn snippet(body: &[u8]) -> Option<String> {
         end -= 1;
     }
     Some(String::from_utf8_lossy(&body[..end]).into_owned())
-}
-
-pub fn unix_ms(t: SystemTime) -> u64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 /// The metrics' label for a class. Here rather than beside `AttemptClass`

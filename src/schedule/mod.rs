@@ -19,17 +19,21 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
 
 use rand::Rng;
 use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
 use crate::deliver::breaker::{Allow, Breaker, CircuitState};
-use crate::deliver::{Destination, policy, unix_ms};
+use crate::deliver::{Destination, policy};
 use crate::metrics::Metrics;
 use crate::store::schema::AttemptClass;
 use crate::store::{Due, Finish, Next, Store, StoreError};
+use crate::supervise::TaskError;
 
 /// Control of the running scheduler, for the admin surfaces.
 #[derive(Clone)]
@@ -179,6 +183,7 @@ struct Done {
 pub struct Scheduler {
     store: Store,
     metrics: Metrics,
+    clock: Clock,
     lanes: Vec<Lane>,
     wake: Arc<Notify>,
     published: Arc<std::sync::Mutex<Vec<LaneStatus>>>,
@@ -204,6 +209,7 @@ impl Scheduler {
     pub fn new(
         store: Store,
         metrics: Metrics,
+        clock: Clock,
         destinations: Vec<Destination>,
         paused_states: &HashMap<String, bool>,
     ) -> (Scheduler, DeliveryHandle) {
@@ -241,6 +247,7 @@ impl Scheduler {
         let scheduler = Scheduler {
             store,
             metrics,
+            clock,
             lanes,
             wake,
             published,
@@ -252,22 +259,21 @@ impl Scheduler {
 
     /// Runs until `shutdown` resolves, then waits up to [`DRAIN_TIMEOUT`] for
     /// attempts in flight to be recorded.
-    pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) {
+    pub async fn run(mut self, shutdown: CancellationToken) -> Result<(), TaskError> {
         let _alive = AliveGuard(self.alive.clone());
         let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
         let mut tasks = JoinSet::new();
-        tokio::pin!(shutdown);
         loop {
             let wake_at = self.dispatch(&done_tx, &mut tasks);
             self.publish();
             let sleep = async {
                 match wake_at {
-                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    Some(at) => tokio::time::sleep_until(at).await,
                     None => std::future::pending().await,
                 }
             };
             tokio::select! {
-                () = &mut shutdown => break,
+                () = shutdown.cancelled() => break,
                 () = self.store.schedule_changed() => {}
                 () = self.wake.notified() => {}
                 Some(done) = done_rx.recv() => {
@@ -296,6 +302,7 @@ impl Scheduler {
                 tasks.abort_all();
             }
         }
+        Ok(())
     }
 
     /// Shares each destination's state with the admin surfaces.
@@ -344,7 +351,7 @@ impl Scheduler {
         tasks: &mut JoinSet<()>,
     ) -> Option<Instant> {
         let now = Instant::now();
-        let now_ms = unix_ms(SystemTime::now());
+        let now_ms = self.clock.now_ms();
         let mut wake: Option<Instant> = None;
         let mut wake_at = |at: Instant| wake = Some(wake.map_or(at, |w| w.min(at)));
         for (index, lane) in self.lanes.iter_mut().enumerate() {
@@ -444,6 +451,7 @@ impl Scheduler {
                 let task = Attempt {
                     store: self.store.clone(),
                     metrics: self.metrics.clone(),
+                    clock: self.clock.clone(),
                     destination: lane.destination.clone(),
                     lane: index,
                     seq: entry.seq,
@@ -476,6 +484,7 @@ fn log_circuit(metrics: &Metrics, lane: &Lane, state: CircuitState) {
 struct Attempt {
     store: Store,
     metrics: Metrics,
+    clock: Clock,
     destination: Arc<Destination>,
     lane: usize,
     seq: u64,
@@ -513,12 +522,15 @@ impl Attempt {
         let Some(event) = self.store.get(self.seq)? else {
             return Ok((None, None));
         };
-        let started_ms = unix_ms(SystemTime::now());
+        let started_ms = self.clock.now_ms();
         let Some(claimed) = self.store.claim(self.seq, started_ms).await? else {
             return Ok((None, None));
         };
-        let (attempt, retry_after) = self.destination.attempt(&event, claimed.attempt).await;
-        let now_ms = unix_ms(SystemTime::now());
+        let (attempt, retry_after) = self
+            .destination
+            .attempt(&event, claimed.attempt, &self.clock)
+            .await;
+        let now_ms = self.clock.now_ms();
         let draw: f64 = rand::rng().random();
         let next = policy::decide(
             &self.destination.config,
@@ -583,5 +595,43 @@ impl Attempt {
                 Err(e) => return Err(e),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A second's worth of burst, then the rate; time moves only when the
+    /// test moves tokio's paused clock.
+    #[tokio::test(start_paused = true)]
+    async fn the_rate_bucket_allows_a_seconds_burst_then_the_rate() {
+        let mut rate = Rate::new(10.0);
+        assert_eq!(rate.available(Instant::now()), 10);
+        for _ in 0..10 {
+            rate.take();
+        }
+        let now = Instant::now();
+        assert_eq!(rate.available(now), 0);
+        assert_eq!(rate.next_token(now), now + Duration::from_millis(100));
+        tokio::time::advance(Duration::from_millis(250)).await;
+        assert_eq!(rate.available(Instant::now()), 2);
+        // Idle time does not bank more than the burst.
+        tokio::time::advance(Duration::from_secs(60)).await;
+        assert_eq!(rate.available(Instant::now()), 10);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_rate_below_one_per_second_still_sends_one_then_waits() {
+        let mut rate = Rate::new(0.5);
+        assert_eq!(rate.available(Instant::now()), 1);
+        rate.take();
+        let now = Instant::now();
+        assert_eq!(rate.available(now), 0);
+        assert_eq!(rate.next_token(now), now + Duration::from_secs(2));
+        tokio::time::advance(Duration::from_millis(1_999)).await;
+        assert_eq!(rate.available(Instant::now()), 0);
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert_eq!(rate.available(Instant::now()), 1);
     }
 }

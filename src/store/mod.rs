@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata};
 use tokio::sync::{Notify, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use crate::verify::VerifiedEvent;
 use dedupe::DedupeIndex;
@@ -622,23 +623,26 @@ impl Store {
     /// [`PROBE_EVERY`], so readiness comes back by itself once the disk has
     /// room again, without waiting for a provider to send. Runs until
     /// `shutdown` resolves.
-    pub async fn keep_probing(self, bytes: usize, shutdown: impl std::future::Future<Output = ()>) {
+    pub async fn keep_probing(
+        self,
+        bytes: usize,
+        shutdown: CancellationToken,
+    ) -> Result<(), StoreError> {
         let mut failures = self.shared.write_error.subscribe();
-        tokio::pin!(shutdown);
         loop {
             tokio::select! {
                 biased;
-                () = &mut shutdown => return,
+                () = shutdown.cancelled() => return Ok(()),
                 failed = failures.wait_for(Option::is_some) => {
                     if failed.is_err() {
-                        return;
+                        return Err(StoreError::Closed);
                     }
                 }
             }
             loop {
                 tokio::select! {
                     biased;
-                    () = &mut shutdown => return,
+                    () = shutdown.cancelled() => return Ok(()),
                     () = tokio::time::sleep(PROBE_EVERY) => {}
                 }
                 match self.probe(bytes).await {
@@ -1053,4 +1057,4 @@ fn load_dedupe(db: &Database) -> Result<DedupeIndex, StoreError> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -1,4 +1,5 @@
-//! Store tests on a real redb file in a temp dir.
+//! Store tests on a real redb file in a temp dir, and the helpers other
+//! modules' tests use to fill one.
 
 use std::time::{Duration, SystemTime};
 
@@ -12,7 +13,7 @@ use crate::verify::{Request, Verified, Verifier};
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 /// A real VerifiedEvent: signed as Standard Webhooks and verified.
-fn event(source: &str, id: &str) -> VerifiedEvent {
+pub(crate) fn event(source: &str, id: &str) -> VerifiedEvent {
     let text =
         format!("[[source]]\nname = \"{source}\"\nkind = \"standard\"\nsecret_env = \"S\"\n");
     let config = Config::from_toml(&text, "t", None, &|name| {
@@ -59,14 +60,14 @@ fn event(source: &str, id: &str) -> VerifiedEvent {
     }
 }
 
-fn options(dir: &std::path::Path) -> StoreOptions {
+pub(crate) fn options(dir: &std::path::Path) -> StoreOptions {
     StoreOptions {
         cache_bytes: 16 << 20,
         ..StoreOptions::new(dir, Duration::from_secs(3600))
     }
 }
 
-async fn close(store: Store, writer: WriterHandle) {
+pub(crate) async fn close(store: Store, writer: WriterHandle) {
     drop(store);
     tokio::task::spawn_blocking(move || writer.shutdown())
         .await
@@ -377,7 +378,7 @@ async fn expired_dedupe_keys_go_in_bounded_steps_and_their_ids_are_new_again() {
     for i in 0..5 {
         seqs.push(new_seq(&store, "s", &format!("k{i}"), Initial::Hold).await);
     }
-    let now = crate::deliver::unix_ms(SystemTime::now());
+    let now = crate::clock::unix_ms(SystemTime::now());
     let hour = 3_600_000;
     assert_eq!(
         store

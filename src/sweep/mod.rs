@@ -6,13 +6,16 @@
 //! ingest waits at most one step behind it. What expires, and why nothing
 //! pending or held ever does, is decided in `store::tables`.
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
-use crate::deliver::unix_ms;
+use crate::clock::Clock;
 use crate::metrics::{Metrics, SweptKind};
 use crate::store::{Store, StoreError};
+use crate::supervise::TaskError;
 
 /// Deletions per commit. benches/sweep.rs (quick run, 100k expired events,
 /// 2,000 ingests/s): 1,000 per step swept 90k events/s but raised ingest
@@ -52,30 +55,39 @@ pub struct Sweeper {
     store: Store,
     metrics: Metrics,
     interval: Duration,
+    clock: Clock,
     requests: mpsc::Receiver<oneshot::Sender<Result<SweepTotals, StoreError>>>,
 }
 
 impl Sweeper {
-    pub fn new(store: Store, metrics: Metrics, interval: Duration) -> (Sweeper, SweepHandle) {
+    pub fn new(
+        store: Store,
+        metrics: Metrics,
+        interval: Duration,
+        clock: Clock,
+    ) -> (Sweeper, SweepHandle) {
         let (tx, rx) = mpsc::channel(8);
         (
             Sweeper {
                 store,
                 metrics,
                 interval,
+                clock,
                 requests: rx,
             },
             SweepHandle { requests: tx },
         )
     }
 
-    pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) {
-        tokio::pin!(shutdown);
+    /// Sweeps every interval and on request until `shutdown` is cancelled.
+    /// A failed sweep is logged and tried again at the next interval.
+    pub async fn run(mut self, shutdown: CancellationToken) -> Result<(), TaskError> {
         let mut next = Instant::now() + self.interval;
         loop {
             tokio::select! {
-                () = &mut shutdown => return,
-                () = tokio::time::sleep_until(next.into()) => {
+                biased;
+                () = shutdown.cancelled() => return Ok(()),
+                () = tokio::time::sleep_until(next) => {
                     next = Instant::now() + self.interval;
                     if let Err(e) = self.sweep().await {
                         tracing::error!(error = %e.report(), "sweep failed; trying again next interval");
@@ -92,7 +104,7 @@ impl Sweeper {
         let started = Instant::now();
         let mut totals = SweepTotals::default();
         loop {
-            let step = self.store.sweep(unix_ms(SystemTime::now()), BATCH).await?;
+            let step = self.store.sweep(self.clock.now_ms(), BATCH).await?;
             totals.steps += 1;
             totals.delivered += step.delivered;
             totals.dead_or_ignored += step.dead_or_ignored;
@@ -119,5 +131,48 @@ impl Sweeper {
             );
         }
         Ok(totals)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::SystemTime;
+
+    use super::*;
+    use crate::clock::hold_still;
+    use crate::store::Initial;
+    use crate::store::tests::{close, event, options};
+
+    /// The sweeper judges expiry by the app's clock, on request and on its
+    /// interval: a day passes on tokio's paused clock without a sleep.
+    #[tokio::test(start_paused = true)]
+    async fn expiry_is_judged_by_the_apps_clock_on_request_and_on_the_interval() {
+        let _still = hold_still();
+        let dir = tempfile::tempdir().unwrap();
+        // Dedupe keys live an hour (`options`); the sweeper runs daily.
+        let (store, writer) = Store::open(options(dir.path())).unwrap();
+        let clock = Clock::following_tokio(SystemTime::now());
+        let day = Duration::from_secs(86_400);
+        let (sweeper, handle) = Sweeper::new(store.clone(), Metrics::new(), day, clock);
+        let shutdown = CancellationToken::new();
+        let running = tokio::spawn(sweeper.run(shutdown.clone()));
+
+        store.ingest(event("s", "a"), Initial::Hold).await.unwrap();
+        assert_eq!(handle.sweep_now().await.unwrap().dedupe_keys, 0);
+        tokio::time::advance(Duration::from_secs(2 * 3600)).await;
+        assert_eq!(handle.sweep_now().await.unwrap().dedupe_keys, 1);
+        assert!(store.find("s", "a").unwrap().is_none());
+
+        // Expired by the time the daily sweep comes round. The timer is due
+        // before the request arrives, so the request waits behind that sweep
+        // and finds nothing left.
+        store.ingest(event("s", "b"), Initial::Hold).await.unwrap();
+        tokio::time::advance(day).await;
+        assert_eq!(handle.sweep_now().await.unwrap().dedupe_keys, 0);
+        assert!(store.find("s", "b").unwrap().is_none());
+
+        shutdown.cancel();
+        running.await.unwrap().unwrap();
+        close(store, writer).await;
     }
 }

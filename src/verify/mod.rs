@@ -12,12 +12,13 @@
 mod schemes;
 pub mod sign;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http::HeaderMap;
 use sha2::Digest;
 
+use crate::clock::unix_ms;
 use crate::config::{Kind, Locator, SourceConfig, SourceName};
 use crate::metrics::RejectReason;
 
@@ -325,12 +326,6 @@ fn check_tolerance(
         });
     }
     Ok(())
-}
-
-pub fn unix_ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 /// The body, parsed at most once, and only after the signature verified.

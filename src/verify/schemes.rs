@@ -419,5 +419,5 @@ fn parse_any_timestamp(value: &str) -> Result<SignedAt, Rejection> {
         });
     }
     let t = humantime::parse_rfc3339(value).map_err(|_| Rejection::BadTimestamp)?;
-    Ok(SignedAt::Millis(super::unix_ms(t) as i64))
+    Ok(SignedAt::Millis(crate::clock::unix_ms(t) as i64))
 }

@@ -417,7 +417,7 @@ async fn replay_redelivers_with_the_same_webhook_id_and_ignore_keeps_the_note() 
     wait_status(&server, &other, Status::Dead, Duration::from_secs(10)).await;
     dest.set(Mode::Ok);
     let store = server.store();
-    let now = hookinbox::deliver::unix_ms(std::time::SystemTime::now());
+    let now = hookinbox::clock::Clock::system().now_ms();
     store
         .change(e.seq, Change::Replay, now)
         .await
@@ -557,7 +557,7 @@ async fn a_dead_event_blocks_its_key_in_block_mode_until_ignored_and_not_in_skip
                 0,
                 "blocked: never tried"
             );
-            let now = hookinbox::deliver::unix_ms(std::time::SystemTime::now());
+            let now = hookinbox::clock::Clock::system().now_ms();
             server
                 .store()
                 .change(

@@ -13,7 +13,7 @@ use hookinbox::clock::Clock;
 use hookinbox::config::Config;
 use hookinbox::store::{Store, StoreOptions, StoredEvent};
 use hookinbox::verify::sign::{Signing, sign};
-use tokio::sync::oneshot;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 pub const STANDARD_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
@@ -110,7 +110,8 @@ pub fn standard_headers(id: &str, body: &[u8]) -> Vec<(String, String)> {
 pub struct TestServer {
     pub app: Option<App>,
     pub base: String,
-    stop: Option<oneshot::Sender<()>>,
+    /// Cancels the app's shutdown token when dropped (or on `stop`).
+    stop: Option<DropGuard>,
     pub client: reqwest::Client,
 }
 
@@ -120,13 +121,12 @@ impl TestServer {
         let config = Config::from_toml(config, "test", None, &|_| None).unwrap();
         let ingest = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let (stop, stopped) = oneshot::channel::<()>();
+        let shutdown = CancellationToken::new();
+        let stop = shutdown.clone().drop_guard();
         let listeners = hookinbox::app::Listeners { ingest, admin };
-        let app = App::start(config, listeners, clock, async {
-            let _ = stopped.await;
-        })
-        .await
-        .unwrap();
+        let app = App::start(config, listeners, clock, shutdown)
+            .await
+            .unwrap();
         let base = format!("http://{}", app.ingest_addr());
         TestServer {
             app: Some(app),
@@ -193,7 +193,7 @@ impl TestServer {
 
     /// Graceful shutdown; returns once the database is closed.
     pub async fn stop(mut self) {
-        let _ = self.stop.take().unwrap().send(());
+        drop(self.stop.take());
         self.app.take().unwrap().wait().await.unwrap();
     }
 }
