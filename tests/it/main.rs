@@ -1,6 +1,7 @@
 //! hookinbox's integration tests: one binary, read as scenarios. Each test
 //! starts the real server (in-process on 127.0.0.1:0, or the real binary as a
-//! child) with a temp data dir and talks real HTTP to it.
+//! child) with a temp data dir and talks real HTTP to it. `tidy` checks what
+//! the compiler does not: that the code says what each part owns.
 
 mod admin;
 mod cli;
@@ -13,5 +14,6 @@ mod ingest;
 mod snapshots;
 mod support;
 mod systemd;
+mod tidy;
 mod tls;
 mod vectors;

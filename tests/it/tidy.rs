@@ -1,0 +1,94 @@
+//! What the compiler does not check: every source file says what it owns,
+//! and ARCHITECTURE.md's codemap names every module in `lib.rs`'s order.
+
+use std::path::{Path, PathBuf};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_source_file_opens_with_a_line_saying_what_it_owns() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    assert!(files.len() > 30, "found only {} files", files.len());
+    let silent: Vec<String> = files
+        .iter()
+        .filter(|path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            let first = text.lines().next().unwrap_or("");
+            // A sentence, not a bare `//!`: at least three words after it.
+            !first.starts_with("//! ") || first.split_whitespace().count() < 4
+        })
+        .map(|path| path.strip_prefix(root()).unwrap().display().to_string())
+        .collect();
+    assert!(
+        silent.is_empty(),
+        "these files do not open with a `//! ` line saying what they own: {silent:?}"
+    );
+}
+
+/// `pub mod name;` lines of `src/lib.rs`, in order.
+fn lib_modules() -> Vec<String> {
+    std::fs::read_to_string(root().join("src/lib.rs"))
+        .unwrap()
+        .lines()
+        .filter_map(|line| line.strip_prefix("pub mod ")?.strip_suffix(';'))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The modules the codemap's entries name, in order: each entry is a line
+/// `- \`name/\` —` or `- \`name.rs\`, \`other.rs\` —`.
+fn codemap_modules() -> Vec<String> {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let codemap = text
+        .split("\n## Codemap\n")
+        .nth(1)
+        .expect("ARCHITECTURE.md has a Codemap section")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let mut names = Vec::new();
+    for line in codemap.lines() {
+        let Some(entry) = line.strip_prefix("- ") else {
+            continue;
+        };
+        let head = entry.split(" —").next().unwrap();
+        for quoted in head.split(", ") {
+            let name = quoted.trim_matches('`');
+            let name = name
+                .strip_suffix('/')
+                .or_else(|| name.strip_suffix(".rs"))
+                .unwrap_or(name);
+            names.push(name.to_owned());
+        }
+    }
+    names
+}
+
+#[test]
+fn the_codemap_names_every_module_in_lib_rs_order() {
+    let lib = lib_modules();
+    assert!(lib.len() > 15, "found only {lib:?} in src/lib.rs");
+    // `main.rs` is the binary's, not a library module.
+    let codemap: Vec<String> = codemap_modules()
+        .into_iter()
+        .filter(|name| name != "main")
+        .collect();
+    assert_eq!(
+        codemap, lib,
+        "ARCHITECTURE.md's codemap must list src/lib.rs's modules, once each, in the same order"
+    );
+}
