@@ -228,12 +228,47 @@ struct Inner {
     alerts: Family<AlertLabels, Counter>,
     /// Label pairs `rejected` has seen, so stats can list them.
     rejected_seen: Mutex<std::collections::BTreeSet<(String, RejectReason)>>,
-    /// The last acks per source, in ms, for stats' p50/p99.
-    recent_acks: Mutex<std::collections::HashMap<String, std::collections::VecDeque<f64>>>,
+    /// The last acks per source, for stats' p50/p99.
+    recent_acks: Recent,
+    /// The last received → delivered latencies per source, likewise.
+    recent_deliveries: Recent,
 }
 
-/// Acks kept per source for stats' latency percentiles.
-const RECENT_ACKS: usize = 4096;
+/// The last [`Recent::KEPT`] latencies per source, in ms: stats' p50 and p99
+/// of what happened lately, without reading the store.
+#[derive(Default)]
+struct Recent(Mutex<std::collections::HashMap<String, std::collections::VecDeque<f64>>>);
+
+impl Recent {
+    const KEPT: usize = 4096;
+
+    fn remember(&self, source: &str, took: std::time::Duration) {
+        let mut recent = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        // No allocation on the hot path once the source has its window.
+        if !recent.contains_key(source) {
+            recent.insert(source.to_owned(), Default::default());
+        }
+        let window = recent.get_mut(source).expect("inserted above");
+        if window.len() == Recent::KEPT {
+            window.pop_front();
+        }
+        window.push_back(took.as_secs_f64() * 1e3);
+    }
+
+    /// p50 and p99 of `source`'s window, in ms.
+    fn percentiles(&self, source: &str) -> Option<(f64, f64)> {
+        let mut values: Vec<f64> = {
+            let recent = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            recent.get(source)?.iter().copied().collect()
+        };
+        if values.is_empty() {
+            return None;
+        }
+        values.sort_by(f64::total_cmp);
+        let at = |p: f64| values[((values.len() - 1) as f64 * p) as usize];
+        Some((at(0.5), at(0.99)))
+    }
+}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct AlertLabels {
@@ -456,7 +491,8 @@ impl Metrics {
                 circuit_state,
                 alerts,
                 rejected_seen: Mutex::default(),
-                recent_acks: Mutex::default(),
+                recent_acks: Recent::default(),
+                recent_deliveries: Recent::default(),
             }),
         }
     }
@@ -492,40 +528,17 @@ impl Metrics {
             .ack_seconds
             .get_or_create(&label)
             .observe(ack.as_secs_f64());
-        self.remember_ack(source, ack);
-    }
-
-    fn remember_ack(&self, source: &str, ack: std::time::Duration) {
-        let mut recent = self
-            .inner
-            .recent_acks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        // No allocation on the hot path once the source has its window.
-        if !recent.contains_key(source) {
-            recent.insert(source.to_owned(), Default::default());
-        }
-        let window = recent.get_mut(source).expect("inserted above");
-        if window.len() == RECENT_ACKS {
-            window.pop_front();
-        }
-        window.push_back(ack.as_secs_f64() * 1e3);
+        self.inner.recent_acks.remember(source, ack);
     }
 
     /// p50 and p99 of the last acks of `source`, in ms.
     pub fn recent_ack_ms(&self, source: &str) -> Option<(f64, f64)> {
-        let recent = self
-            .inner
-            .recent_acks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let mut acks: Vec<f64> = recent.get(source)?.iter().copied().collect();
-        if acks.is_empty() {
-            return None;
-        }
-        acks.sort_by(f64::total_cmp);
-        let at = |p: f64| acks[((acks.len() - 1) as f64 * p) as usize];
-        Some((at(0.5), at(0.99)))
+        self.inner.recent_acks.percentiles(source)
+    }
+
+    /// p50 and p99 of `source`'s last received → delivered latencies, in ms.
+    pub fn recent_delivery_ms(&self, source: &str) -> Option<(f64, f64)> {
+        self.inner.recent_deliveries.percentiles(source)
     }
 
     /// Every (reason, count) of `source`'s rejections since start, in the
@@ -555,7 +568,7 @@ impl Metrics {
             .ack_seconds
             .get_or_create(&label)
             .observe(ack.as_secs_f64());
-        self.remember_ack(source, ack);
+        self.inner.recent_acks.remember(source, ack);
     }
 
     /// `source` is the configured name, or [`UNKNOWN_SOURCE`].
@@ -599,6 +612,9 @@ impl Metrics {
             .received_to_delivered
             .get_or_create(&label)
             .observe(since_received.as_secs_f64());
+        self.inner
+            .recent_deliveries
+            .remember(source, since_received);
     }
 
     /// One durable commit of `jobs` jobs that took `took`.

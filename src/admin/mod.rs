@@ -33,8 +33,6 @@ const MAX_BULK: usize = 100_000;
 
 /// Most events one list call returns.
 const MAX_PAGE: usize = 500;
-/// Most events one list call examines; past it, the cursor says where to go on.
-const SCAN_LIMIT: usize = 100_000;
 
 #[derive(Clone)]
 pub struct AdminState {
@@ -347,7 +345,7 @@ async fn list_events(
                 "limit must be between 1 and {MAX_PAGE}"
             )));
         }
-        let (events, cursor) = state.store.list(&filter, q.cursor, limit, SCAN_LIMIT)?;
+        let (events, cursor) = state.store.list(&filter, q.cursor, limit)?;
         Ok(json!({
             "events": events.iter().map(summary).collect::<Vec<_>>(),
             "next_cursor": cursor,
@@ -505,7 +503,7 @@ fn matching(state: &AdminState, filter: &EventFilter) -> Result<Vec<StoredEvent>
     let mut out = Vec::new();
     let mut cursor = None;
     loop {
-        let (page, next) = state.store.list(filter, cursor, MAX_PAGE, SCAN_LIMIT)?;
+        let (page, next) = state.store.list(filter, cursor, MAX_PAGE)?;
         out.extend(page);
         if out.len() > MAX_BULK {
             return Err(AdminError::BadRequest(format!(
@@ -666,15 +664,6 @@ async fn backup(State(state): State<AdminState>) -> Response {
         .into_response()
 }
 
-fn percentiles(mut values: Vec<u64>) -> Value {
-    if values.is_empty() {
-        return Value::Null;
-    }
-    values.sort_unstable();
-    let at = |p: f64| values[((values.len() - 1) as f64 * p) as usize];
-    json!({"p50": at(0.5), "p99": at(0.99)})
-}
-
 /// Per source and event type: what the store holds (counts by status,
 /// oldest pending, DLQ size, received → delivered latency) and what this
 /// process has seen since it started (received, duplicates, rejected by
@@ -710,7 +699,7 @@ async fn stats(State(state): State<AdminState>) -> Response {
                 "dlq_size": s.counts.dead,
                 "success_rate": (finished > 0).then(|| s.counts.delivered as f64 / finished as f64),
                 "oldest_pending_age_ms": s.oldest_pending_ms.map(|t| now.saturating_sub(t)),
-                "received_to_delivered_ms": percentiles(s.delivery_latencies_ms),
+                "received_to_delivered_ms": state.metrics.recent_delivery_ms(&name).map(|(p50, p99)| json!({"p50": p50, "p99": p99})),
                 "by_type": s.by_type,
                 "since_start": {
                     "received": state.metrics.received_count(&name),

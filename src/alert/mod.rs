@@ -160,7 +160,7 @@ impl Alerter {
             status: Some(Status::Dead),
             ..EventFilter::default()
         };
-        let (events, _) = self.store.list(&filter, None, 1, 100_000).ok()?;
+        let (events, _) = self.store.list(&filter, None, 1).ok()?;
         events
             .first()?
             .state

@@ -7,6 +7,7 @@
 //! answers with where it landed.
 
 mod dedupe;
+pub mod index;
 pub mod schema;
 mod tables;
 mod writer;
@@ -20,10 +21,10 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::verify::VerifiedEvent;
-use dedupe::DedupeIndex;
+use dedupe::{DedupeIndex, fingerprint};
 use schema::{
     ATTEMPTS, Attempt, DEDUPE, DLQ, EVENTS, EXPIRY, EventRecord, EventState, LEASES, META,
-    META_SCHEMA, META_TAG, ORDERED, SCHEDULE, SCHEMA_VERSION, STATE,
+    META_SCHEMA, META_TAG, MIGRATES_FROM, ORDERED, SCHEDULE, SCHEMA_VERSION, STATE,
 };
 
 pub use writer::MAX_BATCH;
@@ -126,15 +127,16 @@ pub struct EventFilter {
 }
 
 impl EventFilter {
-    fn matches_state(&self, state: &EventState) -> bool {
+    /// The whole filter, checked on a loaded event. The indexes choose the
+    /// candidates; this keeps the answer exact where an index is coarser
+    /// (the time bounds, found by binary search over seq).
+    fn matches(&self, record: &EventRecord, state: &EventState) -> bool {
         self.source.as_ref().is_none_or(|s| *s == state.source)
             && self.status.is_none_or(|s| s == state.status)
-    }
-
-    fn matches_record(&self, record: &EventRecord) -> bool {
-        self.event_type
-            .as_ref()
-            .is_none_or(|t| record.event_type.as_deref() == Some(t.as_str()))
+            && self
+                .event_type
+                .as_ref()
+                .is_none_or(|t| record.event_type.as_deref() == Some(t.as_str()))
             && self.event_id.as_ref().is_none_or(|i| *i == record.event_id)
             && self.from_ms.is_none_or(|f| record.received_at_ms >= f)
             && self.to_ms.is_none_or(|t| record.received_at_ms < t)
@@ -154,17 +156,17 @@ pub struct Counts {
 }
 
 impl Counts {
-    fn add(&mut self, state: &EventState) {
-        match state.status {
-            schema::Status::Pending if state.attempts > 0 => {
-                self.pending += 1;
-                self.retrying += 1;
+    fn add(&mut self, tally: index::Tally, n: u64) {
+        match tally {
+            index::Tally::Retrying => {
+                self.pending += n;
+                self.retrying += n;
             }
-            schema::Status::Pending => self.pending += 1,
-            schema::Status::Held => self.held += 1,
-            schema::Status::Delivered => self.delivered += 1,
-            schema::Status::Dead => self.dead += 1,
-            schema::Status::Ignored => self.ignored += 1,
+            index::Tally::Pending => self.pending += n,
+            index::Tally::Held => self.held += n,
+            index::Tally::Delivered => self.delivered += n,
+            index::Tally::Dead => self.dead += n,
+            index::Tally::Ignored => self.ignored += n,
         }
     }
 }
@@ -176,8 +178,6 @@ pub struct SourceStats {
     pub by_type: std::collections::BTreeMap<String, Counts>,
     /// When the oldest pending event was received (or replayed).
     pub oldest_pending_ms: Option<u64>,
-    /// Received → delivered, ms, of each delivered event still stored.
-    pub delivery_latencies_ms: Vec<u64>,
 }
 
 /// What one sweep step removed.
@@ -189,6 +189,8 @@ pub struct Swept {
     pub dead_or_ignored: u64,
     /// Dedupe keys past `dedupe_ttl`: a repeat of their event id is new again.
     pub dedupe_keys: u64,
+    /// Per-minute counts older than `index::MINUTES_KEPT`.
+    pub minute_buckets: u64,
     /// Whether more is due: the step stopped at its limit.
     pub more: bool,
 }
@@ -450,6 +452,13 @@ impl Store {
             Err(found) if found > SCHEMA_VERSION => {
                 return Err(StoreError::NewerSchema { path, found });
             }
+            Err(found) if found >= MIGRATES_FROM => {
+                migrate(&db, found).map_err(open_err)?;
+                match init_meta(&db).map_err(open_err)? {
+                    Ok(tag) => tag,
+                    Err(found) => return Err(StoreError::OlderSchema { path, found }),
+                }
+            }
             Err(found) => return Err(StoreError::OlderSchema { path, found }),
         };
         let recovered = recover_leases(&db).map_err(open_err)?;
@@ -656,51 +665,102 @@ impl Store {
         }
     }
 
-    /// Events matching `filter`, newest first, starting below `before` (a
-    /// seq; `None`: from the newest). Examines at most `scan_limit` events,
-    /// so a rare filter costs a bounded read; the returned cursor is where
-    /// to go on (`None`: nothing older is left).
+    /// Events matching `filter`, newest first, below `before` (a seq;
+    /// `None`: from the newest), at most `limit`. The candidates come from
+    /// the narrowest index (see [`index::matching`]), so a page costs its
+    /// own events whatever the store holds. The cursor is where the next
+    /// page starts (`None`: no more matches); an empty page means none.
     pub fn list(
         &self,
         filter: &EventFilter,
         before: Option<u64>,
         limit: usize,
-        scan_limit: usize,
     ) -> Result<(Vec<StoredEvent>, Option<u64>), StoreError> {
         let db = self.db()?;
         let txn = db.begin_read()?;
         let events = txn.open_table(EVENTS)?;
         let states = txn.open_table(STATE)?;
+        let range = self.seq_range(&events, filter, before)?;
+        let sources = || -> Result<Vec<String>, StoreError> {
+            let mut names: Vec<String> = index::counts(&txn)?
+                .into_iter()
+                .map(|(source, ..)| source)
+                .collect();
+            names.dedup();
+            Ok(names)
+        };
+        let mut candidates: Box<dyn Iterator<Item = Result<u64, redb::Error>>> =
+            match &filter.event_id {
+                // At most one event per source: the dedupe index knows it.
+                Some(event_id) => {
+                    let names = match &filter.source {
+                        Some(source) => vec![source.clone()],
+                        None => sources()?,
+                    };
+                    let index = self.shared.dedupe.read().unwrap_or_else(|p| p.into_inner());
+                    let mut seqs: Vec<u64> = names
+                        .iter()
+                        .filter_map(|name| index.get(fingerprint(name, event_id)))
+                        .filter(|seq| (range.lo..range.hi).contains(seq))
+                        .collect();
+                    seqs.sort_unstable_by(|a, b| b.cmp(a));
+                    Box::new(seqs.into_iter().map(Ok))
+                }
+                None => {
+                    let names = match (&filter.source, &filter.event_type) {
+                        (None, Some(_)) => sources()?,
+                        _ => Vec::new(),
+                    };
+                    Box::new(index::matching(
+                        &txn,
+                        &names,
+                        filter.source.as_deref(),
+                        filter.status,
+                        filter.event_type.as_deref(),
+                        range,
+                    )?)
+                }
+            };
         let mut out = Vec::new();
-        let mut scanned = 0;
-        let mut cursor = None;
-        for row in states.range(..before.unwrap_or(u64::MAX))?.rev() {
-            let (k, v) = row?;
-            let seq = k.value();
-            scanned += 1;
-            if out.len() == limit || scanned > scan_limit {
-                cursor = Some(seq + 1);
-                break;
+        for seq in candidates.by_ref() {
+            let seq = seq?;
+            if out.len() == limit {
+                return Ok((out, Some(seq + 1)));
             }
-            let state: EventState = schema::decode(v.value())?;
-            if !filter.matches_state(&state) {
-                continue;
-            }
-            let Some(raw) = events.get(seq)? else {
+            let (Some(raw_state), Some(raw_event)) = (states.get(seq)?, events.get(seq)?) else {
                 continue;
             };
-            let record = schema::decode_event(raw.value())?;
-            if !filter.matches_record(&record) {
-                continue;
+            let state: EventState = schema::decode(raw_state.value())?;
+            let record = schema::decode_event(raw_event.value())?;
+            if filter.matches(&record, &state) {
+                out.push(StoredEvent {
+                    seq,
+                    id: self.public_id(seq),
+                    record,
+                    state,
+                });
             }
-            out.push(StoredEvent {
-                seq,
-                id: self.public_id(seq),
-                record,
-                state,
-            });
         }
-        Ok((out, cursor))
+        Ok((out, None))
+    }
+
+    /// The seqs `filter`'s time bounds and the cursor leave: receipt time
+    /// grows with seq, so each bound is a binary search over `events`.
+    fn seq_range(
+        &self,
+        events: &redb::ReadOnlyTable<u64, &'static [u8]>,
+        filter: &EventFilter,
+        before: Option<u64>,
+    ) -> Result<index::SeqRange, StoreError> {
+        let lo = match filter.from_ms {
+            Some(from) => first_received_at_or_after(events, from)?,
+            None => 0,
+        };
+        let mut hi = before.unwrap_or(u64::MAX);
+        if let Some(to) = filter.to_ms {
+            hi = hi.min(first_received_at_or_after(events, to)?);
+        }
+        Ok(index::SeqRange { lo, hi })
     }
 
     /// Resolves after the next commit (or at once if one happened since the
@@ -750,25 +810,19 @@ impl Store {
     pub fn stats(&self) -> Result<std::collections::BTreeMap<String, SourceStats>, StoreError> {
         let db = self.db()?;
         let txn = db.begin_read()?;
-        let states = txn.open_table(STATE)?;
         let mut out: std::collections::BTreeMap<String, SourceStats> = Default::default();
-        for row in states.iter()? {
-            let (_, v) = row?;
-            let state: EventState = schema::decode(v.value())?;
-            let source = out.entry(state.source.clone()).or_default();
-            source.counts.add(&state);
-            let kind = state.event_type.clone().unwrap_or_else(|| "(none)".into());
-            source.by_type.entry(kind).or_default().add(&state);
-            if state.status == schema::Status::Pending {
-                let started = state.round_started_ms;
-                source.oldest_pending_ms =
-                    Some(source.oldest_pending_ms.map_or(started, |o| o.min(started)));
-            }
-            if let Some(at) = state.delivered_ms {
-                source
-                    .delivery_latencies_ms
-                    .push(at.saturating_sub(state.round_started_ms));
-            }
+        for (source, event_type, tally, n) in index::counts(&txn)? {
+            let stats = out.entry(source).or_default();
+            stats.counts.add(tally, n);
+            let kind = if event_type.is_empty() {
+                "(none)".to_owned()
+            } else {
+                event_type
+            };
+            stats.by_type.entry(kind).or_default().add(tally, n);
+        }
+        for (source, stats) in out.iter_mut() {
+            stats.oldest_pending_ms = index::oldest_pending(&txn, source)?;
         }
         Ok(out)
     }
@@ -984,6 +1038,12 @@ fn init_meta(db: &Database) -> Result<Result<u32, u8>, WriteError> {
     txn.open_table(DLQ)?;
     txn.open_table(ORDERED)?;
     txn.open_table(EXPIRY)?;
+    txn.open_table(schema::BY_STATUS)?;
+    txn.open_table(schema::BY_SOURCE)?;
+    txn.open_table(schema::BY_TYPE)?;
+    txn.open_table(schema::PENDING_SINCE)?;
+    txn.open_table(schema::COUNTS)?;
+    txn.open_table(schema::MINUTES)?;
     txn.commit()?;
     Ok(Ok(tag))
 }
@@ -1014,6 +1074,12 @@ fn write_backup(snapshot: &redb::ReadTransaction, path: &Path) -> Result<(), Wri
     copy_table(snapshot, &txn, DLQ)?;
     copy_table(snapshot, &txn, ORDERED)?;
     copy_table(snapshot, &txn, EXPIRY)?;
+    copy_table(snapshot, &txn, schema::BY_STATUS)?;
+    copy_table(snapshot, &txn, schema::BY_SOURCE)?;
+    copy_table(snapshot, &txn, schema::BY_TYPE)?;
+    copy_table(snapshot, &txn, schema::PENDING_SINCE)?;
+    copy_table(snapshot, &txn, schema::COUNTS)?;
+    copy_table(snapshot, &txn, schema::MINUTES)?;
     txn.commit()?;
     Ok(())
 }
@@ -1033,12 +1099,104 @@ fn copy_table<K: redb::Key + 'static, V: redb::Value + 'static>(
     Ok(())
 }
 
+/// The `meta` row that says how far the index build of a migration to
+/// schema 4 got: a kill during it resumes there.
+const META_INDEXED_UP_TO: &str = "migration_indexed_up_to";
+
+/// Events indexed per transaction while migrating: each step is durable,
+/// and a step's dirty pages stay small in memory.
+const MIGRATION_STEP: usize = 50_000;
+
+/// Brings a database of schema `from` (≥ [`MIGRATES_FROM`]) to
+/// [`SCHEMA_VERSION`], before the writer starts. 3 → 4: builds the indexes
+/// and counts from `state`, in durable steps.
+fn migrate(db: &Database, from: u8) -> Result<(), WriteError> {
+    let started = std::time::Instant::now();
+    tracing::info!(
+        from,
+        to = SCHEMA_VERSION,
+        "migrating the database: building its indexes"
+    );
+    let mut done = 0usize;
+    loop {
+        let mut txn = db.begin_write()?;
+        txn.set_quick_repair(true);
+        let finished = {
+            let mut t = tables::Tables::open(&txn)?;
+            let at = match t.meta.get(META_INDEXED_UP_TO)? {
+                Some(v) => u64::from_be_bytes(v.value().try_into().map_err(|_| {
+                    WriteError::Corrupt(schema::DecodeError::Codec(
+                        "migration progress is not 8 bytes".into(),
+                    ))
+                })?),
+                None => 0,
+            };
+            let next = t.index_existing(at, MIGRATION_STEP)?;
+            t.flush()?;
+            match next {
+                Some(next) => {
+                    t.meta
+                        .insert(META_INDEXED_UP_TO, next.to_be_bytes().as_slice())?;
+                    done += MIGRATION_STEP;
+                    false
+                }
+                None => {
+                    t.meta.remove(META_INDEXED_UP_TO)?;
+                    t.meta.insert(META_SCHEMA, [SCHEMA_VERSION].as_slice())?;
+                    true
+                }
+            }
+        };
+        txn.commit()?;
+        if finished {
+            break;
+        }
+        tracing::info!(events = done, "migrating: indexed so far");
+    }
+    tracing::info!(
+        seconds = started.elapsed().as_secs_f64(),
+        "migration done: the database is at schema {SCHEMA_VERSION}"
+    );
+    Ok(())
+}
+
+/// The first seq whose event was received at or after `at_ms` (one past the
+/// last if none): a binary search over seq, since receipt time grows with
+/// it. Each probe decodes one record: ≈ 25 of them at 10M events.
+fn first_received_at_or_after(
+    events: &redb::ReadOnlyTable<u64, &'static [u8]>,
+    at_ms: u64,
+) -> Result<u64, StoreError> {
+    let (Some(first), Some(last)) = (events.first()?, events.last()?) else {
+        return Ok(0);
+    };
+    let (mut lo, mut hi) = (first.0.value(), last.0.value() + 1);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let Some((key, raw)) = events.range(mid..)?.next().transpose()? else {
+            hi = mid;
+            continue;
+        };
+        if schema::decode_event(raw.value())?.received_at_ms >= at_ms {
+            hi = mid;
+        } else {
+            lo = key.value() + 1;
+        }
+    }
+    Ok(lo)
+}
+
 /// Records attempts that a crash interrupted (see `Tables::recover_leases`);
 /// returns how many.
 fn recover_leases(db: &Database) -> Result<usize, WriteError> {
     let mut txn = db.begin_write()?;
     txn.set_quick_repair(true);
-    let recovered = tables::Tables::open(&txn)?.recover_leases()?;
+    let recovered = {
+        let mut t = tables::Tables::open(&txn)?;
+        let recovered = t.recover_leases()?;
+        t.flush()?;
+        recovered
+    };
     txn.commit()?;
     Ok(recovered)
 }

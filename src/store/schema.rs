@@ -25,6 +25,16 @@
 //!   out only when it is first in its key's line.
 //! - `meta`     name → value: schema version and the database's id tag.
 //!
+//! Secondary indexes and maintained counts (see [`super::index`]), written
+//! in the same transaction as the `state` row they follow:
+//! - `by_status` (status, seq) → (); `by_source` (source, status, seq) → ();
+//!   `by_type` (source, event type, status, seq) → (). Lists, newest first.
+//! - `pending_since` (source, round start, seq) → (): the first entry of a
+//!   source is its oldest pending event.
+//! - `counts` (source, event type, tally) → events in that tally now.
+//! - `minutes` (minute, source, kind) → how many in that minute: received,
+//!   duplicates, delivered, dead-lettered; kept [`super::index::MINUTES_KEPT`].
+//!
 //! Records are a version byte followed by postcard. Postcard is not
 //! self-describing: a field added to a record means a new version byte and a
 //! decoder for the old one. Event records add a codec byte after the version:
@@ -44,10 +54,19 @@ pub const DLQ: TableDefinition<(&str, u64), ()> = TableDefinition::new("dlq");
 pub const EXPIRY: TableDefinition<(u64, u64), ()> = TableDefinition::new("expiry");
 pub const ORDERED: TableDefinition<(&str, &str, u64), ()> = TableDefinition::new("ordered");
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+pub const BY_STATUS: TableDefinition<(u8, u64), ()> = TableDefinition::new("by_status");
+pub const BY_SOURCE: TableDefinition<(&str, u8, u64), ()> = TableDefinition::new("by_source");
+pub const BY_TYPE: TableDefinition<(&str, &str, u8, u64), ()> = TableDefinition::new("by_type");
+pub const PENDING_SINCE: TableDefinition<(&str, u64, u64), ()> =
+    TableDefinition::new("pending_since");
+pub const COUNTS: TableDefinition<(&str, &str, u8), u64> = TableDefinition::new("counts");
+pub const MINUTES: TableDefinition<(u64, &str, u8), u64> = TableDefinition::new("minutes");
 
 /// The schema this build writes. Bump it with a migration when a table's key
 /// or a record's layout changes.
-pub const SCHEMA_VERSION: u8 = 3;
+pub const SCHEMA_VERSION: u8 = 4;
+/// The oldest schema this build migrates at open (3 → 4 builds the indexes).
+pub const MIGRATES_FROM: u8 = 3;
 pub const META_SCHEMA: &str = "schema_version";
 /// A random tag made when the database is created. It is part of every public
 /// event id, so a database recreated from scratch never hands the app a
@@ -106,6 +125,25 @@ pub enum Status {
 }
 
 impl Status {
+    pub const ALL: [Status; 5] = [
+        Status::Pending,
+        Status::Held,
+        Status::Delivered,
+        Status::Dead,
+        Status::Ignored,
+    ];
+
+    /// Its byte in index keys. Stored: never renumber.
+    pub fn code(self) -> u8 {
+        match self {
+            Status::Pending => 0,
+            Status::Held => 1,
+            Status::Delivered => 2,
+            Status::Dead => 3,
+            Status::Ignored => 4,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Pending => "pending",

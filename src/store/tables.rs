@@ -1,14 +1,18 @@
 //! Every table of one write transaction, and the state changes the writer
 //! makes with them. Each method keeps the cross-table invariants together:
 //! an event is `Pending` iff it has a `schedule` entry at `state.due_ms`;
-//! `Dead` iff it has a `dlq` entry; a lease exists only on a pending event.
+//! `Dead` iff it has a `dlq` entry; a lease exists only on a pending event;
+//! the indexes and counts follow every `state` row (`put_state`,
+//! `delete_event` and [`super::index`]).
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::dedupe::Fingerprint;
+use super::index::{Deltas, Indexed, MinuteKind};
 use super::schema::{
-    self, ATTEMPTS, Attempt, AttemptClass, DEDUPE, DLQ, DeadLetter, EVENTS, EXPIRY, EventState,
-    LEASES, META, Note, ORDERED, SCHEDULE, STATE, Status,
+    self, ATTEMPTS, Attempt, AttemptClass, BY_SOURCE, BY_STATUS, BY_TYPE, COUNTS, DEDUPE, DLQ,
+    DeadLetter, EVENTS, EXPIRY, EventState, LEASES, META, MINUTES, Note, ORDERED, PENDING_SINCE,
+    SCHEDULE, STATE, Status,
 };
 use super::{Change, ChangeError, Claimed, Finish, Next, Swept, WriteError};
 
@@ -30,6 +34,14 @@ pub(super) struct Tables<'t> {
     pub ordered: Table<'t, (&'static str, &'static str, u64), ()>,
     pub expiry: Table<'t, (u64, u64), ()>,
     pub meta: Table<'t, &'static str, &'static [u8]>,
+    pub by_status: Table<'t, (u8, u64), ()>,
+    pub by_source: Table<'t, (&'static str, u8, u64), ()>,
+    pub by_type: Table<'t, (&'static str, &'static str, u8, u64), ()>,
+    pub pending_since: Table<'t, (&'static str, u64, u64), ()>,
+    pub counts: Table<'t, (&'static str, &'static str, u8), u64>,
+    pub minutes: Table<'t, (u64, &'static str, u8), u64>,
+    /// Count changes not yet written: see [`Tables::flush`].
+    pub deltas: Deltas,
     buf: Vec<u8>,
 }
 
@@ -46,14 +58,28 @@ impl<'t> Tables<'t> {
             ordered: txn.open_table(ORDERED)?,
             expiry: txn.open_table(EXPIRY)?,
             meta: txn.open_table(META)?,
+            by_status: txn.open_table(BY_STATUS)?,
+            by_source: txn.open_table(BY_SOURCE)?,
+            by_type: txn.open_table(BY_TYPE)?,
+            pending_since: txn.open_table(PENDING_SINCE)?,
+            counts: txn.open_table(COUNTS)?,
+            minutes: txn.open_table(MINUTES)?,
+            deltas: Deltas::default(),
             buf: Vec::with_capacity(256),
         })
     }
 
-    pub fn put_state(&mut self, seq: u64, state: &EventState) -> Result<(), WriteError> {
+    /// Writes event `seq`'s state and moves its index entries and count
+    /// from `before` (what it was; `None` for a new event).
+    pub fn put_state(
+        &mut self,
+        seq: u64,
+        before: Option<&Indexed>,
+        state: &EventState,
+    ) -> Result<(), WriteError> {
         schema::encode(state, &mut self.buf);
         self.states.insert(seq, self.buf.as_slice())?;
-        Ok(())
+        self.reindex(seq, before, Some(&Indexed::of(state)))
     }
 
     fn state(&self, seq: u64) -> Result<Option<EventState>, WriteError> {
@@ -131,6 +157,7 @@ impl<'t> Tables<'t> {
     fn delete_event(&mut self, seq: u64, state: &EventState) -> Result<(), WriteError> {
         self.events.remove(seq)?;
         self.states.remove(seq)?;
+        self.reindex(seq, Some(&Indexed::of(state)), None)?;
         self.attempts
             .retain_in((seq, 0)..=(seq, u32::MAX), |_, _| false)?;
         self.dlq.remove((state.source.as_str(), seq))?;
@@ -193,6 +220,10 @@ impl<'t> Tables<'t> {
             self.dedupe.remove(seq)?;
         }
         swept.dedupe_keys = forgotten.len() as u64;
+        let room = room.saturating_sub(forgotten.len());
+        let (minutes, more) = self.sweep_minutes(now_ms, room)?;
+        swept.minute_buckets = minutes;
+        swept.more |= more;
         Ok((swept, forgotten))
     }
 
@@ -219,6 +250,7 @@ impl<'t> Tables<'t> {
         let Some(mut state) = self.state(seq)? else {
             return Ok(());
         };
+        let before = Indexed::of(&state);
         let leased = self.leases.remove(seq)?.is_some();
         self.add_attempt(seq, &mut state, &finish.attempt)?;
         if leased && state.status == Status::Pending {
@@ -228,6 +260,7 @@ impl<'t> Tables<'t> {
                     self.leave_line(seq, &state)?;
                     state.status = Status::Delivered;
                     state.delivered_ms = Some(*at_ms);
+                    self.count_minute(*at_ms, &state.source, MinuteKind::Delivered);
                     self.expire_at(seq, &mut state, at_ms.saturating_add(ttls.payload_ms))?;
                 }
                 Next::RetryAt { due_ms } => self.reschedule(seq, &mut state, *due_ms)?,
@@ -241,6 +274,7 @@ impl<'t> Tables<'t> {
                         self.leave_line(seq, &state)?;
                     }
                     state.status = Status::Dead;
+                    self.count_minute(*at_ms, &state.source, MinuteKind::DeadLettered);
                     state.dead = Some(DeadLetter {
                         reason: reason.clone(),
                         at_ms: *at_ms,
@@ -251,7 +285,7 @@ impl<'t> Tables<'t> {
                 }
             }
         }
-        self.put_state(seq, &state)
+        self.put_state(seq, Some(&before), &state)
     }
 
     /// A person's replay or ignore. Errors inside `Ok` are refusals that
@@ -266,6 +300,7 @@ impl<'t> Tables<'t> {
         let Some(mut state) = self.state(seq)? else {
             return Ok(Err(ChangeError::NotFound));
         };
+        let before = Indexed::of(&state);
         if self.leases.get(seq)?.is_some() {
             return Ok(Err(ChangeError::InFlight));
         }
@@ -308,7 +343,7 @@ impl<'t> Tables<'t> {
                 Status::Ignored => return Ok(Err(ChangeError::Conflict("is already ignored"))),
             },
         }
-        self.put_state(seq, &state)?;
+        self.put_state(seq, Some(&before), &state)?;
         Ok(Ok(()))
     }
 
@@ -326,6 +361,7 @@ impl<'t> Tables<'t> {
             let Some(mut state) = self.state(seq)? else {
                 continue;
             };
+            let before = Indexed::of(&state);
             self.add_attempt(
                 seq,
                 &mut state,
@@ -340,7 +376,7 @@ impl<'t> Tables<'t> {
                     response_snippet: None,
                 },
             )?;
-            self.put_state(seq, &state)?;
+            self.put_state(seq, Some(&before), &state)?;
         }
         Ok(leased.len())
     }

@@ -14,6 +14,11 @@ const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 /// A real VerifiedEvent: signed as Standard Webhooks and verified.
 pub(crate) fn event(source: &str, id: &str) -> VerifiedEvent {
+    event_of_type(source, id, "t")
+}
+
+/// [`event`] with the given event type.
+pub(crate) fn event_of_type(source: &str, id: &str, event_type: &str) -> VerifiedEvent {
     let text =
         format!("[[source]]\nname = \"{source}\"\nkind = \"standard\"\nsecret_env = \"S\"\n");
     let config = Config::from_toml(&text, "t", None, &|name| {
@@ -26,7 +31,7 @@ pub(crate) fn event(source: &str, id: &str) -> VerifiedEvent {
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap()
         .as_secs() as i64;
-    let body = Bytes::from(format!("{{\"type\":\"t\",\"n\":\"{id}\"}}"));
+    let body = Bytes::from(format!("{{\"type\":\"{event_type}\",\"n\":\"{id}\"}}"));
     let headers = sign(&Signing {
         kind: Kind::Standard,
         secret: SECRET,
@@ -458,4 +463,328 @@ fn a_report_shows_the_whole_chain_of_causes() {
         text.starts_with("the database holds a record this build cannot read: corrupt record: "),
         "{text}"
     );
+}
+
+/// Pages of every filter combination, walked with a small page, return
+/// exactly the matching events, newest first, each once.
+#[tokio::test]
+async fn every_filter_combination_pages_through_exactly_the_matching_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    let mut received = Vec::new();
+    for n in 0..240u64 {
+        let source = format!("s{}", n % 2);
+        let event = event_of_type(&source, &format!("e{n}"), &format!("t{}", n % 3));
+        received.push(event.received_at_ms());
+        let initial = if n % 5 == 0 {
+            Initial::Hold
+        } else {
+            Initial::Deliver
+        };
+        let Ingested::New { id } = store.ingest(event, initial).await.unwrap() else {
+            panic!("e{n} was a duplicate")
+        };
+        let seq = store.parse_public_id(&id).unwrap();
+        let held = n % 5 == 0;
+        match n % 7 {
+            1 | 2 if !held => deliver(&store, seq, n).await,
+            3 if !held => kill(&store, seq, n).await,
+            4 => {
+                let note = "test".to_owned();
+                let _ = store.change(seq, Change::Ignore { note }, n).await.unwrap();
+            }
+            _ => {}
+        }
+    }
+    let all = store.scan(0, usize::MAX).unwrap();
+    let middle = received[120];
+    let sources = [None, Some("s0"), Some("s1"), Some("nope")];
+    let types = [None, Some("t0"), Some("t2"), Some("t9")];
+    let times = [
+        (None, None),
+        (Some(middle), None),
+        (None, Some(middle)),
+        (Some(received[40]), Some(middle)),
+    ];
+    let mut statuses = vec![None];
+    statuses.extend(schema::Status::ALL.map(Some));
+    let mut checked = 0;
+    for source in sources {
+        for status in &statuses {
+            for event_type in types {
+                for (from_ms, to_ms) in times {
+                    let filter = EventFilter {
+                        source: source.map(str::to_owned),
+                        status: *status,
+                        event_type: event_type.map(str::to_owned),
+                        event_id: None,
+                        from_ms,
+                        to_ms,
+                    };
+                    let mut want: Vec<u64> = all
+                        .iter()
+                        .filter(|e| filter.matches(&e.record, &e.state))
+                        .map(|e| e.seq)
+                        .collect();
+                    want.reverse();
+                    let mut got = Vec::new();
+                    let mut cursor = None;
+                    loop {
+                        let (page, next) = store.list(&filter, cursor, 7).unwrap();
+                        assert!(page.len() <= 7);
+                        got.extend(page.iter().map(|e| e.seq));
+                        match next {
+                            Some(next) => cursor = Some(next),
+                            None => break,
+                        }
+                    }
+                    assert_eq!(got, want, "{filter:?}");
+                    checked += want.len();
+                }
+            }
+        }
+    }
+    assert!(
+        checked > 1_000,
+        "the combinations matched too little: {checked}"
+    );
+    // By provider event id: with and without the source, and not found.
+    for (source, event_id, found) in [
+        (Some("s1"), "e7", true),
+        (None, "e8", true),
+        (Some("s1"), "e8", false),
+        (None, "e999", false),
+    ] {
+        let filter = EventFilter {
+            source: source.map(str::to_owned),
+            event_id: Some(event_id.to_owned()),
+            ..EventFilter::default()
+        };
+        let (page, next) = store.list(&filter, None, 10).unwrap();
+        assert_eq!(next, None);
+        assert_eq!(page.len(), usize::from(found), "{filter:?}");
+        assert!(page.iter().all(|e| e.record.event_id == event_id));
+    }
+    close(store, writer).await;
+}
+
+/// A schema 3 database (no indexes) is migrated at open: indexes and counts
+/// built from `state`, lists and stats answer from them.
+#[tokio::test]
+async fn a_schema_3_database_gets_its_indexes_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    for n in 0..30u64 {
+        let seq = new_seq(&store, "s", &format!("e{n}"), Initial::Deliver).await;
+        if n % 3 == 0 {
+            kill(&store, seq, n).await;
+        }
+    }
+    let before = store.stats().unwrap();
+    close(store, writer).await;
+    // Make it what a schema 3 build left: no index tables, version 3.
+    {
+        let db = redb::Database::create(dir.path().join(DB_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        for name in [
+            "by_status",
+            "by_source",
+            "by_type",
+            "pending_since",
+            "counts",
+            "minutes",
+        ] {
+            assert!(
+                txn.delete_table(redb::TableDefinition::<(), ()>::new(name))
+                    .unwrap()
+                    || name == "minutes"
+            );
+        }
+        txn.open_table(META)
+            .unwrap()
+            .insert(META_SCHEMA, [3u8].as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    {
+        let db = store.db().unwrap();
+        let txn = db.begin_read().unwrap();
+        index::check(&txn).unwrap();
+        let meta = txn.open_table(META).unwrap();
+        assert_eq!(
+            meta.get(META_SCHEMA).unwrap().unwrap().value(),
+            [SCHEMA_VERSION]
+        );
+    }
+    let after = store.stats().unwrap();
+    assert_eq!(format!("{before:?}"), format!("{after:?}"));
+    assert_eq!(after["s"].counts.dead, 10);
+    let dead = EventFilter {
+        status: Some(schema::Status::Dead),
+        ..EventFilter::default()
+    };
+    assert_eq!(store.list(&dead, None, 100).unwrap().0.len(), 10);
+    close(store, writer).await;
+}
+
+/// Index invariants after random transitions: every index agrees with
+/// `state` and every count with a recount (`index::check`), after each step.
+mod props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Ingest {
+            source: u8,
+            id: u8,
+            event_type: u8,
+            hold: bool,
+            key: Option<u8>,
+        },
+        Deliver(usize),
+        Retry(usize),
+        Kill(usize, bool),
+        Replay(usize),
+        Ignore(usize),
+        /// Claim without an outcome, then reopen: an interrupted attempt.
+        Interrupt(usize),
+        Sweep(u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0..2u8, 0..10u8, 0..3u8, any::<bool>(), proptest::option::of(0..2u8)).prop_map(
+                |(source, id, event_type, hold, key)| Op::Ingest { source, id, event_type, hold, key }
+            ),
+            2 => any::<usize>().prop_map(Op::Deliver),
+            2 => any::<usize>().prop_map(Op::Retry),
+            1 => (any::<usize>(), any::<bool>()).prop_map(|(i, r)| Op::Kill(i, r)),
+            1 => any::<usize>().prop_map(Op::Replay),
+            1 => any::<usize>().prop_map(Op::Ignore),
+            1 => any::<usize>().prop_map(Op::Interrupt),
+            1 => (0..40u64).prop_map(Op::Sweep),
+        ]
+    }
+
+    fn check(store: &Store) -> Result<(), String> {
+        let db = store.db().map_err(|e| e.to_string())?;
+        let txn = db.begin_read().map_err(|e| e.to_string())?;
+        index::check(&txn)
+    }
+
+    async fn run(ops: Vec<Op>) -> Result<(), String> {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || {
+            Store::open(StoreOptions {
+                payload_ttl: Duration::from_millis(7 * DAY),
+                dlq_ttl: Duration::from_millis(30 * DAY),
+                ..options(dir.path())
+            })
+            .unwrap()
+        };
+        let (mut store, mut writer) = open();
+        let mut seqs: Vec<u64> = Vec::new();
+        let mut now = crate::clock::unix_ms(SystemTime::now());
+        let pick = |seqs: &[u64], i: usize| (!seqs.is_empty()).then(|| seqs[i % seqs.len()]);
+        for (step, op) in ops.into_iter().enumerate() {
+            match op.clone() {
+                Op::Ingest {
+                    source,
+                    id,
+                    event_type,
+                    hold,
+                    key,
+                } => {
+                    let initial = match (hold, key) {
+                        (true, _) => Initial::Hold,
+                        (false, Some(k)) => Initial::Ordered(format!("k{k}")),
+                        (false, None) => Initial::Deliver,
+                    };
+                    let source = format!("s{source}");
+                    let event =
+                        event_of_type(&source, &format!("e{id}"), &format!("t{event_type}"));
+                    if let Ingested::New { id } = store.ingest(event, initial).await.unwrap() {
+                        seqs.push(store.parse_public_id(&id).unwrap());
+                    }
+                }
+                Op::Deliver(i) | Op::Retry(i) | Op::Kill(i, _) => {
+                    let Some(seq) = pick(&seqs, i) else { continue };
+                    if store.claim(seq, now).await.unwrap().is_none() {
+                        continue;
+                    }
+                    let (class, status, next) = match op {
+                        Op::Deliver(_) => (
+                            schema::AttemptClass::Delivered,
+                            200,
+                            Next::Delivered { at_ms: now },
+                        ),
+                        Op::Retry(_) => (
+                            schema::AttemptClass::RetryableStatus,
+                            503,
+                            Next::RetryAt {
+                                due_ms: now + 1_000,
+                            },
+                        ),
+                        _ => (
+                            schema::AttemptClass::RejectedStatus,
+                            400,
+                            Next::Dead {
+                                reason: "400".into(),
+                                at_ms: now,
+                                release_key: matches!(op, Op::Kill(_, true)),
+                            },
+                        ),
+                    };
+                    store
+                        .finish(Finish {
+                            seq,
+                            attempt: attempt(class, Some(status)),
+                            next,
+                        })
+                        .await
+                        .unwrap();
+                }
+                Op::Replay(i) | Op::Ignore(i) => {
+                    let Some(seq) = pick(&seqs, i) else { continue };
+                    let change = match op {
+                        Op::Replay(_) => Change::Replay,
+                        _ => Change::Ignore {
+                            note: "not ours".into(),
+                        },
+                    };
+                    // A refusal (already pending, delivered…) changes nothing.
+                    let _ = store.change(seq, change, now).await.unwrap();
+                }
+                Op::Interrupt(i) => {
+                    let Some(seq) = pick(&seqs, i) else { continue };
+                    let _ = store.claim(seq, now).await.unwrap();
+                    close(store, writer).await;
+                    (store, writer) = open();
+                }
+                Op::Sweep(days) => {
+                    now += days * DAY;
+                    while store.sweep(now, 50).await.unwrap().more {}
+                }
+            }
+            check(&store).map_err(|e| format!("after step {step} ({op:?}): {e}"))?;
+        }
+        close(store, writer).await;
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+        #[test]
+        fn indexes_and_counts_follow_state_through_any_transitions(
+            ops in proptest::collection::vec(op(), 1..40)
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            if let Err(e) = runtime.block_on(run(ops)) {
+                return Err(TestCaseError::fail(e));
+            }
+        }
+    }
 }

@@ -19,6 +19,7 @@ use redb::{Database, Durability};
 use tokio::sync::{mpsc, oneshot};
 
 use super::dedupe::{Fingerprint, fingerprint};
+use super::index::MinuteKind;
 use super::schema::{self, EventRecordRef, EventState, Status};
 use super::tables::{Tables, Ttls};
 use super::{
@@ -383,6 +384,7 @@ impl Writer {
                 batch.extend(rest);
                 return Err(cause);
             }
+            t.flush().map_err(Arc::new)?;
         }
         txn.commit().map_err(|e| Arc::new(e.into()))?;
         Ok(keys)
@@ -409,9 +411,16 @@ impl Writer {
                     .get(fp)
                     .filter(|seq| !keys.removed.contains(&(fp, *seq)));
                 let result = match keys.added.get(&fp).or(live.as_ref()) {
-                    Some(&seq) => Ok(Ingested::Duplicate {
-                        id: public_id(self.shared.tag, seq),
-                    }),
+                    Some(&seq) => {
+                        t.count_minute(
+                            event.received_at_ms(),
+                            event.source().as_str(),
+                            MinuteKind::Duplicate,
+                        );
+                        Ok(Ingested::Duplicate {
+                            id: public_id(self.shared.tag, seq),
+                        })
+                    }
                     None => {
                         let seq = self.next_seq;
                         self.insert_event(t, seq, fp, &event, &initial).map(|()| {
@@ -517,8 +526,10 @@ impl Writer {
         }
         t.put_state(
             seq,
+            None,
             &EventState::new(source, ev.event_type(), status, received, key),
         )?;
+        t.count_minute(received, source, MinuteKind::Received);
         t.dedupe.insert(seq, (fp, received))?;
         if status == Status::Pending {
             t.schedule.insert((source, received, seq), ())?;

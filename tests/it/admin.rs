@@ -665,7 +665,8 @@ async fn stats_count_by_source_type_and_status() {
         json!({"missing_signature": 1})
     );
     assert!(shop["since_start"]["ack_ms"]["p99"].as_f64().unwrap() > 0.0);
-    assert!(shop["received_to_delivered_ms"]["p50"].is_u64());
+    // Of the deliveries this process made, as ack_ms.
+    assert!(shop["received_to_delivered_ms"]["p50"].as_f64().unwrap() >= 0.0);
     assert!(shop["oldest_pending_age_ms"].is_null());
     let inbox = &r.json["sources"]["inbox"];
     assert_eq!(inbox["stored"]["held"], 1);

@@ -1,0 +1,570 @@
+//! Secondary indexes and maintained counts: what makes a list, a lookup or
+//! the stats cost what they return, not what the store holds.
+//!
+//! Each `state` row is mirrored by the entries [`Indexed::of`] names: one in
+//! `by_status`, `by_source` and `by_type`, one in `pending_since` while it is
+//! pending, and one unit in `counts` under its (source, type, tally). Every
+//! write of a `state` row goes through `Tables::put_state` or
+//! `Tables::delete_event`, which move those entries in the same transaction
+//! (`Tables::reindex`), so the indexes can never disagree with `state` after
+//! a commit — `store::tests::props` checks this after random transitions.
+//!
+//! Counts and per-minute buckets change many times per batch: the changes
+//! are summed in memory ([`Deltas`]) and written once per key when the
+//! batch's transaction is done (`Tables::flush`).
+
+use std::collections::HashMap;
+
+use redb::{ReadTransaction, ReadableTable};
+
+use super::WriteError;
+use super::schema::{
+    BY_SOURCE, BY_STATUS, BY_TYPE, COUNTS, EventState, MINUTES, PENDING_SINCE, STATE, Status,
+};
+use super::tables::Tables;
+
+/// Per-minute buckets older than this are swept: the dashboard draws hours.
+pub const MINUTES_KEPT: u64 = 7 * 24 * 60;
+
+/// An event's place in the counts: its status, with pending split by whether
+/// an attempt of this round has failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tally {
+    /// Pending, no failed attempt in this round yet.
+    Pending,
+    /// Pending after at least one failed attempt.
+    Retrying,
+    Held,
+    Delivered,
+    Dead,
+    Ignored,
+}
+
+impl Tally {
+    pub const ALL: [Tally; 6] = [
+        Tally::Pending,
+        Tally::Retrying,
+        Tally::Held,
+        Tally::Delivered,
+        Tally::Dead,
+        Tally::Ignored,
+    ];
+
+    /// Its byte in `counts` keys. Stored: never renumber.
+    pub fn code(self) -> u8 {
+        match self {
+            Tally::Pending => 0,
+            Tally::Retrying => 1,
+            Tally::Held => 2,
+            Tally::Delivered => 3,
+            Tally::Dead => 4,
+            Tally::Ignored => 5,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<Tally> {
+        Tally::ALL.into_iter().find(|t| t.code() == code)
+    }
+
+    fn of(state: &EventState) -> Tally {
+        match state.status {
+            Status::Pending if state.attempts > 0 => Tally::Retrying,
+            Status::Pending => Tally::Pending,
+            Status::Held => Tally::Held,
+            Status::Delivered => Tally::Delivered,
+            Status::Dead => Tally::Dead,
+            Status::Ignored => Tally::Ignored,
+        }
+    }
+}
+
+/// What a minute bucket counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MinuteKind {
+    Received,
+    Duplicate,
+    Delivered,
+    DeadLettered,
+}
+
+impl MinuteKind {
+    pub const ALL: [MinuteKind; 4] = [
+        MinuteKind::Received,
+        MinuteKind::Duplicate,
+        MinuteKind::Delivered,
+        MinuteKind::DeadLettered,
+    ];
+
+    /// Its byte in `minutes` keys. Stored: never renumber.
+    pub fn code(self) -> u8 {
+        match self {
+            MinuteKind::Received => 0,
+            MinuteKind::Duplicate => 1,
+            MinuteKind::Delivered => 2,
+            MinuteKind::DeadLettered => 3,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<MinuteKind> {
+        MinuteKind::ALL.into_iter().find(|k| k.code() == code)
+    }
+}
+
+/// The part of an event's state that the indexes and counts follow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Indexed {
+    source: String,
+    /// `""` when the event has no type.
+    event_type: String,
+    status: Status,
+    tally: Tally,
+    /// The round's start while pending: its key in `pending_since`.
+    pending_since: Option<u64>,
+}
+
+impl Indexed {
+    pub fn of(state: &EventState) -> Indexed {
+        Indexed {
+            source: state.source.clone(),
+            event_type: state.event_type.clone().unwrap_or_default(),
+            status: state.status,
+            tally: Tally::of(state),
+            pending_since: (state.status == Status::Pending).then_some(state.round_started_ms),
+        }
+    }
+}
+
+/// Count changes of one transaction, written once per key by `Tables::flush`.
+#[derive(Debug, Default)]
+pub struct Deltas {
+    counts: HashMap<(String, String, u8), i64>,
+    minutes: HashMap<(u64, String, u8), u64>,
+}
+
+impl Deltas {
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty() && self.minutes.is_empty()
+    }
+}
+
+impl Tables<'_> {
+    /// Moves event `seq`'s index entries and count from what `before` names
+    /// to what `after` names (`None`: the event is new, or gone).
+    pub(super) fn reindex(
+        &mut self,
+        seq: u64,
+        before: Option<&Indexed>,
+        after: Option<&Indexed>,
+    ) -> Result<(), WriteError> {
+        if before == after {
+            return Ok(());
+        }
+        let listed = |i: &Indexed| (i.source.clone(), i.event_type.clone(), i.status);
+        if before.map(listed) != after.map(listed) {
+            if let Some(b) = before {
+                let status = b.status.code();
+                self.by_status.remove((status, seq))?;
+                self.by_source.remove((b.source.as_str(), status, seq))?;
+                self.by_type
+                    .remove((b.source.as_str(), b.event_type.as_str(), status, seq))?;
+            }
+            if let Some(a) = after {
+                let status = a.status.code();
+                self.by_status.insert((status, seq), ())?;
+                self.by_source
+                    .insert((a.source.as_str(), status, seq), ())?;
+                self.by_type
+                    .insert((a.source.as_str(), a.event_type.as_str(), status, seq), ())?;
+            }
+        }
+        let since = |i: &Indexed| i.pending_since.map(|at| (i.source.clone(), at));
+        if before.and_then(since) != after.and_then(since) {
+            if let Some((source, at)) = before.and_then(since) {
+                self.pending_since.remove((source.as_str(), at, seq))?;
+            }
+            if let Some((source, at)) = after.and_then(since) {
+                self.pending_since.insert((source.as_str(), at, seq), ())?;
+            }
+        }
+        let counted = |i: &Indexed| (i.source.clone(), i.event_type.clone(), i.tally.code());
+        if before.map(counted) != after.map(counted) {
+            if let Some(b) = before {
+                *self.deltas.counts.entry(counted(b)).or_default() -= 1;
+            }
+            if let Some(a) = after {
+                *self.deltas.counts.entry(counted(a)).or_default() += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts one `kind` for `source` in the minute of `at_ms`.
+    pub(super) fn count_minute(&mut self, at_ms: u64, source: &str, kind: MinuteKind) {
+        *self
+            .deltas
+            .minutes
+            .entry((at_ms / 60_000, source.to_owned(), kind.code()))
+            .or_default() += 1;
+    }
+
+    /// Writes the transaction's count changes. Call once, before commit.
+    pub(super) fn flush(&mut self) -> Result<(), WriteError> {
+        for ((source, event_type, tally), delta) in self.deltas.counts.drain() {
+            if delta == 0 {
+                continue;
+            }
+            let key = (source.as_str(), event_type.as_str(), tally);
+            let now = self.counts.get(key)?.map_or(0, |v| v.value());
+            let next = now.checked_add_signed(delta).ok_or_else(|| {
+                WriteError::Corrupt(super::schema::DecodeError::Codec(format!(
+                    "count of {source}/{event_type}/{tally} would go below zero ({now} {delta:+})"
+                )))
+            })?;
+            if next == 0 {
+                self.counts.remove(key)?;
+            } else {
+                self.counts.insert(key, next)?;
+            }
+        }
+        for ((minute, source, kind), n) in self.deltas.minutes.drain() {
+            let key = (minute, source.as_str(), kind);
+            let now = self.minutes.get(key)?.map_or(0, |v| v.value());
+            self.minutes.insert(key, now + n)?;
+        }
+        Ok(())
+    }
+
+    /// Removes up to `limit` minute buckets older than [`MINUTES_KEPT`]
+    /// before `now_ms`; returns how many, and whether more are due.
+    pub(super) fn sweep_minutes(
+        &mut self,
+        now_ms: u64,
+        limit: usize,
+    ) -> Result<(u64, bool), WriteError> {
+        let cutoff = (now_ms / 60_000).saturating_sub(MINUTES_KEPT);
+        let mut old = Vec::new();
+        let mut more = false;
+        for row in self.minutes.range((0, "", 0)..(cutoff, "", 0))? {
+            if old.len() == limit {
+                more = true;
+                break;
+            }
+            let (key, _) = row?;
+            let (minute, source, kind) = key.value();
+            old.push((minute, source.to_owned(), kind));
+        }
+        for (minute, source, kind) in &old {
+            self.minutes.remove((*minute, source.as_str(), *kind))?;
+        }
+        Ok((old.len() as u64, more))
+    }
+
+    /// Builds the indexes and counts of the events in `from..` (at most
+    /// `limit` of them) from their `state` rows; returns the next seq to do,
+    /// or `None` when done. The migration to schema 4 runs this in steps.
+    pub(super) fn index_existing(
+        &mut self,
+        from: u64,
+        limit: usize,
+    ) -> Result<Option<u64>, WriteError> {
+        let mut rows = Vec::with_capacity(limit);
+        let mut next = None;
+        for row in self.states.range(from..)? {
+            let (seq, raw) = row?;
+            if rows.len() == limit {
+                next = Some(seq.value());
+                break;
+            }
+            let state: EventState = super::schema::decode(raw.value())?;
+            rows.push((seq.value(), state));
+        }
+        for (seq, state) in &rows {
+            self.reindex(*seq, None, Some(&Indexed::of(state)))?;
+            // The dedupe log has the receipt time of events younger than
+            // its TTL: enough for the buckets, which keep a week.
+            let received = self.dedupe.get(*seq)?.map(|v| v.value().1);
+            if let Some(at) = received {
+                self.count_minute(at, &state.source, MinuteKind::Received);
+            }
+            if let Some(at) = state.delivered_ms {
+                self.count_minute(at, &state.source, MinuteKind::Delivered);
+            }
+            if let Some(dead) = &state.dead {
+                self.count_minute(dead.at_ms, &state.source, MinuteKind::DeadLettered);
+            }
+        }
+        Ok(next)
+    }
+}
+
+/// Stored events in one tally, by source and event type.
+pub type CountRows = Vec<(String, String, Tally, u64)>;
+
+/// Every non-zero count: (source, event type or `""`, tally, events).
+pub fn counts(txn: &ReadTransaction) -> Result<CountRows, redb::Error> {
+    let table = txn.open_table(COUNTS)?;
+    let mut out = Vec::new();
+    for row in table.iter()? {
+        let (key, value) = row?;
+        let (source, event_type, tally) = key.value();
+        if let Some(tally) = Tally::from_code(tally) {
+            out.push((
+                source.to_owned(),
+                event_type.to_owned(),
+                tally,
+                value.value(),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// When the oldest pending event of `source` began its round, if any.
+pub fn oldest_pending(txn: &ReadTransaction, source: &str) -> Result<Option<u64>, redb::Error> {
+    let table = txn.open_table(PENDING_SINCE)?;
+    let first = table
+        .range((source, 0, 0)..=(source, u64::MAX, u64::MAX))?
+        .next()
+        .transpose()?;
+    Ok(first.map(|(key, _)| key.value().1))
+}
+
+/// One minute bucket: (minute since the epoch, source, kind, count).
+pub type MinuteRow = (u64, String, MinuteKind, u64);
+
+/// The buckets from `from_ms`'s minute on, oldest first.
+pub fn minutes(txn: &ReadTransaction, from_ms: u64) -> Result<Vec<MinuteRow>, redb::Error> {
+    let table = txn.open_table(MINUTES)?;
+    let mut out = Vec::new();
+    for row in table.range((from_ms / 60_000, "", 0)..)? {
+        let (key, value) = row?;
+        let (minute, source, kind) = key.value();
+        if let Some(kind) = MinuteKind::from_code(kind) {
+            out.push((minute, source.to_owned(), kind, value.value()));
+        }
+    }
+    Ok(out)
+}
+
+/// A newest-first stream of seqs below a cursor, from one index range.
+type Seqs = Box<dyn Iterator<Item = Result<u64, redb::Error>>>;
+
+/// Which seqs an index walk may return: `lo..hi`.
+#[derive(Debug, Clone, Copy)]
+pub struct SeqRange {
+    pub lo: u64,
+    pub hi: u64,
+}
+
+/// The seqs that match `source`, `status` and `event_type` (each optional),
+/// in `range`, newest first: the ranges of the narrowest index, merged.
+/// `sources` are every source with stored events (from `counts`), needed
+/// when a type is asked for without a source.
+pub fn matching(
+    txn: &ReadTransaction,
+    sources: &[String],
+    source: Option<&str>,
+    status: Option<Status>,
+    event_type: Option<&str>,
+    range: SeqRange,
+) -> Result<Merged, redb::Error> {
+    let statuses: Vec<Status> = match status {
+        Some(s) => vec![s],
+        None => Status::ALL.to_vec(),
+    };
+    let SeqRange { lo, hi } = range;
+    let mut streams: Vec<Seqs> = Vec::new();
+    if lo >= hi {
+        return Ok(Merged::new(streams));
+    }
+    let last = hi - 1;
+    match (source, event_type) {
+        (None, None) => {
+            if let Some(status) = status {
+                let table = txn.open_table(BY_STATUS)?;
+                let code = status.code();
+                streams.push(Box::new(
+                    table
+                        .range((code, lo)..=(code, last))?
+                        .rev()
+                        .map(|row| row.map(|(k, _)| k.value().1).map_err(Into::into)),
+                ));
+            } else {
+                let table = txn.open_table(STATE)?;
+                streams.push(Box::new(
+                    table
+                        .range(lo..=last)?
+                        .rev()
+                        .map(|row| row.map(|(k, _)| k.value()).map_err(Into::into)),
+                ));
+            }
+        }
+        (Some(source), None) => {
+            let table = txn.open_table(BY_SOURCE)?;
+            for status in &statuses {
+                let code = status.code();
+                streams.push(Box::new(
+                    table
+                        .range((source, code, lo)..=(source, code, last))?
+                        .rev()
+                        .map(|row| row.map(|(k, _)| k.value().2).map_err(Into::into)),
+                ));
+            }
+        }
+        (source, Some(event_type)) => {
+            let table = txn.open_table(BY_TYPE)?;
+            let sources: Vec<&str> = match source {
+                Some(s) => vec![s],
+                None => sources.iter().map(String::as_str).collect(),
+            };
+            for source in sources {
+                for status in &statuses {
+                    let code = status.code();
+                    streams.push(Box::new(
+                        table
+                            .range(
+                                (source, event_type, code, lo)..=(source, event_type, code, last),
+                            )?
+                            .rev()
+                            .map(|row| row.map(|(k, _)| k.value().3).map_err(Into::into)),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(Merged::new(streams))
+}
+
+/// Several newest-first seq streams as one, newest first. Each stream holds
+/// distinct seqs and no seq is in two streams (an event has one status and
+/// one source), so the merge never repeats one.
+pub struct Merged {
+    streams: Vec<Seqs>,
+    heads: Vec<Option<u64>>,
+    started: bool,
+}
+
+impl Merged {
+    fn new(streams: Vec<Seqs>) -> Merged {
+        let heads = vec![None; streams.len()];
+        Merged {
+            streams,
+            heads,
+            started: false,
+        }
+    }
+}
+
+impl Iterator for Merged {
+    type Item = Result<u64, redb::Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if !self.started {
+            self.started = true;
+            for i in 0..self.streams.len() {
+                match self.streams[i].next().transpose() {
+                    Ok(head) => self.heads[i] = head,
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+        }
+        // A handful of streams (statuses × sources): a linear pick is
+        // cheaper than a heap.
+        let (i, seq) = self
+            .heads
+            .iter()
+            .enumerate()
+            .filter_map(|(i, h)| h.map(|seq| (i, seq)))
+            .max_by_key(|&(_, seq)| seq)?;
+        match self.streams[i].next().transpose() {
+            Ok(head) => self.heads[i] = head,
+            Err(e) => return Some(Err(e)),
+        }
+        Some(Ok(seq))
+    }
+}
+
+/// Recomputes every index entry and count from `state` and compares them
+/// with the tables: the invariant this module keeps. `Err` says what differs.
+#[cfg(test)]
+pub(crate) fn check(txn: &ReadTransaction) -> Result<(), String> {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    let mut by_status = BTreeSet::new();
+    let mut by_source = BTreeSet::new();
+    let mut by_type = BTreeSet::new();
+    let mut pending = BTreeSet::new();
+    let mut counts: BTreeMap<(String, String, u8), u64> = BTreeMap::new();
+    let states = txn.open_table(STATE).map_err(|e| e.to_string())?;
+    for row in states.iter().map_err(|e| e.to_string())? {
+        let (seq, raw) = row.map_err(|e| e.to_string())?;
+        let seq = seq.value();
+        let state: EventState = super::schema::decode(raw.value()).map_err(|e| e.to_string())?;
+        let i = Indexed::of(&state);
+        let code = i.status.code();
+        by_status.insert((code, seq));
+        by_source.insert((i.source.clone(), code, seq));
+        by_type.insert((i.source.clone(), i.event_type.clone(), code, seq));
+        if let Some(at) = i.pending_since {
+            pending.insert((i.source.clone(), at, seq));
+        }
+        *counts
+            .entry((i.source.clone(), i.event_type.clone(), i.tally.code()))
+            .or_default() += 1;
+    }
+    macro_rules! actual {
+        ($def:expr, |$k:ident, $v:ident| $row:expr) => {{
+            let table = txn.open_table($def).map_err(|e| e.to_string())?;
+            let mut out = Vec::new();
+            for row in table.iter().map_err(|e| e.to_string())? {
+                let ($k, $v) = row.map_err(|e| e.to_string())?;
+                let ($k, $v) = ($k.value(), $v.value());
+                out.push($row);
+            }
+            out
+        }};
+    }
+    let compare = |name: &str, want: Vec<String>, got: Vec<String>| {
+        if want == got {
+            Ok(())
+        } else {
+            Err(format!("{name}: from state {want:?}, in the table {got:?}"))
+        }
+    };
+    fn strings<T: std::fmt::Debug>(rows: impl IntoIterator<Item = T>) -> Vec<String> {
+        rows.into_iter().map(|row| format!("{row:?}")).collect()
+    }
+    compare(
+        "by_status",
+        strings(by_status),
+        strings(actual!(BY_STATUS, |k, _v| k)),
+    )?;
+    compare(
+        "by_source",
+        strings(by_source),
+        strings(actual!(BY_SOURCE, |k, _v| (k.0.to_owned(), k.1, k.2))),
+    )?;
+    compare(
+        "by_type",
+        strings(by_type),
+        strings(actual!(BY_TYPE, |k, _v| (
+            k.0.to_owned(),
+            k.1.to_owned(),
+            k.2,
+            k.3
+        ))),
+    )?;
+    compare(
+        "pending_since",
+        strings(pending),
+        strings(actual!(PENDING_SINCE, |k, _v| (k.0.to_owned(), k.1, k.2))),
+    )?;
+    compare(
+        "counts",
+        strings(counts),
+        strings(actual!(COUNTS, |k, v| (
+            (k.0.to_owned(), k.1.to_owned(), k.2),
+            v
+        ))),
+    )
+}
