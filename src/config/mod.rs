@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use crate::standard_webhooks::StandardKey;
 
 pub use secret::{
@@ -99,7 +101,8 @@ pub struct LogConfig {
     pub format: LogFormat,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     Text,
     Json,
@@ -144,13 +147,21 @@ impl fmt::Debug for SourceName {
     }
 }
 
-/// The provider scheme a source verifies with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The provider scheme a source verifies with. Its names in the file are
+/// [`Kind::as_str`]'s (a test holds serde's to them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Kind {
     Stripe,
     Github,
     Shopify,
     Slack,
+    /// "svix" and "standardwebhooks" are the same scheme under other names.
+    #[serde(
+        alias = "svix",
+        alias = "standardwebhooks",
+        alias = "standard-webhooks"
+    )]
     Standard,
     Paddle,
     Linear,
@@ -188,22 +199,9 @@ impl Kind {
         }
     }
 
+    /// A kind as the config file names it (`send --provider` takes the same names).
     pub fn parse(text: &str) -> Result<Kind, String> {
-        // "svix" and "standardwebhooks" are the same scheme under other names.
-        match text {
-            "svix" | "standardwebhooks" | "standard-webhooks" => return Ok(Kind::Standard),
-            _ => {}
-        }
-        Kind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == text)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
-                format!(
-                    "unknown kind {text:?}: expected one of {}",
-                    names.join(", ")
-                )
-            })
+        parse_name(text)
     }
 }
 
@@ -263,14 +261,16 @@ impl fmt::Display for Locator {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum HmacAlgorithm {
     Sha1,
     Sha256,
     Sha512,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SignatureEncoding {
     Hex,
     Base64,
@@ -360,7 +360,8 @@ pub struct OrderingConfig {
 }
 
 /// What a dead-lettered event does to the later events of its key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum OnDeadLetter {
     /// They go on; the dead one is out of the line.
     Skip,
@@ -411,13 +412,61 @@ impl std::fmt::Display for StatusPattern {
     }
 }
 
-/// A configuration error: names the file (or variable), the key and what is wrong.
+/// A configuration error: names the file (or variable), the line and column
+/// when the TOML parser found it, the key, and what is wrong:
+/// `hookinbox.toml:12:11: source[0].kind: unknown variant …`.
 #[derive(Debug, thiserror::Error)]
-#[error("{origin}: {key}: {message}")]
 pub struct ConfigError {
     pub origin: String,
+    /// Where in the file; `None` for what validation finds (the key says it).
+    pub position: Option<Position>,
+    /// The key path, like `source[0].tolerance`; empty when there is none
+    /// (a syntax error, a file that cannot be read).
     pub key: String,
     pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.origin)?;
+        if let Some(position) = self.position {
+            write!(f, ":{position}")?;
+        }
+        if !self.key.is_empty() {
+            write!(f, ": {}", self.key)?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// A place in a config file, both counted from 1; the column in characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    pub line: usize,
+    pub column: usize,
+}
+
+impl Position {
+    /// The position of byte `offset` of `text`.
+    fn of(text: &str, offset: usize) -> Position {
+        // A span from the parser falls on a character boundary; be safe anyway.
+        let end = (0..=offset.min(text.len()))
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+        let before = &text[..end];
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        Position {
+            line: before.matches('\n').count() + 1,
+            column: before[line_start..].chars().count() + 1,
+        }
+    }
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
 }
 
 /// 1 MiB: larger than any provider's documented payload (Stripe and GitHub
@@ -435,7 +484,8 @@ impl Config {
         let origin = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
             origin: origin.clone(),
-            key: "(file)".into(),
+            position: None,
+            key: String::new(),
             message: format!("cannot read the config file: {e}"),
         })?;
         Config::from_toml(&text, &origin, path.parent(), env)
@@ -448,11 +498,7 @@ impl Config {
         base_dir: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Config, ConfigError> {
-        let mut file: raw::RawConfig = toml::from_str(text).map_err(|e| ConfigError {
-            origin: origin.to_owned(),
-            key: toml_error_key(&e),
-            message: e.message().to_owned(),
-        })?;
+        let mut file = raw::parse(text, origin)?;
         raw::apply_env(&mut file, env)?;
         raw::validate(file, origin, base_dir, env)
     }
@@ -467,16 +513,18 @@ impl Config {
     }
 }
 
+/// One of the names a serde enum of the file takes (`"json"`, `"stripe"`),
+/// with the same error as in the file: "unknown variant `x`, expected …".
+fn parse_name<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    use serde::de::IntoDeserializer;
+    let text: serde::de::value::StrDeserializer<'_, serde::de::value::Error> =
+        text.into_deserializer();
+    T::deserialize(text).map_err(|e| e.to_string())
+}
+
 /// The environment of this process, for [`Config::load`].
 pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
-}
-
-fn toml_error_key(error: &toml::de::Error) -> String {
-    match error.span() {
-        Some(span) => format!("at byte {}..{}", span.start, span.end),
-        None => "(syntax)".into(),
-    }
 }
 
 /// A URL as it may be shown in `config check`, a log line or the admin API:
@@ -598,7 +646,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("source[0].kind") && err.contains("unknown kind"),
+            err.contains("source[0].kind") && err.contains("unknown variant `paypal`"),
             "{err}"
         );
 
@@ -616,9 +664,69 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.starts_with("f.toml: ") && err.contains("bogus"),
+            err.starts_with("f.toml:3:1: ") && err.contains("bogus"),
             "{err}"
         );
+    }
+
+    /// What serde finds (a syntax error, a value of the wrong type, a name
+    /// that is not one of a key's names) is reported at its line and column
+    /// and, but for syntax, with the key's path; the message names the bad
+    /// value and what the key takes.
+    #[test]
+    fn toml_errors_name_the_line_column_and_key() {
+        let error = |text: &str| {
+            Config::from_toml(text, "f.toml", None, &no_env)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            error("[server]\nlisten = \"127.0.0.1:1\"\nmax_connections = \"many\"\n"),
+            "f.toml:3:19: server.max_connections: invalid type: string \"many\", expected u64"
+        );
+        assert_eq!(
+            error(
+                "[[source]]\nname = \"a\"\nkind = \"github\"\nsecret = \"x\"\n\n\
+                 [[source]]\nname = \"b\"\nkind = \"paypal\"\n"
+            ),
+            "f.toml:8:8: source[1].kind: unknown variant `paypal`, expected one of \
+             `stripe`, `github`, `shopify`, `slack`, `standard`, `standard-webhooks`, \
+             `standardwebhooks`, `svix`, `paddle`, `linear`, `twilio`, `gitlab`, `hmac`"
+        );
+        // The column counts characters, not bytes.
+        assert_eq!(
+            error("[log] # journal → ☃\nformat = \"xml\"\n"),
+            "f.toml:2:10: log.format: unknown variant `xml`, expected `text` or `json`"
+        );
+        // In a list, toml's position is the list's; the path names the item.
+        assert_eq!(
+            error("[[source]]\nname = \"s\"\nretry_statuses = [429, true]\n"),
+            "f.toml:3:18: source[0].retry_statuses[1]: expected a status code like 429 or a class like \"5xx\""
+        );
+        assert_eq!(
+            error("[server\nlisten = 1\n"),
+            "f.toml:1:8: unclosed table, expected `]`"
+        );
+        // A variable's bad value names the variable, with the same message.
+        let env = |name: &str| (name == "HOOKINBOX_LOG_FORMAT").then(|| "xml".to_owned());
+        assert_eq!(
+            Config::embedded(&env).unwrap_err().to_string(),
+            "environment: HOOKINBOX_LOG_FORMAT: unknown variant `xml`, expected `text` or `json`"
+        );
+    }
+
+    /// The file names a kind as `Kind::as_str` does (which logs and metric
+    /// labels use), so serde's names cannot drift from it.
+    #[test]
+    fn every_kind_is_named_in_the_file_as_as_str_names_it() {
+        for kind in Kind::ALL {
+            assert_eq!(Kind::parse(kind.as_str()), Ok(kind));
+            assert_eq!(
+                toml::Value::try_from(kind).unwrap().as_str(),
+                Some(kind.as_str())
+            );
+        }
+        assert_eq!(Kind::parse("svix"), Ok(Kind::Standard));
     }
 
     #[test]

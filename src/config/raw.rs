@@ -1,6 +1,11 @@
 //! The config file as written (serde, every field optional) and its
 //! validation into the typed [`Config`](super::Config).
+//!
+//! serde checks what a type can say: a value of the wrong type, an unknown
+//! key, a name that is not one of a key's names (`kind`, `log.format`, …).
+//! Those errors carry the line, the column and the key path ([`parse`]).
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -9,8 +14,8 @@ use serde::Deserialize;
 use super::{
     AdminConfig, AlertConfig, Config, ConfigError, DEFAULT_MAX_BODY, DeliveryConfig, HmacAlgorithm,
     HmacSpec, Kind, Locator, LogConfig, LogFormat, OnDeadLetter, OrderingConfig, PayloadPart,
-    RetentionConfig, Secret, ServerConfig, SignatureEncoding, SourceConfig, SourceName,
-    StatusPattern, parse_duration, parse_size,
+    Position, RetentionConfig, Secret, ServerConfig, SignatureEncoding, SourceConfig, SourceName,
+    StatusPattern, parse_duration, parse_name, parse_size,
 };
 use crate::standard_webhooks::StandardKey;
 
@@ -76,18 +81,21 @@ struct RawRetention {
 #[serde(deny_unknown_fields)]
 struct RawLog {
     level: Option<String>,
-    format: Option<String>,
+    format: Option<LogFormat>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "expected a size: a number of bytes, or a string like \"512KiB\" or \"1MiB\""
+)]
 enum RawSize {
     Bytes(u64),
     Text(String),
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "expected a string or a list of strings")]
 enum OneOrMany {
     One(String),
     Many(Vec<String>),
@@ -103,7 +111,10 @@ impl OneOrMany {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "expected a status code like 429 or a class like \"5xx\""
+)]
 enum CodeOrText {
     Code(u16),
     Text(String),
@@ -113,7 +124,7 @@ enum CodeOrText {
 #[serde(deny_unknown_fields)]
 struct RawSource {
     name: Option<String>,
-    kind: Option<String>,
+    kind: Option<Kind>,
     secret: Option<String>,
     secrets: Option<Vec<String>>,
     secret_env: Option<String>,
@@ -144,53 +155,78 @@ struct RawSource {
     breaker_failures: Option<u32>,
     breaker_cooldown: Option<String>,
     ordering_key: Option<String>,
-    ordering_on_dead_letter: Option<String>,
+    ordering_on_dead_letter: Option<OnDeadLetter>,
     signature_header: Option<String>,
-    algorithm: Option<String>,
-    encoding: Option<String>,
+    algorithm: Option<HmacAlgorithm>,
+    encoding: Option<SignatureEncoding>,
     prefix: Option<String>,
     signed_payload: Option<String>,
     timestamp_header: Option<String>,
 }
 
-/// The `HOOKINBOX_*` variables and the `[server]`/`[log]` keys they override.
-const ENV_OVERRIDES: [&str; 5] = [
-    "HOOKINBOX_LISTEN",
-    "HOOKINBOX_ADMIN_LISTEN",
-    "HOOKINBOX_DATA_DIR",
-    "HOOKINBOX_LOG_LEVEL",
-    "HOOKINBOX_LOG_FORMAT",
-];
+/// Parses the file. A TOML syntax error, a value of the wrong type, an
+/// unknown key or a name that is not one of a key's names is reported with
+/// its line and column, and (but for syntax) the key's path: toml's error
+/// carries the span, `serde_path_to_error` the path (`source[1].kind`).
+pub fn parse(text: &str, origin: &str) -> Result<RawConfig, ConfigError> {
+    let located = |error: toml::de::Error, key: String| ConfigError {
+        origin: origin.to_owned(),
+        position: error.span().map(|span| Position::of(text, span.start)),
+        key,
+        message: error.message().trim_end().replace('\n', "; "),
+    };
+    let document = toml::de::Deserializer::parse(text).map_err(|e| located(e, String::new()))?;
+    serde_path_to_error::deserialize(document).map_err(|e| {
+        // "." is the path of the document itself.
+        let key = Some(e.path().to_string()).filter(|p| p != ".");
+        located(e.into_inner(), key.unwrap_or_default())
+    })
+}
 
+/// Applies the `HOOKINBOX_*` variables, each of which overrides one
+/// `[server]` or `[log]` key. Errors name the variable, not the file.
 pub fn apply_env(
     raw: &mut RawConfig,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(), ConfigError> {
-    for name in ENV_OVERRIDES {
-        let Some(value) = env(name) else { continue };
-        if value.trim().is_empty() {
-            return Err(ConfigError {
-                origin: "environment".into(),
-                key: name.into(),
-                message: "is set but empty; unset it or give it a value".into(),
-            });
+    let err = |name: &str, message: String| ConfigError {
+        origin: "environment".into(),
+        position: None,
+        key: name.into(),
+        message,
+    };
+    let var = |name: &str| match env(name) {
+        Some(value) if value.trim().is_empty() => Err(err(
+            name,
+            "is set but empty; unset it or give it a value".into(),
+        )),
+        value => Ok(value),
+    };
+    let address = |name: &str| {
+        let value = var(name)?;
+        match &value {
+            Some(text) if text.parse::<SocketAddr>().is_err() => Err(err(
+                name,
+                format!("{text:?} is not an address like 127.0.0.1:8080"),
+            )),
+            _ => Ok(value),
         }
-        let slot = match name {
-            "HOOKINBOX_LISTEN" => &mut raw.server.listen,
-            "HOOKINBOX_ADMIN_LISTEN" => &mut raw.server.admin_listen,
-            "HOOKINBOX_DATA_DIR" => &mut raw.server.data_dir,
-            "HOOKINBOX_LOG_LEVEL" => &mut raw.log.level,
-            _ => &mut raw.log.format,
-        };
-        // Check the address here so the error names the variable, not the file.
-        if name.ends_with("LISTEN") && value.parse::<std::net::SocketAddr>().is_err() {
-            return Err(ConfigError {
-                origin: "environment".into(),
-                key: name.into(),
-                message: format!("{value:?} is not an address like 127.0.0.1:8080"),
-            });
-        }
-        *slot = Some(value);
+    };
+    if let Some(value) = address("HOOKINBOX_LISTEN")? {
+        raw.server.listen = Some(value);
+    }
+    if let Some(value) = address("HOOKINBOX_ADMIN_LISTEN")? {
+        raw.server.admin_listen = Some(value);
+    }
+    if let Some(value) = var("HOOKINBOX_DATA_DIR")? {
+        raw.server.data_dir = Some(value);
+    }
+    if let Some(value) = var("HOOKINBOX_LOG_LEVEL")? {
+        raw.log.level = Some(value);
+    }
+    if let Some(value) = var("HOOKINBOX_LOG_FORMAT")? {
+        let format = parse_name(&value).map_err(|m| err("HOOKINBOX_LOG_FORMAT", m))?;
+        raw.log.format = Some(format);
     }
     Ok(())
 }
@@ -228,6 +264,7 @@ impl Ctx<'_> {
     fn err(&self, key: impl Into<String>, message: impl Into<String>) -> ConfigError {
         ConfigError {
             origin: self.origin.to_owned(),
+            position: None,
             key: key.into(),
             message: message.into(),
         }
@@ -413,16 +450,7 @@ pub fn validate(
 
     let log = LogConfig {
         level: raw.log.level.unwrap_or_else(|| "info".into()),
-        format: match raw.log.format.as_deref().unwrap_or("text") {
-            "text" => LogFormat::Text,
-            "json" => LogFormat::Json,
-            other => {
-                return Err(cx.err(
-                    "log.format",
-                    format!("{other:?}: expected \"text\" or \"json\""),
-                ));
-            }
-        },
+        format: raw.log.format.unwrap_or(LogFormat::Text),
     };
 
     let admin = validate_admin(&cx, &raw.admin, base_dir, env, &mut warnings)?;
@@ -579,11 +607,7 @@ fn validate_source(
         .as_deref()
         .ok_or_else(|| cx.err(key("name"), "is required"))?;
     let name = SourceName::parse(name).map_err(|m| cx.err(key("name"), m))?;
-    let kind = rs
-        .kind
-        .as_deref()
-        .ok_or_else(|| cx.err(key("kind"), "is required"))?;
-    let kind = Kind::parse(kind).map_err(|m| cx.err(key("kind"), m))?;
+    let kind = rs.kind.ok_or_else(|| cx.err(key("kind"), "is required"))?;
 
     let mut secrets = Vec::new();
     if let Some(path) = &rs.secret_file {
@@ -923,16 +947,7 @@ fn validate_delivery(
     if breaker_failures == 0 {
         return Err(cx.err(key("breaker_failures"), "must be at least 1"));
     }
-    let on_dead_letter = match rs.ordering_on_dead_letter.as_deref() {
-        None | Some("skip") => OnDeadLetter::Skip,
-        Some("block") => OnDeadLetter::Block,
-        Some(other) => {
-            return Err(cx.err(
-                key("ordering_on_dead_letter"),
-                format!("{other:?}: expected \"skip\" or \"block\""),
-            ));
-        }
-    };
+    let on_dead_letter = rs.ordering_on_dead_letter.unwrap_or(OnDeadLetter::Skip);
     let ordering = match rs.ordering_key.take() {
         Some(pointer) if pointer.starts_with('/') => Some(OrderingConfig {
             pointer,
@@ -986,27 +1001,8 @@ fn validate_hmac(cx: &Ctx<'_>, i: usize, rs: &RawSource) -> Result<HmacSpec, Con
         .as_deref()
         .ok_or_else(|| cx.err(key("signature_header"), "is required for kind = \"hmac\""))?;
     let signature_header = header("signature_header", signature_header)?;
-    let algorithm = match rs.algorithm.as_deref().unwrap_or("sha256") {
-        "sha1" => HmacAlgorithm::Sha1,
-        "sha256" => HmacAlgorithm::Sha256,
-        "sha512" => HmacAlgorithm::Sha512,
-        other => {
-            return Err(cx.err(
-                key("algorithm"),
-                format!("{other:?}: expected sha1, sha256 or sha512"),
-            ));
-        }
-    };
-    let encoding = match rs.encoding.as_deref().unwrap_or("hex") {
-        "hex" => SignatureEncoding::Hex,
-        "base64" => SignatureEncoding::Base64,
-        other => {
-            return Err(cx.err(
-                key("encoding"),
-                format!("{other:?}: expected hex or base64"),
-            ));
-        }
-    };
+    let algorithm = rs.algorithm.unwrap_or(HmacAlgorithm::Sha256);
+    let encoding = rs.encoding.unwrap_or(SignatureEncoding::Hex);
     let timestamp_header = rs
         .timestamp_header
         .as_deref()
