@@ -1,9 +1,13 @@
-//! The config file as written (serde, every field optional) and its
-//! validation into the typed [`Config`](super::Config).
+//! The config file as written (serde structs; a key left out is `None`),
+//! what a key left out means ([`default`]: every default, in one place), the
+//! `HOOKINBOX_*` variables that override keys, and the validation of all of
+//! it into the typed [`Config`](super::Config).
 //!
 //! serde checks what a type can say: a value of the wrong type, an unknown
 //! key, a name that is not one of a key's names (`kind`, `log.format`, …).
 //! Those errors carry the line, the column and the key path ([`parse`]).
+//! Everything else (durations, sizes, addresses, URLs, header names, which
+//! keys go together) is checked by [`validate`], whose errors name the key.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -12,9 +16,9 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::{
-    AdminConfig, AlertConfig, Config, ConfigError, DEFAULT_MAX_BODY, DeliveryConfig, HmacAlgorithm,
-    HmacSpec, Kind, Locator, LogConfig, LogFormat, OnDeadLetter, OrderingConfig, PayloadPart,
-    Position, RetentionConfig, Secret, ServerConfig, SignatureEncoding, SourceConfig, SourceName,
+    AdminConfig, AlertConfig, Config, ConfigError, DeliveryConfig, HmacAlgorithm, HmacSpec, Kind,
+    Locator, LogConfig, LogFormat, OnDeadLetter, OrderingConfig, PayloadPart, Position,
+    RetentionConfig, Secret, ServerConfig, SignatureEncoding, SourceConfig, SourceName,
     StatusPattern, parse_duration, parse_name, parse_size,
 };
 use crate::standard_webhooks::StandardKey;
@@ -101,15 +105,6 @@ enum OneOrMany {
     Many(Vec<String>),
 }
 
-impl OneOrMany {
-    fn into_vec(self) -> Vec<String> {
-        match self {
-            OneOrMany::One(s) => vec![s],
-            OneOrMany::Many(v) => v,
-        }
-    }
-}
-
 #[derive(Debug, Deserialize)]
 #[serde(
     untagged,
@@ -129,8 +124,7 @@ struct RawSource {
     secrets: Option<Vec<String>>,
     secret_env: Option<String>,
     secret_file: Option<String>,
-    #[serde(default)]
-    generate_secret: bool,
+    generate_secret: Option<bool>,
     tolerance: Option<String>,
     max_body: Option<RawSize>,
     event_id: Option<OneOrMany>,
@@ -162,6 +156,66 @@ struct RawSource {
     prefix: Option<String>,
     signed_payload: Option<String>,
     timestamp_header: Option<String>,
+}
+
+/// What a key left out means: every default of the file format, here and
+/// nowhere else. `default.toml` tells operators the same values (and why),
+/// and the test `default_toml_shows_the_defaults_of_the_code` holds the two
+/// equal. Durations are text, parsed and bounded like a written value.
+mod default {
+    use super::super::{
+        DEFAULT_MAX_BODY, HmacAlgorithm, LogFormat, OnDeadLetter, SignatureEncoding, StatusPattern,
+    };
+
+    pub const LISTEN: &str = "127.0.0.1:8080";
+    pub const ADMIN_LISTEN: &str = "127.0.0.1:8081";
+    pub const DATA_DIR: &str = "./hookinbox-data";
+    pub const HEADER_READ_TIMEOUT: &str = "10s";
+    pub const BODY_READ_TIMEOUT: &str = "30s";
+    pub const SHUTDOWN_TIMEOUT: &str = "30s";
+    pub const MAX_CONNECTIONS: u64 = 1024;
+    pub const MAX_BUFFERED_BODY: usize = 64 << 20;
+
+    pub const DEDUPE_TTL: &str = "30d";
+    pub const PAYLOAD_TTL: &str = "7d";
+    pub const DLQ_TTL: &str = "30d";
+    pub const SWEEP_INTERVAL: &str = "1m";
+
+    pub const LOG_LEVEL: &str = "info";
+    pub const LOG_FORMAT: LogFormat = LogFormat::Text;
+
+    pub const DLQ_THRESHOLD: u64 = 0;
+    pub const PENDING_AGE: &str = "1h";
+    pub const MIN_INTERVAL: &str = "15m";
+    pub const CHECK_INTERVAL: &str = "30s";
+
+    pub const GENERATE_SECRET: bool = false;
+    pub const MAX_BODY: usize = DEFAULT_MAX_BODY;
+
+    pub const FORWARD_HEADERS: [&str; 0] = [];
+    pub const CONNECT_TIMEOUT: &str = "5s";
+    pub const TIMEOUT: &str = "30s";
+    pub const INITIAL_INTERVAL: &str = "5s";
+    pub const MAX_INTERVAL: &str = "1h";
+    pub const MAX_ATTEMPTS: u32 = 12;
+    pub const MAX_AGE: &str = "3d";
+    /// The answers that say "try again later"; any other non-2xx is final.
+    pub const RETRY_STATUSES: [StatusPattern; 4] = [
+        StatusPattern::Code(408),
+        StatusPattern::Code(425),
+        StatusPattern::Code(429),
+        StatusPattern::Class(5),
+    ];
+    pub const MAX_CONCURRENCY: usize = 8;
+    pub const PAUSED: bool = false;
+    pub const BREAKER_FAILURES: u32 = 5;
+    pub const BREAKER_COOLDOWN: &str = "30s";
+    pub const ORDERING_ON_DEAD_LETTER: OnDeadLetter = OnDeadLetter::Skip;
+
+    pub const ALGORITHM: HmacAlgorithm = HmacAlgorithm::Sha256;
+    pub const ENCODING: SignatureEncoding = SignatureEncoding::Hex;
+    pub const PREFIX: &str = "";
+    pub const SIGNED_PAYLOAD: &str = "{body}";
 }
 
 /// Parses the file. A TOML syntax error, a value of the wrong type, an
@@ -235,29 +289,43 @@ pub fn apply_env(
 /// sensible setting, so it refuses only typos and absurd values, which would
 /// otherwise pass `config check` and then overflow the time arithmetic
 /// (`Instant + Duration` panics) on every connection or in the scheduler.
-///
-/// 1 h for a timeout: an HTTP exchange (a request head or body, a delivery
-/// attempt) or a graceful shutdown still running after an hour is hung, not
-/// slow; systemd's default stop timeout is 90 s.
-const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
-/// 1 day for a signature's timestamp tolerance: providers use seconds to
-/// minutes, and a day-long window already lets a captured request be replayed
-/// all day.
-const MAX_TOLERANCE: Duration = Duration::from_secs(86_400);
-/// 1 day for how often something is looked at (the sweep, the alert check) or
-/// how long an open circuit waits for its probe: less than daily, and nobody
-/// sees it happen.
-const MAX_INTERVAL: Duration = Duration::from_secs(86_400);
-/// 7 days for a wait between retries and for the repeat window of an alert:
-/// longer outlives every provider's own retry schedule and any on-call week.
-const MAX_RETRY_INTERVAL: Duration = Duration::from_secs(7 * 86_400);
-/// 10 years (humantime's "10y") for a retention or an age: longer than the
-/// legal retention periods we know, and far from overflowing the `u64`
-/// millisecond timestamps the store adds it to.
-const MAX_AGE: Duration = Duration::from_secs(315_576_000);
+mod longest {
+    use std::time::Duration;
 
+    /// 1 h for a timeout: an HTTP exchange (a request head or body, a
+    /// delivery attempt) or a graceful shutdown still running after an hour
+    /// is hung, not slow; systemd's default stop timeout is 90 s.
+    pub const TIMEOUT: Duration = Duration::from_secs(3600);
+    /// 1 day for a signature's timestamp tolerance: providers use seconds to
+    /// minutes, and a day-long window already lets a captured request be
+    /// replayed all day.
+    pub const TOLERANCE: Duration = Duration::from_secs(86_400);
+    /// 1 day for how often something is looked at (the sweep, the alert
+    /// check) or how long an open circuit waits for its probe: less than
+    /// daily, and nobody sees it happen.
+    pub const INTERVAL: Duration = Duration::from_secs(86_400);
+    /// 7 days for a wait between retries and for the repeat window of an
+    /// alert: longer outlives every provider's own retry schedule and any
+    /// on-call week.
+    pub const RETRY_INTERVAL: Duration = Duration::from_secs(7 * 86_400);
+    /// 10 years (humantime's "10y") for a retention or an age: longer than
+    /// the legal retention periods we know, and far from overflowing the
+    /// `u64` millisecond timestamps the store adds it to.
+    pub const AGE: Duration = Duration::from_secs(315_576_000);
+}
+
+/// Past this, one process runs out of file descriptors long before.
+const MAX_CONNECTIONS_LIMIT: u64 = 1_000_000;
+
+/// What validation needs beside the raw config, and the warnings it finds.
 struct Ctx<'a> {
+    /// Where the config came from, for messages.
     origin: &'a str,
+    /// The config file's directory: relative paths in it are resolved
+    /// against it.
+    base_dir: Option<&'a Path>,
+    env: &'a dyn Fn(&str) -> Option<String>,
+    warnings: Vec<String>,
 }
 
 impl Ctx<'_> {
@@ -270,24 +338,40 @@ impl Ctx<'_> {
         }
     }
 
-    /// `value` (or `default`) as a duration no longer than `max`.
+    /// `value` (or `default`) as a duration no longer than `longest`.
     fn duration(
         &self,
         key: &str,
         value: Option<&str>,
         default: &str,
-        max: Duration,
+        longest: Duration,
     ) -> Result<Duration, ConfigError> {
         let text = value.unwrap_or(default);
         let d = parse_duration(text).map_err(|m| self.err(key, m))?;
-        if d > max {
+        if d > longest {
             return Err(self.err(
                 key,
                 format!(
                     "{text:?} is longer than the maximum of {} for this key",
-                    humantime::format_duration(max)
+                    humantime::format_duration(longest)
                 ),
             ));
+        }
+        Ok(d)
+    }
+
+    /// [`Ctx::duration`] for a key that 0 makes meaningless (an interval, a
+    /// wait, an attempt's timeout).
+    fn positive_duration(
+        &self,
+        key: &str,
+        value: Option<&str>,
+        default: &str,
+        longest: Duration,
+    ) -> Result<Duration, ConfigError> {
+        let d = self.duration(key, value, default, longest)?;
+        if d.is_zero() {
+            return Err(self.err(key, "must be longer than 0s"));
         }
         Ok(d)
     }
@@ -311,14 +395,17 @@ impl Ctx<'_> {
         }
         Ok(bytes)
     }
-}
 
-/// Default of `server.max_connections`: see default.toml.
-const DEFAULT_MAX_CONNECTIONS: usize = 1024;
-/// Default of `server.max_buffered_body`: see default.toml.
-const DEFAULT_MAX_BUFFERED_BODY: usize = 64 << 20;
-/// Past this, one process runs out of file descriptors long before.
-const MAX_CONNECTIONS_LIMIT: u64 = 1_000_000;
+    /// A path as written in the config: relative ones are relative to the
+    /// config file.
+    fn path(&self, path: &str) -> PathBuf {
+        let path = Path::new(path);
+        match self.base_dir {
+            Some(dir) if path.is_relative() => dir.join(path),
+            _ => path.to_path_buf(),
+        }
+    }
+}
 
 pub fn validate(
     raw: RawConfig,
@@ -326,175 +413,27 @@ pub fn validate(
     base_dir: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Config, ConfigError> {
-    let cx = Ctx { origin };
-    let mut warnings = Vec::new();
-
-    let addr = |key: &str, value: Option<&str>, default: &str| {
-        let text = value.unwrap_or(default);
-        text.parse().map_err(|_| {
-            cx.err(
-                key,
-                format!("{text:?} is not an address like 127.0.0.1:8080"),
-            )
-        })
+    let mut cx = Ctx {
+        origin,
+        base_dir,
+        env,
+        warnings: Vec::new(),
     };
-    let s = &raw.server;
-    let max_connections = match s.max_connections {
-        None => DEFAULT_MAX_CONNECTIONS,
-        Some(n @ 1..=MAX_CONNECTIONS_LIMIT) => n as usize,
-        Some(n) => {
-            return Err(cx.err(
-                "server.max_connections",
-                format!("{n} is not between 1 and {MAX_CONNECTIONS_LIMIT}"),
-            ));
-        }
-    };
-    let max_buffered_body = cx.size(
-        "server.max_buffered_body",
-        raw.server.max_buffered_body.clone(),
-        DEFAULT_MAX_BUFFERED_BODY,
-    )?;
-    let tls = match (&s.tls_cert_file, &s.tls_key_file) {
-        (None, None) => None,
-        (Some(cert), Some(key)) => {
-            let files = crate::tls::TlsFiles {
-                cert: resolve(base_dir, cert),
-                key: resolve(base_dir, key),
-            };
-            // Read now: a wrong path or a key that does not match is a
-            // config error, not a listener that cannot handshake.
-            files
-                .load()
-                .map_err(|e| cx.err("server.tls_cert_file", e.to_string()))?;
-            Some(files)
-        }
-        (Some(_), None) => {
-            return Err(cx.err(
-                "server.tls_key_file",
-                "is required with server.tls_cert_file",
-            ));
-        }
-        (None, Some(_)) => {
-            return Err(cx.err(
-                "server.tls_cert_file",
-                "is required with server.tls_key_file",
-            ));
-        }
-    };
-    let server = ServerConfig {
-        listen: addr("server.listen", s.listen.as_deref(), "127.0.0.1:8080")?,
-        admin_listen: addr(
-            "server.admin_listen",
-            s.admin_listen.as_deref(),
-            "127.0.0.1:8081",
-        )?,
-        data_dir: PathBuf::from(s.data_dir.as_deref().unwrap_or("./hookinbox-data")),
-        header_read_timeout: cx.duration(
-            "server.header_read_timeout",
-            s.header_read_timeout.as_deref(),
-            "10s",
-            MAX_TIMEOUT,
-        )?,
-        body_read_timeout: cx.duration(
-            "server.body_read_timeout",
-            s.body_read_timeout.as_deref(),
-            "30s",
-            MAX_TIMEOUT,
-        )?,
-        shutdown_timeout: cx.duration(
-            "server.shutdown_timeout",
-            s.shutdown_timeout.as_deref(),
-            "30s",
-            MAX_TIMEOUT,
-        )?,
-        max_connections,
-        max_buffered_body,
-        tls,
-    };
-    if server.listen == server.admin_listen && server.listen.port() != 0 {
-        return Err(cx.err("server.admin_listen", "must differ from server.listen"));
-    }
-    // Allowed (behind a firewall or a VPN it is useful), but said out loud.
-    if !server.admin_listen.ip().is_loopback() {
-        warnings.push(format!(
-            "{}: server.admin_listen (HOOKINBOX_ADMIN_LISTEN) {} is reachable from other hosts: the admin token is then the only guard of the admin API (every payload, replay, backup); keep it on 127.0.0.1 unless a firewall or VPN stands in front",
-            cx.origin, server.admin_listen
-        ));
-    }
-
-    let r = &raw.retention;
-    let retention = RetentionConfig {
-        dedupe_ttl: cx.duration(
-            "retention.dedupe_ttl",
-            r.dedupe_ttl.as_deref(),
-            "30d",
-            MAX_AGE,
-        )?,
-        payload_ttl: cx.duration(
-            "retention.payload_ttl",
-            r.payload_ttl.as_deref(),
-            "7d",
-            MAX_AGE,
-        )?,
-        dlq_ttl: cx.duration("retention.dlq_ttl", r.dlq_ttl.as_deref(), "30d", MAX_AGE)?,
-        sweep_interval: cx.duration(
-            "retention.sweep_interval",
-            r.sweep_interval.as_deref(),
-            "1m",
-            MAX_INTERVAL,
-        )?,
-    };
-    if retention.sweep_interval.is_zero() {
-        return Err(cx.err("retention.sweep_interval", "must be longer than 0s"));
-    }
-
+    let server = validate_server(&mut cx, raw.server)?;
+    let retention = validate_retention(&cx, raw.retention)?;
     let log = LogConfig {
-        level: raw.log.level.unwrap_or_else(|| "info".into()),
-        format: raw.log.format.unwrap_or(LogFormat::Text),
+        level: raw
+            .log
+            .level
+            .unwrap_or_else(|| default::LOG_LEVEL.to_owned()),
+        format: raw.log.format.unwrap_or(default::LOG_FORMAT),
     };
-
-    let admin = validate_admin(&cx, &raw.admin, base_dir, env, &mut warnings)?;
-    let alerts = match &raw.alerts {
-        None => None,
-        Some(ra) => {
-            let text = ra
-                .url
-                .as_deref()
-                .ok_or_else(|| cx.err("alerts.url", "is required in [alerts]"))?;
-            let url = reqwest::Url::parse(text)
-                .ok()
-                .filter(|u| matches!(u.scheme(), "http" | "https"))
-                .ok_or_else(|| cx.err("alerts.url", "must be an http(s) URL"))?;
-            let positive = |key: &str, v: &Option<String>, default: &str, max: Duration| {
-                let d = cx.duration(key, v.as_deref(), default, max)?;
-                if d.is_zero() {
-                    return Err(cx.err(key, "must be longer than 0s"));
-                }
-                Ok(d)
-            };
-            Some(AlertConfig {
-                url,
-                dlq_threshold: ra.dlq_threshold.unwrap_or(0),
-                pending_age: positive("alerts.pending_age", &ra.pending_age, "1h", MAX_AGE)?,
-                min_interval: positive(
-                    "alerts.min_interval",
-                    &ra.min_interval,
-                    "15m",
-                    MAX_RETRY_INTERVAL,
-                )?,
-                check_interval: positive(
-                    "alerts.check_interval",
-                    &ra.check_interval,
-                    "30s",
-                    MAX_INTERVAL,
-                )?,
-            })
-        }
-    };
+    let admin = validate_admin(&mut cx, raw.admin)?;
+    let alerts = raw.alerts.map(|ra| validate_alerts(&cx, ra)).transpose()?;
 
     let mut sources: Vec<SourceConfig> = Vec::new();
     for (i, rs) in raw.source.into_iter().enumerate() {
-        let source = validate_source(&cx, i, rs, base_dir, env, &mut warnings)?;
+        let source = validate_source(&mut cx, i, rs)?;
         if sources.iter().any(|s| s.name == source.name) {
             return Err(cx.err(
                 format!("source[{i}].name"),
@@ -530,19 +469,160 @@ pub fn validate(
         admin,
         alerts,
         sources,
-        warnings,
+        warnings: cx.warnings,
+    })
+}
+
+fn validate_server(cx: &mut Ctx<'_>, s: RawServer) -> Result<ServerConfig, ConfigError> {
+    let addr = |key: &str, value: Option<&str>, default: &str| {
+        let text = value.unwrap_or(default);
+        text.parse().map_err(|_| {
+            cx.err(
+                key,
+                format!("{text:?} is not an address like 127.0.0.1:8080"),
+            )
+        })
+    };
+    let max_connections = match s.max_connections.unwrap_or(default::MAX_CONNECTIONS) {
+        n @ 1..=MAX_CONNECTIONS_LIMIT => n as usize,
+        n => {
+            return Err(cx.err(
+                "server.max_connections",
+                format!("{n} is not between 1 and {MAX_CONNECTIONS_LIMIT}"),
+            ));
+        }
+    };
+    let max_buffered_body = cx.size(
+        "server.max_buffered_body",
+        s.max_buffered_body,
+        default::MAX_BUFFERED_BODY,
+    )?;
+    let tls = match (&s.tls_cert_file, &s.tls_key_file) {
+        (None, None) => None,
+        (Some(cert), Some(key)) => {
+            let files = crate::tls::TlsFiles {
+                cert: cx.path(cert),
+                key: cx.path(key),
+            };
+            // Read now: a wrong path or a key that does not match is a
+            // config error, not a listener that cannot handshake.
+            files
+                .load()
+                .map_err(|e| cx.err("server.tls_cert_file", e.to_string()))?;
+            Some(files)
+        }
+        (Some(_), None) => {
+            return Err(cx.err(
+                "server.tls_key_file",
+                "is required with server.tls_cert_file",
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(cx.err(
+                "server.tls_cert_file",
+                "is required with server.tls_key_file",
+            ));
+        }
+    };
+    let timeout = |key: &str, value: &Option<String>, default: &str| {
+        cx.duration(key, value.as_deref(), default, longest::TIMEOUT)
+    };
+    let server = ServerConfig {
+        listen: addr("server.listen", s.listen.as_deref(), default::LISTEN)?,
+        admin_listen: addr(
+            "server.admin_listen",
+            s.admin_listen.as_deref(),
+            default::ADMIN_LISTEN,
+        )?,
+        data_dir: PathBuf::from(s.data_dir.as_deref().unwrap_or(default::DATA_DIR)),
+        header_read_timeout: timeout(
+            "server.header_read_timeout",
+            &s.header_read_timeout,
+            default::HEADER_READ_TIMEOUT,
+        )?,
+        body_read_timeout: timeout(
+            "server.body_read_timeout",
+            &s.body_read_timeout,
+            default::BODY_READ_TIMEOUT,
+        )?,
+        shutdown_timeout: timeout(
+            "server.shutdown_timeout",
+            &s.shutdown_timeout,
+            default::SHUTDOWN_TIMEOUT,
+        )?,
+        max_connections,
+        max_buffered_body,
+        tls,
+    };
+    if server.listen == server.admin_listen && server.listen.port() != 0 {
+        return Err(cx.err("server.admin_listen", "must differ from server.listen"));
+    }
+    // Allowed (behind a firewall or a VPN it is useful), but said out loud.
+    if !server.admin_listen.ip().is_loopback() {
+        cx.warnings.push(format!(
+            "{}: server.admin_listen (HOOKINBOX_ADMIN_LISTEN) {} is reachable from other hosts: the admin token is then the only guard of the admin API (every payload, replay, backup); keep it on 127.0.0.1 unless a firewall or VPN stands in front",
+            cx.origin, server.admin_listen
+        ));
+    }
+    Ok(server)
+}
+
+fn validate_retention(cx: &Ctx<'_>, r: RawRetention) -> Result<RetentionConfig, ConfigError> {
+    let age = |key: &str, value: Option<String>, default: &str| {
+        cx.duration(key, value.as_deref(), default, longest::AGE)
+    };
+    Ok(RetentionConfig {
+        dedupe_ttl: age("retention.dedupe_ttl", r.dedupe_ttl, default::DEDUPE_TTL)?,
+        payload_ttl: age("retention.payload_ttl", r.payload_ttl, default::PAYLOAD_TTL)?,
+        dlq_ttl: age("retention.dlq_ttl", r.dlq_ttl, default::DLQ_TTL)?,
+        sweep_interval: cx.positive_duration(
+            "retention.sweep_interval",
+            r.sweep_interval.as_deref(),
+            default::SWEEP_INTERVAL,
+            longest::INTERVAL,
+        )?,
+    })
+}
+
+fn validate_alerts(cx: &Ctx<'_>, ra: RawAlerts) -> Result<AlertConfig, ConfigError> {
+    let text = ra
+        .url
+        .as_deref()
+        .ok_or_else(|| cx.err("alerts.url", "is required in [alerts]"))?;
+    let url = reqwest::Url::parse(text)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .ok_or_else(|| cx.err("alerts.url", "must be an http(s) URL"))?;
+    let positive = |key: &str, value: Option<String>, default: &str, longest: Duration| {
+        cx.positive_duration(key, value.as_deref(), default, longest)
+    };
+    Ok(AlertConfig {
+        url,
+        dlq_threshold: ra.dlq_threshold.unwrap_or(default::DLQ_THRESHOLD),
+        pending_age: positive(
+            "alerts.pending_age",
+            ra.pending_age,
+            default::PENDING_AGE,
+            longest::AGE,
+        )?,
+        min_interval: positive(
+            "alerts.min_interval",
+            ra.min_interval,
+            default::MIN_INTERVAL,
+            longest::RETRY_INTERVAL,
+        )?,
+        check_interval: positive(
+            "alerts.check_interval",
+            ra.check_interval,
+            default::CHECK_INTERVAL,
+            longest::INTERVAL,
+        )?,
     })
 }
 
 /// The admin token: from a file, the environment, or inline (warned); none
 /// means one is generated on first start.
-fn validate_admin(
-    cx: &Ctx<'_>,
-    ra: &RawAdmin,
-    base_dir: Option<&Path>,
-    env: &dyn Fn(&str) -> Option<String>,
-    warnings: &mut Vec<String>,
-) -> Result<AdminConfig, ConfigError> {
+fn validate_admin(cx: &mut Ctx<'_>, ra: RawAdmin) -> Result<AdminConfig, ConfigError> {
     let given = [
         ra.token.is_some(),
         ra.token_env.is_some(),
@@ -555,13 +635,13 @@ fn validate_admin(
         ));
     }
     let token = if let Some(t) = &ra.token {
-        warnings.push(format!(
+        cx.warnings.push(format!(
             "{}: the admin token is inline in the config; prefer admin.token_file or admin.token_env",
             cx.origin
         ));
         Some((t.clone(), "admin.token"))
     } else if let Some(var) = &ra.token_env {
-        let value = env(var).ok_or_else(|| {
+        let value = (cx.env)(var).ok_or_else(|| {
             cx.err(
                 "admin.token_env",
                 format!("environment variable {var} is not set"),
@@ -569,7 +649,7 @@ fn validate_admin(
         })?;
         Some((value, "admin.token_env"))
     } else if let Some(path) = &ra.token_file {
-        let path = resolve(base_dir, path);
+        let path = cx.path(path);
         let text = std::fs::read_to_string(&path).map_err(|e| {
             cx.err(
                 "admin.token_file",
@@ -594,12 +674,9 @@ fn validate_admin(
 }
 
 fn validate_source(
-    cx: &Ctx<'_>,
+    cx: &mut Ctx<'_>,
     i: usize,
     mut rs: RawSource,
-    base_dir: Option<&Path>,
-    env: &dyn Fn(&str) -> Option<String>,
-    warnings: &mut Vec<String>,
 ) -> Result<SourceConfig, ConfigError> {
     let key = |k: &str| format!("source[{i}].{k}");
     let name = rs
@@ -611,7 +688,7 @@ fn validate_source(
 
     let mut secrets = Vec::new();
     if let Some(path) = &rs.secret_file {
-        let path = resolve(base_dir, path);
+        let path = cx.path(path);
         let text = std::fs::read_to_string(&path).map_err(|e| {
             cx.err(
                 key("secret_file"),
@@ -626,7 +703,7 @@ fn validate_source(
         );
     }
     if let Some(var) = &rs.secret_env {
-        let value = env(var).ok_or_else(|| {
+        let value = (cx.env)(var).ok_or_else(|| {
             cx.err(
                 key("secret_env"),
                 format!("environment variable {var} is not set"),
@@ -641,20 +718,21 @@ fn validate_source(
         .chain(rs.secrets.take().into_iter().flatten())
         .collect();
     if !inline.is_empty() {
-        warnings.push(format!(
+        cx.warnings.push(format!(
             "{}: source {:?} has its secret inline in the config; prefer secret_file or secret_env",
             cx.origin,
             name.as_str()
         ));
         secrets.extend(inline.into_iter().map(Secret::new));
     }
-    if rs.generate_secret && !secrets.is_empty() {
+    let generate = rs.generate_secret.unwrap_or(default::GENERATE_SECRET);
+    if generate && !secrets.is_empty() {
         return Err(cx.err(
             key("generate_secret"),
             "cannot be combined with secret, secrets, secret_env or secret_file",
         ));
     }
-    if !rs.generate_secret && secrets.is_empty() {
+    if !generate && secrets.is_empty() {
         return Err(cx.err(
             format!("source[{i}]"),
             "has no secret: set secret_file, secret_env or generate_secret = true",
@@ -667,22 +745,24 @@ fn validate_source(
     let tolerance = rs
         .tolerance
         .as_deref()
-        .map(|t| cx.duration(&key("tolerance"), Some(t), t, MAX_TOLERANCE))
+        .map(|t| cx.duration(&key("tolerance"), Some(t), t, longest::TOLERANCE))
         .transpose()?;
-    let max_body = cx.size(&key("max_body"), rs.max_body.take(), DEFAULT_MAX_BODY)?;
-    let locators =
-        |field: &str, value: Option<OneOrMany>| -> Result<Option<Vec<Locator>>, ConfigError> {
-            let Some(value) = value else { return Ok(None) };
-            let list: Vec<Locator> = value
-                .into_vec()
-                .iter()
-                .map(|t| Locator::parse(t).map_err(|m| cx.err(key(field), m)))
-                .collect::<Result<_, _>>()?;
-            if list.is_empty() {
-                return Err(cx.err(key(field), "must name at least one place"));
-            }
-            Ok(Some(list))
+    let max_body = cx.size(&key("max_body"), rs.max_body.take(), default::MAX_BODY)?;
+    let locators = |field: &str, value: Option<OneOrMany>| {
+        let Some(value) = value else { return Ok(None) };
+        let texts = match value {
+            OneOrMany::One(text) => vec![text],
+            OneOrMany::Many(texts) => texts,
         };
+        let list = texts
+            .iter()
+            .map(|t| Locator::parse(t).map_err(|m| cx.err(key(field), m)))
+            .collect::<Result<Vec<_>, _>>()?;
+        if list.is_empty() {
+            return Err(cx.err(key(field), "must name at least one place"));
+        }
+        Ok(Some(list))
+    };
     let event_id = locators("event_id", rs.event_id.take())?;
     let event_type = locators("event_type", rs.event_type.take())?;
 
@@ -700,7 +780,7 @@ fn validate_source(
         }
         None => None,
     };
-    let delivery = validate_delivery(cx, i, &mut rs, base_dir, env, warnings)?;
+    let delivery = validate_delivery(cx, i, &mut rs)?;
 
     let hmac_keys = [
         ("signature_header", rs.signature_header.is_some()),
@@ -711,7 +791,7 @@ fn validate_source(
         ("timestamp_header", rs.timestamp_header.is_some()),
     ];
     let hmac = if kind == Kind::Hmac {
-        Some(validate_hmac(cx, i, &rs)?)
+        Some(validate_hmac(cx, i, rs)?)
     } else {
         if let Some((k, _)) = hmac_keys.iter().find(|(_, set)| *set) {
             return Err(cx.err(
@@ -732,7 +812,7 @@ fn validate_source(
         name,
         kind,
         secrets,
-        generate_secret: rs.generate_secret,
+        generate_secret: generate,
         tolerance,
         max_body,
         event_id,
@@ -745,12 +825,9 @@ fn validate_source(
 
 /// The delivery keys of `source[i]`: all of them need `destination`.
 fn validate_delivery(
-    cx: &Ctx<'_>,
+    cx: &mut Ctx<'_>,
     i: usize,
     rs: &mut RawSource,
-    base_dir: Option<&Path>,
-    env: &dyn Fn(&str) -> Option<String>,
-    warnings: &mut Vec<String>,
 ) -> Result<Option<DeliveryConfig>, ConfigError> {
     let key = |k: &str| format!("source[{i}].{k}");
     let set = [
@@ -811,20 +888,20 @@ fn validate_delivery(
         ));
     }
     let secret = if let Some(text) = rs.destination_secret.take() {
-        warnings.push(format!(
+        cx.warnings.push(format!(
             "{}: source[{i}] has its destination_secret inline in the config; prefer destination_secret_file or destination_secret_env",
             cx.origin
         ));
         Some(text)
     } else if let Some(var) = &rs.destination_secret_env {
-        Some(env(var).ok_or_else(|| {
+        Some((cx.env)(var).ok_or_else(|| {
             cx.err(
                 key("destination_secret_env"),
                 format!("environment variable {var} is not set"),
             )
         })?)
     } else if let Some(path) = &rs.destination_secret_file {
-        let path = resolve(base_dir, path);
+        let path = cx.path(path);
         let text = std::fs::read_to_string(&path).map_err(|e| {
             cx.err(
                 key("destination_secret_file"),
@@ -843,10 +920,10 @@ fn validate_delivery(
         None => None,
     };
 
-    let ca_pem = match &rs.destination_ca_file {
+    let ca_pem = match rs.destination_ca_file.take() {
         None => None,
         Some(path) => {
-            let path = resolve(base_dir, path);
+            let path = cx.path(&path);
             let pem = std::fs::read(&path).map_err(|e| {
                 cx.err(
                     key("destination_ca_file"),
@@ -865,10 +942,11 @@ fn validate_delivery(
             Some(pem)
         }
     };
-    let forward_headers = rs
-        .forward_headers
-        .take()
-        .unwrap_or_default()
+    let forward_headers = match rs.forward_headers.take() {
+        None => default::FORWARD_HEADERS.map(String::from).to_vec(),
+        Some(names) => names,
+    };
+    let forward_headers = forward_headers
         .iter()
         .map(|h| {
             http::HeaderName::from_bytes(h.as_bytes()).map_err(|_| {
@@ -888,30 +966,26 @@ fn validate_delivery(
             format!("{h:?} is one of the headers hookinbox sets itself on deliveries"),
         ));
     }
-    let duration = |k: &str, v: &Option<String>, default: &str, max: Duration| {
-        let d = cx.duration(&key(k), v.as_deref(), default, max)?;
-        if d.is_zero() {
-            return Err(cx.err(key(k), "must be longer than 0s"));
-        }
-        Ok(d)
+    let duration = |k: &str, v: &Option<String>, default: &str, longest: Duration| {
+        cx.positive_duration(&key(k), v.as_deref(), default, longest)
     };
     let initial_interval = duration(
         "initial_interval",
         &rs.initial_interval,
-        "5s",
-        MAX_RETRY_INTERVAL,
+        default::INITIAL_INTERVAL,
+        longest::RETRY_INTERVAL,
     )?;
-    let max_interval = duration("max_interval", &rs.max_interval, "1h", MAX_RETRY_INTERVAL)?;
+    let max_interval = duration(
+        "max_interval",
+        &rs.max_interval,
+        default::MAX_INTERVAL,
+        longest::RETRY_INTERVAL,
+    )?;
     if max_interval < initial_interval {
         return Err(cx.err(key("max_interval"), "must be at least initial_interval"));
     }
     let retry_statuses = match rs.retry_statuses.take() {
-        None => vec![
-            StatusPattern::Code(408),
-            StatusPattern::Code(425),
-            StatusPattern::Code(429),
-            StatusPattern::Class(5),
-        ],
+        None => default::RETRY_STATUSES.to_vec(),
         Some(list) => list
             .into_iter()
             .map(|c| match c {
@@ -927,11 +1001,11 @@ fn validate_delivery(
             "cannot include 2xx: those are deliveries",
         ));
     }
-    let max_attempts = rs.max_attempts.unwrap_or(12);
+    let max_attempts = rs.max_attempts.unwrap_or(default::MAX_ATTEMPTS);
     if max_attempts == 0 {
         return Err(cx.err(key("max_attempts"), "must be at least 1"));
     }
-    let max_concurrency = rs.max_concurrency.unwrap_or(8);
+    let max_concurrency = rs.max_concurrency.unwrap_or(default::MAX_CONCURRENCY);
     if !(1..=1024).contains(&max_concurrency) {
         return Err(cx.err(key("max_concurrency"), "must be between 1 and 1024"));
     }
@@ -943,15 +1017,16 @@ fn validate_delivery(
             "must be a positive number of events per second",
         ));
     }
-    let breaker_failures = rs.breaker_failures.unwrap_or(5);
+    let breaker_failures = rs.breaker_failures.unwrap_or(default::BREAKER_FAILURES);
     if breaker_failures == 0 {
         return Err(cx.err(key("breaker_failures"), "must be at least 1"));
     }
-    let on_dead_letter = rs.ordering_on_dead_letter.unwrap_or(OnDeadLetter::Skip);
     let ordering = match rs.ordering_key.take() {
         Some(pointer) if pointer.starts_with('/') => Some(OrderingConfig {
             pointer,
-            on_dead_letter,
+            on_dead_letter: rs
+                .ordering_on_dead_letter
+                .unwrap_or(default::ORDERING_ON_DEAD_LETTER),
         }),
         Some(pointer) => {
             return Err(cx.err(
@@ -969,28 +1044,33 @@ fn validate_delivery(
         secret,
         ca_pem,
         forward_headers,
-        connect_timeout: duration("connect_timeout", &rs.connect_timeout, "5s", MAX_TIMEOUT)?,
-        timeout: duration("timeout", &rs.timeout, "30s", MAX_TIMEOUT)?,
+        connect_timeout: duration(
+            "connect_timeout",
+            &rs.connect_timeout,
+            default::CONNECT_TIMEOUT,
+            longest::TIMEOUT,
+        )?,
+        timeout: duration("timeout", &rs.timeout, default::TIMEOUT, longest::TIMEOUT)?,
         initial_interval,
         max_interval,
         max_attempts,
-        max_age: duration("max_age", &rs.max_age, "3d", MAX_AGE)?,
+        max_age: duration("max_age", &rs.max_age, default::MAX_AGE, longest::AGE)?,
         retry_statuses,
         max_concurrency,
         max_rate: rs.max_rate,
-        paused: rs.paused.unwrap_or(false),
+        paused: rs.paused.unwrap_or(default::PAUSED),
         ordering,
         breaker_failures,
         breaker_cooldown: duration(
             "breaker_cooldown",
             &rs.breaker_cooldown,
-            "30s",
-            MAX_INTERVAL,
+            default::BREAKER_COOLDOWN,
+            longest::INTERVAL,
         )?,
     }))
 }
 
-fn validate_hmac(cx: &Ctx<'_>, i: usize, rs: &RawSource) -> Result<HmacSpec, ConfigError> {
+fn validate_hmac(cx: &Ctx<'_>, i: usize, rs: RawSource) -> Result<HmacSpec, ConfigError> {
     let key = |k: &str| format!("source[{i}].{k}");
     let header = |k: &str, v: &str| {
         http::HeaderName::from_bytes(v.as_bytes())
@@ -1001,14 +1081,15 @@ fn validate_hmac(cx: &Ctx<'_>, i: usize, rs: &RawSource) -> Result<HmacSpec, Con
         .as_deref()
         .ok_or_else(|| cx.err(key("signature_header"), "is required for kind = \"hmac\""))?;
     let signature_header = header("signature_header", signature_header)?;
-    let algorithm = rs.algorithm.unwrap_or(HmacAlgorithm::Sha256);
-    let encoding = rs.encoding.unwrap_or(SignatureEncoding::Hex);
     let timestamp_header = rs
         .timestamp_header
         .as_deref()
         .map(|v| header("timestamp_header", v))
         .transpose()?;
-    let template = rs.signed_payload.as_deref().unwrap_or("{body}");
+    let template = rs
+        .signed_payload
+        .as_deref()
+        .unwrap_or(default::SIGNED_PAYLOAD);
     let signed_payload = parse_template(template).map_err(|m| cx.err(key("signed_payload"), m))?;
     if !signed_payload.contains(&PayloadPart::Body) {
         return Err(cx.err(
@@ -1024,9 +1105,9 @@ fn validate_hmac(cx: &Ctx<'_>, i: usize, rs: &RawSource) -> Result<HmacSpec, Con
     }
     Ok(HmacSpec {
         signature_header,
-        algorithm,
-        encoding,
-        prefix: rs.prefix.clone().unwrap_or_default(),
+        algorithm: rs.algorithm.unwrap_or(default::ALGORITHM),
+        encoding: rs.encoding.unwrap_or(default::ENCODING),
+        prefix: rs.prefix.unwrap_or_else(|| default::PREFIX.to_owned()),
         signed_payload,
         timestamp_header,
     })
@@ -1062,14 +1143,6 @@ fn parse_template(template: &str) -> Result<Vec<PayloadPart>, String> {
         parts.push(PayloadPart::Literal(rest.to_owned()));
     }
     Ok(parts)
-}
-
-fn resolve(base_dir: Option<&Path>, path: &str) -> PathBuf {
-    let path = Path::new(path);
-    match base_dir {
-        Some(dir) if path.is_relative() => dir.join(path),
-        _ => path.to_path_buf(),
-    }
 }
 
 /// Renders the effective configuration as TOML with every secret replaced.
@@ -1265,4 +1338,122 @@ pub fn render_redacted(config: &Config) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::de::DeserializeOwned;
+
+    use super::*;
+    use crate::config::DEFAULT_TOML;
+
+    /// The section of `setting` (one `key = value` line): the one whose raw
+    /// struct takes it, as a minimal config in which its keys take effect.
+    fn section_of(setting: &str) -> Option<&'static str> {
+        fn takes<T: DeserializeOwned>(setting: &str) -> bool {
+            toml::from_str::<T>(setting).is_ok()
+        }
+        Some(if takes::<RawServer>(setting) {
+            "[server]\n"
+        } else if takes::<RawRetention>(setting) {
+            "[retention]\n"
+        } else if takes::<RawLog>(setting) {
+            "[log]\n"
+        } else if takes::<RawAlerts>(setting) {
+            "[alerts]\nurl = \"http://127.0.0.1:9/\"\n"
+        } else if takes::<RawSource>(setting) {
+            // Delivery keys need a destination, ordering_on_dead_letter an
+            // ordering_key.
+            "[[source]]\nname = \"s\"\nkind = \"github\"\nsecret = \"x\"\n\
+             destination = \"http://127.0.0.1:9/\"\nordering_key = \"/id\"\n"
+        } else {
+            return None;
+        })
+    }
+
+    /// `default.toml` tells operators what a key left out means; `default`
+    /// decides it. Every `key = value` it shows, commented out or not (up to
+    /// the demo source), must change nothing when written into a config, so
+    /// the two cannot drift apart.
+    #[test]
+    fn default_toml_shows_the_defaults_of_the_code() {
+        // Shown as examples of a value, not as what a key left out means.
+        const EXAMPLES: [&str; 12] = [
+            "tls_cert_file",
+            "tls_key_file",
+            "url",
+            "token_file",
+            "tolerance",
+            "event_id",
+            "event_type",
+            "destination",
+            "destination_secret_file",
+            "destination_ca_file",
+            "max_rate",
+            "ordering_key",
+        ];
+        let demo = DEFAULT_TOML.find("\n[[source]]").unwrap();
+        let mut checked = Vec::new();
+        for line in DEFAULT_TOML[..demo].lines() {
+            let setting = line.strip_prefix("# ").unwrap_or(line);
+            let Some((key, _)) = setting.split_once('=') else {
+                continue;
+            };
+            let key = key.trim_end();
+            let is_key =
+                !key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+            if !is_key || EXAMPLES.contains(&key) {
+                continue;
+            }
+            let config = section_of(setting)
+                .unwrap_or_else(|| panic!("no section takes default.toml's {line:?}"));
+            let load = |text: &str| {
+                let config = Config::from_toml(text, "f.toml", None, &|_| None);
+                format!("{:?}", config.unwrap_or_else(|e| panic!("{text}: {e}")))
+            };
+            assert_eq!(
+                load(&format!("{config}{setting}\n")),
+                load(config),
+                "default.toml shows {line:?}, the code's default differs"
+            );
+            checked.push(key);
+        }
+        assert_eq!(
+            checked,
+            [
+                "listen",
+                "admin_listen",
+                "data_dir",
+                "header_read_timeout",
+                "body_read_timeout",
+                "shutdown_timeout",
+                "max_connections",
+                "max_buffered_body",
+                "dedupe_ttl",
+                "payload_ttl",
+                "dlq_ttl",
+                "sweep_interval",
+                "level",
+                "format",
+                "dlq_threshold",
+                "pending_age",
+                "min_interval",
+                "check_interval",
+                "max_body",
+                "forward_headers",
+                "connect_timeout",
+                "timeout",
+                "initial_interval",
+                "max_interval",
+                "max_attempts",
+                "max_age",
+                "retry_statuses",
+                "max_concurrency",
+                "paused",
+                "breaker_failures",
+                "breaker_cooldown",
+                "ordering_on_dead_letter",
+            ]
+        );
+    }
 }
