@@ -15,7 +15,6 @@ use crate::config::{self, Config, LogFormat};
 use crate::ctl::{DestinationsCommand, DlqCommand, EventsCommand, OpsCommand, Remote};
 use crate::exit::{EXIT_FAILURE, EXIT_USAGE, Failure};
 use crate::send::{self, SendArgs};
-use crate::verify::Verifier;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -99,20 +98,7 @@ fn load_config(arg: &ConfigArg) -> Result<Config, Failure> {
         Some(path) => Config::load(path, &config::process_env),
         None => Config::embedded(&config::process_env),
     };
-    let config = config.map_err(usage)?;
-    // Build every verifier now: a secret the kind cannot use is a config error.
-    for source in &config.sources {
-        if !source.secrets.is_empty() {
-            Verifier::new(source).map_err(|e| {
-                usage(anyhow::anyhow!(
-                    "{}: source {:?}: {e}",
-                    config.origin,
-                    source.name.as_str()
-                ))
-            })?;
-        }
-    }
-    Ok(config)
+    config.map_err(usage)
 }
 
 pub fn run(cli: Cli) -> Result<(), Failure> {

@@ -21,7 +21,8 @@ use serde::{Deserialize, Serialize};
 use crate::standard_webhooks::StandardKey;
 
 pub use secret::{
-    ADMIN_TOKEN_NAME, Secret, generate_secret_text, generated_secret_path, load_or_generate_secret,
+    ADMIN_TOKEN_NAME, Secret, SecretOrigin, generate_secret_text, generated_secret_path,
+    load_or_generate_secret,
 };
 
 /// The embedded default configuration: it serves with no file at all.
@@ -300,8 +301,8 @@ pub struct HmacSpec {
 pub struct SourceConfig {
     pub name: SourceName,
     pub kind: Kind,
-    /// Every active secret, in the order configured. Empty only while
-    /// `generate_secret` has not run yet.
+    /// Every active secret, in the order read (file, environment, inline).
+    /// Empty only while `generate_secret` has not run yet.
     pub secrets: Vec<Secret>,
     pub generate_secret: bool,
     /// `None`: the kind's default (see `verify`).
@@ -777,6 +778,17 @@ mod tests {
         assert!(shown.contains("[redacted]"), "{shown}");
         // The printed config is itself a valid config (with secrets replaced).
         assert!(format!("{config:?}").contains("[redacted]"));
+    }
+
+    /// A `standard` source's secret is a Standard Webhooks key: one that is
+    /// not is refused at load, naming the key it came from.
+    #[test]
+    fn a_standard_source_secret_that_is_not_a_key_names_its_key() {
+        let text = "[[source]]\nname = \"s\"\nkind = \"standard\"\nsecret_env = \"S\"\n";
+        let env = |name: &str| (name == "S").then(|| "whsec_not base64!".to_owned());
+        let err = Config::from_toml(text, "f.toml", None, &env).unwrap_err();
+        assert_eq!(err.key, "source[0].secret_env");
+        assert!(err.message.contains("base64"), "{err}");
     }
 
     /// Regression: `header_read_timeout = "500000000000y"` passed `config

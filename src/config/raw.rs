@@ -8,6 +8,8 @@
 //! Those errors carry the line, the column and the key path ([`parse`]).
 //! Everything else (durations, sizes, addresses, URLs, header names, which
 //! keys go together) is checked by [`validate`], whose errors name the key.
+//! The secrets the file names (inline, `*_env`, `*_file`) are read by one
+//! reader, [`Ctx::read_secrets`].
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -18,8 +20,8 @@ use serde::Deserialize;
 use super::{
     AdminConfig, AlertConfig, Config, ConfigError, DeliveryConfig, HmacAlgorithm, HmacSpec, Kind,
     Locator, LogConfig, LogFormat, OnDeadLetter, OrderingConfig, PayloadPart, Position,
-    RetentionConfig, Secret, ServerConfig, SignatureEncoding, SourceConfig, SourceName,
-    StatusPattern, parse_duration, parse_name, parse_size,
+    RetentionConfig, Secret, SecretOrigin, ServerConfig, SignatureEncoding, SourceConfig,
+    SourceName, StatusPattern, parse_duration, parse_name, parse_size,
 };
 use crate::standard_webhooks::StandardKey;
 
@@ -405,6 +407,89 @@ impl Ctx<'_> {
             _ => path.to_path_buf(),
         }
     }
+
+    /// Reads every place `setting` names, in the order file, environment,
+    /// inline (warned: a secret in the config file is in every copy of it).
+    /// The one reader of secret files and variables: source secrets,
+    /// destination keys and the admin token fail and warn alike.
+    fn read_secrets(&mut self, setting: SecretSetting) -> Result<Vec<SecretText>, ConfigError> {
+        let SecretSetting {
+            key,
+            inline,
+            env,
+            file,
+        } = setting;
+        let mut found = Vec::new();
+        if let Some(path) = file {
+            let path = self.path(&path);
+            let key = format!("{key}_file");
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| self.err(&key, format!("cannot read {}: {e}", path.display())))?;
+            found.push(SecretText {
+                origin: SecretOrigin::File(path),
+                key,
+                text,
+            });
+        }
+        if let Some(var) = env {
+            let key = format!("{key}_env");
+            let text = (self.env)(&var)
+                .ok_or_else(|| self.err(&key, format!("environment variable {var} is not set")))?;
+            found.push(SecretText {
+                origin: SecretOrigin::Env(var),
+                key,
+                text,
+            });
+        }
+        if !inline.is_empty() {
+            self.warnings.push(format!(
+                "{}: {key} is inline in the config, so in every copy of the file; prefer {key}_file or {key}_env",
+                self.origin
+            ));
+            found.extend(inline.into_iter().map(|text| SecretText {
+                origin: SecretOrigin::Inline,
+                key: key.clone(),
+                text,
+            }));
+        }
+        Ok(found)
+    }
+
+    /// [`Ctx::read_secrets`] for a setting that names one place at most.
+    fn read_secret(&mut self, setting: SecretSetting) -> Result<Option<SecretText>, ConfigError> {
+        let places = [
+            !setting.inline.is_empty(),
+            setting.env.is_some(),
+            setting.file.is_some(),
+        ];
+        if places.into_iter().filter(|set| *set).count() > 1 {
+            let name = setting.key.rsplit('.').next().unwrap_or_default();
+            return Err(self.err(
+                &setting.key,
+                format!("set only one of {name}, {name}_env, {name}_file"),
+            ));
+        }
+        Ok(self.read_secrets(setting)?.pop())
+    }
+}
+
+/// A secret setting as the file writes it: `{key}` inline, `{key}_env`,
+/// `{key}_file`.
+struct SecretSetting {
+    /// How errors name it: `admin.token`, `source[0].secret`,
+    /// `source[0].destination_secret`.
+    key: String,
+    inline: Vec<String>,
+    env: Option<String>,
+    file: Option<String>,
+}
+
+/// What one place named by a [`SecretSetting`] holds.
+struct SecretText {
+    origin: SecretOrigin,
+    /// The key that named the place, for errors about the text.
+    key: String,
+    text: String,
 }
 
 pub fn validate(
@@ -620,57 +705,25 @@ fn validate_alerts(cx: &Ctx<'_>, ra: RawAlerts) -> Result<AlertConfig, ConfigErr
     })
 }
 
-/// The admin token: from a file, the environment, or inline (warned); none
-/// means one is generated on first start.
+/// The admin token: from a file, the environment, or inline; none means it
+/// is left to the data dir.
 fn validate_admin(cx: &mut Ctx<'_>, ra: RawAdmin) -> Result<AdminConfig, ConfigError> {
-    let given = [
-        ra.token.is_some(),
-        ra.token_env.is_some(),
-        ra.token_file.is_some(),
-    ];
-    if given.iter().filter(|g| **g).count() > 1 {
-        return Err(cx.err(
-            "admin.token",
-            "set only one of token, token_env, token_file",
-        ));
+    let found = cx.read_secret(SecretSetting {
+        key: "admin.token".into(),
+        inline: ra.token.into_iter().collect(),
+        env: ra.token_env,
+        file: ra.token_file,
+    })?;
+    let Some(found) = found else {
+        return Ok(AdminConfig { token: None });
+    };
+    let text = found.text.trim();
+    if text.len() < 16 {
+        return Err(cx.err(found.key, "must be at least 16 characters"));
     }
-    let token = if let Some(t) = &ra.token {
-        cx.warnings.push(format!(
-            "{}: the admin token is inline in the config; prefer admin.token_file or admin.token_env",
-            cx.origin
-        ));
-        Some((t.clone(), "admin.token"))
-    } else if let Some(var) = &ra.token_env {
-        let value = (cx.env)(var).ok_or_else(|| {
-            cx.err(
-                "admin.token_env",
-                format!("environment variable {var} is not set"),
-            )
-        })?;
-        Some((value, "admin.token_env"))
-    } else if let Some(path) = &ra.token_file {
-        let path = cx.path(path);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            cx.err(
-                "admin.token_file",
-                format!("cannot read {}: {e}", path.display()),
-            )
-        })?;
-        Some((text, "admin.token_file"))
-    } else {
-        None
-    };
-    let token = match token {
-        None => None,
-        Some((text, key)) => {
-            let text = text.trim();
-            if text.len() < 16 {
-                return Err(cx.err(key, "must be at least 16 characters"));
-            }
-            Some(Secret::new(text))
-        }
-    };
-    Ok(AdminConfig { token })
+    Ok(AdminConfig {
+        token: Some(Secret::new(text)),
+    })
 }
 
 fn validate_source(
@@ -686,44 +739,37 @@ fn validate_source(
     let name = SourceName::parse(name).map_err(|m| cx.err(key("name"), m))?;
     let kind = rs.kind.ok_or_else(|| cx.err(key("kind"), "is required"))?;
 
+    let found = cx.read_secrets(SecretSetting {
+        key: key("secret"),
+        inline: rs
+            .secret
+            .take()
+            .into_iter()
+            .chain(rs.secrets.take().into_iter().flatten())
+            .collect(),
+        env: rs.secret_env.take(),
+        file: rs.secret_file.take(),
+    })?;
     let mut secrets = Vec::new();
-    if let Some(path) = &rs.secret_file {
-        let path = cx.path(path);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            cx.err(
-                key("secret_file"),
-                format!("cannot read {}: {e}", path.display()),
-            )
-        })?;
-        secrets.extend(
-            text.lines()
+    for place in found {
+        // A file holds one secret a line; a variable, whitespace-separated ones.
+        let texts: Vec<&str> = match &place.origin {
+            SecretOrigin::File(_) => place
+                .text
+                .lines()
                 .map(str::trim)
                 .filter(|l| !l.is_empty())
-                .map(Secret::new),
-        );
-    }
-    if let Some(var) = &rs.secret_env {
-        let value = (cx.env)(var).ok_or_else(|| {
-            cx.err(
-                key("secret_env"),
-                format!("environment variable {var} is not set"),
-            )
-        })?;
-        secrets.extend(value.split_whitespace().map(Secret::new));
-    }
-    let inline: Vec<String> = rs
-        .secret
-        .take()
-        .into_iter()
-        .chain(rs.secrets.take().into_iter().flatten())
-        .collect();
-    if !inline.is_empty() {
-        cx.warnings.push(format!(
-            "{}: source {:?} has its secret inline in the config; prefer secret_file or secret_env",
-            cx.origin,
-            name.as_str()
-        ));
-        secrets.extend(inline.into_iter().map(Secret::new));
+                .collect(),
+            SecretOrigin::Env(_) => place.text.split_whitespace().collect(),
+            SecretOrigin::Inline => vec![&place.text],
+        };
+        for text in texts {
+            // Refused here, naming the key, rather than by the verifier at start.
+            if kind == Kind::Standard {
+                StandardKey::parse(text).map_err(|e| cx.err(&place.key, e.to_string()))?;
+            }
+            secrets.push(Secret::new(text));
+        }
     }
     let generate = rs.generate_secret.unwrap_or(default::GENERATE_SECRET);
     if generate && !secrets.is_empty() {
@@ -876,48 +922,17 @@ fn validate_delivery(
         ));
     }
 
-    let sources = [
-        rs.destination_secret.is_some(),
-        rs.destination_secret_env.is_some(),
-        rs.destination_secret_file.is_some(),
-    ];
-    if sources.iter().filter(|s| **s).count() > 1 {
-        return Err(cx.err(
-            key("destination_secret"),
-            "set only one of destination_secret, destination_secret_env, destination_secret_file",
-        ));
-    }
-    let secret = if let Some(text) = rs.destination_secret.take() {
-        cx.warnings.push(format!(
-            "{}: source[{i}] has its destination_secret inline in the config; prefer destination_secret_file or destination_secret_env",
-            cx.origin
-        ));
-        Some(text)
-    } else if let Some(var) = &rs.destination_secret_env {
-        Some((cx.env)(var).ok_or_else(|| {
-            cx.err(
-                key("destination_secret_env"),
-                format!("environment variable {var} is not set"),
-            )
-        })?)
-    } else if let Some(path) = &rs.destination_secret_file {
-        let path = cx.path(path);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            cx.err(
-                key("destination_secret_file"),
-                format!("cannot read {}: {e}", path.display()),
-            )
-        })?;
-        Some(text.trim().to_owned())
-    } else {
-        None
-    };
-    let secret = match secret {
-        Some(text) => Some(
-            StandardKey::parse(text.trim())
-                .map_err(|e| cx.err(key("destination_secret"), e.to_string()))?,
-        ),
+    let found = cx.read_secret(SecretSetting {
+        key: key("destination_secret"),
+        inline: rs.destination_secret.take().into_iter().collect(),
+        env: rs.destination_secret_env.take(),
+        file: rs.destination_secret_file.take(),
+    })?;
+    let secret = match found {
         None => None,
+        Some(found) => Some(
+            StandardKey::parse(found.text.trim()).map_err(|e| cx.err(&found.key, e.to_string()))?,
+        ),
     };
 
     let ca_pem = match rs.destination_ca_file.take() {

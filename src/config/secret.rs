@@ -1,5 +1,6 @@
-//! Secrets: a newtype that never prints itself, and the generated secret of a
-//! source with `generate_secret = true` (kept 0600 under the data dir).
+//! Secrets: a newtype that never prints itself, where a secret the config
+//! gives comes from, and the secrets hookinbox generates (kept 0600 under the
+//! data dir).
 
 use std::fmt;
 use std::io::Write;
@@ -37,6 +38,20 @@ impl fmt::Display for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("[redacted]")
     }
+}
+
+/// Where a secret the config gives comes from: what `config check` shows in
+/// its place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretOrigin {
+    /// Written in the config file itself (allowed, warned: it is then in every
+    /// copy and backup of the file).
+    Inline,
+    /// The environment variable of this name.
+    Env(String),
+    /// This file (a relative path in the config is resolved against the
+    /// config file's directory).
+    File(PathBuf),
 }
 
 /// A fresh random secret in the form the kind's senders expect: Standard
