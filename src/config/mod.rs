@@ -1,13 +1,20 @@
 //! Configuration: embedded commented defaults → TOML file → `HOOKINBOX_*`
-//! environment → one validated [`Config`] with typed fields.
+//! environment → one validated [`Config`] with typed fields → its secrets
+//! resolved.
 //!
-//! This module owns parsing and validation only. It knows the vocabulary of a
-//! source (kind, secrets, where the event id lives) but no provider facts: the
-//! per-kind defaults for tolerance and event id belong to `verify`. Secrets
-//! named by `secret_env`/`secret_file` are read here, once, so no other module
-//! reads the environment or a secret file.
+//! This module owns parsing, validation and secrets only. It knows the
+//! vocabulary of a source (kind, secrets, where the event id lives) but no
+//! provider facts: the per-kind defaults for tolerance and event id belong
+//! to `verify`. Secrets named by the file (inline, `*_env`, `*_file`) are read
+//! at load, and those left to the data dir by [`Config::resolve`]: here, once,
+//! so no other module reads the environment or a secret file.
+//!
+//! `raw.rs` holds the file as written, what a key left out means, and its
+//! validation; `resolve.rs` is the step from a loaded config to one with
+//! every secret.
 
 mod raw;
+mod resolve;
 mod secret;
 
 use std::fmt;
@@ -18,12 +25,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::standard_webhooks::StandardKey;
-
-pub use secret::{
-    ADMIN_TOKEN_NAME, Secret, SecretOrigin, generate_secret_text, generated_secret_path,
-    load_or_generate_secret,
+pub use resolve::{
+    GeneratedSecret, GivenSecret, Loaded, ResolveError, Resolved, SecretPlan, SecretPurpose, Stage,
 };
+pub use secret::{Secret, SecretOrigin};
 
 /// The embedded default configuration: it serves with no file at all.
 pub const DEFAULT_TOML: &str = include_str!("default.toml");
@@ -31,18 +36,20 @@ pub const DEFAULT_TOML: &str = include_str!("default.toml");
 /// Where a configuration came from, for error messages.
 pub const EMBEDDED_ORIGIN: &str = "<embedded default config>";
 
-/// The validated configuration every module receives its slice of.
+/// The validated configuration every module receives its slice of. `S` is
+/// [`Loaded`] until [`Config::resolve`] has read the secrets the config
+/// leaves to the data dir, and [`Resolved`] (every secret present) after.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct Config<S: Stage = Resolved> {
     /// The file it was read from, or [`EMBEDDED_ORIGIN`].
     pub origin: String,
     pub server: ServerConfig,
     pub retention: RetentionConfig,
     pub log: LogConfig,
-    pub admin: AdminConfig,
+    pub admin: AdminConfig<S>,
     /// `None`: no alert URL configured (metrics and logs still tell).
     pub alerts: Option<AlertConfig>,
-    pub sources: Vec<SourceConfig>,
+    pub sources: Vec<SourceConfig<S>>,
     /// Non-fatal findings (inline secrets, …) to log at start.
     pub warnings: Vec<String>,
 }
@@ -91,9 +98,8 @@ pub struct AlertConfig {
 
 /// The admin listener's bearer token.
 #[derive(Debug, Clone)]
-pub struct AdminConfig {
-    /// `None` until the first start generates one into the data dir.
-    pub token: Option<Secret>,
+pub struct AdminConfig<S: Stage = Resolved> {
+    pub token: S::AdminToken,
 }
 
 #[derive(Debug, Clone)]
@@ -298,13 +304,12 @@ pub struct HmacSpec {
 }
 
 #[derive(Debug, Clone)]
-pub struct SourceConfig {
+pub struct SourceConfig<S: Stage = Resolved> {
     pub name: SourceName,
     pub kind: Kind,
     /// Every active secret, in the order read (file, environment, inline).
-    /// Empty only while `generate_secret` has not run yet.
-    pub secrets: Vec<Secret>,
-    pub generate_secret: bool,
+    /// Once resolved, never empty.
+    pub secrets: S::SourceSecrets,
     /// `None`: the kind's default (see `verify`).
     pub tolerance: Option<Duration>,
     pub max_body: usize,
@@ -313,18 +318,17 @@ pub struct SourceConfig {
     pub event_type: Option<Vec<Locator>>,
     pub public_url: Option<String>,
     /// Where and how events are delivered; `None`: events are held.
-    pub delivery: Option<DeliveryConfig>,
+    pub delivery: Option<DeliveryConfig<S>>,
     pub hmac: Option<HmacSpec>,
 }
 
 /// A source's destination and the rules for delivering to it. The
 /// destination is named after its source (one destination per source).
 #[derive(Debug, Clone)]
-pub struct DeliveryConfig {
+pub struct DeliveryConfig<S: Stage = Resolved> {
     pub url: reqwest::Url,
-    /// The Standard Webhooks key that signs deliveries. `None` until the
-    /// first start generates one into the data dir.
-    pub secret: Option<StandardKey>,
+    /// The Standard Webhooks key that signs deliveries.
+    pub secret: S::DestinationKey,
     /// Extra trusted roots (PEM) for an HTTPS destination with a private CA,
     /// beside the system's.
     pub ca_pem: Option<Vec<u8>>,
@@ -474,14 +478,17 @@ impl fmt::Display for Position {
 /// cap theirs well below), small enough that a flood of them cannot exhaust memory.
 pub const DEFAULT_MAX_BODY: usize = 1024 * 1024;
 
-impl Config {
+impl Config<Loaded> {
     /// The embedded default with the environment applied.
-    pub fn embedded(env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+    pub fn embedded(env: &dyn Fn(&str) -> Option<String>) -> Result<Config<Loaded>, ConfigError> {
         Config::from_toml(DEFAULT_TOML, EMBEDDED_ORIGIN, None, env)
     }
 
     /// Reads `path`, applies the environment, validates.
-    pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+    pub fn load(
+        path: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config<Loaded>, ConfigError> {
         let origin = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
             origin: origin.clone(),
@@ -492,13 +499,13 @@ impl Config {
         Config::from_toml(&text, &origin, path.parent(), env)
     }
 
-    /// `base_dir` resolves relative `secret_file` paths (the config file's directory).
+    /// `base_dir` resolves relative `*_file` paths (the config file's directory).
     pub fn from_toml(
         text: &str,
         origin: &str,
         base_dir: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Config, ConfigError> {
+    ) -> Result<Config<Loaded>, ConfigError> {
         let mut file = raw::parse(text, origin)?;
         raw::apply_env(&mut file, env)?;
         raw::validate(file, origin, base_dir, env)
@@ -508,8 +515,10 @@ impl Config {
     pub fn to_redacted_toml(&self) -> String {
         raw::render_redacted(self)
     }
+}
 
-    pub fn source(&self, name: &str) -> Option<&SourceConfig> {
+impl<S: Stage> Config<S> {
+    pub fn source(&self, name: &str) -> Option<&SourceConfig<S>> {
         self.sources.iter().find(|s| s.name.as_str() == name)
     }
 }
@@ -608,7 +617,7 @@ mod tests {
         let demo = &config.sources[0];
         assert_eq!(demo.name.as_str(), "demo");
         assert_eq!(demo.kind, Kind::Standard);
-        assert!(demo.generate_secret);
+        assert!(matches!(demo.secrets, SecretPlan::Generated));
         assert_eq!(demo.max_body, DEFAULT_MAX_BODY);
     }
 
@@ -751,11 +760,10 @@ mod tests {
                     secret_env = \"GH_SECRET\"\nsecrets = [\"four\"]\n";
         let env = |name: &str| (name == "GH_SECRET").then(|| "three".to_owned());
         let config = Config::from_toml(text, "f.toml", Some(dir.path()), &env).unwrap();
-        let secrets: Vec<&str> = config.sources[0]
-            .secrets
-            .iter()
-            .map(|s| s.expose())
-            .collect();
+        let SecretPlan::Given(given) = &config.sources[0].secrets else {
+            panic!("{config:?}");
+        };
+        let secrets: Vec<&str> = given.iter().map(|s| s.value.expose()).collect();
         assert_eq!(secrets, ["one", "two", "three", "four"]);
         assert_eq!(config.warnings.len(), 1, "{:?}", config.warnings);
 

@@ -18,10 +18,11 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::{
-    AdminConfig, AlertConfig, Config, ConfigError, DeliveryConfig, HmacAlgorithm, HmacSpec, Kind,
-    Locator, LogConfig, LogFormat, OnDeadLetter, OrderingConfig, PayloadPart, Position,
-    RetentionConfig, Secret, SecretOrigin, ServerConfig, SignatureEncoding, SourceConfig,
-    SourceName, StatusPattern, parse_duration, parse_name, parse_size,
+    AdminConfig, AlertConfig, Config, ConfigError, DeliveryConfig, GivenSecret, HmacAlgorithm,
+    HmacSpec, Kind, Loaded, Locator, LogConfig, LogFormat, OnDeadLetter, OrderingConfig,
+    PayloadPart, Position, RetentionConfig, Secret, SecretOrigin, SecretPlan, ServerConfig,
+    SignatureEncoding, SourceConfig, SourceName, StatusPattern, parse_duration, parse_name,
+    parse_size,
 };
 use crate::standard_webhooks::StandardKey;
 
@@ -497,7 +498,7 @@ pub fn validate(
     origin: &str,
     base_dir: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Config, ConfigError> {
+) -> Result<Config<Loaded>, ConfigError> {
     let mut cx = Ctx {
         origin,
         base_dir,
@@ -516,7 +517,7 @@ pub fn validate(
     let admin = validate_admin(&mut cx, raw.admin)?;
     let alerts = raw.alerts.map(|ra| validate_alerts(&cx, ra)).transpose()?;
 
-    let mut sources: Vec<SourceConfig> = Vec::new();
+    let mut sources: Vec<SourceConfig<Loaded>> = Vec::new();
     for (i, rs) in raw.source.into_iter().enumerate() {
         let source = validate_source(&mut cx, i, rs)?;
         if sources.iter().any(|s| s.name == source.name) {
@@ -707,7 +708,7 @@ fn validate_alerts(cx: &Ctx<'_>, ra: RawAlerts) -> Result<AlertConfig, ConfigErr
 
 /// The admin token: from a file, the environment, or inline; none means it
 /// is left to the data dir.
-fn validate_admin(cx: &mut Ctx<'_>, ra: RawAdmin) -> Result<AdminConfig, ConfigError> {
+fn validate_admin(cx: &mut Ctx<'_>, ra: RawAdmin) -> Result<AdminConfig<Loaded>, ConfigError> {
     let found = cx.read_secret(SecretSetting {
         key: "admin.token".into(),
         inline: ra.token.into_iter().collect(),
@@ -715,14 +716,19 @@ fn validate_admin(cx: &mut Ctx<'_>, ra: RawAdmin) -> Result<AdminConfig, ConfigE
         file: ra.token_file,
     })?;
     let Some(found) = found else {
-        return Ok(AdminConfig { token: None });
+        return Ok(AdminConfig {
+            token: SecretPlan::Generated,
+        });
     };
     let text = found.text.trim();
     if text.len() < 16 {
         return Err(cx.err(found.key, "must be at least 16 characters"));
     }
     Ok(AdminConfig {
-        token: Some(Secret::new(text)),
+        token: SecretPlan::Given(GivenSecret {
+            origin: found.origin,
+            value: Secret::new(text),
+        }),
     })
 }
 
@@ -730,7 +736,7 @@ fn validate_source(
     cx: &mut Ctx<'_>,
     i: usize,
     mut rs: RawSource,
-) -> Result<SourceConfig, ConfigError> {
+) -> Result<SourceConfig<Loaded>, ConfigError> {
     let key = |k: &str| format!("source[{i}].{k}");
     let name = rs
         .name
@@ -768,7 +774,10 @@ fn validate_source(
             if kind == Kind::Standard {
                 StandardKey::parse(text).map_err(|e| cx.err(&place.key, e.to_string()))?;
             }
-            secrets.push(Secret::new(text));
+            secrets.push(GivenSecret {
+                origin: place.origin.clone(),
+                value: Secret::new(text),
+            });
         }
     }
     let generate = rs.generate_secret.unwrap_or(default::GENERATE_SECRET);
@@ -784,9 +793,14 @@ fn validate_source(
             "has no secret: set secret_file, secret_env or generate_secret = true",
         ));
     }
-    if secrets.iter().any(|s| s.expose().is_empty()) {
+    if secrets.iter().any(|s| s.value.expose().is_empty()) {
         return Err(cx.err(format!("source[{i}]"), "has an empty secret"));
     }
+    let secrets = if generate {
+        SecretPlan::Generated
+    } else {
+        SecretPlan::Given(secrets)
+    };
 
     let tolerance = rs
         .tolerance
@@ -858,7 +872,6 @@ fn validate_source(
         name,
         kind,
         secrets,
-        generate_secret: generate,
         tolerance,
         max_body,
         event_id,
@@ -874,7 +887,7 @@ fn validate_delivery(
     cx: &mut Ctx<'_>,
     i: usize,
     rs: &mut RawSource,
-) -> Result<Option<DeliveryConfig>, ConfigError> {
+) -> Result<Option<DeliveryConfig<Loaded>>, ConfigError> {
     let key = |k: &str| format!("source[{i}].{k}");
     let set = [
         ("destination_secret", rs.destination_secret.is_some()),
@@ -929,10 +942,12 @@ fn validate_delivery(
         file: rs.destination_secret_file.take(),
     })?;
     let secret = match found {
-        None => None,
-        Some(found) => Some(
-            StandardKey::parse(found.text.trim()).map_err(|e| cx.err(&found.key, e.to_string()))?,
-        ),
+        None => SecretPlan::Generated,
+        Some(found) => SecretPlan::Given(GivenSecret {
+            value: StandardKey::parse(found.text.trim())
+                .map_err(|e| cx.err(&found.key, e.to_string()))?,
+            origin: found.origin,
+        }),
     };
 
     let ca_pem = match rs.destination_ca_file.take() {
@@ -1161,7 +1176,7 @@ fn parse_template(template: &str) -> Result<Vec<PayloadPart>, String> {
 }
 
 /// Renders the effective configuration as TOML with every secret replaced.
-pub fn render_redacted(config: &Config) -> String {
+pub fn render_redacted(config: &Config<Loaded>) -> String {
     use std::fmt::Write;
     let q = |s: &str| toml::Value::String(s.to_owned()).to_string();
     let d = |d: std::time::Duration| q(&humantime::format_duration(d).to_string());
@@ -1224,10 +1239,10 @@ pub fn render_redacted(config: &Config) -> String {
         );
     }
     match &config.admin.token {
-        Some(_) => {
+        SecretPlan::Given(_) => {
             let _ = writeln!(out, "\n[admin]\ntoken = {}", q("[redacted]"));
         }
-        None => {
+        SecretPlan::Generated => {
             let _ = writeln!(
                 out,
                 "\n[admin]\n# token: generated on first start into data_dir/secrets/admin.token.secret"
@@ -1241,14 +1256,17 @@ pub fn render_redacted(config: &Config) -> String {
             q(src.name.as_str()),
             q(src.kind.as_str())
         );
-        if src.generate_secret && src.secrets.is_empty() {
-            let _ = writeln!(out, "generate_secret = true  # generated on first start");
-        } else {
-            let _ = writeln!(
-                out,
-                "secrets = [{}]",
-                vec![q("[redacted]"); src.secrets.len()].join(", ")
-            );
+        match &src.secrets {
+            SecretPlan::Generated => {
+                let _ = writeln!(out, "generate_secret = true  # generated on first start");
+            }
+            SecretPlan::Given(secrets) => {
+                let _ = writeln!(
+                    out,
+                    "secrets = [{}]",
+                    vec![q("[redacted]"); secrets.len()].join(", ")
+                );
+            }
         }
         if let Some(t) = src.tolerance {
             let _ = writeln!(out, "tolerance = {}", d(t));
@@ -1271,10 +1289,10 @@ pub fn render_redacted(config: &Config) -> String {
             Some(dl) => {
                 let _ = writeln!(out, "destination = {}", q(&super::redact_url(&dl.url)));
                 match &dl.secret {
-                    Some(_) => {
+                    SecretPlan::Given(_) => {
                         let _ = writeln!(out, "destination_secret = {}", q("[redacted]"));
                     }
-                    None => {
+                    SecretPlan::Generated => {
                         let _ = writeln!(
                             out,
                             "# destination_secret: generated on first start into data_dir/secrets"

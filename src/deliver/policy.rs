@@ -118,11 +118,12 @@ pub fn describe(attempt: &Attempt) -> String {
 mod tests {
     use super::*;
     use crate::config::StatusPattern;
+    use crate::standard_webhooks::StandardKey;
 
     fn config() -> DeliveryConfig {
         DeliveryConfig {
             url: "http://127.0.0.1:9/".parse().unwrap(),
-            secret: None,
+            secret: StandardKey::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap(),
             ca_pem: None,
             forward_headers: vec![],
             connect_timeout: Duration::from_secs(5),

@@ -15,11 +15,11 @@ const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 fn event(source: &str, id: &str) -> VerifiedEvent {
     let text =
         format!("[[source]]\nname = \"{source}\"\nkind = \"standard\"\nsecret_env = \"S\"\n");
-    let config = Config::from_toml(&text, "t", None, &|name| {
+    let mut config = Config::from_toml(&text, "t", None, &|name| {
         (name == "S").then(|| SECRET.to_owned())
     })
     .unwrap();
-    let verifier = Verifier::new(&config.sources[0]).unwrap();
+    let verifier = Verifier::new(&config.sources.remove(0).resolved()).unwrap();
     let now = SystemTime::now();
     let ts = now
         .duration_since(SystemTime::UNIX_EPOCH)
