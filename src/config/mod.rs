@@ -10,12 +10,14 @@
 //! so no other module reads the environment or a secret file.
 //!
 //! `raw.rs` holds the file as written, what a key left out means, and its
-//! validation; `resolve.rs` is the step from a loaded config to one with
-//! every secret.
+//! validation; `show.rs` prints a config back in the file's form, secrets
+//! redacted; `resolve.rs` is the step from a loaded config to one with every
+//! secret.
 
 mod raw;
 mod resolve;
 mod secret;
+mod show;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -329,9 +331,9 @@ pub struct DeliveryConfig<S: Stage = Resolved> {
     pub url: reqwest::Url,
     /// The Standard Webhooks key that signs deliveries.
     pub secret: S::DestinationKey,
-    /// Extra trusted roots (PEM) for an HTTPS destination with a private CA,
+    /// Extra trusted roots for an HTTPS destination with a private CA,
     /// beside the system's.
-    pub ca_pem: Option<Vec<u8>>,
+    pub ca: Option<CaFile>,
     /// Provider headers passed through to the app, beside hookinbox's own.
     pub forward_headers: Vec<http::HeaderName>,
     pub connect_timeout: Duration,
@@ -354,6 +356,14 @@ pub struct DeliveryConfig<S: Stage = Resolved> {
     pub breaker_failures: u32,
     /// How long an open circuit waits before one probe.
     pub breaker_cooldown: Duration,
+}
+
+/// A destination's extra trusted roots: the file named, and the PEM read
+/// from it at load.
+#[derive(Debug, Clone)]
+pub struct CaFile {
+    pub path: PathBuf,
+    pub pem: Vec<u8>,
 }
 
 /// Events with the same key (a JSON pointer into the body) are delivered one
@@ -513,7 +523,7 @@ impl Config<Loaded> {
 
     /// The effective configuration as TOML, secrets redacted: what `config check` prints.
     pub fn to_redacted_toml(&self) -> String {
-        raw::render_redacted(self)
+        show::redacted_toml(self)
     }
 }
 
@@ -784,8 +794,78 @@ mod tests {
         let shown = config.to_redacted_toml();
         assert!(!shown.contains("s3cr3t-value"), "{shown}");
         assert!(shown.contains("[redacted]"), "{shown}");
-        // The printed config is itself a valid config (with secrets replaced).
+        // The printed config is itself a config file (with secrets replaced).
+        assert!(raw::parse(&shown, "shown").is_ok(), "{shown}");
         assert!(format!("{config:?}").contains("[redacted]"));
+    }
+
+    /// Of every secret, `config check` shows where it comes from: the
+    /// variable, the file, `[redacted]` for one written inline, and a note
+    /// for one left to the data dir. Never the value.
+    #[test]
+    fn redacted_output_shows_where_each_secret_comes_from() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("gh.secret"),
+            "file-secret-1\nfile-secret-2\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("admin.token"), "file-admin-token-0123").unwrap();
+        let text = "[admin]\ntoken_file = \"admin.token\"\n\n\
+                    [[source]]\nname = \"gh\"\nkind = \"github\"\nsecret_file = \"gh.secret\"\n\
+                    secret_env = \"GH_SECRET\"\nsecret = \"inline-secret\"\n\
+                    destination = \"http://127.0.0.1:9/app\"\n\
+                    destination_secret_env = \"DEST_KEY\"\n\n\
+                    [[source]]\nname = \"demo\"\nkind = \"standard\"\ngenerate_secret = true\n\
+                    destination = \"http://127.0.0.1:9/demo\"\n";
+        let env = |name: &str| match name {
+            "GH_SECRET" => Some("env-secret".to_owned()),
+            "DEST_KEY" => Some("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_owned()),
+            _ => None,
+        };
+        let config = Config::from_toml(text, "f.toml", Some(dir.path()), &env).unwrap();
+        let shown = config.to_redacted_toml();
+        for secret in [
+            "file-secret",
+            "file-admin-token",
+            "env-secret",
+            "inline-secret",
+            "MfKQ9r8",
+        ] {
+            assert!(!shown.contains(secret), "{secret} is shown:\n{shown}");
+        }
+        let file = |name: &str| dir.path().join(name).display().to_string();
+        for line in [
+            format!("[admin]\ntoken_file = {:?}\n", file("admin.token")),
+            format!(
+                "secrets = [\"[redacted]\"]\nsecret_env = \"GH_SECRET\"\nsecret_file = {:?}\n",
+                file("gh.secret")
+            ),
+            "destination_secret_env = \"DEST_KEY\"\n".to_owned(),
+            "kind = \"standard\"\ngenerate_secret = true\n".to_owned(),
+            "# the secret of source \"demo\": generated on first start into ./hookinbox-data/secrets/demo.secret\n"
+                .to_owned(),
+            "# the key that signs deliveries of source \"demo\": generated on first start into ./hookinbox-data/secrets/demo.destination.secret\n"
+                .to_owned(),
+        ] {
+            assert!(shown.contains(&line), "no {line:?} in\n{shown}");
+        }
+        assert!(!shown.contains("admin token"), "{shown}");
+        assert!(raw::parse(&shown, "shown").is_ok(), "{shown}");
+    }
+
+    /// Regression (found by `config::props`): a control character in
+    /// `data_dir` ended the comment that names a generated secret's file, and
+    /// `config check` printed something that was no longer TOML.
+    #[test]
+    fn a_control_character_in_a_path_stays_inside_its_comment() {
+        let env = |name: &str| (name == "HOOKINBOX_DATA_DIR").then(|| "data\ndir\u{7f}".to_owned());
+        let shown = Config::embedded(&env).unwrap().to_redacted_toml();
+        assert!(raw::parse(&shown, "shown").is_ok(), "{shown}");
+        assert!(
+            shown.contains("data\\ndir\\u{7f}/secrets/admin.token.secret\n"),
+            "{shown}"
+        );
     }
 
     /// A `standard` source's secret is a Standard Webhooks key: one that is

@@ -1,8 +1,8 @@
 //! Property tests of config loading: any text, and any value in any known
 //! key, is loaded or refused with a [`ConfigError`], never a panic; a config
-//! that loads prints (`config check`), resolves its secrets and builds its
-//! verifiers without a panic, and none of its durations can overflow the
-//! clock arithmetic the server does with them.
+//! that loads prints (`config check`) in the file's own form, resolves its
+//! secrets and builds its verifiers without a panic, and none of its
+//! durations can overflow the clock arithmetic the server does with them.
 //!
 //! Arbitrary text is mostly refused by the TOML parser, so the deeper cases
 //! are made of the real sections and keys, with values shaped like what each
@@ -228,7 +228,11 @@ fn load(text: &str) -> Result<(), TestCaseError> {
     let Ok(config) = Config::from_toml(text, "props.toml", Some(&dir), &|_| None) else {
         return Ok(());
     };
-    let _ = config.to_redacted_toml();
+    let shown = config.to_redacted_toml();
+    // Every key printed is a key of the file, every value of its type.
+    if let Err(e) = raw::parse(&shown, "shown") {
+        prop_assert!(false, "{e}\n{shown}");
+    }
     // Per source, into a scratch dir: the config's own data_dir is any text.
     let data = tempfile::tempdir().unwrap();
     for source in config.sources.clone() {

@@ -1,7 +1,8 @@
 //! The config file as written (serde structs; a key left out is `None`),
 //! what a key left out means ([`default`]: every default, in one place), the
 //! `HOOKINBOX_*` variables that override keys, and the validation of all of
-//! it into the typed [`Config`](super::Config).
+//! it into the typed [`Config`](super::Config). `show.rs` turns a typed
+//! config back into these structs.
 //!
 //! serde checks what a type can say: a value of the wrong type, an unknown
 //! key, a name that is not one of a key's names (`kind`, `log.format`, …).
@@ -15,150 +16,149 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{
-    AdminConfig, AlertConfig, Config, ConfigError, DeliveryConfig, GivenSecret, HmacAlgorithm,
-    HmacSpec, Kind, Loaded, Locator, LogConfig, LogFormat, OnDeadLetter, OrderingConfig,
-    PayloadPart, Position, RetentionConfig, Secret, SecretOrigin, SecretPlan, ServerConfig,
-    SignatureEncoding, SourceConfig, SourceName, StatusPattern, parse_duration, parse_name,
-    parse_size,
+    AdminConfig, AlertConfig, CaFile, Config, ConfigError, DeliveryConfig, GivenSecret,
+    HmacAlgorithm, HmacSpec, Kind, Loaded, Locator, LogConfig, LogFormat, OnDeadLetter,
+    OrderingConfig, PayloadPart, Position, RetentionConfig, Secret, SecretOrigin, SecretPlan,
+    ServerConfig, SignatureEncoding, SourceConfig, SourceName, StatusPattern, parse_duration,
+    parse_name, parse_size,
 };
 use crate::standard_webhooks::StandardKey;
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawConfig {
     #[serde(default)]
-    server: RawServer,
+    pub server: RawServer,
     #[serde(default)]
-    retention: RawRetention,
+    pub retention: RawRetention,
     #[serde(default)]
-    log: RawLog,
-    #[serde(default)]
-    admin: RawAdmin,
-    alerts: Option<RawAlerts>,
-    #[serde(default)]
-    source: Vec<RawSource>,
+    pub log: RawLog,
+    pub alerts: Option<RawAlerts>,
+    pub admin: Option<RawAdmin>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source: Vec<RawSource>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawAlerts {
-    url: Option<String>,
-    dlq_threshold: Option<u64>,
-    pending_age: Option<String>,
-    min_interval: Option<String>,
-    check_interval: Option<String>,
+pub struct RawServer {
+    pub listen: Option<String>,
+    pub admin_listen: Option<String>,
+    pub data_dir: Option<String>,
+    pub header_read_timeout: Option<String>,
+    pub body_read_timeout: Option<String>,
+    pub shutdown_timeout: Option<String>,
+    pub max_connections: Option<u64>,
+    pub max_buffered_body: Option<RawSize>,
+    pub tls_cert_file: Option<String>,
+    pub tls_key_file: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawAdmin {
-    token: Option<String>,
-    token_env: Option<String>,
-    token_file: Option<String>,
+pub struct RawRetention {
+    pub dedupe_ttl: Option<String>,
+    pub payload_ttl: Option<String>,
+    pub dlq_ttl: Option<String>,
+    pub sweep_interval: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawServer {
-    listen: Option<String>,
-    admin_listen: Option<String>,
-    data_dir: Option<String>,
-    header_read_timeout: Option<String>,
-    body_read_timeout: Option<String>,
-    shutdown_timeout: Option<String>,
-    max_connections: Option<u64>,
-    max_buffered_body: Option<RawSize>,
-    tls_cert_file: Option<String>,
-    tls_key_file: Option<String>,
+pub struct RawLog {
+    pub level: Option<String>,
+    pub format: Option<LogFormat>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawRetention {
-    dedupe_ttl: Option<String>,
-    payload_ttl: Option<String>,
-    dlq_ttl: Option<String>,
-    sweep_interval: Option<String>,
+pub struct RawAlerts {
+    pub url: Option<String>,
+    pub dlq_threshold: Option<u64>,
+    pub pending_age: Option<String>,
+    pub min_interval: Option<String>,
+    pub check_interval: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawLog {
-    level: Option<String>,
-    format: Option<LogFormat>,
+pub struct RawAdmin {
+    pub token: Option<String>,
+    pub token_env: Option<String>,
+    pub token_file: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSource {
+    pub name: Option<String>,
+    pub kind: Option<Kind>,
+    pub secret: Option<String>,
+    pub secrets: Option<Vec<String>>,
+    pub secret_env: Option<String>,
+    pub secret_file: Option<String>,
+    pub generate_secret: Option<bool>,
+    pub tolerance: Option<String>,
+    pub max_body: Option<RawSize>,
+    pub event_id: Option<OneOrMany>,
+    pub event_type: Option<OneOrMany>,
+    pub public_url: Option<String>,
+    pub destination: Option<String>,
+    pub destination_secret: Option<String>,
+    pub destination_secret_env: Option<String>,
+    pub destination_secret_file: Option<String>,
+    pub forward_headers: Option<Vec<String>>,
+    pub destination_ca_file: Option<String>,
+    pub connect_timeout: Option<String>,
+    pub timeout: Option<String>,
+    pub initial_interval: Option<String>,
+    pub max_interval: Option<String>,
+    pub max_attempts: Option<u32>,
+    pub max_age: Option<String>,
+    pub retry_statuses: Option<Vec<CodeOrText>>,
+    pub max_concurrency: Option<usize>,
+    pub max_rate: Option<f64>,
+    pub paused: Option<bool>,
+    pub breaker_failures: Option<u32>,
+    pub breaker_cooldown: Option<String>,
+    pub ordering_key: Option<String>,
+    pub ordering_on_dead_letter: Option<OnDeadLetter>,
+    pub signature_header: Option<String>,
+    pub algorithm: Option<HmacAlgorithm>,
+    pub encoding: Option<SignatureEncoding>,
+    pub prefix: Option<String>,
+    pub signed_payload: Option<String>,
+    pub timestamp_header: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(
     untagged,
     expecting = "expected a size: a number of bytes, or a string like \"512KiB\" or \"1MiB\""
 )]
-enum RawSize {
+pub enum RawSize {
     Bytes(u64),
     Text(String),
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(untagged, expecting = "expected a string or a list of strings")]
-enum OneOrMany {
+pub enum OneOrMany {
     One(String),
     Many(Vec<String>),
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(
     untagged,
     expecting = "expected a status code like 429 or a class like \"5xx\""
 )]
-enum CodeOrText {
+pub enum CodeOrText {
     Code(u16),
     Text(String),
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSource {
-    name: Option<String>,
-    kind: Option<Kind>,
-    secret: Option<String>,
-    secrets: Option<Vec<String>>,
-    secret_env: Option<String>,
-    secret_file: Option<String>,
-    generate_secret: Option<bool>,
-    tolerance: Option<String>,
-    max_body: Option<RawSize>,
-    event_id: Option<OneOrMany>,
-    event_type: Option<OneOrMany>,
-    public_url: Option<String>,
-    destination: Option<String>,
-    destination_secret: Option<String>,
-    destination_secret_env: Option<String>,
-    destination_secret_file: Option<String>,
-    forward_headers: Option<Vec<String>>,
-    destination_ca_file: Option<String>,
-    connect_timeout: Option<String>,
-    timeout: Option<String>,
-    initial_interval: Option<String>,
-    max_interval: Option<String>,
-    max_attempts: Option<u32>,
-    max_age: Option<String>,
-    retry_statuses: Option<Vec<CodeOrText>>,
-    max_concurrency: Option<usize>,
-    max_rate: Option<f64>,
-    paused: Option<bool>,
-    breaker_failures: Option<u32>,
-    breaker_cooldown: Option<String>,
-    ordering_key: Option<String>,
-    ordering_on_dead_letter: Option<OnDeadLetter>,
-    signature_header: Option<String>,
-    algorithm: Option<HmacAlgorithm>,
-    encoding: Option<SignatureEncoding>,
-    prefix: Option<String>,
-    signed_payload: Option<String>,
-    timestamp_header: Option<String>,
 }
 
 /// What a key left out means: every default of the file format, here and
@@ -514,7 +514,7 @@ pub fn validate(
             .unwrap_or_else(|| default::LOG_LEVEL.to_owned()),
         format: raw.log.format.unwrap_or(default::LOG_FORMAT),
     };
-    let admin = validate_admin(&mut cx, raw.admin)?;
+    let admin = validate_admin(&mut cx, raw.admin.unwrap_or_default())?;
     let alerts = raw.alerts.map(|ra| validate_alerts(&cx, ra)).transpose()?;
 
     let mut sources: Vec<SourceConfig<Loaded>> = Vec::new();
@@ -950,7 +950,7 @@ fn validate_delivery(
         }),
     };
 
-    let ca_pem = match rs.destination_ca_file.take() {
+    let ca = match rs.destination_ca_file.take() {
         None => None,
         Some(path) => {
             let path = cx.path(&path);
@@ -969,7 +969,7 @@ fn validate_delivery(
                     ));
                 }
             }
-            Some(pem)
+            Some(CaFile { path, pem })
         }
     };
     let forward_headers = match rs.forward_headers.take() {
@@ -1072,7 +1072,7 @@ fn validate_delivery(
     Ok(Some(DeliveryConfig {
         url,
         secret,
-        ca_pem,
+        ca,
         forward_headers,
         connect_timeout: duration(
             "connect_timeout",
@@ -1173,204 +1173,6 @@ fn parse_template(template: &str) -> Result<Vec<PayloadPart>, String> {
         parts.push(PayloadPart::Literal(rest.to_owned()));
     }
     Ok(parts)
-}
-
-/// Renders the effective configuration as TOML with every secret replaced.
-pub fn render_redacted(config: &Config<Loaded>) -> String {
-    use std::fmt::Write;
-    let q = |s: &str| toml::Value::String(s.to_owned()).to_string();
-    let d = |d: std::time::Duration| q(&humantime::format_duration(d).to_string());
-    let list = |l: &[Locator]| {
-        let items: Vec<String> = l.iter().map(|x| q(&x.to_string())).collect();
-        format!("[{}]", items.join(", "))
-    };
-    let s = &config.server;
-    let mut out = String::new();
-    let _ = writeln!(out, "# effective configuration from {}", config.origin);
-    let _ = writeln!(out, "[server]");
-    let _ = writeln!(out, "listen = {}", q(&s.listen.to_string()));
-    let _ = writeln!(out, "admin_listen = {}", q(&s.admin_listen.to_string()));
-    let _ = writeln!(out, "data_dir = {}", q(&s.data_dir.display().to_string()));
-    let _ = writeln!(out, "header_read_timeout = {}", d(s.header_read_timeout));
-    let _ = writeln!(out, "body_read_timeout = {}", d(s.body_read_timeout));
-    let _ = writeln!(out, "shutdown_timeout = {}", d(s.shutdown_timeout));
-    let _ = writeln!(out, "max_connections = {}", s.max_connections);
-    let _ = writeln!(out, "max_buffered_body = {}", s.max_buffered_body);
-    if let Some(tls) = &s.tls {
-        let _ = writeln!(
-            out,
-            "tls_cert_file = {}",
-            q(&tls.cert.display().to_string())
-        );
-        let _ = writeln!(out, "tls_key_file = {}", q(&tls.key.display().to_string()));
-    }
-    let r = &config.retention;
-    let _ = writeln!(
-        out,
-        "\n[retention]\ndedupe_ttl = {}\npayload_ttl = {}\ndlq_ttl = {}\nsweep_interval = {}",
-        d(r.dedupe_ttl),
-        d(r.payload_ttl),
-        d(r.dlq_ttl),
-        d(r.sweep_interval)
-    );
-    let format = match config.log.format {
-        LogFormat::Text => "text",
-        LogFormat::Json => "json",
-    };
-    let _ = writeln!(
-        out,
-        "\n[log]\nlevel = {}\nformat = {}",
-        q(&config.log.level),
-        q(format)
-    );
-    if let Some(a) = &config.alerts {
-        let mut url = a.url.clone();
-        // A Slack incoming-webhook URL carries its credential in the path:
-        // of the alert URL, show only the host it goes to.
-        url.set_path("/[redacted]");
-        let _ = writeln!(
-            out,
-            "\n[alerts]\nurl = {}\ndlq_threshold = {}\npending_age = {}\nmin_interval = {}\ncheck_interval = {}",
-            q(&super::redact_url(&url)),
-            a.dlq_threshold,
-            d(a.pending_age),
-            d(a.min_interval),
-            d(a.check_interval)
-        );
-    }
-    match &config.admin.token {
-        SecretPlan::Given(_) => {
-            let _ = writeln!(out, "\n[admin]\ntoken = {}", q("[redacted]"));
-        }
-        SecretPlan::Generated => {
-            let _ = writeln!(
-                out,
-                "\n[admin]\n# token: generated on first start into data_dir/secrets/admin.token.secret"
-            );
-        }
-    }
-    for src in &config.sources {
-        let _ = writeln!(
-            out,
-            "\n[[source]]\nname = {}\nkind = {}",
-            q(src.name.as_str()),
-            q(src.kind.as_str())
-        );
-        match &src.secrets {
-            SecretPlan::Generated => {
-                let _ = writeln!(out, "generate_secret = true  # generated on first start");
-            }
-            SecretPlan::Given(secrets) => {
-                let _ = writeln!(
-                    out,
-                    "secrets = [{}]",
-                    vec![q("[redacted]"); secrets.len()].join(", ")
-                );
-            }
-        }
-        if let Some(t) = src.tolerance {
-            let _ = writeln!(out, "tolerance = {}", d(t));
-        }
-        let _ = writeln!(out, "max_body = {}", src.max_body);
-        if let Some(l) = &src.event_id {
-            let _ = writeln!(out, "event_id = {}", list(l));
-        }
-        if let Some(l) = &src.event_type {
-            let _ = writeln!(out, "event_type = {}", list(l));
-        }
-        if let Some(u) = &src.public_url {
-            // Twilio can call a URL with basic-auth credentials in it.
-            let shown = reqwest::Url::parse(u)
-                .map(|u| super::redact_url(&u))
-                .unwrap_or_else(|_| "[redacted]".into());
-            let _ = writeln!(out, "public_url = {}", q(&shown));
-        }
-        match &src.delivery {
-            Some(dl) => {
-                let _ = writeln!(out, "destination = {}", q(&super::redact_url(&dl.url)));
-                match &dl.secret {
-                    SecretPlan::Given(_) => {
-                        let _ = writeln!(out, "destination_secret = {}", q("[redacted]"));
-                    }
-                    SecretPlan::Generated => {
-                        let _ = writeln!(
-                            out,
-                            "# destination_secret: generated on first start into data_dir/secrets"
-                        );
-                    }
-                }
-                if dl.ca_pem.is_some() {
-                    let _ = writeln!(out, "# destination_ca_file: extra trusted roots loaded");
-                }
-                let names: Vec<String> = dl.forward_headers.iter().map(|h| q(h.as_str())).collect();
-                let codes: Vec<String> = dl
-                    .retry_statuses
-                    .iter()
-                    .map(|p| q(&p.to_string()))
-                    .collect();
-                let _ = writeln!(out, "forward_headers = [{}]", names.join(", "));
-                let _ = writeln!(out, "connect_timeout = {}", d(dl.connect_timeout));
-                let _ = writeln!(out, "timeout = {}", d(dl.timeout));
-                let _ = writeln!(out, "initial_interval = {}", d(dl.initial_interval));
-                let _ = writeln!(out, "max_interval = {}", d(dl.max_interval));
-                let _ = writeln!(out, "max_attempts = {}", dl.max_attempts);
-                let _ = writeln!(out, "max_age = {}", d(dl.max_age));
-                let _ = writeln!(out, "retry_statuses = [{}]", codes.join(", "));
-                let _ = writeln!(out, "max_concurrency = {}", dl.max_concurrency);
-                if let Some(rate) = dl.max_rate {
-                    let _ = writeln!(out, "max_rate = {rate}");
-                }
-                let _ = writeln!(out, "paused = {}", dl.paused);
-                if let Some(o) = &dl.ordering {
-                    let _ = writeln!(out, "ordering_key = {}", q(&o.pointer));
-                    let mode = match o.on_dead_letter {
-                        OnDeadLetter::Skip => "skip",
-                        OnDeadLetter::Block => "block",
-                    };
-                    let _ = writeln!(out, "ordering_on_dead_letter = {}", q(mode));
-                }
-                let _ = writeln!(out, "breaker_failures = {}", dl.breaker_failures);
-                let _ = writeln!(out, "breaker_cooldown = {}", d(dl.breaker_cooldown));
-            }
-            None => {
-                let _ = writeln!(out, "# no destination: events are held");
-            }
-        }
-        if let Some(h) = &src.hmac {
-            let _ = writeln!(out, "signature_header = {}", q(h.signature_header.as_str()));
-            let alg = match h.algorithm {
-                HmacAlgorithm::Sha1 => "sha1",
-                HmacAlgorithm::Sha256 => "sha256",
-                HmacAlgorithm::Sha512 => "sha512",
-            };
-            let enc = match h.encoding {
-                SignatureEncoding::Hex => "hex",
-                SignatureEncoding::Base64 => "base64",
-            };
-            let _ = writeln!(
-                out,
-                "algorithm = {}\nencoding = {}\nprefix = {}",
-                q(alg),
-                q(enc),
-                q(&h.prefix)
-            );
-            let template: String = h
-                .signed_payload
-                .iter()
-                .map(|p| match p {
-                    PayloadPart::Literal(l) => l.clone(),
-                    PayloadPart::Body => "{body}".into(),
-                    PayloadPart::Timestamp => "{timestamp}".into(),
-                    PayloadPart::Header(n) => format!("{{header:{n}}}"),
-                })
-                .collect();
-            let _ = writeln!(out, "signed_payload = {}", q(&template));
-            if let Some(t) = &h.timestamp_header {
-                let _ = writeln!(out, "timestamp_header = {}", q(t.as_str()));
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -211,7 +211,7 @@ impl SourceConfig<Loaded> {
                 Some(DeliveryConfig {
                     url: dl.url,
                     secret,
-                    ca_pem: dl.ca_pem,
+                    ca: dl.ca,
                     forward_headers: dl.forward_headers,
                     connect_timeout: dl.connect_timeout,
                     timeout: dl.timeout,
