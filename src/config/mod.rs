@@ -9,15 +9,16 @@
 //! at load, and those left to the data dir by [`Config::resolve`]: here, once,
 //! so no other module reads the environment or a secret file.
 //!
-//! `raw.rs` holds the file as written, what a key left out means, and its
-//! validation; `show.rs` prints a config back in the file's form, secrets
-//! redacted; `resolve.rs` is the step from a loaded config to one with every
-//! secret.
+//! `raw.rs` holds the file as written and what a key left out means;
+//! `validate.rs` checks it into a typed config; `show.rs` prints a config
+//! back in the file's form, secrets redacted; `resolve.rs` is the step from a
+//! loaded config to one with every secret.
 
 mod raw;
 mod resolve;
 mod secret;
 mod show;
+mod validate;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -518,7 +519,7 @@ impl Config<Loaded> {
     ) -> Result<Config<Loaded>, ConfigError> {
         let mut file = raw::parse(text, origin)?;
         raw::apply_env(&mut file, env)?;
-        raw::validate(file, origin, base_dir, env)
+        validate::validate(file, origin, base_dir, env)
     }
 
     /// The effective configuration as TOML, secrets redacted: what `config check` prints.
