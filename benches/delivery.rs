@@ -93,7 +93,10 @@ async fn main() {
          max_concurrency = {CONCURRENCY}\npaused = true\n",
         dir.path().display().to_string()
     );
-    let config = Config::from_toml(&config_text, "bench", None, &|_| None).unwrap();
+    let (config, _generated) = Config::from_toml(&config_text, "bench", None, &|_| None)
+        .unwrap()
+        .resolve()
+        .unwrap();
     let verifier = Verifier::new(&config.sources[0]).unwrap();
     let listeners = hookinbox::app::Listeners {
         ingest: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),

@@ -132,14 +132,18 @@ fn file_size(dir: &std::path::Path) -> u64 {
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let args = args();
-    let config = Config::from_toml(
+    let mut config = Config::from_toml(
         &format!("[[source]]\nname = \"stripe\"\nkind = \"standard\"\nsecret = \"{SECRET}\"\n"),
         "bench",
         None,
         &|_| None,
     )
     .unwrap();
-    let verifier = Arc::new(Verifier::new(&config.sources[0]).unwrap());
+    // The source gives its secret: resolving it writes nothing to the data dir.
+    let data = tempfile::tempdir().unwrap();
+    let source = config.sources.remove(0);
+    let source = source.resolve(data.path(), &mut Vec::new()).unwrap();
+    let verifier = Arc::new(Verifier::new(&source).unwrap());
     let sample = stripe_like_body("evt_000000000000_00000000", 1).len();
     println!(
         "hookinbox ingest bench: body ≈{sample} B, MAX_BATCH {MAX_BATCH}, {} cores",

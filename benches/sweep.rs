@@ -88,15 +88,18 @@ fn ms(d: Duration) -> String {
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let args = args();
-    let config = Config::from_toml(
+    let mut config = Config::from_toml(
         &format!("[[source]]\nname = \"s\"\nkind = \"standard\"\nsecret = \"{SECRET}\"\n"),
         "bench",
         None,
         &|_| None,
     )
     .unwrap();
-    let verifier = Arc::new(Verifier::new(&config.sources[0]).unwrap());
     let dir = tempfile::tempdir().unwrap();
+    // The source gives its secret: resolving it writes nothing to the data dir.
+    let source = config.sources.remove(0);
+    let source = source.resolve(dir.path(), &mut Vec::new()).unwrap();
+    let verifier = Arc::new(Verifier::new(&source).unwrap());
     let options = StoreOptions {
         payload_ttl: Duration::from_secs(1),
         ..StoreOptions::new(dir.path(), Duration::from_secs(1))

@@ -15,17 +15,13 @@ use tokio_util::sync::CancellationToken;
 use crate::admin::{self, AdminState};
 use crate::alert::Alerter;
 use crate::clock::Clock;
-use crate::config::{
-    ADMIN_TOKEN_NAME, Config, Kind, Secret, SourceName, generated_secret_path,
-    load_or_generate_secret,
-};
+use crate::config::Config;
 use crate::deliver::Destination;
 use crate::ingest::{self, IngestState};
 use crate::listener::{self, ServeOptions};
 use crate::metrics::Listener;
 use crate::metrics::Metrics;
 use crate::schedule::{DeliveryHandle, Scheduler};
-use crate::standard_webhooks::StandardKey;
 use crate::store::{Store, StoreError, StoreOptions};
 use crate::supervise::{TaskEnd, TaskError, TaskName, Tasks};
 use crate::sweep::Sweeper;
@@ -33,11 +29,6 @@ use crate::tls::{Tls, TlsError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
-    #[error("source {source_name:?}: cannot keep its generated secret: {cause}")]
-    Secret {
-        source_name: String,
-        cause: std::io::Error,
-    },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("invalid source: {0}")]
@@ -62,40 +53,22 @@ pub struct Listeners {
     pub admin: TcpListener,
 }
 
-/// A secret generated on this start, to show the operator once.
-#[derive(Debug, Clone)]
-pub struct GeneratedSecret {
-    pub source: SourceName,
-    pub purpose: SecretPurpose,
-    pub secret: Secret,
-    pub path: std::path::PathBuf,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SecretPurpose {
-    /// The provider signs with it; ingest verifies.
-    Ingest,
-    /// hookinbox signs deliveries with it; the app verifies.
-    Destination,
-    /// The admin API's bearer token.
-    Admin,
-}
-
 pub struct App {
     store: Store,
     metrics: Metrics,
     ingest_addr: SocketAddr,
     admin_addr: SocketAddr,
-    generated: Vec<GeneratedSecret>,
     delivery: DeliveryHandle,
     tls: Option<Tls>,
     task: tokio::task::JoinHandle<Result<(), AppError>>,
 }
 
 impl App {
-    /// Opens the store and starts serving until `shutdown` resolves.
+    /// Opens the store and starts serving until `shutdown` resolves. The
+    /// config's secrets are resolved (`Config::resolve`): the caller shows
+    /// the ones generated on this start.
     pub async fn start(
-        mut config: Config,
+        config: Config,
         listeners: Listeners,
         clock: Clock,
         shutdown: CancellationToken,
@@ -103,7 +76,6 @@ impl App {
         for warning in &config.warnings {
             tracing::warn!("{warning}");
         }
-        let generated = ensure_generated_secrets(&mut config)?;
         let metrics = Metrics::new();
         let commits = metrics.clone();
         let options = StoreOptions {
@@ -177,11 +149,7 @@ impl App {
             delivery: delivery.clone(),
             sweep,
             sources: config.sources.iter().map(|s| s.name.to_string()).collect(),
-            token: config
-                .admin
-                .token
-                .clone()
-                .expect("ensure_generated_secrets sets the admin token"),
+            token: config.admin.token.clone(),
             clock,
         };
         let serve_options = ServeOptions {
@@ -299,7 +267,6 @@ impl App {
             metrics,
             ingest_addr,
             admin_addr,
-            generated,
             delivery,
             tls,
             task,
@@ -332,11 +299,6 @@ impl App {
         self.tls.clone()
     }
 
-    /// Secrets generated on this start (first start only).
-    pub fn generated_secrets(&self) -> &[GeneratedSecret] {
-        &self.generated
-    }
-
     /// Waits until the app has shut down and the database is closed.
     pub async fn wait(self) -> Result<(), AppError> {
         drop(self.store);
@@ -344,49 +306,4 @@ impl App {
             .await
             .map_err(|e| AppError::Io(std::io::Error::other(e)))?
     }
-}
-
-fn ensure_generated_secrets(config: &mut Config) -> Result<Vec<GeneratedSecret>, AppError> {
-    let mut created = Vec::new();
-    let data_dir = config.server.data_dir.clone();
-    let mut generate = |source: &SourceName, purpose: SecretPurpose, kind: Kind| {
-        let name = match purpose {
-            SecretPurpose::Ingest => source.to_string(),
-            SecretPurpose::Destination => format!("{source}.destination"),
-            SecretPurpose::Admin => ADMIN_TOKEN_NAME.to_owned(),
-        };
-        let (secret, fresh) =
-            load_or_generate_secret(&data_dir, &name, kind).map_err(|cause| AppError::Secret {
-                source_name: source.to_string(),
-                cause,
-            })?;
-        if fresh {
-            created.push(GeneratedSecret {
-                source: source.clone(),
-                purpose,
-                secret: secret.clone(),
-                path: generated_secret_path(&data_dir, &name),
-            });
-        }
-        Ok::<_, AppError>(secret)
-    };
-    if config.admin.token.is_none() {
-        let admin = SourceName::parse("admin").expect("a valid name");
-        config.admin.token = Some(generate(&admin, SecretPurpose::Admin, Kind::Hmac)?);
-    }
-    for source in config.sources.iter_mut() {
-        if source.generate_secret {
-            source.secrets = vec![generate(&source.name, SecretPurpose::Ingest, source.kind)?];
-        }
-        if let Some(dl) = &mut source.delivery
-            && dl.secret.is_none()
-        {
-            let text = generate(&source.name, SecretPurpose::Destination, Kind::Standard)?;
-            // Generated text always parses; a file edited by hand may not.
-            let key = StandardKey::parse(text.expose())
-                .map_err(|e| AppError::Source(format!("source {}: {e}", source.name)))?;
-            dl.secret = Some(key);
-        }
-    }
-    Ok(created)
 }

@@ -13,7 +13,7 @@ use anyhow::{Context, anyhow};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use crate::config::{ADMIN_TOKEN_NAME, generated_secret_path};
+use crate::config::SecretPurpose;
 use crate::exit::{EXIT_FAILURE, EXIT_UNAUTHORIZED, EXIT_UNREACHABLE, EXIT_USAGE, Failure};
 
 /// Where the admin API is and how to authenticate.
@@ -189,7 +189,7 @@ fn token(remote: &Remote) -> Result<String, Failure> {
         return Ok(t.trim().to_owned());
     }
     // The token a server started here with the default data_dir generated.
-    let default = generated_secret_path(Path::new("hookinbox-data"), ADMIN_TOKEN_NAME);
+    let default = SecretPurpose::Admin.path(Path::new("hookinbox-data"));
     if default.exists() {
         return from_file(&default).map_err(|e| fail(EXIT_UNAUTHORIZED, e));
     }

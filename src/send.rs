@@ -13,7 +13,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use rand::Rng;
 
-use crate::config::{self, Config, HmacSpec, Kind, Locator};
+use crate::config::{self, Config, HmacSpec, Kind, Locator, SecretPlan, SecretPurpose};
 use crate::verify::default_event_id;
 use crate::verify::sign::{Signing, sign, twilio_body_url};
 
@@ -102,10 +102,16 @@ fn plan(args: SendArgs) -> anyhow::Result<Plan> {
         let source = config
             .source(name)
             .with_context(|| format!("{}: no source named {name:?}", config.origin))?;
-        let secret = match source.secrets.first() {
-            Some(s) => s.expose().to_owned(),
+        let given = match &source.secrets {
+            SecretPlan::Given(secrets) => secrets.first(),
+            SecretPlan::Generated => None,
+        };
+        let secret = match given {
+            Some(s) => s.value.expose().to_owned(),
+            // Read, never generated: a secret no server has made yet is one
+            // no server checks.
             None => {
-                let path = config::generated_secret_path(&config.server.data_dir, name);
+                let path = SecretPurpose::Ingest(source.name.clone()).path(&config.server.data_dir);
                 std::fs::read_to_string(&path)
                     .with_context(|| format!("source {name:?} has a generated secret, but {} cannot be read (has `hookinbox serve` started once?)", path.display()))?
                     .trim()

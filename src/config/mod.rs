@@ -1,14 +1,24 @@
 //! Configuration: embedded commented defaults → TOML file → `HOOKINBOX_*`
-//! environment → one validated [`Config`] with typed fields.
+//! environment → one validated [`Config`] with typed fields → its secrets
+//! resolved.
 //!
-//! This module owns parsing and validation only. It knows the vocabulary of a
-//! source (kind, secrets, where the event id lives) but no provider facts: the
-//! per-kind defaults for tolerance and event id belong to `verify`. Secrets
-//! named by `secret_env`/`secret_file` are read here, once, so no other module
-//! reads the environment or a secret file.
+//! This module owns parsing, validation and secrets only. It knows the
+//! vocabulary of a source (kind, secrets, where the event id lives) but no
+//! provider facts: the per-kind defaults for tolerance and event id belong
+//! to `verify`. Secrets named by the file (inline, `*_env`, `*_file`) are read
+//! at load, and those left to the data dir by [`Config::resolve`]: here, once,
+//! so no other module reads the environment or a secret file.
+//!
+//! `raw.rs` holds the file as written and what a key left out means;
+//! `validate.rs` checks it into a typed config; `show.rs` prints a config
+//! back in the file's form, secrets redacted; `resolve.rs` is the step from a
+//! loaded config to one with every secret.
 
 mod raw;
+mod resolve;
 mod secret;
+mod show;
+mod validate;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -16,11 +26,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::standard_webhooks::StandardKey;
+use serde::{Deserialize, Serialize};
 
-pub use secret::{
-    ADMIN_TOKEN_NAME, Secret, generate_secret_text, generated_secret_path, load_or_generate_secret,
+pub use resolve::{
+    GeneratedSecret, GivenSecret, Loaded, ResolveError, Resolved, SecretPlan, SecretPurpose, Stage,
 };
+pub use secret::{Secret, SecretOrigin};
 
 /// The embedded default configuration: it serves with no file at all.
 pub const DEFAULT_TOML: &str = include_str!("default.toml");
@@ -28,18 +39,20 @@ pub const DEFAULT_TOML: &str = include_str!("default.toml");
 /// Where a configuration came from, for error messages.
 pub const EMBEDDED_ORIGIN: &str = "<embedded default config>";
 
-/// The validated configuration every module receives its slice of.
+/// The validated configuration every module receives its slice of. `S` is
+/// [`Loaded`] until [`Config::resolve`] has read the secrets the config
+/// leaves to the data dir, and [`Resolved`] (every secret present) after.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct Config<S: Stage = Resolved> {
     /// The file it was read from, or [`EMBEDDED_ORIGIN`].
     pub origin: String,
     pub server: ServerConfig,
     pub retention: RetentionConfig,
     pub log: LogConfig,
-    pub admin: AdminConfig,
+    pub admin: AdminConfig<S>,
     /// `None`: no alert URL configured (metrics and logs still tell).
     pub alerts: Option<AlertConfig>,
-    pub sources: Vec<SourceConfig>,
+    pub sources: Vec<SourceConfig<S>>,
     /// Non-fatal findings (inline secrets, …) to log at start.
     pub warnings: Vec<String>,
 }
@@ -88,9 +101,8 @@ pub struct AlertConfig {
 
 /// The admin listener's bearer token.
 #[derive(Debug, Clone)]
-pub struct AdminConfig {
-    /// `None` until the first start generates one into the data dir.
-    pub token: Option<Secret>,
+pub struct AdminConfig<S: Stage = Resolved> {
+    pub token: S::AdminToken,
 }
 
 #[derive(Debug, Clone)]
@@ -99,7 +111,8 @@ pub struct LogConfig {
     pub format: LogFormat,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     Text,
     Json,
@@ -144,13 +157,21 @@ impl fmt::Debug for SourceName {
     }
 }
 
-/// The provider scheme a source verifies with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The provider scheme a source verifies with. Its names in the file are
+/// [`Kind::as_str`]'s (a test holds serde's to them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Kind {
     Stripe,
     Github,
     Shopify,
     Slack,
+    /// "svix" and "standardwebhooks" are the same scheme under other names.
+    #[serde(
+        alias = "svix",
+        alias = "standardwebhooks",
+        alias = "standard-webhooks"
+    )]
     Standard,
     Paddle,
     Linear,
@@ -188,22 +209,9 @@ impl Kind {
         }
     }
 
+    /// A kind as the config file names it (`send --provider` takes the same names).
     pub fn parse(text: &str) -> Result<Kind, String> {
-        // "svix" and "standardwebhooks" are the same scheme under other names.
-        match text {
-            "svix" | "standardwebhooks" | "standard-webhooks" => return Ok(Kind::Standard),
-            _ => {}
-        }
-        Kind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == text)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
-                format!(
-                    "unknown kind {text:?}: expected one of {}",
-                    names.join(", ")
-                )
-            })
+        parse_name(text)
     }
 }
 
@@ -263,14 +271,16 @@ impl fmt::Display for Locator {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum HmacAlgorithm {
     Sha1,
     Sha256,
     Sha512,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SignatureEncoding {
     Hex,
     Base64,
@@ -297,13 +307,12 @@ pub struct HmacSpec {
 }
 
 #[derive(Debug, Clone)]
-pub struct SourceConfig {
+pub struct SourceConfig<S: Stage = Resolved> {
     pub name: SourceName,
     pub kind: Kind,
-    /// Every active secret, in the order configured. Empty only while
-    /// `generate_secret` has not run yet.
-    pub secrets: Vec<Secret>,
-    pub generate_secret: bool,
+    /// Every active secret, in the order read (file, environment, inline).
+    /// Once resolved, never empty.
+    pub secrets: S::SourceSecrets,
     /// `None`: the kind's default (see `verify`).
     pub tolerance: Option<Duration>,
     pub max_body: usize,
@@ -312,21 +321,20 @@ pub struct SourceConfig {
     pub event_type: Option<Vec<Locator>>,
     pub public_url: Option<String>,
     /// Where and how events are delivered; `None`: events are held.
-    pub delivery: Option<DeliveryConfig>,
+    pub delivery: Option<DeliveryConfig<S>>,
     pub hmac: Option<HmacSpec>,
 }
 
 /// A source's destination and the rules for delivering to it. The
 /// destination is named after its source (one destination per source).
 #[derive(Debug, Clone)]
-pub struct DeliveryConfig {
+pub struct DeliveryConfig<S: Stage = Resolved> {
     pub url: reqwest::Url,
-    /// The Standard Webhooks key that signs deliveries. `None` until the
-    /// first start generates one into the data dir.
-    pub secret: Option<StandardKey>,
-    /// Extra trusted roots (PEM) for an HTTPS destination with a private CA,
+    /// The Standard Webhooks key that signs deliveries.
+    pub secret: S::DestinationKey,
+    /// Extra trusted roots for an HTTPS destination with a private CA,
     /// beside the system's.
-    pub ca_pem: Option<Vec<u8>>,
+    pub ca: Option<CaFile>,
     /// Provider headers passed through to the app, beside hookinbox's own.
     pub forward_headers: Vec<http::HeaderName>,
     pub connect_timeout: Duration,
@@ -351,6 +359,14 @@ pub struct DeliveryConfig {
     pub breaker_cooldown: Duration,
 }
 
+/// A destination's extra trusted roots: the file named, and the PEM read
+/// from it at load.
+#[derive(Debug, Clone)]
+pub struct CaFile {
+    pub path: PathBuf,
+    pub pem: Vec<u8>,
+}
+
 /// Events with the same key (a JSON pointer into the body) are delivered one
 /// at a time, in the order received.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -360,7 +376,8 @@ pub struct OrderingConfig {
 }
 
 /// What a dead-lettered event does to the later events of its key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum OnDeadLetter {
     /// They go on; the dead one is out of the line.
     Skip,
@@ -411,72 +428,124 @@ impl std::fmt::Display for StatusPattern {
     }
 }
 
-/// A configuration error: names the file (or variable), the key and what is wrong.
+/// A configuration error: names the file (or variable), the line and column
+/// when the TOML parser found it, the key, and what is wrong:
+/// `hookinbox.toml:12:11: source[0].kind: unknown variant …`.
 #[derive(Debug, thiserror::Error)]
-#[error("{origin}: {key}: {message}")]
 pub struct ConfigError {
     pub origin: String,
+    /// Where in the file; `None` for what validation finds (the key says it).
+    pub position: Option<Position>,
+    /// The key path, like `source[0].tolerance`; empty when there is none
+    /// (a syntax error, a file that cannot be read).
     pub key: String,
     pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.origin)?;
+        if let Some(position) = self.position {
+            write!(f, ":{position}")?;
+        }
+        if !self.key.is_empty() {
+            write!(f, ": {}", self.key)?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// A place in a config file, both counted from 1; the column in characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    pub line: usize,
+    pub column: usize,
+}
+
+impl Position {
+    /// The position of byte `offset` of `text`.
+    fn of(text: &str, offset: usize) -> Position {
+        // A span from the parser falls on a character boundary; be safe anyway.
+        let end = (0..=offset.min(text.len()))
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+        let before = &text[..end];
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        Position {
+            line: before.matches('\n').count() + 1,
+            column: before[line_start..].chars().count() + 1,
+        }
+    }
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
 }
 
 /// 1 MiB: larger than any provider's documented payload (Stripe and GitHub
 /// cap theirs well below), small enough that a flood of them cannot exhaust memory.
 pub const DEFAULT_MAX_BODY: usize = 1024 * 1024;
 
-impl Config {
+impl Config<Loaded> {
     /// The embedded default with the environment applied.
-    pub fn embedded(env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+    pub fn embedded(env: &dyn Fn(&str) -> Option<String>) -> Result<Config<Loaded>, ConfigError> {
         Config::from_toml(DEFAULT_TOML, EMBEDDED_ORIGIN, None, env)
     }
 
     /// Reads `path`, applies the environment, validates.
-    pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+    pub fn load(
+        path: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config<Loaded>, ConfigError> {
         let origin = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
             origin: origin.clone(),
-            key: "(file)".into(),
+            position: None,
+            key: String::new(),
             message: format!("cannot read the config file: {e}"),
         })?;
         Config::from_toml(&text, &origin, path.parent(), env)
     }
 
-    /// `base_dir` resolves relative `secret_file` paths (the config file's directory).
+    /// `base_dir` resolves relative `*_file` paths (the config file's directory).
     pub fn from_toml(
         text: &str,
         origin: &str,
         base_dir: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Config, ConfigError> {
-        let mut file: raw::RawConfig = toml::from_str(text).map_err(|e| ConfigError {
-            origin: origin.to_owned(),
-            key: toml_error_key(&e),
-            message: e.message().to_owned(),
-        })?;
+    ) -> Result<Config<Loaded>, ConfigError> {
+        let mut file = raw::parse(text, origin)?;
         raw::apply_env(&mut file, env)?;
-        raw::validate(file, origin, base_dir, env)
+        validate::validate(file, origin, base_dir, env)
     }
 
     /// The effective configuration as TOML, secrets redacted: what `config check` prints.
     pub fn to_redacted_toml(&self) -> String {
-        raw::render_redacted(self)
+        show::redacted_toml(self)
     }
+}
 
-    pub fn source(&self, name: &str) -> Option<&SourceConfig> {
+impl<S: Stage> Config<S> {
+    pub fn source(&self, name: &str) -> Option<&SourceConfig<S>> {
         self.sources.iter().find(|s| s.name.as_str() == name)
     }
+}
+
+/// One of the names a serde enum of the file takes (`"json"`, `"stripe"`),
+/// with the same error as in the file: "unknown variant `x`, expected …".
+fn parse_name<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    use serde::de::IntoDeserializer;
+    let text: serde::de::value::StrDeserializer<'_, serde::de::value::Error> =
+        text.into_deserializer();
+    T::deserialize(text).map_err(|e| e.to_string())
 }
 
 /// The environment of this process, for [`Config::load`].
 pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
-}
-
-fn toml_error_key(error: &toml::de::Error) -> String {
-    match error.span() {
-        Some(span) => format!("at byte {}..{}", span.start, span.end),
-        None => "(syntax)".into(),
-    }
 }
 
 /// A URL as it may be shown in `config check`, a log line or the admin API:
@@ -559,7 +628,7 @@ mod tests {
         let demo = &config.sources[0];
         assert_eq!(demo.name.as_str(), "demo");
         assert_eq!(demo.kind, Kind::Standard);
-        assert!(demo.generate_secret);
+        assert!(matches!(demo.secrets, SecretPlan::Generated));
         assert_eq!(demo.max_body, DEFAULT_MAX_BODY);
     }
 
@@ -598,7 +667,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("source[0].kind") && err.contains("unknown kind"),
+            err.contains("source[0].kind") && err.contains("unknown variant `paypal`"),
             "{err}"
         );
 
@@ -616,9 +685,69 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.starts_with("f.toml: ") && err.contains("bogus"),
+            err.starts_with("f.toml:3:1: ") && err.contains("bogus"),
             "{err}"
         );
+    }
+
+    /// What serde finds (a syntax error, a value of the wrong type, a name
+    /// that is not one of a key's names) is reported at its line and column
+    /// and, but for syntax, with the key's path; the message names the bad
+    /// value and what the key takes.
+    #[test]
+    fn toml_errors_name_the_line_column_and_key() {
+        let error = |text: &str| {
+            Config::from_toml(text, "f.toml", None, &no_env)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            error("[server]\nlisten = \"127.0.0.1:1\"\nmax_connections = \"many\"\n"),
+            "f.toml:3:19: server.max_connections: invalid type: string \"many\", expected u64"
+        );
+        assert_eq!(
+            error(
+                "[[source]]\nname = \"a\"\nkind = \"github\"\nsecret = \"x\"\n\n\
+                 [[source]]\nname = \"b\"\nkind = \"paypal\"\n"
+            ),
+            "f.toml:8:8: source[1].kind: unknown variant `paypal`, expected one of \
+             `stripe`, `github`, `shopify`, `slack`, `standard`, `standard-webhooks`, \
+             `standardwebhooks`, `svix`, `paddle`, `linear`, `twilio`, `gitlab`, `hmac`"
+        );
+        // The column counts characters, not bytes.
+        assert_eq!(
+            error("[log] # journal → ☃\nformat = \"xml\"\n"),
+            "f.toml:2:10: log.format: unknown variant `xml`, expected `text` or `json`"
+        );
+        // In a list, toml's position is the list's; the path names the item.
+        assert_eq!(
+            error("[[source]]\nname = \"s\"\nretry_statuses = [429, true]\n"),
+            "f.toml:3:18: source[0].retry_statuses[1]: expected a status code like 429 or a class like \"5xx\""
+        );
+        assert_eq!(
+            error("[server\nlisten = 1\n"),
+            "f.toml:1:8: unclosed table, expected `]`"
+        );
+        // A variable's bad value names the variable, with the same message.
+        let env = |name: &str| (name == "HOOKINBOX_LOG_FORMAT").then(|| "xml".to_owned());
+        assert_eq!(
+            Config::embedded(&env).unwrap_err().to_string(),
+            "environment: HOOKINBOX_LOG_FORMAT: unknown variant `xml`, expected `text` or `json`"
+        );
+    }
+
+    /// The file names a kind as `Kind::as_str` does (which logs and metric
+    /// labels use), so serde's names cannot drift from it.
+    #[test]
+    fn every_kind_is_named_in_the_file_as_as_str_names_it() {
+        for kind in Kind::ALL {
+            assert_eq!(Kind::parse(kind.as_str()), Ok(kind));
+            assert_eq!(
+                toml::Value::try_from(kind).unwrap().as_str(),
+                Some(kind.as_str())
+            );
+        }
+        assert_eq!(Kind::parse("svix"), Ok(Kind::Standard));
     }
 
     #[test]
@@ -642,11 +771,10 @@ mod tests {
                     secret_env = \"GH_SECRET\"\nsecrets = [\"four\"]\n";
         let env = |name: &str| (name == "GH_SECRET").then(|| "three".to_owned());
         let config = Config::from_toml(text, "f.toml", Some(dir.path()), &env).unwrap();
-        let secrets: Vec<&str> = config.sources[0]
-            .secrets
-            .iter()
-            .map(|s| s.expose())
-            .collect();
+        let SecretPlan::Given(given) = &config.sources[0].secrets else {
+            panic!("{config:?}");
+        };
+        let secrets: Vec<&str> = given.iter().map(|s| s.value.expose()).collect();
         assert_eq!(secrets, ["one", "two", "three", "four"]);
         assert_eq!(config.warnings.len(), 1, "{:?}", config.warnings);
 
@@ -667,8 +795,89 @@ mod tests {
         let shown = config.to_redacted_toml();
         assert!(!shown.contains("s3cr3t-value"), "{shown}");
         assert!(shown.contains("[redacted]"), "{shown}");
-        // The printed config is itself a valid config (with secrets replaced).
+        // The printed config is itself a config file (with secrets replaced).
+        assert!(raw::parse(&shown, "shown").is_ok(), "{shown}");
         assert!(format!("{config:?}").contains("[redacted]"));
+    }
+
+    /// Of every secret, `config check` shows where it comes from: the
+    /// variable, the file, `[redacted]` for one written inline, and a note
+    /// for one left to the data dir. Never the value.
+    #[test]
+    fn redacted_output_shows_where_each_secret_comes_from() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("gh.secret"),
+            "file-secret-1\nfile-secret-2\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("admin.token"), "file-admin-token-0123").unwrap();
+        let text = "[admin]\ntoken_file = \"admin.token\"\n\n\
+                    [[source]]\nname = \"gh\"\nkind = \"github\"\nsecret_file = \"gh.secret\"\n\
+                    secret_env = \"GH_SECRET\"\nsecret = \"inline-secret\"\n\
+                    destination = \"http://127.0.0.1:9/app\"\n\
+                    destination_secret_env = \"DEST_KEY\"\n\n\
+                    [[source]]\nname = \"demo\"\nkind = \"standard\"\ngenerate_secret = true\n\
+                    destination = \"http://127.0.0.1:9/demo\"\n";
+        let env = |name: &str| match name {
+            "GH_SECRET" => Some("env-secret".to_owned()),
+            "DEST_KEY" => Some("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_owned()),
+            _ => None,
+        };
+        let config = Config::from_toml(text, "f.toml", Some(dir.path()), &env).unwrap();
+        let shown = config.to_redacted_toml();
+        for secret in [
+            "file-secret",
+            "file-admin-token",
+            "env-secret",
+            "inline-secret",
+            "MfKQ9r8",
+        ] {
+            assert!(!shown.contains(secret), "{secret} is shown:\n{shown}");
+        }
+        let file = |name: &str| dir.path().join(name).display().to_string();
+        for line in [
+            format!("[admin]\ntoken_file = {:?}\n", file("admin.token")),
+            format!(
+                "secrets = [\"[redacted]\"]\nsecret_env = \"GH_SECRET\"\nsecret_file = {:?}\n",
+                file("gh.secret")
+            ),
+            "destination_secret_env = \"DEST_KEY\"\n".to_owned(),
+            "kind = \"standard\"\ngenerate_secret = true\n".to_owned(),
+            "# the secret of source \"demo\": generated on first start into ./hookinbox-data/secrets/demo.secret\n"
+                .to_owned(),
+            "# the key that signs deliveries of source \"demo\": generated on first start into ./hookinbox-data/secrets/demo.destination.secret\n"
+                .to_owned(),
+        ] {
+            assert!(shown.contains(&line), "no {line:?} in\n{shown}");
+        }
+        assert!(!shown.contains("admin token"), "{shown}");
+        assert!(raw::parse(&shown, "shown").is_ok(), "{shown}");
+    }
+
+    /// Regression (found by `config::props`): a control character in
+    /// `data_dir` ended the comment that names a generated secret's file, and
+    /// `config check` printed something that was no longer TOML.
+    #[test]
+    fn a_control_character_in_a_path_stays_inside_its_comment() {
+        let env = |name: &str| (name == "HOOKINBOX_DATA_DIR").then(|| "data\ndir\u{7f}".to_owned());
+        let shown = Config::embedded(&env).unwrap().to_redacted_toml();
+        assert!(raw::parse(&shown, "shown").is_ok(), "{shown}");
+        assert!(
+            shown.contains("data\\ndir\\u{7f}/secrets/admin.token.secret\n"),
+            "{shown}"
+        );
+    }
+
+    /// A `standard` source's secret is a Standard Webhooks key: one that is
+    /// not is refused at load, naming the key it came from.
+    #[test]
+    fn a_standard_source_secret_that_is_not_a_key_names_its_key() {
+        let text = "[[source]]\nname = \"s\"\nkind = \"standard\"\nsecret_env = \"S\"\n";
+        let env = |name: &str| (name == "S").then(|| "whsec_not base64!".to_owned());
+        let err = Config::from_toml(text, "f.toml", None, &env).unwrap_err();
+        assert_eq!(err.key, "source[0].secret_env");
+        assert!(err.message.contains("base64"), "{err}");
     }
 
     /// Regression: `header_read_timeout = "500000000000y"` passed `config

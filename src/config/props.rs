@@ -1,8 +1,8 @@
 //! Property tests of config loading: any text, and any value in any known
 //! key, is loaded or refused with a [`ConfigError`], never a panic; a config
-//! that loads prints (`config check`) and builds its verifiers without a
-//! panic, and none of its durations can overflow the clock arithmetic the
-//! server does with them.
+//! that loads prints (`config check`) in the file's own form, resolves its
+//! secrets and builds its verifiers without a panic, and none of its
+//! durations can overflow the clock arithmetic the server does with them.
 //!
 //! Arbitrary text is mostly refused by the TOML parser, so the deeper cases
 //! are made of the real sections and keys, with values shaped like what each
@@ -189,7 +189,7 @@ const VALID: &str = "[server]\nlisten = \"127.0.0.1:0\"\n\n[retention]\ndedupe_t
      event_id = [\"header:x-id\"]\ndestination = \"http://127.0.0.1:9/app\"\n";
 
 /// Every duration of a loaded config, named.
-fn durations(c: &Config) -> Vec<(String, Duration)> {
+fn durations(c: &Config<Loaded>) -> Vec<(String, Duration)> {
     let mut all = vec![
         ("header_read_timeout".into(), c.server.header_read_timeout),
         ("body_read_timeout".into(), c.server.body_read_timeout),
@@ -220,16 +220,27 @@ fn durations(c: &Config) -> Vec<(String, Duration)> {
     all
 }
 
-/// Loads `text`; for a config that loads, prints it and builds its
-/// verifiers, and checks its durations fit the clock arithmetic.
+/// Loads `text`; for a config that loads, prints it, resolves its sources
+/// and builds their verifiers, and checks its durations fit the clock
+/// arithmetic.
 fn load(text: &str) -> Result<(), TestCaseError> {
     let dir = std::env::temp_dir().join("hookinbox-props-no-such-dir");
     let Ok(config) = Config::from_toml(text, "props.toml", Some(&dir), &|_| None) else {
         return Ok(());
     };
-    let _ = config.to_redacted_toml();
-    for source in &config.sources {
-        let _ = crate::verify::Verifier::new(source);
+    let shown = config.to_redacted_toml();
+    // Every key printed is a key of the file, every value of its type.
+    if let Err(e) = raw::parse(&shown, "shown") {
+        prop_assert!(false, "{e}\n{shown}");
+    }
+    // Per source, into a scratch dir: the config's own data_dir is any text.
+    let data = tempfile::tempdir().unwrap();
+    for source in config.sources.clone() {
+        let source = source.resolve(data.path(), &mut Vec::new());
+        prop_assert!(source.is_ok(), "{source:?}");
+        if let Ok(source) = source {
+            let _ = crate::verify::Verifier::new(&source);
+        }
     }
     let now = Instant::now();
     let now_ms = crate::clock::Clock::system().now_ms();

@@ -1,1272 +1,396 @@
-//! The config file as written (serde, every field optional) and its
-//! validation into the typed [`Config`](super::Config).
+//! The config file as written: serde structs (a key left out is `None`),
+//! what a key left out means ([`default`]: every default, in one place), and
+//! the `HOOKINBOX_*` variables that override keys. `validate.rs` turns this
+//! into a typed config; `show.rs` turns a typed config back into this.
+//!
+//! serde checks what a type can say: a value of the wrong type, an unknown
+//! key, a name that is not one of a key's names (`kind`, `log.format`, …).
+//! Those errors carry the line, the column and the key path ([`parse`]).
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::net::SocketAddr;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{
-    AdminConfig, AlertConfig, Config, ConfigError, DEFAULT_MAX_BODY, DeliveryConfig, HmacAlgorithm,
-    HmacSpec, Kind, Locator, LogConfig, LogFormat, OnDeadLetter, OrderingConfig, PayloadPart,
-    RetentionConfig, Secret, ServerConfig, SignatureEncoding, SourceConfig, SourceName,
-    StatusPattern, parse_duration, parse_size,
+    ConfigError, HmacAlgorithm, Kind, LogFormat, OnDeadLetter, Position, SignatureEncoding,
+    parse_name,
 };
-use crate::standard_webhooks::StandardKey;
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawConfig {
     #[serde(default)]
-    server: RawServer,
+    pub server: RawServer,
     #[serde(default)]
-    retention: RawRetention,
+    pub retention: RawRetention,
     #[serde(default)]
-    log: RawLog,
-    #[serde(default)]
-    admin: RawAdmin,
-    alerts: Option<RawAlerts>,
-    #[serde(default)]
-    source: Vec<RawSource>,
+    pub log: RawLog,
+    pub alerts: Option<RawAlerts>,
+    pub admin: Option<RawAdmin>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source: Vec<RawSource>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawAlerts {
-    url: Option<String>,
-    dlq_threshold: Option<u64>,
-    pending_age: Option<String>,
-    min_interval: Option<String>,
-    check_interval: Option<String>,
+pub struct RawServer {
+    pub listen: Option<String>,
+    pub admin_listen: Option<String>,
+    pub data_dir: Option<String>,
+    pub header_read_timeout: Option<String>,
+    pub body_read_timeout: Option<String>,
+    pub shutdown_timeout: Option<String>,
+    pub max_connections: Option<u64>,
+    pub max_buffered_body: Option<RawSize>,
+    pub tls_cert_file: Option<String>,
+    pub tls_key_file: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawAdmin {
-    token: Option<String>,
-    token_env: Option<String>,
-    token_file: Option<String>,
+pub struct RawRetention {
+    pub dedupe_ttl: Option<String>,
+    pub payload_ttl: Option<String>,
+    pub dlq_ttl: Option<String>,
+    pub sweep_interval: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawServer {
-    listen: Option<String>,
-    admin_listen: Option<String>,
-    data_dir: Option<String>,
-    header_read_timeout: Option<String>,
-    body_read_timeout: Option<String>,
-    shutdown_timeout: Option<String>,
-    max_connections: Option<u64>,
-    max_buffered_body: Option<RawSize>,
-    tls_cert_file: Option<String>,
-    tls_key_file: Option<String>,
+pub struct RawLog {
+    pub level: Option<String>,
+    pub format: Option<LogFormat>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawRetention {
-    dedupe_ttl: Option<String>,
-    payload_ttl: Option<String>,
-    dlq_ttl: Option<String>,
-    sweep_interval: Option<String>,
+pub struct RawAlerts {
+    pub url: Option<String>,
+    pub dlq_threshold: Option<u64>,
+    pub pending_age: Option<String>,
+    pub min_interval: Option<String>,
+    pub check_interval: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawLog {
-    level: Option<String>,
-    format: Option<String>,
+pub struct RawAdmin {
+    pub token: Option<String>,
+    pub token_env: Option<String>,
+    pub token_file: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-enum RawSize {
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSource {
+    pub name: Option<String>,
+    pub kind: Option<Kind>,
+    pub secret: Option<String>,
+    pub secrets: Option<Vec<String>>,
+    pub secret_env: Option<String>,
+    pub secret_file: Option<String>,
+    pub generate_secret: Option<bool>,
+    pub tolerance: Option<String>,
+    pub max_body: Option<RawSize>,
+    pub event_id: Option<OneOrMany>,
+    pub event_type: Option<OneOrMany>,
+    pub public_url: Option<String>,
+    pub destination: Option<String>,
+    pub destination_secret: Option<String>,
+    pub destination_secret_env: Option<String>,
+    pub destination_secret_file: Option<String>,
+    pub forward_headers: Option<Vec<String>>,
+    pub destination_ca_file: Option<String>,
+    pub connect_timeout: Option<String>,
+    pub timeout: Option<String>,
+    pub initial_interval: Option<String>,
+    pub max_interval: Option<String>,
+    pub max_attempts: Option<u32>,
+    pub max_age: Option<String>,
+    pub retry_statuses: Option<Vec<CodeOrText>>,
+    pub max_concurrency: Option<usize>,
+    pub max_rate: Option<f64>,
+    pub paused: Option<bool>,
+    pub breaker_failures: Option<u32>,
+    pub breaker_cooldown: Option<String>,
+    pub ordering_key: Option<String>,
+    pub ordering_on_dead_letter: Option<OnDeadLetter>,
+    pub signature_header: Option<String>,
+    pub algorithm: Option<HmacAlgorithm>,
+    pub encoding: Option<SignatureEncoding>,
+    pub prefix: Option<String>,
+    pub signed_payload: Option<String>,
+    pub timestamp_header: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(
+    untagged,
+    expecting = "expected a size: a number of bytes, or a string like \"512KiB\" or \"1MiB\""
+)]
+pub enum RawSize {
     Bytes(u64),
     Text(String),
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum OneOrMany {
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(untagged, expecting = "expected a string or a list of strings")]
+pub enum OneOrMany {
     One(String),
     Many(Vec<String>),
 }
 
-impl OneOrMany {
-    fn into_vec(self) -> Vec<String> {
-        match self {
-            OneOrMany::One(s) => vec![s],
-            OneOrMany::Many(v) => v,
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum CodeOrText {
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(
+    untagged,
+    expecting = "expected a status code like 429 or a class like \"5xx\""
+)]
+pub enum CodeOrText {
     Code(u16),
     Text(String),
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSource {
-    name: Option<String>,
-    kind: Option<String>,
-    secret: Option<String>,
-    secrets: Option<Vec<String>>,
-    secret_env: Option<String>,
-    secret_file: Option<String>,
-    #[serde(default)]
-    generate_secret: bool,
-    tolerance: Option<String>,
-    max_body: Option<RawSize>,
-    event_id: Option<OneOrMany>,
-    event_type: Option<OneOrMany>,
-    public_url: Option<String>,
-    destination: Option<String>,
-    destination_secret: Option<String>,
-    destination_secret_env: Option<String>,
-    destination_secret_file: Option<String>,
-    forward_headers: Option<Vec<String>>,
-    destination_ca_file: Option<String>,
-    connect_timeout: Option<String>,
-    timeout: Option<String>,
-    initial_interval: Option<String>,
-    max_interval: Option<String>,
-    max_attempts: Option<u32>,
-    max_age: Option<String>,
-    retry_statuses: Option<Vec<CodeOrText>>,
-    max_concurrency: Option<usize>,
-    max_rate: Option<f64>,
-    paused: Option<bool>,
-    breaker_failures: Option<u32>,
-    breaker_cooldown: Option<String>,
-    ordering_key: Option<String>,
-    ordering_on_dead_letter: Option<String>,
-    signature_header: Option<String>,
-    algorithm: Option<String>,
-    encoding: Option<String>,
-    prefix: Option<String>,
-    signed_payload: Option<String>,
-    timestamp_header: Option<String>,
+/// What a key left out means: every default of the file format, here and
+/// nowhere else. `default.toml` tells operators the same values (and why),
+/// and the test `default_toml_shows_the_defaults_of_the_code` holds the two
+/// equal. Durations are text, parsed and bounded like a written value.
+pub mod default {
+    use super::super::{
+        DEFAULT_MAX_BODY, HmacAlgorithm, LogFormat, OnDeadLetter, SignatureEncoding, StatusPattern,
+    };
+
+    pub const LISTEN: &str = "127.0.0.1:8080";
+    pub const ADMIN_LISTEN: &str = "127.0.0.1:8081";
+    pub const DATA_DIR: &str = "./hookinbox-data";
+    pub const HEADER_READ_TIMEOUT: &str = "10s";
+    pub const BODY_READ_TIMEOUT: &str = "30s";
+    pub const SHUTDOWN_TIMEOUT: &str = "30s";
+    pub const MAX_CONNECTIONS: u64 = 1024;
+    pub const MAX_BUFFERED_BODY: usize = 64 << 20;
+
+    pub const DEDUPE_TTL: &str = "30d";
+    pub const PAYLOAD_TTL: &str = "7d";
+    pub const DLQ_TTL: &str = "30d";
+    pub const SWEEP_INTERVAL: &str = "1m";
+
+    pub const LOG_LEVEL: &str = "info";
+    pub const LOG_FORMAT: LogFormat = LogFormat::Text;
+
+    pub const DLQ_THRESHOLD: u64 = 0;
+    pub const PENDING_AGE: &str = "1h";
+    pub const MIN_INTERVAL: &str = "15m";
+    pub const CHECK_INTERVAL: &str = "30s";
+
+    pub const GENERATE_SECRET: bool = false;
+    pub const MAX_BODY: usize = DEFAULT_MAX_BODY;
+
+    pub const FORWARD_HEADERS: [&str; 0] = [];
+    pub const CONNECT_TIMEOUT: &str = "5s";
+    pub const TIMEOUT: &str = "30s";
+    pub const INITIAL_INTERVAL: &str = "5s";
+    pub const MAX_INTERVAL: &str = "1h";
+    pub const MAX_ATTEMPTS: u32 = 12;
+    pub const MAX_AGE: &str = "3d";
+    /// The answers that say "try again later"; any other non-2xx is final.
+    pub const RETRY_STATUSES: [StatusPattern; 4] = [
+        StatusPattern::Code(408),
+        StatusPattern::Code(425),
+        StatusPattern::Code(429),
+        StatusPattern::Class(5),
+    ];
+    pub const MAX_CONCURRENCY: usize = 8;
+    pub const PAUSED: bool = false;
+    pub const BREAKER_FAILURES: u32 = 5;
+    pub const BREAKER_COOLDOWN: &str = "30s";
+    pub const ORDERING_ON_DEAD_LETTER: OnDeadLetter = OnDeadLetter::Skip;
+
+    pub const ALGORITHM: HmacAlgorithm = HmacAlgorithm::Sha256;
+    pub const ENCODING: SignatureEncoding = SignatureEncoding::Hex;
+    pub const PREFIX: &str = "";
+    pub const SIGNED_PAYLOAD: &str = "{body}";
 }
 
-/// The `HOOKINBOX_*` variables and the `[server]`/`[log]` keys they override.
-const ENV_OVERRIDES: [&str; 5] = [
-    "HOOKINBOX_LISTEN",
-    "HOOKINBOX_ADMIN_LISTEN",
-    "HOOKINBOX_DATA_DIR",
-    "HOOKINBOX_LOG_LEVEL",
-    "HOOKINBOX_LOG_FORMAT",
-];
+/// Parses the file. A TOML syntax error, a value of the wrong type, an
+/// unknown key or a name that is not one of a key's names is reported with
+/// its line and column, and (but for syntax) the key's path: toml's error
+/// carries the span, `serde_path_to_error` the path (`source[1].kind`).
+pub fn parse(text: &str, origin: &str) -> Result<RawConfig, ConfigError> {
+    let located = |error: toml::de::Error, key: String| ConfigError {
+        origin: origin.to_owned(),
+        position: error.span().map(|span| Position::of(text, span.start)),
+        key,
+        message: error.message().trim_end().replace('\n', "; "),
+    };
+    let document = toml::de::Deserializer::parse(text).map_err(|e| located(e, String::new()))?;
+    serde_path_to_error::deserialize(document).map_err(|e| {
+        // "." is the path of the document itself.
+        let key = Some(e.path().to_string()).filter(|p| p != ".");
+        located(e.into_inner(), key.unwrap_or_default())
+    })
+}
 
+/// Applies the `HOOKINBOX_*` variables, each of which overrides one
+/// `[server]` or `[log]` key. Errors name the variable, not the file.
 pub fn apply_env(
     raw: &mut RawConfig,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(), ConfigError> {
-    for name in ENV_OVERRIDES {
-        let Some(value) = env(name) else { continue };
-        if value.trim().is_empty() {
-            return Err(ConfigError {
-                origin: "environment".into(),
-                key: name.into(),
-                message: "is set but empty; unset it or give it a value".into(),
-            });
+    let err = |name: &str, message: String| ConfigError {
+        origin: "environment".into(),
+        position: None,
+        key: name.into(),
+        message,
+    };
+    let var = |name: &str| match env(name) {
+        Some(value) if value.trim().is_empty() => Err(err(
+            name,
+            "is set but empty; unset it or give it a value".into(),
+        )),
+        value => Ok(value),
+    };
+    let address = |name: &str| {
+        let value = var(name)?;
+        match &value {
+            Some(text) if text.parse::<SocketAddr>().is_err() => Err(err(
+                name,
+                format!("{text:?} is not an address like 127.0.0.1:8080"),
+            )),
+            _ => Ok(value),
         }
-        let slot = match name {
-            "HOOKINBOX_LISTEN" => &mut raw.server.listen,
-            "HOOKINBOX_ADMIN_LISTEN" => &mut raw.server.admin_listen,
-            "HOOKINBOX_DATA_DIR" => &mut raw.server.data_dir,
-            "HOOKINBOX_LOG_LEVEL" => &mut raw.log.level,
-            _ => &mut raw.log.format,
-        };
-        // Check the address here so the error names the variable, not the file.
-        if name.ends_with("LISTEN") && value.parse::<std::net::SocketAddr>().is_err() {
-            return Err(ConfigError {
-                origin: "environment".into(),
-                key: name.into(),
-                message: format!("{value:?} is not an address like 127.0.0.1:8080"),
-            });
-        }
-        *slot = Some(value);
+    };
+    if let Some(value) = address("HOOKINBOX_LISTEN")? {
+        raw.server.listen = Some(value);
+    }
+    if let Some(value) = address("HOOKINBOX_ADMIN_LISTEN")? {
+        raw.server.admin_listen = Some(value);
+    }
+    if let Some(value) = var("HOOKINBOX_DATA_DIR")? {
+        raw.server.data_dir = Some(value);
+    }
+    if let Some(value) = var("HOOKINBOX_LOG_LEVEL")? {
+        raw.log.level = Some(value);
+    }
+    if let Some(value) = var("HOOKINBOX_LOG_FORMAT")? {
+        let format = parse_name(&value).map_err(|m| err("HOOKINBOX_LOG_FORMAT", m))?;
+        raw.log.format = Some(format);
     }
     Ok(())
 }
 
-/// The longest value of each kind of duration key. Each lies far beyond any
-/// sensible setting, so it refuses only typos and absurd values, which would
-/// otherwise pass `config check` and then overflow the time arithmetic
-/// (`Instant + Duration` panics) on every connection or in the scheduler.
-///
-/// 1 h for a timeout: an HTTP exchange (a request head or body, a delivery
-/// attempt) or a graceful shutdown still running after an hour is hung, not
-/// slow; systemd's default stop timeout is 90 s.
-const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
-/// 1 day for a signature's timestamp tolerance: providers use seconds to
-/// minutes, and a day-long window already lets a captured request be replayed
-/// all day.
-const MAX_TOLERANCE: Duration = Duration::from_secs(86_400);
-/// 1 day for how often something is looked at (the sweep, the alert check) or
-/// how long an open circuit waits for its probe: less than daily, and nobody
-/// sees it happen.
-const MAX_INTERVAL: Duration = Duration::from_secs(86_400);
-/// 7 days for a wait between retries and for the repeat window of an alert:
-/// longer outlives every provider's own retry schedule and any on-call week.
-const MAX_RETRY_INTERVAL: Duration = Duration::from_secs(7 * 86_400);
-/// 10 years (humantime's "10y") for a retention or an age: longer than the
-/// legal retention periods we know, and far from overflowing the `u64`
-/// millisecond timestamps the store adds it to.
-const MAX_AGE: Duration = Duration::from_secs(315_576_000);
+#[cfg(test)]
+mod tests {
+    use serde::de::DeserializeOwned;
 
-struct Ctx<'a> {
-    origin: &'a str,
-}
+    use super::*;
+    use crate::config::{Config, DEFAULT_TOML};
 
-impl Ctx<'_> {
-    fn err(&self, key: impl Into<String>, message: impl Into<String>) -> ConfigError {
-        ConfigError {
-            origin: self.origin.to_owned(),
-            key: key.into(),
-            message: message.into(),
+    /// The section of `setting` (one `key = value` line): the one whose raw
+    /// struct takes it, as a minimal config in which its keys take effect.
+    fn section_of(setting: &str) -> Option<&'static str> {
+        fn takes<T: DeserializeOwned>(setting: &str) -> bool {
+            toml::from_str::<T>(setting).is_ok()
         }
-    }
-
-    /// `value` (or `default`) as a duration no longer than `max`.
-    fn duration(
-        &self,
-        key: &str,
-        value: Option<&str>,
-        default: &str,
-        max: Duration,
-    ) -> Result<Duration, ConfigError> {
-        let text = value.unwrap_or(default);
-        let d = parse_duration(text).map_err(|m| self.err(key, m))?;
-        if d > max {
-            return Err(self.err(
-                key,
-                format!(
-                    "{text:?} is longer than the maximum of {} for this key",
-                    humantime::format_duration(max)
-                ),
-            ));
-        }
-        Ok(d)
-    }
-
-    /// A size in bytes (a number, or text like "64MiB"), at least 1.
-    fn size(
-        &self,
-        key: &str,
-        value: Option<RawSize>,
-        default: usize,
-    ) -> Result<usize, ConfigError> {
-        let bytes = match value {
-            None => default,
-            Some(RawSize::Bytes(n)) => {
-                usize::try_from(n).map_err(|_| self.err(key, "is too large"))?
-            }
-            Some(RawSize::Text(t)) => parse_size(&t).map_err(|m| self.err(key, m))?,
-        };
-        if bytes == 0 {
-            return Err(self.err(key, "must be at least 1 byte"));
-        }
-        Ok(bytes)
-    }
-}
-
-/// Default of `server.max_connections`: see default.toml.
-const DEFAULT_MAX_CONNECTIONS: usize = 1024;
-/// Default of `server.max_buffered_body`: see default.toml.
-const DEFAULT_MAX_BUFFERED_BODY: usize = 64 << 20;
-/// Past this, one process runs out of file descriptors long before.
-const MAX_CONNECTIONS_LIMIT: u64 = 1_000_000;
-
-pub fn validate(
-    raw: RawConfig,
-    origin: &str,
-    base_dir: Option<&Path>,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Config, ConfigError> {
-    let cx = Ctx { origin };
-    let mut warnings = Vec::new();
-
-    let addr = |key: &str, value: Option<&str>, default: &str| {
-        let text = value.unwrap_or(default);
-        text.parse().map_err(|_| {
-            cx.err(
-                key,
-                format!("{text:?} is not an address like 127.0.0.1:8080"),
-            )
-        })
-    };
-    let s = &raw.server;
-    let max_connections = match s.max_connections {
-        None => DEFAULT_MAX_CONNECTIONS,
-        Some(n @ 1..=MAX_CONNECTIONS_LIMIT) => n as usize,
-        Some(n) => {
-            return Err(cx.err(
-                "server.max_connections",
-                format!("{n} is not between 1 and {MAX_CONNECTIONS_LIMIT}"),
-            ));
-        }
-    };
-    let max_buffered_body = cx.size(
-        "server.max_buffered_body",
-        raw.server.max_buffered_body.clone(),
-        DEFAULT_MAX_BUFFERED_BODY,
-    )?;
-    let tls = match (&s.tls_cert_file, &s.tls_key_file) {
-        (None, None) => None,
-        (Some(cert), Some(key)) => {
-            let files = crate::tls::TlsFiles {
-                cert: resolve(base_dir, cert),
-                key: resolve(base_dir, key),
-            };
-            // Read now: a wrong path or a key that does not match is a
-            // config error, not a listener that cannot handshake.
-            files
-                .load()
-                .map_err(|e| cx.err("server.tls_cert_file", e.to_string()))?;
-            Some(files)
-        }
-        (Some(_), None) => {
-            return Err(cx.err(
-                "server.tls_key_file",
-                "is required with server.tls_cert_file",
-            ));
-        }
-        (None, Some(_)) => {
-            return Err(cx.err(
-                "server.tls_cert_file",
-                "is required with server.tls_key_file",
-            ));
-        }
-    };
-    let server = ServerConfig {
-        listen: addr("server.listen", s.listen.as_deref(), "127.0.0.1:8080")?,
-        admin_listen: addr(
-            "server.admin_listen",
-            s.admin_listen.as_deref(),
-            "127.0.0.1:8081",
-        )?,
-        data_dir: PathBuf::from(s.data_dir.as_deref().unwrap_or("./hookinbox-data")),
-        header_read_timeout: cx.duration(
-            "server.header_read_timeout",
-            s.header_read_timeout.as_deref(),
-            "10s",
-            MAX_TIMEOUT,
-        )?,
-        body_read_timeout: cx.duration(
-            "server.body_read_timeout",
-            s.body_read_timeout.as_deref(),
-            "30s",
-            MAX_TIMEOUT,
-        )?,
-        shutdown_timeout: cx.duration(
-            "server.shutdown_timeout",
-            s.shutdown_timeout.as_deref(),
-            "30s",
-            MAX_TIMEOUT,
-        )?,
-        max_connections,
-        max_buffered_body,
-        tls,
-    };
-    if server.listen == server.admin_listen && server.listen.port() != 0 {
-        return Err(cx.err("server.admin_listen", "must differ from server.listen"));
-    }
-    // Allowed (behind a firewall or a VPN it is useful), but said out loud.
-    if !server.admin_listen.ip().is_loopback() {
-        warnings.push(format!(
-            "{}: server.admin_listen (HOOKINBOX_ADMIN_LISTEN) {} is reachable from other hosts: the admin token is then the only guard of the admin API (every payload, replay, backup); keep it on 127.0.0.1 unless a firewall or VPN stands in front",
-            cx.origin, server.admin_listen
-        ));
-    }
-
-    let r = &raw.retention;
-    let retention = RetentionConfig {
-        dedupe_ttl: cx.duration(
-            "retention.dedupe_ttl",
-            r.dedupe_ttl.as_deref(),
-            "30d",
-            MAX_AGE,
-        )?,
-        payload_ttl: cx.duration(
-            "retention.payload_ttl",
-            r.payload_ttl.as_deref(),
-            "7d",
-            MAX_AGE,
-        )?,
-        dlq_ttl: cx.duration("retention.dlq_ttl", r.dlq_ttl.as_deref(), "30d", MAX_AGE)?,
-        sweep_interval: cx.duration(
-            "retention.sweep_interval",
-            r.sweep_interval.as_deref(),
-            "1m",
-            MAX_INTERVAL,
-        )?,
-    };
-    if retention.sweep_interval.is_zero() {
-        return Err(cx.err("retention.sweep_interval", "must be longer than 0s"));
-    }
-
-    let log = LogConfig {
-        level: raw.log.level.unwrap_or_else(|| "info".into()),
-        format: match raw.log.format.as_deref().unwrap_or("text") {
-            "text" => LogFormat::Text,
-            "json" => LogFormat::Json,
-            other => {
-                return Err(cx.err(
-                    "log.format",
-                    format!("{other:?}: expected \"text\" or \"json\""),
-                ));
-            }
-        },
-    };
-
-    let admin = validate_admin(&cx, &raw.admin, base_dir, env, &mut warnings)?;
-    let alerts = match &raw.alerts {
-        None => None,
-        Some(ra) => {
-            let text = ra
-                .url
-                .as_deref()
-                .ok_or_else(|| cx.err("alerts.url", "is required in [alerts]"))?;
-            let url = reqwest::Url::parse(text)
-                .ok()
-                .filter(|u| matches!(u.scheme(), "http" | "https"))
-                .ok_or_else(|| cx.err("alerts.url", "must be an http(s) URL"))?;
-            let positive = |key: &str, v: &Option<String>, default: &str, max: Duration| {
-                let d = cx.duration(key, v.as_deref(), default, max)?;
-                if d.is_zero() {
-                    return Err(cx.err(key, "must be longer than 0s"));
-                }
-                Ok(d)
-            };
-            Some(AlertConfig {
-                url,
-                dlq_threshold: ra.dlq_threshold.unwrap_or(0),
-                pending_age: positive("alerts.pending_age", &ra.pending_age, "1h", MAX_AGE)?,
-                min_interval: positive(
-                    "alerts.min_interval",
-                    &ra.min_interval,
-                    "15m",
-                    MAX_RETRY_INTERVAL,
-                )?,
-                check_interval: positive(
-                    "alerts.check_interval",
-                    &ra.check_interval,
-                    "30s",
-                    MAX_INTERVAL,
-                )?,
-            })
-        }
-    };
-
-    let mut sources: Vec<SourceConfig> = Vec::new();
-    for (i, rs) in raw.source.into_iter().enumerate() {
-        let source = validate_source(&cx, i, rs, base_dir, env, &mut warnings)?;
-        if sources.iter().any(|s| s.name == source.name) {
-            return Err(cx.err(
-                format!("source[{i}].name"),
-                format!(
-                    "{:?} is already the name of another source",
-                    source.name.as_str()
-                ),
-            ));
-        }
-        sources.push(source);
-    }
-    // Every source's largest event must fit in the budget, or it could never be taken.
-    if let Some(big) = sources
-        .iter()
-        .find(|src| src.max_body > server.max_buffered_body)
-    {
-        return Err(cx.err(
-            "server.max_buffered_body",
-            format!(
-                "{} bytes is smaller than source {:?}'s max_body ({} bytes): raise it or lower max_body",
-                server.max_buffered_body,
-                big.name.as_str(),
-                big.max_body
-            ),
-        ));
-    }
-
-    Ok(Config {
-        origin: origin.to_owned(),
-        server,
-        retention,
-        log,
-        admin,
-        alerts,
-        sources,
-        warnings,
-    })
-}
-
-/// The admin token: from a file, the environment, or inline (warned); none
-/// means one is generated on first start.
-fn validate_admin(
-    cx: &Ctx<'_>,
-    ra: &RawAdmin,
-    base_dir: Option<&Path>,
-    env: &dyn Fn(&str) -> Option<String>,
-    warnings: &mut Vec<String>,
-) -> Result<AdminConfig, ConfigError> {
-    let given = [
-        ra.token.is_some(),
-        ra.token_env.is_some(),
-        ra.token_file.is_some(),
-    ];
-    if given.iter().filter(|g| **g).count() > 1 {
-        return Err(cx.err(
-            "admin.token",
-            "set only one of token, token_env, token_file",
-        ));
-    }
-    let token = if let Some(t) = &ra.token {
-        warnings.push(format!(
-            "{}: the admin token is inline in the config; prefer admin.token_file or admin.token_env",
-            cx.origin
-        ));
-        Some((t.clone(), "admin.token"))
-    } else if let Some(var) = &ra.token_env {
-        let value = env(var).ok_or_else(|| {
-            cx.err(
-                "admin.token_env",
-                format!("environment variable {var} is not set"),
-            )
-        })?;
-        Some((value, "admin.token_env"))
-    } else if let Some(path) = &ra.token_file {
-        let path = resolve(base_dir, path);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            cx.err(
-                "admin.token_file",
-                format!("cannot read {}: {e}", path.display()),
-            )
-        })?;
-        Some((text, "admin.token_file"))
-    } else {
-        None
-    };
-    let token = match token {
-        None => None,
-        Some((text, key)) => {
-            let text = text.trim();
-            if text.len() < 16 {
-                return Err(cx.err(key, "must be at least 16 characters"));
-            }
-            Some(Secret::new(text))
-        }
-    };
-    Ok(AdminConfig { token })
-}
-
-fn validate_source(
-    cx: &Ctx<'_>,
-    i: usize,
-    mut rs: RawSource,
-    base_dir: Option<&Path>,
-    env: &dyn Fn(&str) -> Option<String>,
-    warnings: &mut Vec<String>,
-) -> Result<SourceConfig, ConfigError> {
-    let key = |k: &str| format!("source[{i}].{k}");
-    let name = rs
-        .name
-        .as_deref()
-        .ok_or_else(|| cx.err(key("name"), "is required"))?;
-    let name = SourceName::parse(name).map_err(|m| cx.err(key("name"), m))?;
-    let kind = rs
-        .kind
-        .as_deref()
-        .ok_or_else(|| cx.err(key("kind"), "is required"))?;
-    let kind = Kind::parse(kind).map_err(|m| cx.err(key("kind"), m))?;
-
-    let mut secrets = Vec::new();
-    if let Some(path) = &rs.secret_file {
-        let path = resolve(base_dir, path);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            cx.err(
-                key("secret_file"),
-                format!("cannot read {}: {e}", path.display()),
-            )
-        })?;
-        secrets.extend(
-            text.lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .map(Secret::new),
-        );
-    }
-    if let Some(var) = &rs.secret_env {
-        let value = env(var).ok_or_else(|| {
-            cx.err(
-                key("secret_env"),
-                format!("environment variable {var} is not set"),
-            )
-        })?;
-        secrets.extend(value.split_whitespace().map(Secret::new));
-    }
-    let inline: Vec<String> = rs
-        .secret
-        .take()
-        .into_iter()
-        .chain(rs.secrets.take().into_iter().flatten())
-        .collect();
-    if !inline.is_empty() {
-        warnings.push(format!(
-            "{}: source {:?} has its secret inline in the config; prefer secret_file or secret_env",
-            cx.origin,
-            name.as_str()
-        ));
-        secrets.extend(inline.into_iter().map(Secret::new));
-    }
-    if rs.generate_secret && !secrets.is_empty() {
-        return Err(cx.err(
-            key("generate_secret"),
-            "cannot be combined with secret, secrets, secret_env or secret_file",
-        ));
-    }
-    if !rs.generate_secret && secrets.is_empty() {
-        return Err(cx.err(
-            format!("source[{i}]"),
-            "has no secret: set secret_file, secret_env or generate_secret = true",
-        ));
-    }
-    if secrets.iter().any(|s| s.expose().is_empty()) {
-        return Err(cx.err(format!("source[{i}]"), "has an empty secret"));
-    }
-
-    let tolerance = rs
-        .tolerance
-        .as_deref()
-        .map(|t| cx.duration(&key("tolerance"), Some(t), t, MAX_TOLERANCE))
-        .transpose()?;
-    let max_body = cx.size(&key("max_body"), rs.max_body.take(), DEFAULT_MAX_BODY)?;
-    let locators =
-        |field: &str, value: Option<OneOrMany>| -> Result<Option<Vec<Locator>>, ConfigError> {
-            let Some(value) = value else { return Ok(None) };
-            let list: Vec<Locator> = value
-                .into_vec()
-                .iter()
-                .map(|t| Locator::parse(t).map_err(|m| cx.err(key(field), m)))
-                .collect::<Result<_, _>>()?;
-            if list.is_empty() {
-                return Err(cx.err(key(field), "must name at least one place"));
-            }
-            Ok(Some(list))
-        };
-    let event_id = locators("event_id", rs.event_id.take())?;
-    let event_type = locators("event_type", rs.event_type.take())?;
-
-    let public_url = match rs.public_url.take() {
-        Some(u) => {
-            reqwest::Url::parse(&u)
-                .map_err(|e| cx.err(key("public_url"), format!("is not a URL: {e}")))?;
-            Some(u)
-        }
-        None if kind == Kind::Twilio => {
-            return Err(cx.err(
-                key("public_url"),
-                "is required for twilio: the URL Twilio calls, which it signs",
-            ));
-        }
-        None => None,
-    };
-    let delivery = validate_delivery(cx, i, &mut rs, base_dir, env, warnings)?;
-
-    let hmac_keys = [
-        ("signature_header", rs.signature_header.is_some()),
-        ("algorithm", rs.algorithm.is_some()),
-        ("encoding", rs.encoding.is_some()),
-        ("prefix", rs.prefix.is_some()),
-        ("signed_payload", rs.signed_payload.is_some()),
-        ("timestamp_header", rs.timestamp_header.is_some()),
-    ];
-    let hmac = if kind == Kind::Hmac {
-        Some(validate_hmac(cx, i, &rs)?)
-    } else {
-        if let Some((k, _)) = hmac_keys.iter().find(|(_, set)| *set) {
-            return Err(cx.err(
-                key(k),
-                format!("applies only to kind = \"hmac\", not {kind}"),
-            ));
-        }
-        None
-    };
-    if kind == Kind::Hmac && event_id.is_none() {
-        return Err(cx.err(
-            key("event_id"),
-            "is required for kind = \"hmac\": e.g. [\"header:X-Event-Id\"], [\"json:/id\"] or [\"body-sha256\"]",
-        ));
-    }
-
-    Ok(SourceConfig {
-        name,
-        kind,
-        secrets,
-        generate_secret: rs.generate_secret,
-        tolerance,
-        max_body,
-        event_id,
-        event_type,
-        public_url,
-        delivery,
-        hmac,
-    })
-}
-
-/// The delivery keys of `source[i]`: all of them need `destination`.
-fn validate_delivery(
-    cx: &Ctx<'_>,
-    i: usize,
-    rs: &mut RawSource,
-    base_dir: Option<&Path>,
-    env: &dyn Fn(&str) -> Option<String>,
-    warnings: &mut Vec<String>,
-) -> Result<Option<DeliveryConfig>, ConfigError> {
-    let key = |k: &str| format!("source[{i}].{k}");
-    let set = [
-        ("destination_secret", rs.destination_secret.is_some()),
-        (
-            "destination_secret_env",
-            rs.destination_secret_env.is_some(),
-        ),
-        (
-            "destination_secret_file",
-            rs.destination_secret_file.is_some(),
-        ),
-        ("forward_headers", rs.forward_headers.is_some()),
-        ("destination_ca_file", rs.destination_ca_file.is_some()),
-        ("connect_timeout", rs.connect_timeout.is_some()),
-        ("timeout", rs.timeout.is_some()),
-        ("initial_interval", rs.initial_interval.is_some()),
-        ("max_interval", rs.max_interval.is_some()),
-        ("max_attempts", rs.max_attempts.is_some()),
-        ("max_age", rs.max_age.is_some()),
-        ("retry_statuses", rs.retry_statuses.is_some()),
-        ("max_concurrency", rs.max_concurrency.is_some()),
-        ("max_rate", rs.max_rate.is_some()),
-        ("paused", rs.paused.is_some()),
-        ("breaker_failures", rs.breaker_failures.is_some()),
-        ("breaker_cooldown", rs.breaker_cooldown.is_some()),
-        ("ordering_key", rs.ordering_key.is_some()),
-        (
-            "ordering_on_dead_letter",
-            rs.ordering_on_dead_letter.is_some(),
-        ),
-    ];
-    let Some(url) = rs.destination.take() else {
-        if let Some((k, _)) = set.iter().find(|(_, is_set)| *is_set) {
-            return Err(cx.err(key(k), "applies only to a source with a destination"));
-        }
-        return Ok(None);
-    };
-    // The error names the key, not the text: a URL can hold a credential.
-    let url = reqwest::Url::parse(&url)
-        .map_err(|e| cx.err(key("destination"), format!("is not a URL: {e}")))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(cx.err(
-            key("destination"),
-            format!("scheme {:?}: use http or https", url.scheme()),
-        ));
-    }
-
-    let sources = [
-        rs.destination_secret.is_some(),
-        rs.destination_secret_env.is_some(),
-        rs.destination_secret_file.is_some(),
-    ];
-    if sources.iter().filter(|s| **s).count() > 1 {
-        return Err(cx.err(
-            key("destination_secret"),
-            "set only one of destination_secret, destination_secret_env, destination_secret_file",
-        ));
-    }
-    let secret = if let Some(text) = rs.destination_secret.take() {
-        warnings.push(format!(
-            "{}: source[{i}] has its destination_secret inline in the config; prefer destination_secret_file or destination_secret_env",
-            cx.origin
-        ));
-        Some(text)
-    } else if let Some(var) = &rs.destination_secret_env {
-        Some(env(var).ok_or_else(|| {
-            cx.err(
-                key("destination_secret_env"),
-                format!("environment variable {var} is not set"),
-            )
-        })?)
-    } else if let Some(path) = &rs.destination_secret_file {
-        let path = resolve(base_dir, path);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            cx.err(
-                key("destination_secret_file"),
-                format!("cannot read {}: {e}", path.display()),
-            )
-        })?;
-        Some(text.trim().to_owned())
-    } else {
-        None
-    };
-    let secret = match secret {
-        Some(text) => Some(
-            StandardKey::parse(text.trim())
-                .map_err(|e| cx.err(key("destination_secret"), e.to_string()))?,
-        ),
-        None => None,
-    };
-
-    let ca_pem = match &rs.destination_ca_file {
-        None => None,
-        Some(path) => {
-            let path = resolve(base_dir, path);
-            let pem = std::fs::read(&path).map_err(|e| {
-                cx.err(
-                    key("destination_ca_file"),
-                    format!("cannot read {}: {e}", path.display()),
-                )
-            })?;
-            match reqwest::Certificate::from_pem_bundle(&pem) {
-                Ok(certs) if !certs.is_empty() => {}
-                _ => {
-                    return Err(cx.err(
-                        key("destination_ca_file"),
-                        format!("{} holds no PEM certificate", path.display()),
-                    ));
-                }
-            }
-            Some(pem)
-        }
-    };
-    let forward_headers = rs
-        .forward_headers
-        .take()
-        .unwrap_or_default()
-        .iter()
-        .map(|h| {
-            http::HeaderName::from_bytes(h.as_bytes()).map_err(|_| {
-                cx.err(
-                    key("forward_headers"),
-                    format!("{h:?} is not a header name"),
-                )
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    if let Some(h) = forward_headers.iter().find(|h| {
-        let h = h.as_str();
-        h.starts_with("webhook-") || h.starts_with("hookinbox-") || h == "content-type"
-    }) {
-        return Err(cx.err(
-            key("forward_headers"),
-            format!("{h:?} is one of the headers hookinbox sets itself on deliveries"),
-        ));
-    }
-    let duration = |k: &str, v: &Option<String>, default: &str, max: Duration| {
-        let d = cx.duration(&key(k), v.as_deref(), default, max)?;
-        if d.is_zero() {
-            return Err(cx.err(key(k), "must be longer than 0s"));
-        }
-        Ok(d)
-    };
-    let initial_interval = duration(
-        "initial_interval",
-        &rs.initial_interval,
-        "5s",
-        MAX_RETRY_INTERVAL,
-    )?;
-    let max_interval = duration("max_interval", &rs.max_interval, "1h", MAX_RETRY_INTERVAL)?;
-    if max_interval < initial_interval {
-        return Err(cx.err(key("max_interval"), "must be at least initial_interval"));
-    }
-    let retry_statuses = match rs.retry_statuses.take() {
-        None => vec![
-            StatusPattern::Code(408),
-            StatusPattern::Code(425),
-            StatusPattern::Code(429),
-            StatusPattern::Class(5),
-        ],
-        Some(list) => list
-            .into_iter()
-            .map(|c| match c {
-                CodeOrText::Code(n) => StatusPattern::parse(&n.to_string()),
-                CodeOrText::Text(t) => StatusPattern::parse(&t),
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|m| cx.err(key("retry_statuses"), m))?,
-    };
-    if retry_statuses.iter().any(|p| p.matches(200)) {
-        return Err(cx.err(
-            key("retry_statuses"),
-            "cannot include 2xx: those are deliveries",
-        ));
-    }
-    let max_attempts = rs.max_attempts.unwrap_or(12);
-    if max_attempts == 0 {
-        return Err(cx.err(key("max_attempts"), "must be at least 1"));
-    }
-    let max_concurrency = rs.max_concurrency.unwrap_or(8);
-    if !(1..=1024).contains(&max_concurrency) {
-        return Err(cx.err(key("max_concurrency"), "must be between 1 and 1024"));
-    }
-    if let Some(rate) = rs.max_rate
-        && !(rate.is_finite() && rate > 0.0)
-    {
-        return Err(cx.err(
-            key("max_rate"),
-            "must be a positive number of events per second",
-        ));
-    }
-    let breaker_failures = rs.breaker_failures.unwrap_or(5);
-    if breaker_failures == 0 {
-        return Err(cx.err(key("breaker_failures"), "must be at least 1"));
-    }
-    let on_dead_letter = match rs.ordering_on_dead_letter.as_deref() {
-        None | Some("skip") => OnDeadLetter::Skip,
-        Some("block") => OnDeadLetter::Block,
-        Some(other) => {
-            return Err(cx.err(
-                key("ordering_on_dead_letter"),
-                format!("{other:?}: expected \"skip\" or \"block\""),
-            ));
-        }
-    };
-    let ordering = match rs.ordering_key.take() {
-        Some(pointer) if pointer.starts_with('/') => Some(OrderingConfig {
-            pointer,
-            on_dead_letter,
-        }),
-        Some(pointer) => {
-            return Err(cx.err(
-                key("ordering_key"),
-                format!("{pointer:?} is not a JSON pointer: it starts with \"/\", like \"/data/object/id\""),
-            ));
-        }
-        None if rs.ordering_on_dead_letter.is_some() => {
-            return Err(cx.err(key("ordering_on_dead_letter"), "needs ordering_key"));
-        }
-        None => None,
-    };
-    Ok(Some(DeliveryConfig {
-        url,
-        secret,
-        ca_pem,
-        forward_headers,
-        connect_timeout: duration("connect_timeout", &rs.connect_timeout, "5s", MAX_TIMEOUT)?,
-        timeout: duration("timeout", &rs.timeout, "30s", MAX_TIMEOUT)?,
-        initial_interval,
-        max_interval,
-        max_attempts,
-        max_age: duration("max_age", &rs.max_age, "3d", MAX_AGE)?,
-        retry_statuses,
-        max_concurrency,
-        max_rate: rs.max_rate,
-        paused: rs.paused.unwrap_or(false),
-        ordering,
-        breaker_failures,
-        breaker_cooldown: duration(
-            "breaker_cooldown",
-            &rs.breaker_cooldown,
-            "30s",
-            MAX_INTERVAL,
-        )?,
-    }))
-}
-
-fn validate_hmac(cx: &Ctx<'_>, i: usize, rs: &RawSource) -> Result<HmacSpec, ConfigError> {
-    let key = |k: &str| format!("source[{i}].{k}");
-    let header = |k: &str, v: &str| {
-        http::HeaderName::from_bytes(v.as_bytes())
-            .map_err(|_| cx.err(key(k), format!("{v:?} is not a header name")))
-    };
-    let signature_header = rs
-        .signature_header
-        .as_deref()
-        .ok_or_else(|| cx.err(key("signature_header"), "is required for kind = \"hmac\""))?;
-    let signature_header = header("signature_header", signature_header)?;
-    let algorithm = match rs.algorithm.as_deref().unwrap_or("sha256") {
-        "sha1" => HmacAlgorithm::Sha1,
-        "sha256" => HmacAlgorithm::Sha256,
-        "sha512" => HmacAlgorithm::Sha512,
-        other => {
-            return Err(cx.err(
-                key("algorithm"),
-                format!("{other:?}: expected sha1, sha256 or sha512"),
-            ));
-        }
-    };
-    let encoding = match rs.encoding.as_deref().unwrap_or("hex") {
-        "hex" => SignatureEncoding::Hex,
-        "base64" => SignatureEncoding::Base64,
-        other => {
-            return Err(cx.err(
-                key("encoding"),
-                format!("{other:?}: expected hex or base64"),
-            ));
-        }
-    };
-    let timestamp_header = rs
-        .timestamp_header
-        .as_deref()
-        .map(|v| header("timestamp_header", v))
-        .transpose()?;
-    let template = rs.signed_payload.as_deref().unwrap_or("{body}");
-    let signed_payload = parse_template(template).map_err(|m| cx.err(key("signed_payload"), m))?;
-    if !signed_payload.contains(&PayloadPart::Body) {
-        return Err(cx.err(
-            key("signed_payload"),
-            "must include {body}: a signature that does not cover the body proves nothing",
-        ));
-    }
-    if signed_payload.contains(&PayloadPart::Timestamp) && timestamp_header.is_none() {
-        return Err(cx.err(
-            key("timestamp_header"),
-            "is required when signed_payload uses {timestamp}",
-        ));
-    }
-    Ok(HmacSpec {
-        signature_header,
-        algorithm,
-        encoding,
-        prefix: rs.prefix.clone().unwrap_or_default(),
-        signed_payload,
-        timestamp_header,
-    })
-}
-
-/// Parses a template such as `"{timestamp}.{body}"` or
-/// `"{header:Twitch-Eventsub-Message-Id}{header:Twitch-Eventsub-Message-Timestamp}{body}"`.
-fn parse_template(template: &str) -> Result<Vec<PayloadPart>, String> {
-    let mut parts = Vec::new();
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        if open > 0 {
-            parts.push(PayloadPart::Literal(rest[..open].to_owned()));
-        }
-        let close = rest[open..]
-            .find('}')
-            .ok_or_else(|| format!("unclosed '{{' in {template:?}"))?
-            + open;
-        let name = &rest[open + 1..close];
-        parts.push(match name {
-            "body" => PayloadPart::Body,
-            "timestamp" => PayloadPart::Timestamp,
-            _ => match name.strip_prefix("header:") {
-                Some(h) => PayloadPart::Header(
-                    http::HeaderName::from_bytes(h.as_bytes()).map_err(|_| format!("{h:?} is not a header name"))?,
-                ),
-                None => return Err(format!("unknown placeholder {{{name}}}: use {{body}}, {{timestamp}} or {{header:Name}}")),
-            },
-        });
-        rest = &rest[close + 1..];
-    }
-    if !rest.is_empty() {
-        parts.push(PayloadPart::Literal(rest.to_owned()));
-    }
-    Ok(parts)
-}
-
-fn resolve(base_dir: Option<&Path>, path: &str) -> PathBuf {
-    let path = Path::new(path);
-    match base_dir {
-        Some(dir) if path.is_relative() => dir.join(path),
-        _ => path.to_path_buf(),
-    }
-}
-
-/// Renders the effective configuration as TOML with every secret replaced.
-pub fn render_redacted(config: &Config) -> String {
-    use std::fmt::Write;
-    let q = |s: &str| toml::Value::String(s.to_owned()).to_string();
-    let d = |d: std::time::Duration| q(&humantime::format_duration(d).to_string());
-    let list = |l: &[Locator]| {
-        let items: Vec<String> = l.iter().map(|x| q(&x.to_string())).collect();
-        format!("[{}]", items.join(", "))
-    };
-    let s = &config.server;
-    let mut out = String::new();
-    let _ = writeln!(out, "# effective configuration from {}", config.origin);
-    let _ = writeln!(out, "[server]");
-    let _ = writeln!(out, "listen = {}", q(&s.listen.to_string()));
-    let _ = writeln!(out, "admin_listen = {}", q(&s.admin_listen.to_string()));
-    let _ = writeln!(out, "data_dir = {}", q(&s.data_dir.display().to_string()));
-    let _ = writeln!(out, "header_read_timeout = {}", d(s.header_read_timeout));
-    let _ = writeln!(out, "body_read_timeout = {}", d(s.body_read_timeout));
-    let _ = writeln!(out, "shutdown_timeout = {}", d(s.shutdown_timeout));
-    let _ = writeln!(out, "max_connections = {}", s.max_connections);
-    let _ = writeln!(out, "max_buffered_body = {}", s.max_buffered_body);
-    if let Some(tls) = &s.tls {
-        let _ = writeln!(
-            out,
-            "tls_cert_file = {}",
-            q(&tls.cert.display().to_string())
-        );
-        let _ = writeln!(out, "tls_key_file = {}", q(&tls.key.display().to_string()));
-    }
-    let r = &config.retention;
-    let _ = writeln!(
-        out,
-        "\n[retention]\ndedupe_ttl = {}\npayload_ttl = {}\ndlq_ttl = {}\nsweep_interval = {}",
-        d(r.dedupe_ttl),
-        d(r.payload_ttl),
-        d(r.dlq_ttl),
-        d(r.sweep_interval)
-    );
-    let format = match config.log.format {
-        LogFormat::Text => "text",
-        LogFormat::Json => "json",
-    };
-    let _ = writeln!(
-        out,
-        "\n[log]\nlevel = {}\nformat = {}",
-        q(&config.log.level),
-        q(format)
-    );
-    if let Some(a) = &config.alerts {
-        let mut url = a.url.clone();
-        // A Slack incoming-webhook URL carries its credential in the path:
-        // of the alert URL, show only the host it goes to.
-        url.set_path("/[redacted]");
-        let _ = writeln!(
-            out,
-            "\n[alerts]\nurl = {}\ndlq_threshold = {}\npending_age = {}\nmin_interval = {}\ncheck_interval = {}",
-            q(&super::redact_url(&url)),
-            a.dlq_threshold,
-            d(a.pending_age),
-            d(a.min_interval),
-            d(a.check_interval)
-        );
-    }
-    match &config.admin.token {
-        Some(_) => {
-            let _ = writeln!(out, "\n[admin]\ntoken = {}", q("[redacted]"));
-        }
-        None => {
-            let _ = writeln!(
-                out,
-                "\n[admin]\n# token: generated on first start into data_dir/secrets/admin.token.secret"
-            );
-        }
-    }
-    for src in &config.sources {
-        let _ = writeln!(
-            out,
-            "\n[[source]]\nname = {}\nkind = {}",
-            q(src.name.as_str()),
-            q(src.kind.as_str())
-        );
-        if src.generate_secret && src.secrets.is_empty() {
-            let _ = writeln!(out, "generate_secret = true  # generated on first start");
+        Some(if takes::<RawServer>(setting) {
+            "[server]\n"
+        } else if takes::<RawRetention>(setting) {
+            "[retention]\n"
+        } else if takes::<RawLog>(setting) {
+            "[log]\n"
+        } else if takes::<RawAlerts>(setting) {
+            "[alerts]\nurl = \"http://127.0.0.1:9/\"\n"
+        } else if takes::<RawSource>(setting) {
+            // Delivery keys need a destination, ordering_on_dead_letter an
+            // ordering_key.
+            "[[source]]\nname = \"s\"\nkind = \"github\"\nsecret = \"x\"\n\
+             destination = \"http://127.0.0.1:9/\"\nordering_key = \"/id\"\n"
         } else {
-            let _ = writeln!(
-                out,
-                "secrets = [{}]",
-                vec![q("[redacted]"); src.secrets.len()].join(", ")
-            );
-        }
-        if let Some(t) = src.tolerance {
-            let _ = writeln!(out, "tolerance = {}", d(t));
-        }
-        let _ = writeln!(out, "max_body = {}", src.max_body);
-        if let Some(l) = &src.event_id {
-            let _ = writeln!(out, "event_id = {}", list(l));
-        }
-        if let Some(l) = &src.event_type {
-            let _ = writeln!(out, "event_type = {}", list(l));
-        }
-        if let Some(u) = &src.public_url {
-            // Twilio can call a URL with basic-auth credentials in it.
-            let shown = reqwest::Url::parse(u)
-                .map(|u| super::redact_url(&u))
-                .unwrap_or_else(|_| "[redacted]".into());
-            let _ = writeln!(out, "public_url = {}", q(&shown));
-        }
-        match &src.delivery {
-            Some(dl) => {
-                let _ = writeln!(out, "destination = {}", q(&super::redact_url(&dl.url)));
-                match &dl.secret {
-                    Some(_) => {
-                        let _ = writeln!(out, "destination_secret = {}", q("[redacted]"));
-                    }
-                    None => {
-                        let _ = writeln!(
-                            out,
-                            "# destination_secret: generated on first start into data_dir/secrets"
-                        );
-                    }
-                }
-                if dl.ca_pem.is_some() {
-                    let _ = writeln!(out, "# destination_ca_file: extra trusted roots loaded");
-                }
-                let names: Vec<String> = dl.forward_headers.iter().map(|h| q(h.as_str())).collect();
-                let codes: Vec<String> = dl
-                    .retry_statuses
-                    .iter()
-                    .map(|p| q(&p.to_string()))
-                    .collect();
-                let _ = writeln!(out, "forward_headers = [{}]", names.join(", "));
-                let _ = writeln!(out, "connect_timeout = {}", d(dl.connect_timeout));
-                let _ = writeln!(out, "timeout = {}", d(dl.timeout));
-                let _ = writeln!(out, "initial_interval = {}", d(dl.initial_interval));
-                let _ = writeln!(out, "max_interval = {}", d(dl.max_interval));
-                let _ = writeln!(out, "max_attempts = {}", dl.max_attempts);
-                let _ = writeln!(out, "max_age = {}", d(dl.max_age));
-                let _ = writeln!(out, "retry_statuses = [{}]", codes.join(", "));
-                let _ = writeln!(out, "max_concurrency = {}", dl.max_concurrency);
-                if let Some(rate) = dl.max_rate {
-                    let _ = writeln!(out, "max_rate = {rate}");
-                }
-                let _ = writeln!(out, "paused = {}", dl.paused);
-                if let Some(o) = &dl.ordering {
-                    let _ = writeln!(out, "ordering_key = {}", q(&o.pointer));
-                    let mode = match o.on_dead_letter {
-                        OnDeadLetter::Skip => "skip",
-                        OnDeadLetter::Block => "block",
-                    };
-                    let _ = writeln!(out, "ordering_on_dead_letter = {}", q(mode));
-                }
-                let _ = writeln!(out, "breaker_failures = {}", dl.breaker_failures);
-                let _ = writeln!(out, "breaker_cooldown = {}", d(dl.breaker_cooldown));
-            }
-            None => {
-                let _ = writeln!(out, "# no destination: events are held");
-            }
-        }
-        if let Some(h) = &src.hmac {
-            let _ = writeln!(out, "signature_header = {}", q(h.signature_header.as_str()));
-            let alg = match h.algorithm {
-                HmacAlgorithm::Sha1 => "sha1",
-                HmacAlgorithm::Sha256 => "sha256",
-                HmacAlgorithm::Sha512 => "sha512",
-            };
-            let enc = match h.encoding {
-                SignatureEncoding::Hex => "hex",
-                SignatureEncoding::Base64 => "base64",
-            };
-            let _ = writeln!(
-                out,
-                "algorithm = {}\nencoding = {}\nprefix = {}",
-                q(alg),
-                q(enc),
-                q(&h.prefix)
-            );
-            let template: String = h
-                .signed_payload
-                .iter()
-                .map(|p| match p {
-                    PayloadPart::Literal(l) => l.clone(),
-                    PayloadPart::Body => "{body}".into(),
-                    PayloadPart::Timestamp => "{timestamp}".into(),
-                    PayloadPart::Header(n) => format!("{{header:{n}}}"),
-                })
-                .collect();
-            let _ = writeln!(out, "signed_payload = {}", q(&template));
-            if let Some(t) = &h.timestamp_header {
-                let _ = writeln!(out, "timestamp_header = {}", q(t.as_str()));
-            }
-        }
+            return None;
+        })
     }
-    out
+
+    /// `default.toml` tells operators what a key left out means; `default`
+    /// decides it. Every `key = value` it shows, commented out or not (up to
+    /// the demo source), must change nothing when written into a config, so
+    /// the two cannot drift apart.
+    #[test]
+    fn default_toml_shows_the_defaults_of_the_code() {
+        // Shown as examples of a value, not as what a key left out means.
+        const EXAMPLES: [&str; 12] = [
+            "tls_cert_file",
+            "tls_key_file",
+            "url",
+            "token_file",
+            "tolerance",
+            "event_id",
+            "event_type",
+            "destination",
+            "destination_secret_file",
+            "destination_ca_file",
+            "max_rate",
+            "ordering_key",
+        ];
+        let demo = DEFAULT_TOML.find("\n[[source]]").unwrap();
+        let mut checked = Vec::new();
+        for line in DEFAULT_TOML[..demo].lines() {
+            let setting = line.strip_prefix("# ").unwrap_or(line);
+            let Some((key, _)) = setting.split_once('=') else {
+                continue;
+            };
+            let key = key.trim_end();
+            let is_key =
+                !key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+            if !is_key || EXAMPLES.contains(&key) {
+                continue;
+            }
+            let config = section_of(setting)
+                .unwrap_or_else(|| panic!("no section takes default.toml's {line:?}"));
+            let load = |text: &str| {
+                let config = Config::from_toml(text, "f.toml", None, &|_| None);
+                format!("{:?}", config.unwrap_or_else(|e| panic!("{text}: {e}")))
+            };
+            assert_eq!(
+                load(&format!("{config}{setting}\n")),
+                load(config),
+                "default.toml shows {line:?}, the code's default differs"
+            );
+            checked.push(key);
+        }
+        assert_eq!(
+            checked,
+            [
+                "listen",
+                "admin_listen",
+                "data_dir",
+                "header_read_timeout",
+                "body_read_timeout",
+                "shutdown_timeout",
+                "max_connections",
+                "max_buffered_body",
+                "dedupe_ttl",
+                "payload_ttl",
+                "dlq_ttl",
+                "sweep_interval",
+                "level",
+                "format",
+                "dlq_threshold",
+                "pending_age",
+                "min_interval",
+                "check_interval",
+                "max_body",
+                "forward_headers",
+                "connect_timeout",
+                "timeout",
+                "initial_interval",
+                "max_interval",
+                "max_attempts",
+                "max_age",
+                "retry_statuses",
+                "max_concurrency",
+                "paused",
+                "breaker_failures",
+                "breaker_cooldown",
+                "ordering_on_dead_letter",
+            ]
+        );
+    }
 }

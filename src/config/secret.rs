@@ -1,5 +1,6 @@
-//! Secrets: a newtype that never prints itself, and the generated secret of a
-//! source with `generate_secret = true` (kept 0600 under the data dir).
+//! Secrets: a newtype that never prints itself, where a secret the config
+//! gives comes from, and the secrets hookinbox generates (kept 0600 under the
+//! data dir).
 
 use std::fmt;
 use std::io::Write;
@@ -39,6 +40,20 @@ impl fmt::Display for Secret {
     }
 }
 
+/// Where a secret the config gives comes from: what `config check` shows in
+/// its place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretOrigin {
+    /// Written in the config file itself (allowed, warned: it is then in every
+    /// copy and backup of the file).
+    Inline,
+    /// The environment variable of this name.
+    Env(String),
+    /// This file (a relative path in the config is resolved against the
+    /// config file's directory).
+    File(PathBuf),
+}
+
 /// A fresh random secret in the form the kind's senders expect: Standard
 /// Webhooks keys are `whsec_` + base64 of 24 random bytes (as Svix issues
 /// them), others 32 random bytes in hex.
@@ -65,33 +80,28 @@ pub fn generated_secret_path(data_dir: &Path, name: &str) -> PathBuf {
     data_dir.join("secrets").join(format!("{name}.secret"))
 }
 
-/// Returns the generated secret of `source`, creating it (0600, in a 0700
+/// Returns the generated secret called `name`, creating it (0600, in a 0700
 /// directory) on first call. The flag is true when it was created just now,
-/// so the caller prints it once.
+/// so the caller prints it once. Errors do not repeat the path: the caller
+/// names the file.
 pub fn load_or_generate_secret(
     data_dir: &Path,
-    source: &str,
+    name: &str,
     kind: Kind,
 ) -> std::io::Result<(Secret, bool)> {
-    let path = generated_secret_path(data_dir, source);
+    let path = generated_secret_path(data_dir, name);
     match std::fs::read_to_string(&path) {
         Ok(text) => {
             let text = text.trim();
             if text.is_empty() {
-                return Err(std::io::Error::other(format!(
-                    "{} is empty: delete it to have a new secret generated",
-                    path.display()
-                )));
+                return Err(std::io::Error::other(
+                    "the file is empty: delete it to have a new secret generated",
+                ));
             }
             return Ok((Secret::new(text), false));
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => {
-            return Err(std::io::Error::new(
-                e.kind(),
-                format!("{}: {e}", path.display()),
-            ));
-        }
+        Err(e) => return Err(e),
     }
     let dir = path.parent().expect("secret path has a parent");
     // Created 0700 from the start (data dir included), never widened then narrowed.

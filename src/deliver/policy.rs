@@ -118,12 +118,13 @@ pub fn describe(attempt: &Attempt) -> String {
 mod tests {
     use super::*;
     use crate::config::StatusPattern;
+    use crate::standard_webhooks::StandardKey;
 
     fn config() -> DeliveryConfig {
         DeliveryConfig {
             url: "http://127.0.0.1:9/".parse().unwrap(),
-            secret: None,
-            ca_pem: None,
+            secret: StandardKey::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap(),
+            ca: None,
             forward_headers: vec![],
             connect_timeout: Duration::from_secs(5),
             timeout: Duration::from_secs(30),

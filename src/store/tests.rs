@@ -21,11 +21,11 @@ pub(crate) fn event(source: &str, id: &str) -> VerifiedEvent {
 pub(crate) fn event_of_type(source: &str, id: &str, event_type: &str) -> VerifiedEvent {
     let text =
         format!("[[source]]\nname = \"{source}\"\nkind = \"standard\"\nsecret_env = \"S\"\n");
-    let config = Config::from_toml(&text, "t", None, &|name| {
+    let mut config = Config::from_toml(&text, "t", None, &|name| {
         (name == "S").then(|| SECRET.to_owned())
     })
     .unwrap();
-    let verifier = Verifier::new(&config.sources[0]).unwrap();
+    let verifier = Verifier::new(&config.sources.remove(0).resolved()).unwrap();
     let now = SystemTime::now();
     let ts = now
         .duration_since(SystemTime::UNIX_EPOCH)

@@ -112,7 +112,8 @@ fn build(body_ids: bool) -> Vec<Case> {
         let source = Config::from_toml(&text, "test", None, &|_| None)
             .unwrap_or_else(|e| panic!("{text}: {e}"))
             .sources
-            .remove(0);
+            .remove(0)
+            .resolved();
         let verifier = Verifier::new(&source).unwrap();
         cases.push(Case {
             source,
@@ -545,7 +546,7 @@ proptest! {
         let Ok(mut config) = Config::from_toml(&text, "test", None, &|_| None) else {
             return Ok(());
         };
-        let source = config.sources.remove(0);
+        let source = config.sources.remove(0).resolved();
         let verifier = Verifier::new(&source).unwrap();
         let mut pairs: Vec<(String, Vec<u8>)> = sign(&Signing {
             kind: Kind::Standard,

@@ -18,6 +18,7 @@ fn source(kind: &str, secrets: &[&str], extra: &str) -> SourceConfig {
         .unwrap()
         .sources
         .remove(0)
+        .resolved()
 }
 
 fn headers(pairs: &[(String, String)]) -> HeaderMap {

@@ -65,6 +65,8 @@ fn effective_default_config() {
     assert_eq!(
         hookinbox(&["config", "check"]),
         r#"# effective configuration from <embedded default config>
+# the admin token: generated on first start into ./hookinbox-data/secrets/admin.token.secret
+# the secret of source "demo": generated on first start into ./hookinbox-data/secrets/demo.secret
 [server]
 listen = "127.0.0.1:8080"
 admin_listen = "127.0.0.1:8081"
@@ -85,15 +87,11 @@ sweep_interval = "1m"
 level = "info"
 format = "text"
 
-[admin]
-# token: generated on first start into data_dir/secrets/admin.token.secret
-
 [[source]]
 name = "demo"
 kind = "standard"
-generate_secret = true  # generated on first start
+generate_secret = true
 max_body = 1048576
-# no destination: events are held
 "#
     );
 }

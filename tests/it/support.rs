@@ -118,7 +118,10 @@ pub struct TestServer {
 impl TestServer {
     /// Starts with `config` (a full TOML text) and the given clock.
     pub async fn start(config: &str, clock: Clock) -> TestServer {
-        let config = Config::from_toml(config, "test", None, &|_| None).unwrap();
+        let (config, _generated) = Config::from_toml(config, "test", None, &|_| None)
+            .unwrap()
+            .resolve()
+            .unwrap();
         let ingest = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let shutdown = CancellationToken::new();

@@ -1,0 +1,349 @@
+//! From a loaded config to a running one: every secret the config leaves to
+//! the data dir is read from `<data_dir>/secrets/`, or generated there on the
+//! first start.
+//!
+//! The type says which side of that step a config is on. A
+//! `Config<Loaded>` (what `Config::load` returns, and all that `config check`
+//! and `send` need) may still lack secrets; a `Config<Resolved>` (the
+//! default type parameter) has every one, so `App::start` and the modules
+//! below it cannot be handed a source without its secrets, a destination
+//! without its key or an admin API without its token.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::secret::{ADMIN_TOKEN_NAME, generated_secret_path, load_or_generate_secret};
+use super::{
+    AdminConfig, Config, DeliveryConfig, Kind, Secret, SecretOrigin, SourceConfig, SourceName,
+};
+use crate::standard_webhooks::{StandardKey, StandardKeyError};
+
+/// Which side of [`Config::resolve`] a config is on: the types of its three
+/// kinds of secret.
+pub trait Stage: Clone + fmt::Debug {
+    /// A source's secrets (several during a rotation).
+    type SourceSecrets: Clone + fmt::Debug;
+    /// The key that signs a destination's deliveries.
+    type DestinationKey: Clone + fmt::Debug;
+    /// The admin API's bearer token.
+    type AdminToken: Clone + fmt::Debug;
+}
+
+/// Loaded and validated: the secrets the config gives are read (with where
+/// each came from); the others are still left to the data dir.
+#[derive(Debug, Clone)]
+pub enum Loaded {}
+
+/// Every secret present: what the running app takes.
+#[derive(Debug, Clone)]
+pub enum Resolved {}
+
+impl Stage for Loaded {
+    type SourceSecrets = SecretPlan<Vec<GivenSecret<Secret>>>;
+    type DestinationKey = SecretPlan<GivenSecret<StandardKey>>;
+    type AdminToken = SecretPlan<GivenSecret<Secret>>;
+}
+
+impl Stage for Resolved {
+    type SourceSecrets = Vec<Secret>;
+    type DestinationKey = StandardKey;
+    type AdminToken = Secret;
+}
+
+/// A secret of a loaded config.
+#[derive(Debug, Clone)]
+pub enum SecretPlan<T> {
+    /// The config gives it: read at load.
+    Given(T),
+    /// Left to the data dir: read from `<data_dir>/secrets/`, where the first
+    /// start generates it.
+    Generated,
+}
+
+/// A secret the config gives, and where it came from.
+#[derive(Debug, Clone)]
+pub struct GivenSecret<T> {
+    pub origin: SecretOrigin,
+    pub value: T,
+}
+
+/// A secret generated on this start, to show the operator once.
+#[derive(Debug, Clone)]
+pub struct GeneratedSecret {
+    pub purpose: SecretPurpose,
+    pub secret: Secret,
+    /// The file that keeps it (mode 0600).
+    pub path: PathBuf,
+}
+
+/// What a secret kept in the data dir is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretPurpose {
+    /// The secret a source's sender signs with; ingest verifies.
+    Ingest(SourceName),
+    /// The key hookinbox signs a source's deliveries with; the app verifies.
+    Destination(SourceName),
+    /// The admin API's bearer token.
+    Admin,
+}
+
+impl SecretPurpose {
+    /// The name its file is kept under, for [`generated_secret_path`].
+    fn file_name(&self) -> String {
+        match self {
+            SecretPurpose::Ingest(source) => source.to_string(),
+            SecretPurpose::Destination(source) => format!("{source}.destination"),
+            SecretPurpose::Admin => ADMIN_TOKEN_NAME.to_owned(),
+        }
+    }
+
+    /// Where it is kept under `data_dir`: what `serve` writes, and `send`
+    /// and the operator commands read.
+    pub fn path(&self, data_dir: &Path) -> PathBuf {
+        generated_secret_path(data_dir, &self.file_name())
+    }
+}
+
+impl fmt::Display for SecretPurpose {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SecretPurpose::Ingest(source) => write!(f, "the secret of source {source:?}"),
+            SecretPurpose::Destination(source) => {
+                write!(f, "the key that signs deliveries of source {source:?}")
+            }
+            SecretPurpose::Admin => f.write_str("the admin token"),
+        }
+    }
+}
+
+/// A secret left to the data dir that cannot be had.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// Its file cannot be read, or not created on the first start.
+    #[error("{purpose} ({})", path.display())]
+    Io {
+        purpose: SecretPurpose,
+        path: PathBuf,
+        #[source]
+        cause: std::io::Error,
+    },
+    /// A delivery key's file edited by hand into something else.
+    #[error(
+        "{purpose} ({}) is not usable; delete the file to have a new key generated",
+        path.display()
+    )]
+    UnusableKey {
+        purpose: SecretPurpose,
+        path: PathBuf,
+        #[source]
+        cause: StandardKeyError,
+    },
+}
+
+impl Config<Loaded> {
+    /// Reads every secret this config leaves to its data dir, generating
+    /// those that do not exist yet (the first start). Returns the config with
+    /// every secret present, and the secrets generated just now, to show the
+    /// operator once.
+    pub fn resolve(self) -> Result<(Config, Vec<GeneratedSecret>), ResolveError> {
+        let data_dir = self.server.data_dir.clone();
+        let mut generated = Vec::new();
+        let token = match self.admin.token {
+            SecretPlan::Given(token) => token.value,
+            // Hex, like the secret of a non-standard source.
+            SecretPlan::Generated => {
+                keep(&data_dir, SecretPurpose::Admin, Kind::Hmac, &mut generated)?
+            }
+        };
+        let sources = self
+            .sources
+            .into_iter()
+            .map(|source| source.resolve(&data_dir, &mut generated))
+            .collect::<Result<_, _>>()?;
+        let config = Config {
+            origin: self.origin,
+            server: self.server,
+            retention: self.retention,
+            log: self.log,
+            admin: AdminConfig { token },
+            alerts: self.alerts,
+            sources,
+            warnings: self.warnings,
+        };
+        Ok((config, generated))
+    }
+}
+
+impl SourceConfig<Loaded> {
+    /// [`Config::resolve`] for one source: its secrets and its delivery key,
+    /// read from or generated into `data_dir` when the config leaves them
+    /// there; each generated now is added to `generated`.
+    pub fn resolve(
+        self,
+        data_dir: &Path,
+        generated: &mut Vec<GeneratedSecret>,
+    ) -> Result<SourceConfig, ResolveError> {
+        let secrets = match self.secrets {
+            SecretPlan::Given(secrets) => secrets.into_iter().map(|s| s.value).collect(),
+            SecretPlan::Generated => {
+                let purpose = SecretPurpose::Ingest(self.name.clone());
+                vec![keep(data_dir, purpose, self.kind, generated)?]
+            }
+        };
+        let delivery = match self.delivery {
+            None => None,
+            Some(dl) => {
+                let secret = match dl.secret {
+                    SecretPlan::Given(key) => key.value,
+                    SecretPlan::Generated => {
+                        let purpose = SecretPurpose::Destination(self.name.clone());
+                        let text = keep(data_dir, purpose.clone(), Kind::Standard, generated)?;
+                        // Generated text always parses; a file edited by hand may not.
+                        StandardKey::parse(text.expose()).map_err(|cause| {
+                            ResolveError::UnusableKey {
+                                path: purpose.path(data_dir),
+                                purpose,
+                                cause,
+                            }
+                        })?
+                    }
+                };
+                Some(DeliveryConfig {
+                    url: dl.url,
+                    secret,
+                    ca: dl.ca,
+                    forward_headers: dl.forward_headers,
+                    connect_timeout: dl.connect_timeout,
+                    timeout: dl.timeout,
+                    initial_interval: dl.initial_interval,
+                    max_interval: dl.max_interval,
+                    max_attempts: dl.max_attempts,
+                    max_age: dl.max_age,
+                    retry_statuses: dl.retry_statuses,
+                    max_concurrency: dl.max_concurrency,
+                    max_rate: dl.max_rate,
+                    paused: dl.paused,
+                    ordering: dl.ordering,
+                    breaker_failures: dl.breaker_failures,
+                    breaker_cooldown: dl.breaker_cooldown,
+                })
+            }
+        };
+        Ok(SourceConfig {
+            name: self.name,
+            kind: self.kind,
+            secrets,
+            tolerance: self.tolerance,
+            max_body: self.max_body,
+            event_id: self.event_id,
+            event_type: self.event_type,
+            public_url: self.public_url,
+            delivery,
+            hmac: self.hmac,
+        })
+    }
+}
+
+#[cfg(test)]
+impl SourceConfig<Loaded> {
+    /// A source whose config gives every secret, resolved: for tests, which
+    /// have no data dir. Panics if the source leaves a secret to one.
+    pub(crate) fn resolved(self) -> SourceConfig {
+        self.resolve(Path::new("/nonexistent/data-dir"), &mut Vec::new())
+            .expect("the test source gives every secret")
+    }
+}
+
+/// The secret kept in `data_dir` for `purpose`, in the form of `kind`,
+/// created if it does not exist yet (and then added to `generated`).
+fn keep(
+    data_dir: &Path,
+    purpose: SecretPurpose,
+    kind: Kind,
+    generated: &mut Vec<GeneratedSecret>,
+) -> Result<Secret, ResolveError> {
+    let path = purpose.path(data_dir);
+    match load_or_generate_secret(data_dir, &purpose.file_name(), kind) {
+        Ok((secret, created)) => {
+            if created {
+                generated.push(GeneratedSecret {
+                    purpose,
+                    secret: secret.clone(),
+                    path,
+                });
+            }
+            Ok(secret)
+        }
+        Err(cause) => Err(ResolveError::Io {
+            purpose,
+            path,
+            cause,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loaded(text: &str) -> Config<Loaded> {
+        Config::from_toml(text, "f.toml", None, &|_| None).unwrap()
+    }
+
+    #[test]
+    fn the_first_start_generates_what_the_config_leaves_to_the_data_dir_and_later_starts_read_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "[server]\ndata_dir = {:?}\n\n\
+             [[source]]\nname = \"demo\"\nkind = \"standard\"\ngenerate_secret = true\n\
+             destination = \"http://127.0.0.1:9/app\"\n\n\
+             [[source]]\nname = \"gh\"\nkind = \"github\"\nsecret = \"given\"\n",
+            dir.path().display().to_string()
+        );
+        let (config, generated) = loaded(&text).resolve().unwrap();
+        let purposes: Vec<String> = generated.iter().map(|g| g.purpose.to_string()).collect();
+        assert_eq!(
+            purposes,
+            [
+                "the admin token",
+                "the secret of source \"demo\"",
+                "the key that signs deliveries of source \"demo\"",
+            ]
+        );
+        for g in &generated {
+            assert!(g.path.starts_with(dir.path().join("secrets")), "{g:?}");
+            let kept = std::fs::read_to_string(&g.path).unwrap();
+            assert_eq!(kept.trim(), g.secret.expose());
+        }
+        assert_eq!(config.admin.token, generated[0].secret);
+        assert_eq!(config.sources[0].secrets, [generated[1].secret.clone()]);
+        assert_eq!(config.sources[1].secrets, [Secret::new("given")]);
+
+        // The second start reads the same secrets and announces none.
+        let (again, generated) = loaded(&text).resolve().unwrap();
+        assert!(generated.is_empty(), "{generated:?}");
+        assert_eq!(again.admin.token, config.admin.token);
+        assert_eq!(again.sources[0].secrets, config.sources[0].secrets);
+    }
+
+    #[test]
+    fn a_delivery_key_file_edited_into_garbage_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = generated_secret_path(dir.path(), "shop.destination");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "not base64!\n").unwrap();
+        let text = format!(
+            "[server]\ndata_dir = {:?}\n\n[admin]\ntoken = \"0123456789abcdef\"\n\n\
+             [[source]]\nname = \"shop\"\nkind = \"github\"\nsecret = \"x\"\n\
+             destination = \"http://127.0.0.1:9/app\"\n",
+            dir.path().display().to_string()
+        );
+        let err = loaded(&text).resolve().unwrap_err();
+        assert!(matches!(err, ResolveError::UnusableKey { .. }), "{err:?}");
+        let shown = err.to_string();
+        assert!(
+            shown.contains("source \"shop\"") && shown.contains(&path.display().to_string()),
+            "{shown}"
+        );
+    }
+}

@@ -1,0 +1,238 @@
+//! What `config check` prints: the effective config in the file's own form.
+//!
+//! The validated config is turned back into the raw structs of `raw.rs` and
+//! serialized, so every key printed is a key of the file and every value
+//! reads back as config. A secret is never printed: in its place stands
+//! where it comes from (`secret_env = "VAR"`, `secret_file = "…"`), or
+//! `"[redacted]"` for one written inline. Configured URLs are shown through
+//! [`redact_url`].
+
+use std::fmt::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use super::raw::{
+    CodeOrText, OneOrMany, RawAdmin, RawAlerts, RawConfig, RawLog, RawRetention, RawServer,
+    RawSize, RawSource,
+};
+use super::{
+    Config, GivenSecret, Loaded, Locator, PayloadPart, SecretOrigin, SecretPlan, SecretPurpose,
+    SourceConfig, StatusPattern, redact_url,
+};
+
+/// What stands for a secret written inline.
+const REDACTED: &str = "[redacted]";
+
+pub fn redacted_toml(config: &Config<Loaded>) -> String {
+    let s = &config.server;
+    let r = &config.retention;
+    let raw = RawConfig {
+        server: RawServer {
+            listen: Some(s.listen.to_string()),
+            admin_listen: Some(s.admin_listen.to_string()),
+            data_dir: Some(path(&s.data_dir)),
+            header_read_timeout: Some(human(s.header_read_timeout)),
+            body_read_timeout: Some(human(s.body_read_timeout)),
+            shutdown_timeout: Some(human(s.shutdown_timeout)),
+            max_connections: Some(s.max_connections as u64),
+            max_buffered_body: Some(RawSize::Bytes(s.max_buffered_body as u64)),
+            tls_cert_file: s.tls.as_ref().map(|tls| path(&tls.cert)),
+            tls_key_file: s.tls.as_ref().map(|tls| path(&tls.key)),
+        },
+        retention: RawRetention {
+            dedupe_ttl: Some(human(r.dedupe_ttl)),
+            payload_ttl: Some(human(r.payload_ttl)),
+            dlq_ttl: Some(human(r.dlq_ttl)),
+            sweep_interval: Some(human(r.sweep_interval)),
+        },
+        log: RawLog {
+            level: Some(config.log.level.clone()),
+            format: Some(config.log.format),
+        },
+        alerts: config.alerts.as_ref().map(|a| {
+            let mut url = a.url.clone();
+            // A Slack incoming-webhook URL carries its credential in the
+            // path: of the alert URL, show only the host it goes to.
+            url.set_path("/[redacted]");
+            RawAlerts {
+                url: Some(redact_url(&url)),
+                dlq_threshold: Some(a.dlq_threshold),
+                pending_age: Some(human(a.pending_age)),
+                min_interval: Some(human(a.min_interval)),
+                check_interval: Some(human(a.check_interval)),
+            }
+        }),
+        admin: match &config.admin.token {
+            SecretPlan::Given(token) => {
+                let (token, token_env, token_file) = place(token);
+                Some(RawAdmin {
+                    token,
+                    token_env,
+                    token_file,
+                })
+            }
+            SecretPlan::Generated => None,
+        },
+        source: config.sources.iter().map(source).collect(),
+    };
+    let mut out = format!(
+        "# effective configuration from {}\n",
+        comment(&config.origin)
+    );
+    for purpose in left_to_data_dir(config) {
+        let path = path(&purpose.path(&s.data_dir));
+        let _ = writeln!(
+            out,
+            "# {}: generated on first start into {}",
+            comment(&purpose.to_string()),
+            comment(&path)
+        );
+    }
+    out.push_str(
+        &toml::to_string(&raw)
+            .expect("the raw config holds only strings, numbers, booleans, lists and tables"),
+    );
+    out
+}
+
+fn source(s: &SourceConfig<Loaded>) -> RawSource {
+    let mut raw = RawSource {
+        name: Some(s.name.to_string()),
+        kind: Some(s.kind),
+        tolerance: s.tolerance.map(human),
+        max_body: Some(RawSize::Bytes(s.max_body as u64)),
+        event_id: s.event_id.as_deref().map(locators),
+        event_type: s.event_type.as_deref().map(locators),
+        // Twilio can call a URL with basic-auth credentials in it.
+        public_url: s.public_url.as_deref().map(|u| {
+            reqwest::Url::parse(u).map_or_else(|_| REDACTED.to_owned(), |u| redact_url(&u))
+        }),
+        ..RawSource::default()
+    };
+    match &s.secrets {
+        SecretPlan::Generated => raw.generate_secret = Some(true),
+        SecretPlan::Given(secrets) => {
+            for secret in secrets {
+                match &secret.origin {
+                    SecretOrigin::Inline => raw
+                        .secrets
+                        .get_or_insert_with(Vec::new)
+                        .push(REDACTED.to_owned()),
+                    SecretOrigin::Env(var) => raw.secret_env = Some(var.clone()),
+                    SecretOrigin::File(file) => raw.secret_file = Some(path(file)),
+                }
+            }
+        }
+    }
+    if let Some(dl) = &s.delivery {
+        raw.destination = Some(redact_url(&dl.url));
+        if let SecretPlan::Given(key) = &dl.secret {
+            (
+                raw.destination_secret,
+                raw.destination_secret_env,
+                raw.destination_secret_file,
+            ) = place(key);
+        }
+        raw.destination_ca_file = dl.ca.as_ref().map(|ca| path(&ca.path));
+        raw.forward_headers = Some(dl.forward_headers.iter().map(|h| h.to_string()).collect());
+        raw.connect_timeout = Some(human(dl.connect_timeout));
+        raw.timeout = Some(human(dl.timeout));
+        raw.initial_interval = Some(human(dl.initial_interval));
+        raw.max_interval = Some(human(dl.max_interval));
+        raw.max_attempts = Some(dl.max_attempts);
+        raw.max_age = Some(human(dl.max_age));
+        raw.retry_statuses = Some(
+            dl.retry_statuses
+                .iter()
+                .map(|p| match p {
+                    StatusPattern::Code(code) => CodeOrText::Code(*code),
+                    StatusPattern::Class(_) => CodeOrText::Text(p.to_string()),
+                })
+                .collect(),
+        );
+        raw.max_concurrency = Some(dl.max_concurrency);
+        raw.max_rate = dl.max_rate;
+        raw.paused = Some(dl.paused);
+        raw.breaker_failures = Some(dl.breaker_failures);
+        raw.breaker_cooldown = Some(human(dl.breaker_cooldown));
+        if let Some(ordering) = &dl.ordering {
+            raw.ordering_key = Some(ordering.pointer.clone());
+            raw.ordering_on_dead_letter = Some(ordering.on_dead_letter);
+        }
+    }
+    if let Some(h) = &s.hmac {
+        raw.signature_header = Some(h.signature_header.to_string());
+        raw.algorithm = Some(h.algorithm);
+        raw.encoding = Some(h.encoding);
+        raw.prefix = Some(h.prefix.clone());
+        raw.signed_payload = Some(
+            h.signed_payload
+                .iter()
+                .map(|part| match part {
+                    PayloadPart::Literal(text) => text.clone(),
+                    PayloadPart::Body => "{body}".to_owned(),
+                    PayloadPart::Timestamp => "{timestamp}".to_owned(),
+                    PayloadPart::Header(name) => format!("{{header:{name}}}"),
+                })
+                .collect(),
+        );
+        raw.timestamp_header = h.timestamp_header.as_ref().map(|t| t.to_string());
+    }
+    raw
+}
+
+/// The secrets `config` leaves to the data dir, as [`Config::resolve`]
+/// will read or generate them.
+fn left_to_data_dir(config: &Config<Loaded>) -> Vec<SecretPurpose> {
+    let mut left = Vec::new();
+    if let SecretPlan::Generated = config.admin.token {
+        left.push(SecretPurpose::Admin);
+    }
+    for s in &config.sources {
+        if let SecretPlan::Generated = s.secrets {
+            left.push(SecretPurpose::Ingest(s.name.clone()));
+        }
+        if let Some(dl) = &s.delivery
+            && let SecretPlan::Generated = dl.secret
+        {
+            left.push(SecretPurpose::Destination(s.name.clone()));
+        }
+    }
+    left
+}
+
+/// The keys `{key}`, `{key}_env`, `{key}_file` of a secret that takes one
+/// place: the one that names where it comes from is set.
+fn place<T>(secret: &GivenSecret<T>) -> (Option<String>, Option<String>, Option<String>) {
+    match &secret.origin {
+        SecretOrigin::Inline => (Some(REDACTED.to_owned()), None, None),
+        SecretOrigin::Env(var) => (None, Some(var.clone()), None),
+        SecretOrigin::File(file) => (None, None, Some(path(file))),
+    }
+}
+
+/// `text` fit for a TOML comment, which ends at a newline and may hold no
+/// other control character: those are escaped.
+fn comment(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_debug().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+fn human(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+fn path(p: &Path) -> String {
+    p.display().to_string()
+}
+
+fn locators(list: &[Locator]) -> OneOrMany {
+    OneOrMany::Many(list.iter().map(|l| l.to_string()).collect())
+}
