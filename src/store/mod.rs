@@ -143,6 +143,74 @@ impl EventFilter {
     }
 }
 
+/// What a search looks for inside payloads, beside the filter's fields.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PayloadMatch {
+    /// Bytes the payload contains, as written (case matters).
+    pub text: Option<String>,
+    /// A JSON pointer and the value there: a JSON string equal to it, or a
+    /// number, `true`, `false` or `null` written the same way.
+    pub pointer: Option<(String, String)>,
+}
+
+impl PayloadMatch {
+    /// A substring finder for the cheapest test first: the text, else the
+    /// pointer's value (which a matching payload must contain somewhere).
+    fn finder(&self) -> Option<memchr::memmem::Finder<'_>> {
+        let needle = self
+            .text
+            .as_deref()
+            .or(self.pointer.as_ref().map(|(_, v)| v.as_str()))?;
+        Some(memchr::memmem::Finder::new(needle.as_bytes()))
+    }
+
+    fn matches(&self, body: &[u8], finder: Option<&memchr::memmem::Finder<'_>>) -> bool {
+        if let Some(finder) = finder
+            && finder.find(body).is_none()
+        {
+            return false;
+        }
+        let Some((pointer, want)) = &self.pointer else {
+            return true;
+        };
+        if let Some(text) = &self.text
+            && memchr::memmem::find(body, text.as_bytes()).is_none()
+        {
+            return false;
+        }
+        let Ok(json) = serde_json::from_slice::<serde_json::Value>(body) else {
+            return false;
+        };
+        match json.pointer(pointer) {
+            Some(serde_json::Value::String(s)) => s == want,
+            Some(v @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_) | serde_json::Value::Null)) => {
+                v.to_string() == *want
+            }
+            _ => false,
+        }
+    }
+}
+
+/// How much one search call may examine before it answers with what it
+/// has found so far.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    pub events: u64,
+    pub time: std::time::Duration,
+}
+
+/// One call's worth of a list or search.
+#[derive(Debug, Default)]
+pub struct SearchPage {
+    pub events: Vec<StoredEvent>,
+    /// Where the next call starts (`None`: nothing older is left to examine).
+    pub cursor: Option<u64>,
+    /// Events whose payload was read.
+    pub examined: u64,
+    /// Receipt time of the oldest event examined.
+    pub scanned_back_to_ms: Option<u64>,
+}
+
 /// Events by status, as stats count them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Counts {
@@ -676,64 +744,62 @@ impl Store {
         before: Option<u64>,
         limit: usize,
     ) -> Result<(Vec<StoredEvent>, Option<u64>), StoreError> {
+        let page = self.walk(filter, before, limit, &PayloadMatch::default(), None)?;
+        Ok((page.events, page.cursor))
+    }
+
+    /// Like [`Store::list`], and each payload must also match `payload`.
+    /// Payloads are read one by one, so a call stops at `budget` (events
+    /// examined, time) and says how far back it got: the caller continues
+    /// from the cursor.
+    pub fn search(
+        &self,
+        filter: &EventFilter,
+        payload: &PayloadMatch,
+        before: Option<u64>,
+        limit: usize,
+        budget: Budget,
+    ) -> Result<SearchPage, StoreError> {
+        self.walk(filter, before, limit, payload, Some(budget))
+    }
+
+    fn walk(
+        &self,
+        filter: &EventFilter,
+        before: Option<u64>,
+        limit: usize,
+        payload: &PayloadMatch,
+        budget: Option<Budget>,
+    ) -> Result<SearchPage, StoreError> {
+        let started = std::time::Instant::now();
         let db = self.db()?;
         let txn = db.begin_read()?;
         let events = txn.open_table(EVENTS)?;
         let states = txn.open_table(STATE)?;
-        let range = self.seq_range(&events, filter, before)?;
-        let sources = || -> Result<Vec<String>, StoreError> {
-            let mut names: Vec<String> = index::counts(&txn)?
-                .into_iter()
-                .map(|(source, ..)| source)
-                .collect();
-            names.dedup();
-            Ok(names)
-        };
-        let mut candidates: Box<dyn Iterator<Item = Result<u64, redb::Error>>> =
-            match &filter.event_id {
-                // At most one event per source: the dedupe index knows it.
-                Some(event_id) => {
-                    let names = match &filter.source {
-                        Some(source) => vec![source.clone()],
-                        None => sources()?,
-                    };
-                    let index = self.shared.dedupe.read().unwrap_or_else(|p| p.into_inner());
-                    let mut seqs: Vec<u64> = names
-                        .iter()
-                        .filter_map(|name| index.get(fingerprint(name, event_id)))
-                        .filter(|seq| (range.lo..range.hi).contains(seq))
-                        .collect();
-                    seqs.sort_unstable_by(|a, b| b.cmp(a));
-                    Box::new(seqs.into_iter().map(Ok))
-                }
-                None => {
-                    let names = match (&filter.source, &filter.event_type) {
-                        (None, Some(_)) => sources()?,
-                        _ => Vec::new(),
-                    };
-                    Box::new(index::matching(
-                        &txn,
-                        &names,
-                        filter.source.as_deref(),
-                        filter.status,
-                        filter.event_type.as_deref(),
-                        range,
-                    )?)
-                }
-            };
-        let mut out = Vec::new();
-        for seq in candidates.by_ref() {
+        let candidates = self.candidates(&txn, &events, filter, before)?;
+        let needle = payload.finder();
+        let mut page = SearchPage::default();
+        for seq in candidates {
             let seq = seq?;
-            if out.len() == limit {
-                return Ok((out, Some(seq + 1)));
+            if page.events.len() == limit {
+                page.cursor = Some(seq + 1);
+                return Ok(page);
+            }
+            if let Some(budget) = &budget
+                && (page.examined >= budget.events || started.elapsed() >= budget.time)
+            {
+                page.cursor = Some(seq + 1);
+                return Ok(page);
             }
             let (Some(raw_state), Some(raw_event)) = (states.get(seq)?, events.get(seq)?) else {
                 continue;
             };
-            let state: EventState = schema::decode(raw_state.value())?;
             let record = schema::decode_event(raw_event.value())?;
-            if filter.matches(&record, &state) {
-                out.push(StoredEvent {
+            page.examined += 1;
+            page.scanned_back_to_ms = Some(record.received_at_ms);
+            let state: EventState = schema::decode(raw_state.value())?;
+            if filter.matches(&record, &state) && payload.matches(&record.body, needle.as_ref()) {
+                page.events.push(StoredEvent {
                     seq,
                     id: self.public_id(seq),
                     record,
@@ -741,7 +807,54 @@ impl Store {
                 });
             }
         }
-        Ok((out, None))
+        Ok(page)
+    }
+
+    /// The seqs that may match `filter` below `before`, newest first: one
+    /// probe of the dedupe index per source for an event id, else the
+    /// narrowest index's ranges.
+    fn candidates(
+        &self,
+        txn: &redb::ReadTransaction,
+        events: &redb::ReadOnlyTable<u64, &'static [u8]>,
+        filter: &EventFilter,
+        before: Option<u64>,
+    ) -> Result<Box<dyn Iterator<Item = Result<u64, redb::Error>>>, StoreError> {
+        let range = self.seq_range(events, filter, before)?;
+        let sources = || -> Result<Vec<String>, StoreError> {
+            let mut names: Vec<String> = index::counts(txn)?
+                .into_iter()
+                .map(|(source, ..)| source)
+                .collect();
+            names.dedup();
+            Ok(names)
+        };
+        if let Some(event_id) = &filter.event_id {
+            let names = match &filter.source {
+                Some(source) => vec![source.clone()],
+                None => sources()?,
+            };
+            let index = self.shared.dedupe.read().unwrap_or_else(|p| p.into_inner());
+            let mut seqs: Vec<u64> = names
+                .iter()
+                .filter_map(|name| index.get(fingerprint(name, event_id)))
+                .filter(|seq| (range.lo..range.hi).contains(seq))
+                .collect();
+            seqs.sort_unstable_by(|a, b| b.cmp(a));
+            return Ok(Box::new(seqs.into_iter().map(Ok)));
+        }
+        let names = match (&filter.source, &filter.event_type) {
+            (None, Some(_)) => sources()?,
+            _ => Vec::new(),
+        };
+        Ok(Box::new(index::matching(
+            txn,
+            &names,
+            filter.source.as_deref(),
+            filter.status,
+            filter.event_type.as_deref(),
+            range,
+        )?))
     }
 
     /// The seqs `filter`'s time bounds and the cursor leave: receipt time
