@@ -568,6 +568,70 @@ async fn every_filter_combination_pages_through_exactly_the_matching_events() {
     close(store, writer).await;
 }
 
+/// Search finds exactly the payload matches within the filter, newest
+/// first; a small budget stops early with a cursor and how far back it got,
+/// and following the cursors finds the rest.
+#[tokio::test]
+async fn search_matches_payloads_within_a_budget_and_resumes_from_its_cursor() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    for n in 0..60u64 {
+        let source = format!("s{}", n % 2);
+        let event = event_of_type(&source, &format!("e{n}"), &format!("t{}", n % 3));
+        store.ingest(event, Initial::Hold).await.unwrap();
+    }
+    let all = store.scan(0, usize::MAX).unwrap();
+    let cases = [
+        (EventFilter::default(), PayloadMatch { text: Some("\"e1".into()), pointer: None }),
+        (
+            EventFilter { source: Some("s1".into()), ..EventFilter::default() },
+            PayloadMatch { text: Some("\"e1".into()), pointer: None },
+        ),
+        (EventFilter::default(), PayloadMatch { text: None, pointer: Some(("/n".into(), "e42".into())) }),
+        (
+            EventFilter { event_type: Some("t0".into()), ..EventFilter::default() },
+            PayloadMatch { text: Some("e".into()), pointer: Some(("/type".into(), "t0".into())) },
+        ),
+        (EventFilter::default(), PayloadMatch { text: None, pointer: Some(("/n".into(), "e".into())) }),
+    ];
+    // Written out, so that the matching itself is pinned, not only the walk.
+    let expected = [11, 6, 1, 20, 0];
+    for ((filter, payload), count) in cases.into_iter().zip(expected) {
+        let mut want: Vec<u64> = all
+            .iter()
+            .filter(|e| filter.matches(&e.record, &e.state))
+            .filter(|e| payload.matches(&e.record.body, payload.finder().as_ref()))
+            .map(|e| e.seq)
+            .collect();
+        want.reverse();
+        assert_eq!(want.len(), count, "{filter:?} {payload:?}");
+        // Everything in one call.
+        let budget = Budget { events: 1_000, time: Duration::from_secs(60) };
+        let page = store.search(&filter, &payload, None, 100, budget).unwrap();
+        assert_eq!(page.events.iter().map(|e| e.seq).collect::<Vec<_>>(), want, "{payload:?}");
+        assert_eq!(page.cursor, None);
+        // Seven payloads per call: resumed until done, nothing skipped or repeated.
+        let budget = Budget { events: 7, time: Duration::from_secs(60) };
+        let (mut got, mut cursor, mut calls) = (Vec::new(), None, 0);
+        loop {
+            let page = store.search(&filter, &payload, cursor, 100, budget).unwrap();
+            assert!(page.examined <= 7);
+            if let (Some(back), Some(last)) = (page.scanned_back_to_ms, page.events.last()) {
+                assert!(back <= last.record.received_at_ms);
+            }
+            got.extend(page.events.iter().map(|e| e.seq));
+            calls += 1;
+            match page.cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        assert_eq!(got, want, "{payload:?} in {calls} calls");
+        assert!(calls > 1);
+    }
+    close(store, writer).await;
+}
+
 /// A schema 3 database (no indexes) is migrated at open: indexes and counts
 /// built from `state`, lists and stats answer from them.
 #[tokio::test]
