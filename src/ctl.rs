@@ -1,7 +1,8 @@
 //! The operator's commands (`stats`, `events`, `dlq`, `destinations`,
 //! `sweep`, `backup`): clients of the admin API of a running server.
 //!
-//! Tables for people by default, the API's JSON with `--json`. Exit codes:
+//! Requests and answers are [`crate::api`]'s types, the ones the server
+//! writes. Tables for people by default, the API's JSON with `--json`. Exit codes:
 //! 0 done; 1 the server refused or failed (not found, conflict, 5xx); 2
 //! usage; 3 the server cannot be reached; 4 the token is missing or wrong.
 
@@ -11,8 +12,10 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use clap::{Args, Subcommand};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
+use crate::api::{self, EventQuery, EventStatus, Timestamp};
 use crate::config::SecretPurpose;
 use crate::exit::{EXIT_FAILURE, EXIT_UNAUTHORIZED, EXIT_UNREACHABLE, EXIT_USAGE, Failure};
 
@@ -42,42 +45,46 @@ pub struct Filter {
     pub source: Option<String>,
     /// pending, held, delivered, dead or ignored.
     #[arg(long)]
-    pub status: Option<String>,
+    pub status: Option<EventStatus>,
     /// The provider's event type.
     #[arg(long = "type")]
     pub event_type: Option<String>,
     /// The provider's event id.
     #[arg(long)]
     pub event_id: Option<String>,
-    /// Received at or after (RFC 3339).
+    /// Received at or after (RFC 3339, like 2026-11-22T10:00:00Z).
     #[arg(long)]
-    pub from: Option<String>,
+    pub from: Option<Timestamp>,
     /// Received before (RFC 3339).
     #[arg(long)]
-    pub to: Option<String>,
+    pub to: Option<Timestamp>,
 }
 
 impl Filter {
-    fn pairs(&self) -> Vec<(&'static str, String)> {
-        [
-            ("source", &self.source),
-            ("status", &self.status),
-            ("type", &self.event_type),
-            ("event_id", &self.event_id),
-            ("from", &self.from),
-            ("to", &self.to),
-        ]
-        .into_iter()
-        .filter_map(|(k, v)| v.clone().map(|v| (k, v)))
-        .collect()
+    fn query(self) -> EventQuery {
+        EventQuery {
+            source: self.source,
+            status: self.status,
+            event_type: self.event_type,
+            event_id: self.event_id,
+            from: self.from,
+            to: self.to,
+            ..EventQuery::default()
+        }
     }
+}
 
-    fn json(&self) -> serde_json::Map<String, Value> {
-        self.pairs()
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), Value::String(v)))
-            .collect()
-    }
+#[derive(Debug, Args)]
+pub struct Paging {
+    /// Events per page (1–500).
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    /// Continue from a previous page's cursor.
+    #[arg(long, conflicts_with = "all")]
+    pub cursor: Option<u64>,
+    /// Follow the cursor to the last page.
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -86,11 +93,22 @@ pub enum EventsCommand {
     List {
         #[command(flatten)]
         filter: Filter,
-        #[arg(long, default_value_t = 50)]
-        limit: usize,
-        /// Continue from a previous page's cursor.
+        #[command(flatten)]
+        paging: Paging,
+    },
+    /// Search inside payloads (with the list's filters), newest first. Each
+    /// call reads payloads for up to half a second and says how far back it got.
+    Search {
+        #[command(flatten)]
+        filter: Filter,
+        /// Text the payload contains (case matters).
         #[arg(long)]
-        cursor: Option<u64>,
+        q: Option<String>,
+        /// /json/pointer=value, like /data/object/customer=cus_123.
+        #[arg(long = "match")]
+        pointer_match: Option<String>,
+        #[command(flatten)]
+        paging: Paging,
     },
     /// One event: payload, headers and every attempt.
     Show { id: String },
@@ -110,8 +128,8 @@ pub enum DlqCommand {
     List {
         #[arg(long)]
         source: Option<String>,
-        #[arg(long, default_value_t = 50)]
-        limit: usize,
+        #[command(flatten)]
+        paging: Paging,
     },
     /// Replay dead-lettered events matching the filter (all of a source by default).
     Replay {
@@ -144,9 +162,9 @@ pub enum DestinationsCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum OpsCommand {
-    /// Counts per source and event type, latencies, DLQ size.
+    /// Counts per source: stored now by status, and seen since the server started.
     Stats,
-    /// Search, show, replay and ignore events.
+    /// List, search, show, replay and ignore events.
     #[command(subcommand)]
     Events(EventsCommand),
     /// The dead-letter queue: list, replay, ignore.
@@ -201,6 +219,9 @@ fn token(remote: &Remote) -> Result<String, Failure> {
     ))
 }
 
+/// A request without a body.
+const NO_BODY: Option<&()> = None;
+
 impl Client {
     fn new(remote: &Remote) -> Result<Client, Failure> {
         let http =
@@ -216,14 +237,16 @@ impl Client {
         &self,
         method: reqwest::Method,
         path: &str,
-        body: Option<Value>,
+        query: Option<&EventQuery>,
+        body: Option<&impl Serialize>,
     ) -> Result<reqwest::Response, Failure> {
         let url = format!("{}{path}", self.base);
         let mut req = self.http.request(method, &url).bearer_auth(&self.token);
-        if let Some(b) = body {
-            req = req
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(b.to_string());
+        if let Some(query) = query {
+            req = req.query(query);
+        }
+        if let Some(body) = body {
+            req = req.json(body);
         }
         let res = req.send().await.map_err(|e| {
             fail(
@@ -238,11 +261,6 @@ impl Client {
         if status.is_success() {
             return Ok(res);
         }
-        let text = res.text().await.unwrap_or_default();
-        let reason = serde_json::from_str::<Value>(&text)
-            .ok()
-            .and_then(|v| v["reason"].as_str().map(str::to_owned))
-            .unwrap_or(text);
         if status == reqwest::StatusCode::UNAUTHORIZED {
             return Err(fail(
                 EXIT_UNAUTHORIZED,
@@ -251,172 +269,251 @@ impl Client {
                 ),
             ));
         }
+        let text = res.text().await.unwrap_or_default();
+        let reason = serde_json::from_str::<api::ApiError>(&text)
+            .map(|e| e.reason)
+            .unwrap_or(text);
         Err(fail(
             EXIT_FAILURE,
-            anyhow!("{} {path}: {status}: {reason}", "admin API"),
+            anyhow!("admin API {path}: {status}: {reason}"),
         ))
     }
 
-    async fn json(
+    async fn get<T: DeserializeOwned>(
         &self,
-        method: reqwest::Method,
         path: &str,
-        body: Option<Value>,
-    ) -> Result<Value, Failure> {
-        let res = self.call(method, path, body).await?;
-        let bytes = res
-            .bytes()
-            .await
-            .map_err(|e| fail(EXIT_FAILURE, anyhow!("the answer broke off: {e}")))?;
-        serde_json::from_slice(&bytes)
-            .map_err(|e| fail(EXIT_FAILURE, anyhow!("unreadable answer: {e}")))
+        query: Option<&EventQuery>,
+    ) -> Result<T, Failure> {
+        let res = self
+            .call(reqwest::Method::GET, path, query, NO_BODY)
+            .await?;
+        answer(res).await
+    }
+
+    async fn post<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: Option<&impl Serialize>,
+    ) -> Result<T, Failure> {
+        let res = self.call(reqwest::Method::POST, path, None, body).await?;
+        answer(res).await
+    }
+
+    /// Pages of `query` from its cursor: one, or with `all` every one.
+    async fn pages(
+        &self,
+        mut query: EventQuery,
+        all: bool,
+    ) -> Result<Vec<api::EventPage>, Failure> {
+        let mut pages = Vec::new();
+        loop {
+            let page: api::EventPage = self.get("/api/events", Some(&query)).await?;
+            let next = page.next_cursor;
+            pages.push(page);
+            match next {
+                Some(cursor) if all => query.cursor = Some(cursor),
+                _ => return Ok(pages),
+            }
+        }
+    }
+}
+
+async fn answer<T: DeserializeOwned>(res: reqwest::Response) -> Result<T, Failure> {
+    let bytes = res
+        .bytes()
+        .await
+        .map_err(|e| fail(EXIT_FAILURE, anyhow!("the answer broke off: {e}")))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| fail(EXIT_FAILURE, anyhow!("unreadable answer: {e}")))
+}
+
+/// What a command prints: the API's JSON with `--json`, else `text`.
+struct Output {
+    json: serde_json::Value,
+    text: String,
+}
+
+impl Output {
+    fn new(value: &impl Serialize, text: String) -> Output {
+        Output {
+            json: serde_json::to_value(value).unwrap_or_default(),
+            text,
+        }
+    }
+}
+
+fn paged(filter: EventQuery, paging: &Paging) -> Result<EventQuery, Failure> {
+    if !(1..=500).contains(&paging.limit) {
+        return Err(fail(
+            EXIT_USAGE,
+            anyhow!("--limit must be between 1 and 500"),
+        ));
+    }
+    Ok(EventQuery {
+        limit: Some(paging.limit),
+        cursor: paging.cursor,
+        ..filter
+    })
+}
+
+/// A bulk change of dead-lettered events: the filter's status is `dead`;
+/// asking for another is a usage error, never silently replaced.
+fn dead_letters(filter: Filter) -> Result<EventQuery, Failure> {
+    match filter.status {
+        None | Some(EventStatus::Dead) => Ok(EventQuery {
+            status: Some(EventStatus::Dead),
+            ..filter.query()
+        }),
+        Some(other) => Err(fail(
+            EXIT_USAGE,
+            anyhow!(
+                "the dlq commands work on dead events; --status {} is not one (replay or ignore single events with `hookinbox events`)",
+                other.as_str()
+            ),
+        )),
     }
 }
 
 pub async fn run(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
-    use reqwest::Method;
     let client = Client::new(&remote)?;
     let out = match command {
         OpsCommand::Stats => {
-            let v = client.json(Method::GET, "/api/stats", None).await?;
-            (v.clone(), stats_table(&v))
+            let stats: api::Stats = client.get("/api/stats", None).await?;
+            Output::new(&stats, stats_table(&stats))
         }
-        OpsCommand::Events(EventsCommand::List {
+        OpsCommand::Events(EventsCommand::List { filter, paging }) => {
+            let query = paged(filter.query(), &paging)?;
+            list(&client, query, paging.all).await?
+        }
+        OpsCommand::Events(EventsCommand::Search {
             filter,
-            limit,
-            cursor,
+            q,
+            pointer_match,
+            paging,
         }) => {
-            let mut q = filter.pairs();
-            q.push(("limit", limit.to_string()));
-            if let Some(c) = cursor {
-                q.push(("cursor", c.to_string()));
+            if q.is_none() && pointer_match.is_none() {
+                return Err(fail(
+                    EXIT_USAGE,
+                    anyhow!("give --q TEXT or --match /json/pointer=value (or use `events list`)"),
+                ));
             }
-            let v = client
-                .json(Method::GET, &format!("/api/events?{}", query(&q)), None)
-                .await?;
-            (v.clone(), events_table(&v))
+            let query = EventQuery {
+                q,
+                pointer_match,
+                ..paged(filter.query(), &paging)?
+            };
+            list(&client, query, paging.all).await?
         }
         OpsCommand::Events(EventsCommand::Show { id }) => {
-            let v = client
-                .json(Method::GET, &format!("/api/events/{id}"), None)
-                .await?;
-            (v.clone(), event_detail(&v))
+            let event: api::EventDetail = client.get(&format!("/api/events/{id}"), None).await?;
+            Output::new(&event, event_detail(&event))
         }
         OpsCommand::Events(EventsCommand::Replay { id }) => {
-            let v = client
-                .json(Method::POST, &format!("/api/events/{id}/replay"), None)
+            let event: api::EventSummary = client
+                .post(&format!("/api/events/{id}/replay"), NO_BODY)
                 .await?;
-            (
-                v.clone(),
-                format!(
-                    "{id}: replayed, now {}\n",
-                    v["status"].as_str().unwrap_or("?")
-                ),
-            )
+            let text = format!("{id}: replayed, now {}\n", event.status.as_str());
+            Output::new(&event, text)
         }
         OpsCommand::Events(EventsCommand::Ignore { id, note }) => {
-            let v = client
-                .json(
-                    Method::POST,
+            let event: api::EventSummary = client
+                .post(
                     &format!("/api/events/{id}/ignore"),
-                    Some(json!({"note": note})),
+                    Some(&api::NoteRequest { note }),
                 )
                 .await?;
-            (v.clone(), format!("{id}: ignored\n"))
+            Output::new(&event, format!("{id}: ignored\n"))
         }
-        OpsCommand::Dlq(DlqCommand::List { source, limit }) => {
-            let mut q = vec![("status", "dead".to_owned()), ("limit", limit.to_string())];
-            if let Some(s) = source {
-                q.push(("source", s));
-            }
-            let v = client
-                .json(Method::GET, &format!("/api/events?{}", query(&q)), None)
-                .await?;
-            (v.clone(), events_table(&v))
+        OpsCommand::Dlq(DlqCommand::List { source, paging }) => {
+            let filter = EventQuery {
+                source,
+                status: Some(EventStatus::Dead),
+                ..EventQuery::default()
+            };
+            list(&client, paged(filter, &paging)?, paging.all).await?
         }
         OpsCommand::Dlq(DlqCommand::Replay { filter, dry_run }) => {
-            let mut body = filter.json();
-            body.insert("status".into(), json!("dead"));
-            body.insert("dry_run".into(), json!(dry_run));
-            let v = client
-                .json(Method::POST, "/api/replay", Some(Value::Object(body)))
-                .await?;
-            (v.clone(), bulk_text(&v, "replayed"))
+            let request = api::BulkRequest {
+                filter: dead_letters(filter)?,
+                dry_run,
+                note: None,
+            };
+            let result: api::BulkResult = client.post("/api/replay", Some(&request)).await?;
+            Output::new(&result, bulk_text(&result, "replayed"))
         }
         OpsCommand::Dlq(DlqCommand::Ignore {
             filter,
             note,
             dry_run,
         }) => {
-            let mut body = filter.json();
-            body.insert("status".into(), json!("dead"));
-            body.insert("dry_run".into(), json!(dry_run));
-            body.insert("note".into(), json!(note));
-            let v = client
-                .json(Method::POST, "/api/ignore", Some(Value::Object(body)))
-                .await?;
-            (v.clone(), bulk_text(&v, "ignored"))
+            let request = api::BulkRequest {
+                filter: dead_letters(filter)?,
+                dry_run,
+                note: Some(note),
+            };
+            let result: api::BulkResult = client.post("/api/ignore", Some(&request)).await?;
+            Output::new(&result, bulk_text(&result, "ignored"))
         }
         OpsCommand::Destinations(DestinationsCommand::List) => {
-            let v = client.json(Method::GET, "/api/destinations", None).await?;
-            (v.clone(), destinations_table(&v))
+            let list: api::Destinations = client.get("/api/destinations", None).await?;
+            Output::new(&list, destinations_table(&list))
         }
         OpsCommand::Destinations(DestinationsCommand::Pause { name }) => {
-            let v = client
-                .json(
-                    Method::POST,
-                    &format!("/api/destinations/{name}/pause"),
-                    None,
-                )
+            let done: api::PauseResult = client
+                .post(&format!("/api/destinations/{name}/pause"), NO_BODY)
                 .await?;
-            (v, format!("{name}: paused\n"))
+            Output::new(&done, format!("{name}: paused\n"))
         }
         OpsCommand::Destinations(DestinationsCommand::Resume { name }) => {
-            let v = client
-                .json(
-                    Method::POST,
-                    &format!("/api/destinations/{name}/resume"),
-                    None,
-                )
+            let done: api::PauseResult = client
+                .post(&format!("/api/destinations/{name}/resume"), NO_BODY)
                 .await?;
-            (v, format!("{name}: resumed\n"))
+            Output::new(&done, format!("{name}: resumed\n"))
         }
         OpsCommand::Sweep => {
-            let v = client.json(Method::POST, "/api/sweep", None).await?;
-            let s = &v["swept"];
+            let s: api::SweepResult = client.post("/api/sweep", NO_BODY).await?;
             let text = format!(
                 "swept {} delivered, {} dead or ignored, {} dedupe keys in {} ms\n",
-                s["delivered"], s["dead_or_ignored"], s["dedupe_keys"], s["millis"]
+                s.delivered, s.dead_or_ignored, s.dedupe_keys, s.millis
             );
-            (v, text)
+            Output::new(&s, text)
         }
         OpsCommand::Backup { out } => {
             let bytes = backup(&client, &out).await?;
-            let v = json!({"out": out.display().to_string(), "bytes": bytes});
-            (
-                v,
-                format!("backup written to {} ({bytes} bytes)\n", out.display()),
-            )
+            let written = serde_json::json!({"out": out.display().to_string(), "bytes": bytes});
+            let text = format!("backup written to {} ({bytes} bytes)\n", out.display());
+            Output::new(&written, text)
         }
     };
-    let (value, text) = out;
     let mut stdout = std::io::stdout().lock();
     let written = if remote.json {
         writeln!(
             stdout,
             "{}",
-            serde_json::to_string_pretty(&value).unwrap_or_default()
+            serde_json::to_string_pretty(&out.json).unwrap_or_default()
         )
     } else {
-        write!(stdout, "{text}")
+        write!(stdout, "{}", out.text)
     };
     written.map_err(|e| fail(EXIT_FAILURE, e.into()))
+}
+
+/// A list or search: one page, or every page with `all` (`--json` prints
+/// the pages as a list then).
+async fn list(client: &Client, query: EventQuery, all: bool) -> Result<Output, Failure> {
+    let pages = client.pages(query, all).await?;
+    let text = events_table(&pages);
+    Ok(if all {
+        Output::new(&pages, text)
+    } else {
+        Output::new(&pages[0], text)
+    })
 }
 
 /// Streams the backup into `out` through a temp file, renamed when whole.
 async fn backup(client: &Client, out: &std::path::Path) -> Result<u64, Failure> {
     let mut res = client
-        .call(reqwest::Method::GET, "/api/backup", None)
+        .call(reqwest::Method::GET, "/api/backup", None, NO_BODY)
         .await?;
     let partial = out.with_extension("partial");
     let io = |e: std::io::Error| fail(EXIT_FAILURE, anyhow!("{}: {e}", out.display()));
@@ -452,18 +549,19 @@ fn create_private(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     Ok(file)
 }
 
-fn query(pairs: &[(&str, String)]) -> String {
-    form_urlencoded::Serializer::new(String::new())
-        .extend_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())))
-        .finish()
+fn or_dash<T: std::fmt::Display>(value: Option<T>) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| v.to_string())
 }
 
-fn cell(v: &Value) -> String {
-    match v {
-        Value::Null => "-".into(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+fn time(at: Timestamp) -> String {
+    serde_json::to_value(at)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Left-aligned columns, two spaces apart.
@@ -492,82 +590,95 @@ fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
     out
 }
 
-fn events_table(v: &Value) -> String {
-    let events = v["events"].as_array().cloned().unwrap_or_default();
-    if events.is_empty() {
-        return "no events\n".into();
-    }
-    let rows = events
+fn events_table(pages: &[api::EventPage]) -> String {
+    let rows: Vec<Vec<String>> = pages
         .iter()
+        .flat_map(|p| &p.events)
         .map(|e| {
             vec![
-                cell(&e["id"]),
-                cell(&e["source"]),
-                cell(&e["event_id"]),
-                cell(&e["event_type"]),
-                cell(&e["status"]),
-                cell(&e["received_at"]),
-                cell(&e["attempts"]),
-                e["dead_letter"]["reason"]
-                    .as_str()
-                    .map(|r| r.chars().take(60).collect())
+                e.id.clone(),
+                e.source.clone(),
+                e.event_id.clone(),
+                or_dash(e.event_type.as_deref()),
+                e.status.as_str().to_owned(),
+                time(e.received_at),
+                e.attempts.to_string(),
+                e.dead_letter
+                    .as_ref()
+                    .map(|d| d.reason.chars().take(60).collect())
                     .unwrap_or_default(),
             ]
         })
         .collect();
-    let mut out = table(
-        &[
-            "ID", "SOURCE", "EVENT ID", "TYPE", "STATUS", "RECEIVED", "ATTEMPTS", "WHY DEAD",
-        ],
-        rows,
-    );
-    if let Some(c) = v["next_cursor"].as_u64() {
-        out.push_str(&format!("more: --cursor {c}\n"));
+    let mut out = if rows.is_empty() {
+        "no events\n".to_owned()
+    } else {
+        table(
+            &[
+                "ID", "SOURCE", "EVENT ID", "TYPE", "STATUS", "RECEIVED", "ATTEMPTS", "WHY DEAD",
+            ],
+            rows,
+        )
+    };
+    let Some(last) = pages.last() else {
+        return out;
+    };
+    if let Some(search) = &last.search {
+        let examined: u64 = pages
+            .iter()
+            .filter_map(|p| p.search.as_ref())
+            .map(|s| s.examined)
+            .sum();
+        out.push_str(&format!(
+            "searched {} back to {}\n",
+            plural(examined, "payload", "payloads"),
+            or_dash(search.scanned_back_to.map(time))
+        ));
+    }
+    if let Some(cursor) = last.next_cursor {
+        out.push_str(&format!("more: --cursor {cursor}\n"));
     }
     out
 }
 
-fn event_detail(v: &Value) -> String {
+fn event_detail(e: &api::EventDetail) -> String {
+    let s = &e.summary;
     let mut out = String::new();
-    for key in [
-        "id",
-        "source",
-        "event_id",
-        "event_type",
-        "status",
-        "received_at",
-        "attempts",
-        "replays",
-        "next_attempt_at",
-        "delivered_at",
+    for (key, value) in [
+        ("id", s.id.clone()),
+        ("source", s.source.clone()),
+        ("event_id", s.event_id.clone()),
+        ("event_type", or_dash(s.event_type.as_deref())),
+        ("status", s.status.as_str().to_owned()),
+        ("received_at", time(s.received_at)),
+        ("attempts", s.attempts.to_string()),
+        ("replays", s.replays.to_string()),
+        ("next_attempt_at", or_dash(s.next_attempt_at.map(time))),
+        ("delivered_at", or_dash(s.delivered_at.map(time))),
     ] {
-        out.push_str(&format!("{key:<16}{}\n", cell(&v[key])));
+        out.push_str(&format!("{key:<16}{value}\n"));
     }
-    if let Some(reason) = v["dead_letter"]["reason"].as_str() {
-        out.push_str(&format!("{:<16}{reason}\n", "dead_letter"));
+    if let Some(dead) = &s.dead_letter {
+        out.push_str(&format!("{:<16}{}\n", "dead_letter", dead.reason));
     }
-    if let Some(note) = v["note"]["text"].as_str() {
-        out.push_str(&format!("{:<16}{note}\n", "note"));
+    if let Some(note) = &s.note {
+        out.push_str(&format!("{:<16}{}\n", "note", note.text));
     }
     out.push_str("\nattempts:\n");
-    let attempts = v["attempt_history"].as_array().cloned().unwrap_or_default();
-    let rows = attempts
+    let rows = e
+        .attempt_history
         .iter()
         .map(|a| {
             vec![
-                cell(&a["n"]),
-                cell(&a["started_at"]),
-                cell(&a["outcome"]),
-                cell(&a["status"]),
-                cell(&a["latency_ms"]),
-                cell(if a["error"].is_null() {
-                    &a["response_snippet"]
-                } else {
-                    &a["error"]
-                })
-                .chars()
-                .take(80)
-                .collect(),
+                a.n.to_string(),
+                time(a.started_at),
+                a.outcome.as_str().to_owned(),
+                or_dash(a.status),
+                a.latency_ms.to_string(),
+                or_dash(a.error.as_ref().or(a.response_snippet.as_ref()))
+                    .chars()
+                    .take(80)
+                    .collect(),
             ]
         })
         .collect();
@@ -575,70 +686,92 @@ fn event_detail(v: &Value) -> String {
         &["#", "STARTED", "OUTCOME", "STATUS", "MS", "DETAIL"],
         rows,
     ));
-    out.push_str(&format!(
-        "\npayload ({}):\n{}\n",
-        cell(&v["payload"]["encoding"]),
-        cell(&v["payload"]["data"])
-    ));
+    let encoding = match e.payload.encoding {
+        api::PayloadEncoding::Text => "text",
+        api::PayloadEncoding::Base64 => "base64",
+    };
+    out.push_str(&format!("\npayload ({encoding}):\n{}\n", e.payload.data));
     out
 }
 
-fn destinations_table(v: &Value) -> String {
-    let list = v["destinations"].as_array().cloned().unwrap_or_default();
-    if list.is_empty() {
+fn destinations_table(list: &api::Destinations) -> String {
+    if list.destinations.is_empty() {
         return "no destinations: every source holds its events\n".into();
     }
     let rows = list
+        .destinations
         .iter()
         .map(|d| {
             vec![
-                cell(&d["name"]),
-                cell(&d["url"]),
-                cell(&d["paused"]),
-                cell(&d["circuit"]),
-                format!("{}/{}", cell(&d["in_flight"]), cell(&d["max_concurrency"])),
-            ]
-        })
-        .collect();
-    table(&["NAME", "URL", "PAUSED", "CIRCUIT", "IN FLIGHT"], rows)
-}
-
-fn stats_table(v: &Value) -> String {
-    let Some(sources) = v["sources"].as_object() else {
-        return "no sources\n".into();
-    };
-    let rows = sources
-        .iter()
-        .map(|(name, s)| {
-            let st = &s["stored"];
-            vec![
-                name.clone(),
-                cell(&s["since_start"]["received"]),
-                cell(&s["since_start"]["duplicates"]),
-                cell(&st["pending"]),
-                cell(&st["retrying"]),
-                cell(&st["held"]),
-                cell(&st["delivered"]),
-                cell(&st["dead"]),
-                cell(&st["ignored"]),
-                s["success_rate"]
-                    .as_f64()
-                    .map(|r| format!("{:.1}%", r * 100.0))
-                    .unwrap_or_else(|| "-".into()),
-                s["oldest_pending_age_ms"]
-                    .as_u64()
-                    .map(|ms| {
-                        humantime::format_duration(Duration::from_secs(ms / 1000)).to_string()
-                    })
-                    .unwrap_or_else(|| "-".into()),
+                d.name.clone(),
+                d.url.clone(),
+                d.paused.to_string(),
+                d.circuit.as_str().to_owned(),
+                format!("{}/{}", d.in_flight, d.max_concurrency),
+                or_dash(d.last_failure.as_deref()),
             ]
         })
         .collect();
     table(
         &[
+            "NAME",
+            "URL",
+            "PAUSED",
+            "CIRCUIT",
+            "IN FLIGHT",
+            "LAST FAILURE",
+        ],
+        rows,
+    )
+}
+
+fn stats_table(stats: &api::Stats) -> String {
+    if stats.sources.is_empty() {
+        return "no sources\n".into();
+    }
+    let ms = |p: Option<api::Percentiles>| {
+        p.map_or_else(|| "-".to_owned(), |p| format!("{:.1}/{:.1}", p.p50, p.p99))
+    };
+    let stored = stats
+        .sources
+        .iter()
+        .map(|(name, s)| {
+            let c = &s.stored;
+            vec![
+                name.clone(),
+                c.pending.to_string(),
+                c.retrying.to_string(),
+                c.held.to_string(),
+                c.delivered.to_string(),
+                c.dead.to_string(),
+                c.ignored.to_string(),
+                or_dash(s.success_rate.map(|r| format!("{:.1}%", r * 100.0))),
+                or_dash(
+                    s.oldest_pending_age_ms
+                        .map(|ms| humantime::format_duration(Duration::from_secs(ms / 1000))),
+                ),
+            ]
+        })
+        .collect();
+    let since = stats
+        .sources
+        .iter()
+        .map(|(name, s)| {
+            let t = &s.since_start;
+            vec![
+                name.clone(),
+                t.received.to_string(),
+                t.duplicates.to_string(),
+                t.rejected.values().sum::<u64>().to_string(),
+                ms(t.ack_ms),
+                ms(t.received_to_delivered_ms),
+            ]
+        })
+        .collect();
+    let mut out = "stored now:\n".to_owned();
+    out.push_str(&table(
+        &[
             "SOURCE",
-            "RECEIVED",
-            "DUPES",
             "PENDING",
             "RETRYING",
             "HELD",
@@ -648,21 +781,37 @@ fn stats_table(v: &Value) -> String {
             "SUCCESS",
             "OLDEST PENDING",
         ],
-        rows,
-    )
+        stored,
+    ));
+    out.push_str("\nsince the server started:\n");
+    out.push_str(&table(
+        &[
+            "SOURCE",
+            "RECEIVED",
+            "DUPLICATES",
+            "REJECTED",
+            "ACK MS P50/P99",
+            "DELIVERED MS P50/P99",
+        ],
+        since,
+    ));
+    out
 }
 
-fn bulk_text(v: &Value, action: &str) -> String {
-    if v["dry_run"] == json!(true) {
-        return format!("dry run: {} events match\n", v["matched"]);
+fn bulk_text(result: &api::BulkResult, action: &str) -> String {
+    if result.dry_run {
+        return format!(
+            "dry run: {} match\n",
+            plural(result.matched, "event", "events")
+        );
     }
-    let mut out = format!("{} matched, {} {action}\n", v["matched"], v[action]);
-    for r in v["refused"].as_array().into_iter().flatten() {
-        out.push_str(&format!(
-            "  refused {}: {}\n",
-            cell(&r["id"]),
-            cell(&r["reason"])
-        ));
+    let mut out = format!(
+        "{} matched, {} {action}\n",
+        plural(result.matched, "event", "events"),
+        result.changed
+    );
+    for r in &result.refused {
+        out.push_str(&format!("  refused {}: {}\n", r.id, r.reason));
     }
     out
 }

@@ -21,6 +21,7 @@ pub mod schedule;
 pub mod deliver;
 pub mod sweep;
 pub mod alert;
+pub mod api;
 pub mod admin;
 pub mod metrics;
 pub mod supervise;

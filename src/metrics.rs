@@ -49,6 +49,31 @@ macro_rules! label_values {
                 std::fmt::Write::write_str(encoder, self.as_str())
             }
         }
+
+        // The admin API writes the same text (`crate::api`).
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+                $name::ALL
+                    .iter()
+                    .copied()
+                    .find(|v| v.as_str() == text)
+                    .ok_or_else(|| {
+                        let expected: Vec<&str> = $name::ALL.iter().map(|v| v.as_str()).collect();
+                        serde::de::Error::custom(format!(
+                            "unknown {} {text:?}, expected one of {}",
+                            stringify!($name),
+                            expected.join(", ")
+                        ))
+                    })
+            }
+        }
     };
 }
 

@@ -1,11 +1,13 @@
 //! The admin API on the admin listener: JSON for people and scripts.
 //!
 //! Every path but `/healthz` and `/readyz` needs `Authorization: Bearer
-//! <token>`, compared in constant time. Errors are `{"error", "reason"}`
-//! with a status, counted in `hookinbox_admin_rejected{reason}` and logged
-//! without the token or any body. Reads go to the store's snapshots; changes
-//! (replay, ignore) go through the writer like everything else, and pause /
-//! resume through the scheduler's handle.
+//! <token>`, compared in constant time. Requests and answers are the types
+//! of [`crate::api`], converted here from the store's; errors are
+//! [`api::ApiError`] with a status, counted in
+//! `hookinbox_admin_rejected{reason}` and logged without the token or any
+//! body. Reads go to the store's snapshots; changes (replay, ignore) go
+//! through the writer like everything else, and pause / resume through the
+//! scheduler's handle.
 
 use std::time::Duration;
 
@@ -16,16 +18,17 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine;
-use serde::Deserialize;
-use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 
-use crate::clock::{Clock, from_unix_ms, unix_ms};
+use crate::api::{self, ErrorCode, EventQuery, EventStatus, Timestamp};
+use crate::clock::Clock;
 use crate::config::Secret;
-use crate::metrics::{AdminReason, Metrics};
+use crate::metrics::Metrics;
 use crate::schedule::{DeliveryHandle, PauseError};
-use crate::store::schema::{Attempt, Status};
-use crate::store::{Change, ChangeError, EventFilter, Store, StoreError, StoredEvent};
+use crate::store::schema::{self, Attempt, Status};
+use crate::store::{
+    Budget, Change, ChangeError, EventFilter, PayloadMatch, Store, StoreError, StoredEvent,
+};
 use crate::sweep::SweepHandle;
 
 /// Most events one bulk replay or ignore touches; narrow the filter for more.
@@ -64,7 +67,14 @@ pub fn router(state: AdminState) -> Router {
         .route("/api/destinations/{name}/resume", post(resume))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
-        .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
+        .route(
+            "/healthz",
+            get(|| async {
+                Json(api::Health {
+                    status: "ok".into(),
+                })
+            }),
+        )
         .route("/readyz", get(readyz))
         .merge(api)
         .fallback(|State(state): State<AdminState>| async move {
@@ -97,23 +107,20 @@ enum AdminError {
 impl AdminError {
     fn respond(self, metrics: &Metrics) -> Response {
         let (status, code) = match &self {
-            AdminError::Unauthorized => (StatusCode::UNAUTHORIZED, AdminReason::Unauthorized),
-            AdminError::NotFound(_) => (StatusCode::NOT_FOUND, AdminReason::NotFound),
-            AdminError::BadRequest(_) => (StatusCode::BAD_REQUEST, AdminReason::BadRequest),
-            AdminError::Conflict(_) => (StatusCode::CONFLICT, AdminReason::Conflict),
-            AdminError::Store(e) if e.is_transient() => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                AdminReason::StoreUnavailable,
-            ),
-            AdminError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, AdminReason::StoreError),
-            AdminError::Task(_) | AdminError::Backup(_) => (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                AdminReason::InternalError,
-            ),
+            AdminError::Unauthorized => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized),
+            AdminError::NotFound(_) => (StatusCode::NOT_FOUND, ErrorCode::NotFound),
+            AdminError::BadRequest(_) => (StatusCode::BAD_REQUEST, ErrorCode::BadRequest),
+            AdminError::Conflict(_) => (StatusCode::CONFLICT, ErrorCode::Conflict),
+            AdminError::Store(e) if e.is_transient() => {
+                (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::StoreUnavailable)
+            }
+            AdminError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::StoreError),
+            AdminError::Task(_) | AdminError::Backup(_) => {
+                (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::InternalError)
+            }
         };
-        metrics.admin_rejected(code);
         // The public error code is the counter's label, so the two never drift.
-        let code = code.as_str();
+        metrics.admin_rejected(code);
         let reason = self.to_string();
         if status.is_server_error() {
             // The whole chain in the log; the caller gets the top message only.
@@ -122,7 +129,11 @@ impl AdminError {
         } else {
             tracing::warn!(status = status.as_u16(), %reason, "admin request refused");
         }
-        let mut response = (status, Json(json!({"error": code, "reason": reason}))).into_response();
+        let body = api::ApiError {
+            error: code,
+            reason,
+        };
+        let mut response = (status, Json(body)).into_response();
         if status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
@@ -172,15 +183,12 @@ async fn readyz(State(state): State<AdminState>) -> Response {
         Ok(Err(e)) => e.report().to_string(),
         Err(_) => "no commit within 5 s".to_owned(),
     };
-    (
-        status,
-        Json(json!({
-            "ready": status == StatusCode::OK,
-            "store": store_text,
-            "scheduler": if scheduler_ok { "running" } else { "stopped" },
-        })),
-    )
-        .into_response()
+    let body = api::Readiness {
+        ready: status == StatusCode::OK,
+        store: store_text,
+        scheduler: if scheduler_ok { "running" } else { "stopped" }.to_owned(),
+    };
+    (status, Json(body)).into_response()
 }
 
 async fn metrics(State(state): State<AdminState>) -> Response {
@@ -213,143 +221,141 @@ async fn metrics(State(state): State<AdminState>) -> Response {
         .into_response()
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ListQuery {
-    source: Option<String>,
-    status: Option<String>,
-    #[serde(rename = "type")]
-    event_type: Option<String>,
-    event_id: Option<String>,
-    /// RFC 3339.
-    from: Option<String>,
-    to: Option<String>,
-    cursor: Option<u64>,
-    limit: Option<usize>,
-}
-
-fn parse_status(text: &str) -> Result<Status, AdminError> {
-    [
-        Status::Pending,
-        Status::Held,
-        Status::Delivered,
-        Status::Dead,
-        Status::Ignored,
-    ]
-    .into_iter()
-    .find(|s| s.as_str() == text)
-    .ok_or_else(|| {
-        AdminError::BadRequest(format!(
-            "status {text:?}: expected pending, held, delivered, dead or ignored"
-        ))
-    })
-}
-
-fn parse_time(key: &str, text: &str) -> Result<u64, AdminError> {
-    humantime::parse_rfc3339_weak(text)
-        .map(unix_ms)
-        .map_err(|_| {
-            AdminError::BadRequest(format!(
-                "{key} {text:?}: expected an RFC 3339 time like 2026-11-22T10:00:00Z"
-            ))
-        })
-}
-
-/// A filter as written in a query or a bulk body.
-struct FilterFields {
-    source: Option<String>,
-    status: Option<String>,
-    event_type: Option<String>,
-    event_id: Option<String>,
-    from: Option<String>,
-    to: Option<String>,
-}
-
-impl FilterFields {
-    fn filter(self) -> Result<EventFilter, AdminError> {
-        Ok(EventFilter {
-            source: self.source,
-            status: self.status.as_deref().map(parse_status).transpose()?,
-            event_type: self.event_type,
-            event_id: self.event_id,
-            from_ms: self
-                .from
-                .as_deref()
-                .map(|t| parse_time("from", t))
-                .transpose()?,
-            to_ms: self
-                .to
-                .as_deref()
-                .map(|t| parse_time("to", t))
-                .transpose()?,
-        })
+fn status_of(status: EventStatus) -> Status {
+    match status {
+        EventStatus::Pending => Status::Pending,
+        EventStatus::Held => Status::Held,
+        EventStatus::Delivered => Status::Delivered,
+        EventStatus::Dead => Status::Dead,
+        EventStatus::Ignored => Status::Ignored,
     }
 }
 
-fn rfc3339(ms: u64) -> String {
-    humantime::format_rfc3339_millis(from_unix_ms(ms)).to_string()
+fn status_on_wire(status: Status) -> EventStatus {
+    match status {
+        Status::Pending => EventStatus::Pending,
+        Status::Held => EventStatus::Held,
+        Status::Delivered => EventStatus::Delivered,
+        Status::Dead => EventStatus::Dead,
+        Status::Ignored => EventStatus::Ignored,
+    }
 }
 
-fn summary(e: &StoredEvent) -> Value {
+/// The store's filter and payload match of a query.
+fn filter_of(query: &EventQuery) -> Result<(EventFilter, PayloadMatch), AdminError> {
+    let filter = EventFilter {
+        source: query.source.clone(),
+        status: query.status.map(status_of),
+        event_type: query.event_type.clone(),
+        event_id: query.event_id.clone(),
+        from_ms: query.from.map(|t| t.0),
+        to_ms: query.to.map(|t| t.0),
+    };
+    let pointer = match &query.pointer_match {
+        None => None,
+        Some(text) => {
+            let (pointer, value) = text
+                .split_once('=')
+                .filter(|(pointer, _)| pointer.starts_with('/'))
+                .ok_or_else(|| {
+                    AdminError::BadRequest(format!(
+                        "match {text:?}: expected /json/pointer=value, like /data/object/customer=cus_123"
+                    ))
+                })?;
+            Some((pointer.to_owned(), value.to_owned()))
+        }
+    };
+    if query.q.as_deref() == Some("") {
+        return Err(AdminError::BadRequest(
+            "q is empty: give the text to look for".into(),
+        ));
+    }
+    let payload = PayloadMatch {
+        text: query.q.clone(),
+        pointer,
+    };
+    Ok((filter, payload))
+}
+
+fn note_on_wire(note: &schema::Note) -> api::Note {
+    api::Note {
+        text: note.text.clone(),
+        at: Timestamp(note.at_ms),
+    }
+}
+
+fn summary(e: &StoredEvent) -> api::EventSummary {
     let s = &e.state;
-    json!({
-        "id": e.id,
-        "source": s.source,
-        "event_id": e.record.event_id,
-        "event_type": e.record.event_type,
-        "status": s.status.as_str(),
-        "received_at": rfc3339(e.record.received_at_ms),
-        "attempts": s.attempts,
-        "next_attempt_at": s.due_ms.map(rfc3339),
-        "delivered_at": s.delivered_ms.map(rfc3339),
-        "dead_letter": s.dead.as_ref().map(|d| json!({
-            "reason": d.reason,
-            "at": rfc3339(d.at_ms),
-            "last_status": d.last_status,
-        })),
-        "note": s.note.as_ref().map(|n| json!({"text": n.text, "at": rfc3339(n.at_ms)})),
-        "replays": s.replays,
-    })
+    api::EventSummary {
+        id: e.id.clone(),
+        source: s.source.clone(),
+        event_id: e.record.event_id.clone(),
+        event_type: e.record.event_type.clone(),
+        status: status_on_wire(s.status),
+        received_at: Timestamp(e.record.received_at_ms),
+        attempts: s.attempts,
+        next_attempt_at: s.due_ms.map(Timestamp),
+        delivered_at: s.delivered_ms.map(Timestamp),
+        dead_letter: s.dead.as_ref().map(|d| api::DeadLetter {
+            reason: d.reason.clone(),
+            at: Timestamp(d.at_ms),
+            last_status: d.last_status,
+        }),
+        note: s.note.as_ref().map(note_on_wire),
+        replays: s.replays,
+    }
 }
 
-fn attempt_json(n: usize, a: &Attempt) -> Value {
-    json!({
-        "n": n + 1,
-        "started_at": rfc3339(a.started_ms),
-        "latency_ms": a.latency_ms,
-        "outcome": a.class.as_str(),
-        "status": a.status,
-        "error": a.error,
-        "response_snippet": a.response_snippet,
-    })
+fn attempt_on_wire(n: usize, a: &Attempt) -> api::AttemptRecord {
+    api::AttemptRecord {
+        n: n as u32 + 1,
+        started_at: Timestamp(a.started_ms),
+        latency_ms: a.latency_ms,
+        outcome: a.class.into(),
+        status: a.status,
+        error: a.error.clone(),
+        response_snippet: a.response_snippet.clone(),
+    }
 }
 
+/// `GET /api/events`: a page of a list, or of a search when the query looks
+/// inside payloads.
 async fn list_events(
     State(state): State<AdminState>,
-    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+    query: Result<Query<EventQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let run = || -> Result<Value, AdminError> {
-        let Query(q) = query.map_err(|e| AdminError::BadRequest(e.body_text()))?;
-        let filter = FilterFields {
-            source: q.source,
-            status: q.status,
-            event_type: q.event_type,
-            event_id: q.event_id,
-            from: q.from,
-            to: q.to,
-        }
-        .filter()?;
-        let limit = q.limit.unwrap_or(50);
+    let run = || -> Result<api::EventPage, AdminError> {
+        let Query(query) = query.map_err(|e| AdminError::BadRequest(e.body_text()))?;
+        let (filter, payload) = filter_of(&query)?;
+        let limit = query.limit.unwrap_or(50);
         if !(1..=MAX_PAGE).contains(&limit) {
             return Err(AdminError::BadRequest(format!(
                 "limit must be between 1 and {MAX_PAGE}"
             )));
         }
-        let (events, cursor) = state.store.list(&filter, q.cursor, limit)?;
-        Ok(json!({
-            "events": events.iter().map(summary).collect::<Vec<_>>(),
-            "next_cursor": cursor,
-        }))
+        if !query.is_search() {
+            let (events, cursor) = state.store.list(&filter, query.cursor, limit)?;
+            return Ok(api::EventPage {
+                events: events.iter().map(summary).collect(),
+                next_cursor: cursor,
+                search: None,
+            });
+        }
+        let budget = Budget {
+            events: api::SEARCH_EVENTS,
+            time: api::SEARCH_TIME,
+        };
+        let page = state
+            .store
+            .search(&filter, &payload, query.cursor, limit, budget)?;
+        Ok(api::EventPage {
+            events: page.events.iter().map(summary).collect(),
+            next_cursor: page.cursor,
+            search: Some(api::SearchProgress {
+                examined: page.examined,
+                scanned_back_to: page.scanned_back_to_ms.map(Timestamp),
+            }),
+        })
     };
     match run() {
         Ok(body) => Json(body).into_response(),
@@ -364,34 +370,30 @@ fn find(state: &AdminState, id: &str) -> Result<StoredEvent, AdminError> {
 }
 
 async fn show_event(State(state): State<AdminState>, Path(id): Path<String>) -> Response {
-    let run = || -> Result<Value, AdminError> {
+    let run = || -> Result<api::EventDetail, AdminError> {
         let e = find(&state, &id)?;
         let attempts = state.store.attempts(e.seq)?;
-        let mut body = summary(&e);
         let payload = match std::str::from_utf8(&e.record.body) {
-            Ok(text) => json!({"encoding": "text", "data": text}),
-            Err(_) => json!({
-                "encoding": "base64",
-                "data": base64::engine::general_purpose::STANDARD.encode(&e.record.body),
-            }),
+            Ok(text) => api::Payload {
+                encoding: api::PayloadEncoding::Text,
+                data: text.to_owned(),
+            },
+            Err(_) => api::Payload {
+                encoding: api::PayloadEncoding::Base64,
+                data: base64::engine::general_purpose::STANDARD.encode(&e.record.body),
+            },
         };
-        body["content_type"] = json!(e.record.content_type);
-        body["headers"] = json!(
-            e.record
-                .headers
-                .iter()
-                .map(|(k, v)| json!([k, v]))
-                .collect::<Vec<_>>()
-        );
-        body["payload"] = payload;
-        body["attempt_history"] = json!(
-            attempts
+        Ok(api::EventDetail {
+            summary: summary(&e),
+            content_type: e.record.content_type.clone(),
+            headers: e.record.headers.clone(),
+            payload,
+            attempt_history: attempts
                 .iter()
                 .enumerate()
-                .map(|(n, a)| attempt_json(n, a))
-                .collect::<Vec<_>>()
-        );
-        Ok(body)
+                .map(|(n, a)| attempt_on_wire(n, a))
+                .collect(),
+        })
     };
     match run() {
         Ok(body) => Json(body).into_response(),
@@ -399,7 +401,11 @@ async fn show_event(State(state): State<AdminState>, Path(id): Path<String>) -> 
     }
 }
 
-async fn change(state: &AdminState, id: &str, change: Change) -> Result<Value, AdminError> {
+async fn change(
+    state: &AdminState,
+    id: &str,
+    change: Change,
+) -> Result<api::EventSummary, AdminError> {
     let e = find(state, id)?;
     let done = state
         .store
@@ -432,98 +438,49 @@ async fn replay_event(State(state): State<AdminState>, Path(id): Path<String>) -
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct IgnoreBody {
-    note: Option<String>,
+/// A person's note: required, trimmed, at most 2000 bytes.
+fn note_text(note: Option<&str>, what: &str) -> Result<String, AdminError> {
+    match note.map(str::trim) {
+        Some(note) if !note.is_empty() && note.len() <= 2000 => Ok(note.to_owned()),
+        _ => Err(AdminError::BadRequest(format!(
+            "a note is required (at most 2000 bytes): {{\"note\": \"why {what}\"}}"
+        ))),
+    }
 }
 
 async fn ignore_event(
     State(state): State<AdminState>,
     Path(id): Path<String>,
-    body: Result<Json<IgnoreBody>, axum::extract::rejection::JsonRejection>,
+    body: Result<Json<api::NoteRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
-    let note = match body {
-        Ok(Json(IgnoreBody { note: Some(note) })) if !note.trim().is_empty() => note,
-        Ok(_) => {
-            return AdminError::BadRequest(
-                "a note is required: {\"note\": \"why this event is ignored\"}".into(),
-            )
-            .respond(&state.metrics);
-        }
-        Err(e) => {
-            return AdminError::BadRequest(format!(
+    let run = async {
+        let Json(body) = body.map_err(|e| {
+            AdminError::BadRequest(format!(
                 "a note is required as JSON {{\"note\": \"why this event is ignored\"}}: {}",
                 e.body_text()
             ))
-            .respond(&state.metrics);
-        }
+        })?;
+        let note = note_text(Some(&body.note), "this event is ignored")?;
+        change(&state, &id, Change::Ignore { note }).await
     };
-    if note.len() > 2000 {
-        return AdminError::BadRequest("the note is longer than 2000 bytes".into())
-            .respond(&state.metrics);
-    }
-    match change(&state, &id, Change::Ignore { note }).await {
+    match run.await {
         Ok(body) => Json(body).into_response(),
         Err(e) => e.respond(&state.metrics),
     }
 }
 
-/// The body of a bulk replay or ignore: a filter, and `dry_run` to count first.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BulkBody {
-    source: Option<String>,
-    status: Option<String>,
-    #[serde(rename = "type")]
-    event_type: Option<String>,
-    event_id: Option<String>,
-    from: Option<String>,
-    to: Option<String>,
-    #[serde(default)]
-    dry_run: bool,
-    note: Option<String>,
-}
-
-impl BulkBody {
-    fn filter(&self) -> Result<EventFilter, AdminError> {
-        FilterFields {
-            source: self.source.clone(),
-            status: self.status.clone(),
-            event_type: self.event_type.clone(),
-            event_id: self.event_id.clone(),
-            from: self.from.clone(),
-            to: self.to.clone(),
-        }
-        .filter()
-    }
-}
-
-/// Every event matching `filter`, up to [`MAX_BULK`].
-fn matching(state: &AdminState, filter: &EventFilter) -> Result<Vec<StoredEvent>, AdminError> {
-    let mut out = Vec::new();
-    let mut cursor = None;
-    loop {
-        let (page, next) = state.store.list(filter, cursor, MAX_PAGE)?;
-        out.extend(page);
-        if out.len() > MAX_BULK {
-            return Err(AdminError::BadRequest(format!(
-                "more than {MAX_BULK} events match: narrow the filter (source, status, from, to)"
-            )));
-        }
-        match next {
-            Some(c) => cursor = Some(c),
-            None => return Ok(out),
-        }
-    }
-}
-
 async fn bulk(
     state: &AdminState,
-    body: Result<Json<BulkBody>, axum::extract::rejection::JsonRejection>,
+    body: Result<Json<api::BulkRequest>, axum::extract::rejection::JsonRejection>,
     replay: bool,
-) -> Result<Value, AdminError> {
+) -> Result<api::BulkResult, AdminError> {
     let Json(body) = body.map_err(|e| AdminError::BadRequest(e.body_text()))?;
-    let filter = body.filter()?;
+    if body.filter.cursor.is_some() || body.filter.limit.is_some() || body.filter.is_search() {
+        return Err(AdminError::BadRequest(
+            "a bulk filter takes source, status, type, event_id, from and to (no cursor, limit, q or match)".into(),
+        ));
+    }
+    let (filter, _) = filter_of(&body.filter)?;
     if filter == EventFilter::default() {
         return Err(AdminError::BadRequest(
             "give a filter (source, status, type, event_id, from, to): an empty one would take every event".into(),
@@ -535,31 +492,35 @@ async fn bulk(
         }
         Change::Replay
     } else {
-        match body.note.as_deref().map(str::trim) {
-            Some(note) if !note.is_empty() && note.len() <= 2000 => Change::Ignore {
-                note: note.to_owned(),
-            },
-            _ => {
-                return Err(AdminError::BadRequest(
-                    "a note is required (at most 2000 bytes): {\"note\": \"why these events are ignored\"}".into(),
-                ));
-            }
+        Change::Ignore {
+            note: note_text(body.note.as_deref(), "these events are ignored")?,
         }
     };
-    let events = matching(state, &filter)?;
+    // Ids and sources only: 100k matches never load 100k payloads.
+    let (matched, more) = state.store.matching_ids(&filter, MAX_BULK)?;
+    if more {
+        return Err(AdminError::BadRequest(format!(
+            "more than {MAX_BULK} events match: narrow the filter (source, status, from, to)"
+        )));
+    }
     if body.dry_run {
-        return Ok(json!({"dry_run": true, "matched": events.len()}));
+        return Ok(api::BulkResult {
+            dry_run: true,
+            matched: matched.len() as u64,
+            changed: 0,
+            refused: Vec::new(),
+        });
     }
     let now = state.clock.now_ms();
-    let mut done = 0;
+    let mut changed = 0;
     let mut refused = Vec::new();
     // 256 at a time in flight: the writer group-commits what is queued.
-    let mut results = Vec::with_capacity(events.len());
-    for chunk in events.chunks(256) {
+    let mut results = Vec::with_capacity(matched.len());
+    for chunk in matched.chunks(256) {
         let calls: Vec<_> = chunk
             .iter()
-            .map(|e| {
-                let (store, change, seq) = (state.store.clone(), change.clone(), e.seq);
+            .map(|(seq, _)| {
+                let (store, change, seq) = (state.store.clone(), change.clone(), *seq);
                 tokio::spawn(async move { store.change(seq, change, now).await })
             })
             .collect();
@@ -567,34 +528,41 @@ async fn bulk(
             results.push(call.await?);
         }
     }
-    for (e, result) in events.iter().zip(results) {
+    for ((seq, source), result) in matched.iter().zip(results) {
         match result? {
             Ok(()) => {
-                done += 1;
+                changed += 1;
                 if replay {
-                    state.metrics.replayed(&e.state.source);
+                    state.metrics.replayed(source);
                 } else {
-                    state.metrics.ignored(&e.state.source);
+                    state.metrics.ignored(source);
                 }
             }
-            Err(why) => refused.push(json!({"id": e.id, "reason": why.to_string()})),
+            Err(why) => refused.push(api::Refusal {
+                id: state.store.public_id(*seq),
+                reason: why.to_string(),
+            }),
         }
     }
-    let action = if replay { "replayed" } else { "ignored" };
     tracing::info!(
-        matched = events.len(),
-        changed = done,
+        matched = matched.len(),
+        changed,
         refused = refused.len(),
-        action,
+        action = if replay { "replay" } else { "ignore" },
         "bulk change by an operator"
     );
     refused.truncate(100);
-    Ok(json!({"dry_run": false, "matched": events.len(), action: done, "refused": refused}))
+    Ok(api::BulkResult {
+        dry_run: false,
+        matched: matched.len() as u64,
+        changed,
+        refused,
+    })
 }
 
 async fn bulk_replay(
     State(state): State<AdminState>,
-    body: Result<Json<BulkBody>, axum::extract::rejection::JsonRejection>,
+    body: Result<Json<api::BulkRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     match bulk(&state, body, true).await {
         Ok(v) => Json(v).into_response(),
@@ -604,7 +572,7 @@ async fn bulk_replay(
 
 async fn bulk_ignore(
     State(state): State<AdminState>,
-    body: Result<Json<BulkBody>, axum::extract::rejection::JsonRejection>,
+    body: Result<Json<api::BulkRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     match bulk(&state, body, false).await {
         Ok(v) => Json(v).into_response(),
@@ -664,10 +632,8 @@ async fn backup(State(state): State<AdminState>) -> Response {
         .into_response()
 }
 
-/// Per source and event type: what the store holds (counts by status,
-/// oldest pending, DLQ size, received → delivered latency) and what this
-/// process has seen since it started (received, duplicates, rejected by
-/// reason, recent ack latency).
+/// Per source and event type: what the store holds (from its maintained
+/// counts) and what this process has seen since it started.
 async fn stats(State(state): State<AdminState>) -> Response {
     let store = state.store.clone();
     let held = match tokio::task::spawn_blocking(move || store.stats()).await {
@@ -676,67 +642,83 @@ async fn stats(State(state): State<AdminState>) -> Response {
         Err(e) => return AdminError::Task(e).respond(&state.metrics),
     };
     let now = state.clock.now_ms();
-    let mut sources = serde_json::Map::new();
     let mut names: Vec<String> = state.sources.clone();
     for name in held.keys() {
         if !names.contains(name) {
             names.push(name.clone());
         }
     }
+    let counts = |c: &crate::store::Counts| api::Counts {
+        pending: c.pending - c.retrying,
+        retrying: c.retrying,
+        held: c.held,
+        delivered: c.delivered,
+        dead: c.dead,
+        ignored: c.ignored,
+    };
+    let percentiles = |p: Option<(f64, f64)>| p.map(|(p50, p99)| api::Percentiles { p50, p99 });
+    let mut sources = std::collections::BTreeMap::new();
     for name in names {
         let s = held.get(&name).cloned().unwrap_or_default();
         let finished = s.counts.delivered + s.counts.dead;
-        let rejected: serde_json::Map<String, Value> = state
-            .metrics
-            .rejected_by_reason(&name)
-            .into_iter()
-            .map(|(r, n)| (r.as_str().to_owned(), json!(n)))
-            .collect();
         sources.insert(
             name.clone(),
-            json!({
-                "stored": s.counts,
-                "dlq_size": s.counts.dead,
-                "success_rate": (finished > 0).then(|| s.counts.delivered as f64 / finished as f64),
-                "oldest_pending_age_ms": s.oldest_pending_ms.map(|t| now.saturating_sub(t)),
-                "received_to_delivered_ms": state.metrics.recent_delivery_ms(&name).map(|(p50, p99)| json!({"p50": p50, "p99": p99})),
-                "by_type": s.by_type,
-                "since_start": {
-                    "received": state.metrics.received_count(&name),
-                    "duplicates": state.metrics.duplicate_count(&name),
-                    "rejected": rejected,
-                    "ack_ms": state.metrics.recent_ack_ms(&name).map(|(p50, p99)| json!({"p50": p50, "p99": p99})),
+            api::SourceStats {
+                stored: counts(&s.counts),
+                by_type: s
+                    .by_type
+                    .iter()
+                    .map(|(t, c)| (t.clone(), counts(c)))
+                    .collect(),
+                success_rate: (finished > 0).then(|| s.counts.delivered as f64 / finished as f64),
+                oldest_pending_age_ms: s.oldest_pending_ms.map(|t| now.saturating_sub(t)),
+                since_start: api::SinceStart {
+                    received: state.metrics.received_count(&name),
+                    duplicates: state.metrics.duplicate_count(&name),
+                    rejected: state
+                        .metrics
+                        .rejected_by_reason(&name)
+                        .into_iter()
+                        .collect(),
+                    ack_ms: percentiles(state.metrics.recent_ack_ms(&name)),
+                    received_to_delivered_ms: percentiles(state.metrics.recent_delivery_ms(&name)),
                 },
-            }),
+            },
         );
     }
-    Json(json!({"sources": sources})).into_response()
+    Json(api::Stats { sources }).into_response()
 }
 
 async fn sweep_now(State(state): State<AdminState>) -> Response {
     match state.sweep.sweep_now().await {
-        Ok(totals) => Json(json!({"swept": totals})).into_response(),
+        Ok(t) => Json(api::SweepResult {
+            delivered: t.delivered,
+            dead_or_ignored: t.dead_or_ignored,
+            dedupe_keys: t.dedupe_keys,
+            steps: t.steps,
+            millis: t.millis,
+        })
+        .into_response(),
         Err(e) => AdminError::Store(e).respond(&state.metrics),
     }
 }
 
 async fn destinations(State(state): State<AdminState>) -> Response {
-    let list: Vec<Value> = state
+    let destinations = state
         .delivery
         .destinations()
         .into_iter()
-        .map(|d| {
-            json!({
-                "name": d.name,
-                "url": d.url,
-                "paused": d.paused,
-                "circuit": d.circuit.as_str(),
-                "in_flight": d.in_flight,
-                "max_concurrency": d.max_concurrency,
-            })
+        .map(|d| api::DestinationState {
+            name: d.name,
+            url: d.url,
+            paused: d.paused,
+            circuit: d.circuit.into(),
+            in_flight: d.in_flight,
+            max_concurrency: d.max_concurrency,
+            last_failure: d.last_failure,
         })
         .collect();
-    Json(json!({"destinations": list})).into_response()
+    Json(api::Destinations { destinations }).into_response()
 }
 
 async fn set_paused(state: &AdminState, name: &str, paused: bool) -> Response {
@@ -746,7 +728,11 @@ async fn set_paused(state: &AdminState, name: &str, paused: bool) -> Response {
         state.delivery.resume(name).await
     };
     match result {
-        Ok(()) => Json(json!({"name": name, "paused": paused})).into_response(),
+        Ok(()) => Json(api::PauseResult {
+            name: name.to_owned(),
+            paused,
+        })
+        .into_response(),
         Err(PauseError::UnknownDestination(_)) => {
             AdminError::NotFound(format!("no destination named {name:?}")).respond(&state.metrics)
         }

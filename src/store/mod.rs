@@ -183,9 +183,11 @@ impl PayloadMatch {
         };
         match json.pointer(pointer) {
             Some(serde_json::Value::String(s)) => s == want,
-            Some(v @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_) | serde_json::Value::Null)) => {
-                v.to_string() == *want
-            }
+            Some(
+                v @ (serde_json::Value::Number(_)
+                | serde_json::Value::Bool(_)
+                | serde_json::Value::Null),
+            ) => serde_json::from_str::<serde_json::Value>(want).is_ok_and(|w| w == *v),
             _ => false,
         }
     }
@@ -808,6 +810,53 @@ impl Store {
             }
         }
         Ok(page)
+    }
+
+    /// The seq and source of each event matching `filter`, newest first, at
+    /// most `limit` (and whether more match): what a bulk change needs. It
+    /// reads state rows, and a record only to check a time bound, never
+    /// 100k payloads for 100k matches.
+    pub fn matching_ids(
+        &self,
+        filter: &EventFilter,
+        limit: usize,
+    ) -> Result<(Vec<(u64, String)>, bool), StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read()?;
+        let events = txn.open_table(EVENTS)?;
+        let states = txn.open_table(STATE)?;
+        let timed = filter.from_ms.is_some() || filter.to_ms.is_some();
+        let mut out = Vec::new();
+        for seq in self.candidates(&txn, &events, filter, None)? {
+            let seq = seq?;
+            let Some(raw) = states.get(seq)? else {
+                continue;
+            };
+            let state: EventState = schema::decode(raw.value())?;
+            let matches = if timed {
+                match events.get(seq)? {
+                    Some(raw) => filter.matches(&schema::decode_event(raw.value())?, &state),
+                    None => false,
+                }
+            } else {
+                // Source, status and type come exactly from the index, the
+                // event id from the dedupe index: the state confirms.
+                filter.source.as_ref().is_none_or(|s| *s == state.source)
+                    && filter.status.is_none_or(|s| s == state.status)
+                    && filter
+                        .event_type
+                        .as_ref()
+                        .is_none_or(|t| state.event_type.as_deref() == Some(t.as_str()))
+            };
+            if !matches {
+                continue;
+            }
+            if out.len() == limit {
+                return Ok((out, true));
+            }
+            out.push((seq, state.source));
+        }
+        Ok((out, false))
     }
 
     /// The seqs that may match `filter` below `before`, newest first: one

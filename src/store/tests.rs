@@ -582,17 +582,47 @@ async fn search_matches_payloads_within_a_budget_and_resumes_from_its_cursor() {
     }
     let all = store.scan(0, usize::MAX).unwrap();
     let cases = [
-        (EventFilter::default(), PayloadMatch { text: Some("\"e1".into()), pointer: None }),
         (
-            EventFilter { source: Some("s1".into()), ..EventFilter::default() },
-            PayloadMatch { text: Some("\"e1".into()), pointer: None },
+            EventFilter::default(),
+            PayloadMatch {
+                text: Some("\"e1".into()),
+                pointer: None,
+            },
         ),
-        (EventFilter::default(), PayloadMatch { text: None, pointer: Some(("/n".into(), "e42".into())) }),
         (
-            EventFilter { event_type: Some("t0".into()), ..EventFilter::default() },
-            PayloadMatch { text: Some("e".into()), pointer: Some(("/type".into(), "t0".into())) },
+            EventFilter {
+                source: Some("s1".into()),
+                ..EventFilter::default()
+            },
+            PayloadMatch {
+                text: Some("\"e1".into()),
+                pointer: None,
+            },
         ),
-        (EventFilter::default(), PayloadMatch { text: None, pointer: Some(("/n".into(), "e".into())) }),
+        (
+            EventFilter::default(),
+            PayloadMatch {
+                text: None,
+                pointer: Some(("/n".into(), "e42".into())),
+            },
+        ),
+        (
+            EventFilter {
+                event_type: Some("t0".into()),
+                ..EventFilter::default()
+            },
+            PayloadMatch {
+                text: Some("e".into()),
+                pointer: Some(("/type".into(), "t0".into())),
+            },
+        ),
+        (
+            EventFilter::default(),
+            PayloadMatch {
+                text: None,
+                pointer: Some(("/n".into(), "e".into())),
+            },
+        ),
     ];
     // Written out, so that the matching itself is pinned, not only the walk.
     let expected = [11, 6, 1, 20, 0];
@@ -606,15 +636,27 @@ async fn search_matches_payloads_within_a_budget_and_resumes_from_its_cursor() {
         want.reverse();
         assert_eq!(want.len(), count, "{filter:?} {payload:?}");
         // Everything in one call.
-        let budget = Budget { events: 1_000, time: Duration::from_secs(60) };
+        let budget = Budget {
+            events: 1_000,
+            time: Duration::from_secs(60),
+        };
         let page = store.search(&filter, &payload, None, 100, budget).unwrap();
-        assert_eq!(page.events.iter().map(|e| e.seq).collect::<Vec<_>>(), want, "{payload:?}");
+        assert_eq!(
+            page.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            want,
+            "{payload:?}"
+        );
         assert_eq!(page.cursor, None);
         // Seven payloads per call: resumed until done, nothing skipped or repeated.
-        let budget = Budget { events: 7, time: Duration::from_secs(60) };
+        let budget = Budget {
+            events: 7,
+            time: Duration::from_secs(60),
+        };
         let (mut got, mut cursor, mut calls) = (Vec::new(), None, 0);
         loop {
-            let page = store.search(&filter, &payload, cursor, 100, budget).unwrap();
+            let page = store
+                .search(&filter, &payload, cursor, 100, budget)
+                .unwrap();
             assert!(page.examined <= 7);
             if let (Some(back), Some(last)) = (page.scanned_back_to_ms, page.events.last()) {
                 assert!(back <= last.record.received_at_ms);

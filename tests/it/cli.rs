@@ -376,10 +376,38 @@ async fn operator_commands_drive_a_running_server() {
 
     let (code, out, _) = run(&["stats"]).await;
     assert_eq!(code, 0, "{out}");
-    assert!(
-        out.contains("SOURCE") && out.lines().any(|l| l.starts_with("shop")),
+    // Stored counts and since-start counts in their own labelled tables.
+    let (stored, since) = out.split_once("since the server started:").expect(&out);
+    assert!(stored.starts_with("stored now:"), "{out}");
+    let shop_stored = stored.lines().find(|l| l.starts_with("shop")).expect(&out);
+    assert_eq!(
+        shop_stored.split_whitespace().collect::<Vec<_>>()[..7],
+        ["shop", "0", "0", "0", "1", "2", "0"],
         "{out}"
     );
+    let shop_since = since.lines().find(|l| l.starts_with("shop")).expect(&out);
+    assert_eq!(
+        shop_since.split_whitespace().collect::<Vec<_>>()[..4],
+        ["shop", "3", "0", "0"],
+        "{out}"
+    );
+
+    // Pages keep their cursor; --all follows it; a search says how far it looked.
+    let (code, out, _) = run(&["events", "list", "--limit", "2"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        out.lines().last().unwrap().starts_with("more: --cursor "),
+        "{out}"
+    );
+    let (_, out, _) = run(&["events", "list", "--limit", "2", "--all", "--json"]).await;
+    let pages: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(pages.len(), 2, "{out}");
+    let (code, out, _) = run(&["events", "search", "--match", "/type=order.paid"]).await;
+    assert_eq!(code, 0);
+    assert!(out.contains(&ids[0]) && !out.contains(&ids[1]), "{out}");
+    assert!(out.contains("searched 3 payloads back to "), "{out}");
+    let (code, _, err) = run(&["events", "search"]).await;
+    assert_eq!(code, 2, "{err}");
     let (_, out, _) = run(&["stats", "--json"]).await;
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["sources"]["shop"]["stored"]["dead"], 2);
@@ -402,10 +430,14 @@ async fn operator_commands_drive_a_running_server() {
         "refunded by hand",
     ])
     .await;
-    assert_eq!((code, out.as_str()), (0, "1 matched, 1 ignored\n"));
+    assert_eq!((code, out.as_str()), (0, "1 event matched, 1 ignored\n"));
     dest.set(Mode::Ok);
     let (code, out, _) = run(&["dlq", "replay", "--source", "shop"]).await;
-    assert_eq!((code, out.as_str()), (0, "1 matched, 1 replayed\n"));
+    assert_eq!((code, out.as_str()), (0, "1 event matched, 1 replayed\n"));
+    // Another status is refused, never silently replaced by dead.
+    let (code, _, err) = run(&["dlq", "replay", "--status", "pending"]).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("work on dead events"), "{err}");
     dest.wait_for(4, Duration::from_secs(10)).await;
 
     let (code, out, _) = run(&["destinations", "pause", "shop"]).await;

@@ -1,0 +1,377 @@
+//! The admin API's contract: every request and answer that crosses between
+//! the server (`admin`) and its clients (`ctl`, scripts, the dashboard), as
+//! serde types. `admin` serialises these and nothing else; `ctl`
+//! deserialises the same types. Store types never go on the wire: `admin`
+//! converts. Times are RFC 3339 ([`Timestamp`]); enums are snake_case text.
+//! The word lists shared with the metrics (error codes, rejection reasons,
+//! attempt outcomes, circuit states) are `metrics`' label enums, so an
+//! answer and a counter can never name a thing differently.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use crate::metrics::{AdminReason as ErrorCode, AttemptOutcome, Circuit, RejectReason};
+
+/// A point in time, as Unix milliseconds inside and RFC 3339 on the wire
+/// (`2026-11-22T10:00:00.000Z`; a query may leave out the fraction).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Timestamp(pub u64);
+
+impl Serialize for Timestamp {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let at = crate::clock::from_unix_ms(self.0);
+        serializer.collect_str(&humantime::format_rfc3339_millis(at))
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Where an event is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventStatus {
+    /// Waiting for its first attempt, or for a retry.
+    Pending,
+    /// Its source has no destination: kept, not delivered.
+    Held,
+    Delivered,
+    /// Failed for good: in the dead-letter queue.
+    Dead,
+    /// A person marked it ignored, with a note.
+    Ignored,
+}
+
+impl EventStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventStatus::Pending => "pending",
+            EventStatus::Held => "held",
+            EventStatus::Delivered => "delivered",
+            EventStatus::Dead => "dead",
+            EventStatus::Ignored => "ignored",
+        }
+    }
+}
+
+/// Which events: `GET /api/events` takes it as its query string, bulk
+/// requests as their `filter`. Every field narrows; none means all.
+/// `q` and `match` look inside payloads (a search, see [`EventPage::search`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventQuery {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<EventStatus>,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub event_type: Option<String>,
+    /// The provider's event id, exactly.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<String>,
+    /// Received at or after.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<Timestamp>,
+    /// Received before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<Timestamp>,
+    /// Text the payload contains (case matters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub q: Option<String>,
+    /// `/json/pointer=value`: the payload's value at the pointer.
+    #[serde(rename = "match", skip_serializing_if = "Option::is_none")]
+    pub pointer_match: Option<String>,
+    /// A page's `next_cursor`: go on below it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<u64>,
+    /// Events per page, 1–500 (default 50).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+}
+
+impl EventQuery {
+    /// Whether it looks inside payloads.
+    pub fn is_search(&self) -> bool {
+        self.q.is_some() || self.pointer_match.is_some()
+    }
+}
+
+/// One event in a list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventSummary {
+    /// hookinbox's id: the `webhook-id` the app receives.
+    pub id: String,
+    pub source: String,
+    pub event_id: String,
+    pub event_type: Option<String>,
+    pub status: EventStatus,
+    pub received_at: Timestamp,
+    /// Attempts in the current round (a replay starts a new one).
+    pub attempts: u32,
+    pub next_attempt_at: Option<Timestamp>,
+    pub delivered_at: Option<Timestamp>,
+    pub dead_letter: Option<DeadLetter>,
+    pub note: Option<Note>,
+    pub replays: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    pub reason: String,
+    pub at: Timestamp,
+    pub last_status: Option<u16>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Note {
+    pub text: String,
+    pub at: Timestamp,
+}
+
+/// A page of events, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventPage {
+    pub events: Vec<EventSummary>,
+    /// Pass as `cursor` for the next page; `None`: nothing more matches.
+    pub next_cursor: Option<u64>,
+    /// For a search: how far this call looked.
+    pub search: Option<SearchProgress>,
+}
+
+/// A search reads payloads within a budget per call; it says how far back
+/// it got, and `next_cursor` continues from there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchProgress {
+    /// Payloads read by this call.
+    pub examined: u64,
+    /// Receipt time of the oldest event this call examined.
+    pub scanned_back_to: Option<Timestamp>,
+}
+
+/// One event, whole.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventDetail {
+    #[serde(flatten)]
+    pub summary: EventSummary,
+    pub content_type: Option<String>,
+    /// The provider's headers hookinbox kept, in order.
+    pub headers: Vec<(String, String)>,
+    pub payload: Payload,
+    pub attempt_history: Vec<AttemptRecord>,
+}
+
+/// The raw body: as text when it is UTF-8, else base64.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Payload {
+    pub encoding: PayloadEncoding,
+    pub data: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PayloadEncoding {
+    Text,
+    Base64,
+}
+
+/// One delivery attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    /// 1 for the first attempt ever made for the event.
+    pub n: u32,
+    pub started_at: Timestamp,
+    pub latency_ms: u64,
+    pub outcome: AttemptOutcome,
+    pub status: Option<u16>,
+    pub error: Option<String>,
+    /// The start of the app's answer.
+    pub response_snippet: Option<String>,
+}
+
+/// The body of `POST /api/events/{id}/ignore`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoteRequest {
+    /// Why: kept with the event (at most 2000 bytes).
+    pub note: String,
+}
+
+/// The body of `POST /api/replay` and `POST /api/ignore`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BulkRequest {
+    /// Which events; at least one field besides `cursor` and `limit`.
+    pub filter: EventQuery,
+    /// Count the matches, change nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Required to ignore, refused for a replay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// What a bulk request did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BulkResult {
+    pub dry_run: bool,
+    pub matched: u64,
+    /// Replayed or ignored (0 for a dry run).
+    pub changed: u64,
+    /// The first 100 that could not be changed, and why.
+    pub refused: Vec<Refusal>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Refusal {
+    pub id: String,
+    pub reason: String,
+}
+
+/// `GET /api/stats`: per source, what the store holds and what this process
+/// has seen since it started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    pub sources: BTreeMap<String, SourceStats>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceStats {
+    /// Events stored now, by status.
+    pub stored: Counts,
+    /// `stored` by event type (`(none)` for events without one).
+    pub by_type: BTreeMap<String, Counts>,
+    /// delivered / (delivered + dead) of what is stored.
+    pub success_rate: Option<f64>,
+    /// How long the oldest pending event has waited.
+    pub oldest_pending_age_ms: Option<u64>,
+    pub since_start: SinceStart,
+}
+
+/// Stored events by status. `pending` and `retrying` are apart: an event is
+/// in exactly one of the six.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Waiting for their first attempt of this round.
+    pub pending: u64,
+    /// Pending after at least one failed attempt.
+    pub retrying: u64,
+    pub held: u64,
+    pub delivered: u64,
+    pub dead: u64,
+    pub ignored: u64,
+}
+
+/// Counted by this process since it started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SinceStart {
+    pub received: u64,
+    pub duplicates: u64,
+    pub rejected: BTreeMap<RejectReason, u64>,
+    /// Of the latest acks.
+    pub ack_ms: Option<Percentiles>,
+    /// Of the latest deliveries: receipt (or replay) to the app's 2xx.
+    pub received_to_delivered_ms: Option<Percentiles>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Percentiles {
+    pub p50: f64,
+    pub p99: f64,
+}
+
+/// `GET /api/destinations`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Destinations {
+    pub destinations: Vec<DestinationState>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DestinationState {
+    pub name: String,
+    /// Without credentials.
+    pub url: String,
+    pub paused: bool,
+    pub circuit: Circuit,
+    pub in_flight: usize,
+    pub max_concurrency: usize,
+    /// The last failed attempt, in words.
+    pub last_failure: Option<String>,
+}
+
+/// `POST /api/sweep`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepResult {
+    pub delivered: u64,
+    pub dead_or_ignored: u64,
+    pub dedupe_keys: u64,
+    pub steps: u64,
+    pub millis: u64,
+}
+
+/// Every error answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiError {
+    pub error: ErrorCode,
+    /// What went wrong and what to do, for a person.
+    pub reason: String,
+}
+
+/// `/readyz`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Readiness {
+    pub ready: bool,
+    pub store: String,
+    pub scheduler: String,
+}
+
+/// How long a search call may read payloads before it answers.
+pub const SEARCH_TIME: Duration = Duration::from_millis(500);
+/// How many payloads a search call may read before it answers.
+pub const SEARCH_EVENTS: u64 = 200_000;
+
+/// `/healthz`: the process answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Health {
+    pub status: String,
+}
+
+/// `POST /api/destinations/{name}/pause` and `…/resume`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PauseResult {
+    pub name: String,
+    pub paused: bool,
+}
+
+impl std::str::FromStr for Timestamp {
+    type Err = String;
+
+    /// RFC 3339, as a query or the command line writes it.
+    fn from_str(text: &str) -> Result<Timestamp, String> {
+        humantime::parse_rfc3339_weak(text)
+            .map(|at| Timestamp(crate::clock::unix_ms(at)))
+            .map_err(|_| format!("{text:?} is not an RFC 3339 time like 2026-11-22T10:00:00Z"))
+    }
+}
+
+impl std::str::FromStr for EventStatus {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<EventStatus, String> {
+        [
+            EventStatus::Pending,
+            EventStatus::Held,
+            EventStatus::Delivered,
+            EventStatus::Dead,
+            EventStatus::Ignored,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == text)
+        .ok_or_else(|| format!("{text:?}: expected pending, held, delivered, dead or ignored"))
+    }
+}
