@@ -119,6 +119,8 @@ pub struct EventSummary {
     pub dead_letter: Option<DeadLetter>,
     pub note: Option<Note>,
     pub replays: u32,
+    /// Its payload and headers were deleted on request; the note says why.
+    pub erased: Option<Note>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -194,7 +196,7 @@ pub struct AttemptRecord {
     pub response_snippet: Option<String>,
 }
 
-/// The body of `POST /api/events/{id}/ignore`.
+/// The body of `POST /api/events/{id}/ignore` and `DELETE /api/events/{id}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NoteRequest {

@@ -120,6 +120,13 @@ pub enum EventsCommand {
         #[arg(long)]
         note: String,
     },
+    /// Delete one event's payload and headers for good (a privacy request);
+    /// its id, times, history and the note stay, and a resend stays a duplicate.
+    Delete {
+        id: String,
+        #[arg(long)]
+        note: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -299,6 +306,17 @@ impl Client {
         answer(res).await
     }
 
+    async fn delete<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &impl Serialize,
+    ) -> Result<T, Failure> {
+        let res = self
+            .call(reqwest::Method::DELETE, path, None, Some(body))
+            .await?;
+        answer(res).await
+    }
+
     /// Pages of `query` from its cursor: one, or with `all` every one.
     async fn pages(
         &self,
@@ -423,6 +441,16 @@ pub async fn run(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
                 )
                 .await?;
             Output::new(&event, format!("{id}: ignored\n"))
+        }
+        OpsCommand::Events(EventsCommand::Delete { id, note }) => {
+            let event: api::EventSummary = client
+                .delete(&format!("/api/events/{id}"), &api::NoteRequest { note })
+                .await?;
+            let text = format!(
+                "{id}: payload and headers deleted; status {}\n",
+                event.status.as_str()
+            );
+            Output::new(&event, text)
         }
         OpsCommand::Dlq(DlqCommand::List { source, paging }) => {
             let filter = EventQuery {
@@ -663,6 +691,14 @@ fn event_detail(e: &api::EventDetail) -> String {
     }
     if let Some(note) = &s.note {
         out.push_str(&format!("{:<16}{}\n", "note", note.text));
+    }
+    if let Some(erased) = &s.erased {
+        out.push_str(&format!(
+            "{:<16}payload deleted at {}: {}\n",
+            "erased",
+            time(erased.at),
+            erased.text
+        ));
     }
     out.push_str("\nattempts:\n");
     let rows = e

@@ -54,7 +54,7 @@ pub fn router(state: AdminState) -> Router {
     let api = Router::new()
         .route("/metrics", get(metrics))
         .route("/api/events", get(list_events))
-        .route("/api/events/{id}", get(show_event))
+        .route("/api/events/{id}", get(show_event).delete(erase_event))
         .route("/api/events/{id}/replay", post(replay_event))
         .route("/api/events/{id}/ignore", post(ignore_event))
         .route("/api/replay", post(bulk_replay))
@@ -303,6 +303,7 @@ fn summary(e: &StoredEvent) -> api::EventSummary {
         }),
         note: s.note.as_ref().map(note_on_wire),
         replays: s.replays,
+        erased: e.erased.as_ref().map(note_on_wire),
     }
 }
 
@@ -425,6 +426,7 @@ async fn change(
             state.metrics.ignored(&e.state.source);
             "ignored"
         }
+        Change::Erase { .. } => "payload erased",
     };
     tracing::info!(source = %e.state.source, id, event_id = %e.record.event_id, action, "event changed by an operator");
     let after = find(state, id)?;
@@ -462,6 +464,30 @@ async fn ignore_event(
         })?;
         let note = note_text(Some(&body.note), "this event is ignored")?;
         change(&state, &id, Change::Ignore { note }).await
+    };
+    match run.await {
+        Ok(body) => Json(body).into_response(),
+        Err(e) => e.respond(&state.metrics),
+    }
+}
+
+/// `DELETE /api/events/{id}` with a note: the payload and headers go for
+/// good (a privacy request); the id, times, history, the note and the dedupe
+/// key stay, so a provider's resend is still answered as a duplicate.
+async fn erase_event(
+    State(state): State<AdminState>,
+    Path(id): Path<String>,
+    body: Result<Json<api::NoteRequest>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let run = async {
+        let Json(body) = body.map_err(|e| {
+            AdminError::BadRequest(format!(
+                "a note is required as JSON {{\"note\": \"why the payload is deleted\"}}: {}",
+                e.body_text()
+            ))
+        })?;
+        let note = note_text(Some(&body.note), "the payload is deleted")?;
+        change(&state, &id, Change::Erase { note }).await
     };
     match run.await {
         Ok(body) => Json(body).into_response(),

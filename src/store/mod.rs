@@ -100,6 +100,11 @@ pub enum Change {
     Replay,
     /// Stop delivering it; the note says why.
     Ignore { note: String },
+    /// Delete its payload and headers for good (a privacy request): the ids,
+    /// times, attempts, the note and its dedupe key stay, so a provider's
+    /// resend is still a duplicate. What was still to be delivered is
+    /// ignored with the same note.
+    Erase { note: String },
 }
 
 /// Why a change was refused. Nothing was changed.
@@ -445,6 +450,8 @@ pub struct StoredEvent {
     pub id: String,
     pub record: EventRecord,
     pub state: EventState,
+    /// Its payload and headers were deleted on request, and why.
+    pub erased: Option<schema::Note>,
 }
 
 /// A cheap handle to the store. Clones share the writer and the database.
@@ -778,6 +785,7 @@ impl Store {
         let txn = db.begin_read()?;
         let events = txn.open_table(EVENTS)?;
         let states = txn.open_table(STATE)?;
+        let erased = txn.open_table(schema::ERASED)?;
         let candidates = self.candidates(&txn, &events, filter, before)?;
         let needle = payload.finder();
         let mut page = SearchPage::default();
@@ -806,6 +814,7 @@ impl Store {
                     id: self.public_id(seq),
                     record,
                     state,
+                    erased: erased_note(&erased, seq)?,
                 });
             }
         }
@@ -1072,11 +1081,13 @@ impl Store {
             Some(s) => schema::decode(s.value())?,
             None => return Err(StoreError::MissingState { seq }),
         };
+        let erased = txn.open_table(schema::ERASED)?;
         Ok(Some(StoredEvent {
             seq,
             id: self.public_id(seq),
             record,
             state,
+            erased: erased_note(&erased, seq)?,
         }))
     }
 
@@ -1100,6 +1111,7 @@ impl Store {
         let txn = db.begin_read()?;
         let events = txn.open_table(EVENTS)?;
         let states = txn.open_table(STATE)?;
+        let erased = txn.open_table(schema::ERASED)?;
         let mut out = Vec::new();
         for row in events.range(after.saturating_add(1)..)?.take(limit) {
             let (k, v) = row?;
@@ -1110,6 +1122,7 @@ impl Store {
                 id: self.public_id(seq),
                 record: schema::decode_event(v.value())?,
                 state: schema::decode(state.value())?,
+                erased: erased_note(&erased, seq)?,
             });
         }
         Ok(out)
@@ -1206,6 +1219,7 @@ fn init_meta(db: &Database) -> Result<Result<u32, u8>, WriteError> {
     txn.open_table(schema::PENDING_SINCE)?;
     txn.open_table(schema::COUNTS)?;
     txn.open_table(schema::MINUTES)?;
+    txn.open_table(schema::ERASED)?;
     txn.commit()?;
     Ok(Ok(tag))
 }
@@ -1242,6 +1256,7 @@ fn write_backup(snapshot: &redb::ReadTransaction, path: &Path) -> Result<(), Wri
     copy_table(snapshot, &txn, schema::PENDING_SINCE)?;
     copy_table(snapshot, &txn, schema::COUNTS)?;
     copy_table(snapshot, &txn, schema::MINUTES)?;
+    copy_table(snapshot, &txn, schema::ERASED)?;
     txn.commit()?;
     Ok(())
 }
@@ -1320,6 +1335,17 @@ fn migrate(db: &Database, from: u8) -> Result<(), WriteError> {
         "migration done: the database is at schema {SCHEMA_VERSION}"
     );
     Ok(())
+}
+
+/// Why event `seq`'s payload was erased, if it was.
+fn erased_note(
+    erased: &redb::ReadOnlyTable<u64, &'static [u8]>,
+    seq: u64,
+) -> Result<Option<schema::Note>, StoreError> {
+    match erased.get(seq)? {
+        Some(raw) => Ok(Some(schema::decode(raw.value())?)),
+        None => Ok(None),
+    }
 }
 
 /// The first seq whose event was received at or after `at_ms` (one past the

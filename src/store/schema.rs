@@ -24,6 +24,8 @@
 //!   events not yet done with (pending, or dead and blocking). An event goes
 //!   out only when it is first in its key's line.
 //! - `meta`     name → value: schema version and the database's id tag.
+//! - `erased`   seq → [`Note`]: the event's payload and headers were deleted
+//!   on request (its record keeps ids and times, its dedupe key stays).
 //!
 //! Secondary indexes and maintained counts (see [`super::index`]), written
 //! in the same transaction as the `state` row they follow:
@@ -61,6 +63,7 @@ pub const PENDING_SINCE: TableDefinition<(&str, u64, u64), ()> =
     TableDefinition::new("pending_since");
 pub const COUNTS: TableDefinition<(&str, &str, u8), u64> = TableDefinition::new("counts");
 pub const MINUTES: TableDefinition<(u64, &str, u8), u64> = TableDefinition::new("minutes");
+pub const ERASED: TableDefinition<u64, &[u8]> = TableDefinition::new("erased");
 
 /// The schema this build writes. Bump it with a migration when a table's key
 /// or a record's layout changes.

@@ -11,8 +11,8 @@ use super::dedupe::Fingerprint;
 use super::index::{Deltas, Indexed, MinuteKind};
 use super::schema::{
     self, ATTEMPTS, Attempt, AttemptClass, BY_SOURCE, BY_STATUS, BY_TYPE, COUNTS, DEDUPE, DLQ,
-    DeadLetter, EVENTS, EXPIRY, EventState, LEASES, META, MINUTES, Note, ORDERED, PENDING_SINCE,
-    SCHEDULE, STATE, Status,
+    DeadLetter, ERASED, EVENTS, EXPIRY, EventRecord, EventRecordRef, EventState, LEASES, META,
+    MINUTES, Note, ORDERED, PENDING_SINCE, SCHEDULE, STATE, Status,
 };
 use super::{Change, ChangeError, Claimed, Finish, Next, Swept, WriteError};
 
@@ -40,6 +40,7 @@ pub(super) struct Tables<'t> {
     pub pending_since: Table<'t, (&'static str, u64, u64), ()>,
     pub counts: Table<'t, (&'static str, &'static str, u8), u64>,
     pub minutes: Table<'t, (u64, &'static str, u8), u64>,
+    pub erased: Table<'t, u64, &'static [u8]>,
     /// Count changes not yet written: see [`Tables::flush`].
     pub deltas: Deltas,
     buf: Vec<u8>,
@@ -64,6 +65,7 @@ impl<'t> Tables<'t> {
             pending_since: txn.open_table(PENDING_SINCE)?,
             counts: txn.open_table(COUNTS)?,
             minutes: txn.open_table(MINUTES)?,
+            erased: txn.open_table(ERASED)?,
             deltas: Deltas::default(),
             buf: Vec::with_capacity(256),
         })
@@ -157,6 +159,7 @@ impl<'t> Tables<'t> {
     fn delete_event(&mut self, seq: u64, state: &EventState) -> Result<(), WriteError> {
         self.events.remove(seq)?;
         self.states.remove(seq)?;
+        self.erased.remove(seq)?;
         self.reindex(seq, Some(&Indexed::of(state)), None)?;
         self.attempts
             .retain_in((seq, 0)..=(seq, u32::MAX), |_, _| false)?;
@@ -327,24 +330,80 @@ impl<'t> Tables<'t> {
             },
             Change::Ignore { note } => match state.status {
                 Status::Pending | Status::Dead | Status::Held => {
-                    self.unschedule(seq, &mut state)?;
-                    self.dlq.remove((state.source.as_str(), seq))?;
-                    self.leave_line(seq, &state)?;
-                    state.status = Status::Ignored;
-                    state.note = Some(Note {
-                        text: note.clone(),
-                        at_ms: now_ms,
-                    });
-                    self.expire_at(seq, &mut state, now_ms.saturating_add(ttls.dlq_ms))?;
+                    self.ignore(seq, &mut state, note, now_ms, ttls)?;
                 }
                 Status::Delivered => {
                     return Ok(Err(ChangeError::Conflict("was already delivered")));
                 }
                 Status::Ignored => return Ok(Err(ChangeError::Conflict("is already ignored"))),
             },
+            Change::Erase { note } => {
+                if self.erased.get(seq)?.is_some() {
+                    return Ok(Err(ChangeError::Conflict("is already erased")));
+                }
+                self.erase_payload(seq)?;
+                let at = Note {
+                    text: note.clone(),
+                    at_ms: now_ms,
+                };
+                schema::encode(&at, &mut self.buf);
+                self.erased.insert(seq, self.buf.as_slice())?;
+                // Nothing may deliver an empty body: what was still to go
+                // is ignored with the same note.
+                if matches!(state.status, Status::Pending | Status::Dead | Status::Held) {
+                    self.ignore(seq, &mut state, note, now_ms, ttls)?;
+                }
+            }
         }
         self.put_state(seq, Some(&before), &state)?;
         Ok(Ok(()))
+    }
+
+    /// Marks the event ignored with `note`: out of its queue, the DLQ and
+    /// its key's line, swept after `dlq_ttl`.
+    fn ignore(
+        &mut self,
+        seq: u64,
+        state: &mut EventState,
+        note: &str,
+        now_ms: u64,
+        ttls: &Ttls,
+    ) -> Result<(), WriteError> {
+        self.unschedule(seq, state)?;
+        self.dlq.remove((state.source.as_str(), seq))?;
+        self.leave_line(seq, state)?;
+        state.status = Status::Ignored;
+        state.note = Some(Note {
+            text: note.to_owned(),
+            at_ms: now_ms,
+        });
+        self.expire_at(seq, state, now_ms.saturating_add(ttls.dlq_ms))
+    }
+
+    /// Rewrites the event's record without its body and headers; ids,
+    /// type, content type and receipt time stay.
+    fn erase_payload(&mut self, seq: u64) -> Result<(), WriteError> {
+        let record: EventRecord = match self.events.get(seq)? {
+            Some(raw) => schema::decode_event(raw.value())?,
+            None => return Ok(()),
+        };
+        let mut scratch = Vec::new();
+        let mut out = Vec::new();
+        schema::encode_event(
+            &EventRecordRef {
+                source: &record.source,
+                event_id: &record.event_id,
+                event_type: record.event_type.as_deref(),
+                received_at_ms: record.received_at_ms,
+                content_type: record.content_type.as_deref(),
+                headers: &[],
+                body: &[],
+            },
+            &mut scratch,
+            &mut out,
+        );
+        self.events.insert(seq, out.as_slice())?;
+        Ok(())
     }
 
     /// Attempts that were in flight when the process stopped: recorded as

@@ -674,6 +674,72 @@ async fn search_matches_payloads_within_a_budget_and_resumes_from_its_cursor() {
     close(store, writer).await;
 }
 
+/// Erasing deletes the payload and headers for good and keeps the rest:
+/// ids, times, the note, and the dedupe key (a resend is a duplicate). What
+/// was still to be delivered is ignored with the note; a sweep takes the
+/// tombstone with the event.
+#[tokio::test]
+async fn an_erased_event_keeps_its_ids_note_and_dedupe_key_but_not_its_payload() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = StoreOptions {
+        dlq_ttl: Duration::from_millis(DAY),
+        ..options(dir.path())
+    };
+    let (store, writer) = Store::open(options).unwrap();
+    let pending = new_seq(&store, "s", "gdpr", Initial::Deliver).await;
+    let delivered = new_seq(&store, "s", "done", Initial::Deliver).await;
+    deliver(&store, delivered, 1).await;
+    let now = crate::clock::unix_ms(SystemTime::now());
+    for seq in [pending, delivered] {
+        let note = "customer asked".to_owned();
+        store
+            .change(seq, Change::Erase { note }, now)
+            .await
+            .unwrap()
+            .unwrap();
+        let e = store.get(seq).unwrap().unwrap();
+        assert!(
+            e.record.body.is_empty() && e.record.headers.is_empty(),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.record.event_id,
+            if seq == pending { "gdpr" } else { "done" }
+        );
+        assert_eq!(e.erased.as_ref().unwrap().text, "customer asked");
+    }
+    let e = store.get(pending).unwrap().unwrap();
+    assert_eq!(e.state.status, schema::Status::Ignored);
+    assert_eq!(e.state.note.unwrap().text, "customer asked");
+    assert_eq!(
+        store.get(delivered).unwrap().unwrap().state.status,
+        schema::Status::Delivered
+    );
+    let again = store
+        .change(pending, Change::Erase { note: "x".into() }, now)
+        .await
+        .unwrap();
+    assert!(matches!(again, Err(ChangeError::Conflict(_))), "{again:?}");
+    // The provider sends it again: still a duplicate of the erased event.
+    let resend = store
+        .ingest(event("s", "gdpr"), Initial::Deliver)
+        .await
+        .unwrap();
+    assert!(matches!(resend, Ingested::Duplicate { .. }), "{resend:?}");
+    {
+        let db = store.db().unwrap();
+        index::check(&db.begin_read().unwrap()).unwrap();
+    }
+    // Swept when its time comes, tombstone and all.
+    while store.sweep(now + 40 * DAY, 100).await.unwrap().more {}
+    assert!(store.get(pending).unwrap().is_none());
+    let db = store.db().unwrap();
+    let txn = db.begin_read().unwrap();
+    assert_eq!(txn.open_table(schema::ERASED).unwrap().len().unwrap(), 0);
+    drop((txn, db));
+    close(store, writer).await;
+}
+
 /// A schema 3 database (no indexes) is migrated at open: indexes and counts
 /// built from `state`, lists and stats answer from them.
 #[tokio::test]
@@ -755,6 +821,7 @@ mod props {
         Kill(usize, bool),
         Replay(usize),
         Ignore(usize),
+        Erase(usize),
         /// Claim without an outcome, then reopen: an interrupted attempt.
         Interrupt(usize),
         Sweep(u64),
@@ -770,6 +837,7 @@ mod props {
             1 => (any::<usize>(), any::<bool>()).prop_map(|(i, r)| Op::Kill(i, r)),
             1 => any::<usize>().prop_map(Op::Replay),
             1 => any::<usize>().prop_map(Op::Ignore),
+            1 => any::<usize>().prop_map(Op::Erase),
             1 => any::<usize>().prop_map(Op::Interrupt),
             1 => (0..40u64).prop_map(Op::Sweep),
         ]
@@ -853,12 +921,15 @@ mod props {
                         .await
                         .unwrap();
                 }
-                Op::Replay(i) | Op::Ignore(i) => {
+                Op::Replay(i) | Op::Ignore(i) | Op::Erase(i) => {
                     let Some(seq) = pick(&seqs, i) else { continue };
                     let change = match op {
                         Op::Replay(_) => Change::Replay,
-                        _ => Change::Ignore {
+                        Op::Ignore(_) => Change::Ignore {
                             note: "not ours".into(),
+                        },
+                        _ => Change::Erase {
+                            note: "privacy request".into(),
                         },
                     };
                     // A refusal (already pending, delivered…) changes nothing.

@@ -62,6 +62,7 @@ async fn every_endpoint_but_health_needs_the_token() {
         ("GET", format!("/api/events/{id}")),
         ("POST", format!("/api/events/{id}/replay")),
         ("POST", format!("/api/events/{id}/ignore")),
+        ("DELETE", format!("/api/events/{id}")),
         ("GET", "/api/destinations".to_owned()),
         ("POST", "/api/destinations/shop/pause".to_owned()),
         ("POST", "/api/destinations/shop/resume".to_owned()),
@@ -320,6 +321,65 @@ async fn replay_and_ignore_through_the_api() {
         text.contains("hookinbox_ignored_total{source=\"shop\"} 1"),
         "{text}"
     );
+    server.stop().await;
+}
+
+/// A privacy request: the payload and headers go, the id, note, history
+/// and dedupe key stay; a resend is still a duplicate; a dead event stops
+/// being delivered. Without a note, or twice, it is refused and changes nothing.
+#[tokio::test]
+async fn deleting_an_event_erases_its_payload_and_keeps_it_a_duplicate() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::RejectBodyWith("card")).await;
+    let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
+    let body = br#"{"type":"customer.updated","card":"4242"}"#.to_vec();
+    let id = send(&server, "shop", "gdpr_1", body.clone()).await;
+    wait_status(&server, &id, "dead").await;
+    let path = format!("/api/events/{id}");
+    for bad in [None, Some(json!({})), Some(json!({"note": "  "}))] {
+        let r = server
+            .admin("DELETE", &path, Some(TOKEN), bad.clone())
+            .await;
+        assert_eq!(r.status, 400, "{bad:?}: {:?}", r.json);
+        assert!(
+            r.json["reason"].as_str().unwrap().contains("note"),
+            "{:?}",
+            r.json
+        );
+    }
+    let kept = server.admin("GET", &path, Some(TOKEN), None).await;
+    assert_eq!(
+        kept.json["payload"]["data"],
+        String::from_utf8(body.clone()).unwrap()
+    );
+    let note = json!({"note": "customer's erasure request #812"});
+    let r = server
+        .admin("DELETE", &path, Some(TOKEN), Some(note.clone()))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.json);
+    assert_eq!(r.json["status"], "ignored");
+    assert_eq!(r.json["erased"]["text"], "customer's erasure request #812");
+    let after = server.admin("GET", &path, Some(TOKEN), None).await;
+    assert_eq!(
+        after.json["payload"],
+        json!({"encoding": "text", "data": ""})
+    );
+    assert_eq!(after.json["headers"], json!([]));
+    assert_eq!(after.json["event_id"], "gdpr_1");
+    assert_eq!(after.json["attempt_history"].as_array().unwrap().len(), 1);
+    let twice = server.admin("DELETE", &path, Some(TOKEN), Some(note)).await;
+    assert_eq!(twice.status, 409, "{:?}", twice.json);
+    // The provider retries it: a duplicate of the erased event, not stored again.
+    let resend = server
+        .post("/in/shop", &standard_headers("gdpr_1", &body), body)
+        .await;
+    assert_eq!(resend.status, 200);
+    assert_eq!(
+        (resend.id(), resend.json["duplicate"].as_bool()),
+        (id.as_str(), Some(true))
+    );
+    assert_eq!(server.events().len(), 1);
+    assert_eq!(dest.count(), 1, "an erased event is never delivered");
     server.stop().await;
 }
 

@@ -457,6 +457,14 @@ async fn operator_commands_drive_a_running_server() {
     let (code, out, _) = run(&["sweep"]).await;
     assert_eq!(code, 0);
     assert!(out.starts_with("swept "), "{out}");
+    let (code, out, err) = run(&["events", "delete", &ids[2], "--note", "erasure request"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("payload and headers deleted"), "{out}");
+    let (_, out, _) = run(&["events", "show", &ids[2]]).await;
+    assert!(
+        out.contains("payload deleted at") && out.contains("erasure request"),
+        "{out}"
+    );
     let out_file = dir.path().join("backup.redb");
     let (code, out, err) = run(&["backup", "--out", &out_file.display().to_string()]).await;
     assert_eq!(code, 0, "{err}");
