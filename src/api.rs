@@ -287,6 +287,31 @@ pub struct Percentiles {
     pub p99: f64,
 }
 
+/// `GET /api/activity?hours=N` (1–168, default 6): per source and minute,
+/// oldest first; minutes with nothing are left out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Activity {
+    pub minutes: Vec<MinuteCounts>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MinuteCounts {
+    /// The minute's start.
+    pub minute: Timestamp,
+    pub source: String,
+    pub received: u64,
+    pub duplicates: u64,
+    pub delivered: u64,
+    pub dead_lettered: u64,
+}
+
+/// The query of `GET /api/activity`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActivityQuery {
+    pub hours: Option<u64>,
+}
+
 /// `GET /api/destinations`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Destinations {

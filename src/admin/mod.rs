@@ -25,6 +25,7 @@ use crate::clock::Clock;
 use crate::config::Secret;
 use crate::metrics::Metrics;
 use crate::schedule::{DeliveryHandle, PauseError};
+use crate::store::index::MinuteKind;
 use crate::store::schema::{self, Attempt, Status};
 use crate::store::{
     Budget, Change, ChangeError, EventFilter, PayloadMatch, Store, StoreError, StoredEvent,
@@ -60,6 +61,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/api/replay", post(bulk_replay))
         .route("/api/ignore", post(bulk_ignore))
         .route("/api/stats", get(stats))
+        .route("/api/activity", get(activity))
         .route("/api/sweep", post(sweep_now))
         .route("/api/backup", get(backup))
         .route("/api/destinations", get(destinations))
@@ -713,6 +715,54 @@ async fn stats(State(state): State<AdminState>) -> Response {
         );
     }
     Json(api::Stats { sources }).into_response()
+}
+
+/// The last hours per minute, from the buckets kept with every change.
+async fn activity(
+    State(state): State<AdminState>,
+    query: Result<Query<api::ActivityQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let run = async {
+        let Query(query) = query.map_err(|e| AdminError::BadRequest(e.body_text()))?;
+        let hours = query.hours.unwrap_or(6);
+        if !(1..=168).contains(&hours) {
+            return Err(AdminError::BadRequest(
+                "hours must be between 1 and 168 (the buckets keep a week)".into(),
+            ));
+        }
+        let from = state.clock.now_ms().saturating_sub(hours * 3_600_000);
+        let store = state.store.clone();
+        let rows = tokio::task::spawn_blocking(move || store.activity(from)).await??;
+        let mut minutes: Vec<api::MinuteCounts> = Vec::new();
+        for (minute, source, kind, n) in rows {
+            let at = Timestamp(minute * 60_000);
+            let row = match minutes.last_mut() {
+                Some(last) if last.minute == at && last.source == source => last,
+                _ => {
+                    minutes.push(api::MinuteCounts {
+                        minute: at,
+                        source,
+                        received: 0,
+                        duplicates: 0,
+                        delivered: 0,
+                        dead_lettered: 0,
+                    });
+                    minutes.last_mut().expect("just pushed")
+                }
+            };
+            match kind {
+                MinuteKind::Received => row.received += n,
+                MinuteKind::Duplicate => row.duplicates += n,
+                MinuteKind::Delivered => row.delivered += n,
+                MinuteKind::DeadLettered => row.dead_lettered += n,
+            }
+        }
+        Ok::<_, AdminError>(api::Activity { minutes })
+    };
+    match run.await {
+        Ok(body) => Json(body).into_response(),
+        Err(e) => e.respond(&state.metrics),
+    }
 }
 
 async fn sweep_now(State(state): State<AdminState>) -> Response {

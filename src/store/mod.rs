@@ -998,6 +998,15 @@ impl Store {
         Ok(out)
     }
 
+    /// Per-minute counts (received, duplicates, delivered, dead-lettered per
+    /// source) from `from_ms`'s minute on, oldest first: the last hours
+    /// without a scan of events. Kept for `index::MINUTES_KEPT`.
+    pub fn activity(&self, from_ms: u64) -> Result<Vec<index::MinuteRow>, StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read()?;
+        Ok(index::minutes(&txn, from_ms)?)
+    }
+
     /// Whether event `seq` must wait for an earlier event of its ordering
     /// key (one that is pending, in flight, or dead and blocking).
     pub fn waits_for_its_key(&self, seq: u64) -> Result<bool, StoreError> {

@@ -70,6 +70,7 @@ async fn every_endpoint_but_health_needs_the_token() {
         ("POST", "/api/ignore".to_owned()),
         ("POST", "/api/sweep".to_owned()),
         ("GET", "/api/backup".to_owned()),
+        ("GET", "/api/activity".to_owned()),
     ];
     for (method, path) in &guarded {
         for token in [None, Some("wrong-token-wrong-token"), Some("")] {
@@ -744,6 +745,31 @@ async fn stats_count_by_source_type_and_status() {
     let inbox = &r.json["sources"]["inbox"];
     assert_eq!(inbox["stored"]["held"], 1);
     assert!(inbox["success_rate"].is_null());
+    // The same story per minute, for charts: summed over the minutes seen.
+    let r = server
+        .admin("GET", "/api/activity?hours=1", Some(TOKEN), None)
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.json);
+    let mut totals = std::collections::BTreeMap::new();
+    for m in r.json["minutes"].as_array().unwrap() {
+        let t = totals
+            .entry(m["source"].as_str().unwrap().to_owned())
+            .or_insert([0u64; 4]);
+        for (i, key) in ["received", "duplicates", "delivered", "dead_lettered"]
+            .iter()
+            .enumerate()
+        {
+            t[i] += m[key].as_u64().unwrap();
+        }
+    }
+    assert_eq!(totals["shop"], [3, 1, 2, 1], "{:?}", r.json);
+    assert_eq!(totals["inbox"], [1, 0, 0, 0], "{:?}", r.json);
+    for bad in ["hours=0", "hours=169", "hours=x", "days=1"] {
+        let r = server
+            .admin("GET", &format!("/api/activity?{bad}"), Some(TOKEN), None)
+            .await;
+        assert_eq!(r.status, 400, "{bad}: {:?}", r.json);
+    }
     let metrics = server.admin("GET", "/metrics", Some(TOKEN), None).await;
     let text = metrics.json.as_str().unwrap();
     assert!(
