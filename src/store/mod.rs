@@ -545,7 +545,7 @@ impl Store {
                 "attempts were in flight when hookinbox stopped; recorded as interrupted, delivering again"
             );
         }
-        let next_seq = last_seq(&db)?.map_or(1, |s| s + 1);
+        let (next_seq, last_received_ms) = last_event(&db)?.map_or((1, 0), |(s, r)| (s + 1, r));
         let dedupe = load_dedupe(&db)?;
         // 4096 queued requests: a burst far beyond what one batch takes; past
         // it, handlers wait, which slows the senders instead of growing memory.
@@ -561,7 +561,7 @@ impl Store {
         });
         let (exit_tx, exited) = oneshot::channel();
         let thread = writer::spawn(
-            writer::Writer::new(shared.clone(), options, next_seq),
+            writer::Writer::new(shared.clone(), options, next_seq, last_received_ms),
             rx,
             exit_tx,
         )
@@ -1233,10 +1233,17 @@ fn init_meta(db: &Database) -> Result<Result<u32, u8>, WriteError> {
     Ok(Ok(tag))
 }
 
-fn last_seq(db: &Database) -> Result<Option<u64>, StoreError> {
+/// The newest stored event's seq and receipt time.
+fn last_event(db: &Database) -> Result<Option<(u64, u64)>, StoreError> {
     let txn = db.begin_read()?;
     let events = txn.open_table(EVENTS)?;
-    Ok(events.last()?.map(|(k, _)| k.value()))
+    match events.last()? {
+        Some((seq, raw)) => {
+            let received = schema::decode_event(raw.value())?.received_at_ms;
+            Ok(Some((seq.value(), received)))
+        }
+        None => Ok(None),
+    }
 }
 
 /// Writes every table of `snapshot` into a new redb file at `path` (0600:

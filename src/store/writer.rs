@@ -197,6 +197,10 @@ pub(super) struct Writer {
     shared: Arc<Shared>,
     options: StoreOptions,
     next_seq: u64,
+    /// The receipt time of the newest stored event: a new event is stamped
+    /// no earlier, so receipt time never decreases along seq and a time
+    /// range is a seq range (`Store::list` finds it by binary search).
+    last_received_ms: u64,
     record_buf: Vec<u8>,
     scratch: Vec<u8>,
 }
@@ -266,11 +270,17 @@ pub(super) fn spawn(
 }
 
 impl Writer {
-    pub(super) fn new(shared: Arc<Shared>, options: StoreOptions, next_seq: u64) -> Writer {
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        options: StoreOptions,
+        next_seq: u64,
+        last_received_ms: u64,
+    ) -> Writer {
         Writer {
             shared,
             options,
             next_seq,
+            last_received_ms,
             record_buf: Vec::with_capacity(4096),
             scratch: Vec::with_capacity(4096),
         }
@@ -500,7 +510,10 @@ impl Writer {
         ev: &VerifiedEvent,
         initial: &Initial,
     ) -> Result<(), WriteError> {
-        let received = ev.received_at_ms();
+        // Verified a moment apart, queued in another order: keep the stored
+        // times in seq order (a clock stepping back waits here too).
+        let received = ev.received_at_ms().max(self.last_received_ms);
+        self.last_received_ms = received;
         schema::encode_event(
             &EventRecordRef {
                 source: ev.source().as_str(),

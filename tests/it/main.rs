@@ -11,6 +11,7 @@ mod destination;
 mod drills;
 mod hostile;
 mod ingest;
+mod scale;
 mod snapshots;
 mod support;
 mod systemd;
