@@ -11,6 +11,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::{RefOr, Schema};
+use utoipa::{IntoParams, ToSchema};
 
 pub use crate::metrics::{AdminReason as ErrorCode, AttemptOutcome, Circuit, RejectReason};
 
@@ -18,6 +21,18 @@ pub use crate::metrics::{AdminReason as ErrorCode, AttemptOutcome, Circuit, Reje
 /// (`2026-11-22T10:00:00.000Z`; a query may leave out the fraction).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Timestamp(pub u64);
+
+impl utoipa::PartialSchema for Timestamp {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
+            .description(Some("RFC 3339, e.g. 2026-11-22T10:00:00.000Z"))
+            .into()
+    }
+}
+
+impl ToSchema for Timestamp {}
 
 impl Serialize for Timestamp {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -34,7 +49,7 @@ impl<'de> Deserialize<'de> for Timestamp {
 }
 
 /// Where an event is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EventStatus {
     /// Waiting for its first attempt, or for a retry.
@@ -63,7 +78,8 @@ impl EventStatus {
 /// Which events: `GET /api/events` takes it as its query string, bulk
 /// requests as their `filter`. Every field narrows; none means all.
 /// `q` and `match` look inside payloads (a search, see [`EventPage::search`]).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct EventQuery {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -103,7 +119,7 @@ impl EventQuery {
 }
 
 /// One event in a list.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct EventSummary {
     /// hookinbox's id: the `webhook-id` the app receives.
     pub id: String,
@@ -123,21 +139,21 @@ pub struct EventSummary {
     pub erased: Option<Note>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct DeadLetter {
     pub reason: String,
     pub at: Timestamp,
     pub last_status: Option<u16>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Note {
     pub text: String,
     pub at: Timestamp,
 }
 
 /// A page of events, newest first.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct EventPage {
     pub events: Vec<EventSummary>,
     /// Pass as `cursor` for the next page; `None`: nothing more matches.
@@ -148,7 +164,7 @@ pub struct EventPage {
 
 /// A search reads payloads within a budget per call; it says how far back
 /// it got, and `next_cursor` continues from there.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct SearchProgress {
     /// Payloads read by this call.
     pub examined: u64,
@@ -157,25 +173,26 @@ pub struct SearchProgress {
 }
 
 /// One event, whole.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct EventDetail {
     #[serde(flatten)]
     pub summary: EventSummary,
     pub content_type: Option<String>,
-    /// The provider's headers hookinbox kept, in order.
+    /// The provider's headers hookinbox kept, in order, as `[name, value]`.
+    #[schema(value_type = Vec<Vec<String>>)]
     pub headers: Vec<(String, String)>,
     pub payload: Payload,
     pub attempt_history: Vec<AttemptRecord>,
 }
 
 /// The raw body: as text when it is UTF-8, else base64.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Payload {
     pub encoding: PayloadEncoding,
     pub data: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PayloadEncoding {
     Text,
@@ -183,7 +200,7 @@ pub enum PayloadEncoding {
 }
 
 /// One delivery attempt.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct AttemptRecord {
     /// 1 for the first attempt ever made for the event.
     pub n: u32,
@@ -197,7 +214,7 @@ pub struct AttemptRecord {
 }
 
 /// The body of `POST /api/events/{id}/ignore` and `DELETE /api/events/{id}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoteRequest {
     /// Why: kept with the event (at most 2000 bytes).
@@ -205,7 +222,7 @@ pub struct NoteRequest {
 }
 
 /// The body of `POST /api/replay` and `POST /api/ignore`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BulkRequest {
     /// Which events; at least one field besides `cursor` and `limit`.
@@ -219,7 +236,7 @@ pub struct BulkRequest {
 }
 
 /// What a bulk request did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct BulkResult {
     pub dry_run: bool,
     pub matched: u64,
@@ -229,7 +246,7 @@ pub struct BulkResult {
     pub refused: Vec<Refusal>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Refusal {
     pub id: String,
     pub reason: String,
@@ -237,12 +254,12 @@ pub struct Refusal {
 
 /// `GET /api/stats`: per source, what the store holds and what this process
 /// has seen since it started.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Stats {
     pub sources: BTreeMap<String, SourceStats>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct SourceStats {
     /// Events stored now, by status.
     pub stored: Counts,
@@ -257,7 +274,7 @@ pub struct SourceStats {
 
 /// Stored events by status. `pending` and `retrying` are apart: an event is
 /// in exactly one of the six.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Counts {
     /// Waiting for their first attempt of this round.
     pub pending: u64,
@@ -270,7 +287,7 @@ pub struct Counts {
 }
 
 /// Counted by this process since it started.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct SinceStart {
     pub received: u64,
     pub duplicates: u64,
@@ -281,7 +298,7 @@ pub struct SinceStart {
     pub received_to_delivered_ms: Option<Percentiles>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Percentiles {
     pub p50: f64,
     pub p99: f64,
@@ -289,12 +306,12 @@ pub struct Percentiles {
 
 /// `GET /api/activity?hours=N` (1–168, default 6): per source and minute,
 /// oldest first; minutes with nothing are left out.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Activity {
     pub minutes: Vec<MinuteCounts>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct MinuteCounts {
     /// The minute's start.
     pub minute: Timestamp,
@@ -306,19 +323,20 @@ pub struct MinuteCounts {
 }
 
 /// The query of `GET /api/activity`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ActivityQuery {
     pub hours: Option<u64>,
 }
 
 /// `GET /api/destinations`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Destinations {
     pub destinations: Vec<DestinationState>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct DestinationState {
     pub name: String,
     /// Without credentials.
@@ -332,7 +350,7 @@ pub struct DestinationState {
 }
 
 /// `POST /api/sweep`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct SweepResult {
     pub delivered: u64,
     pub dead_or_ignored: u64,
@@ -342,7 +360,7 @@ pub struct SweepResult {
 }
 
 /// Every error answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ApiError {
     pub error: ErrorCode,
     /// What went wrong and what to do, for a person.
@@ -350,7 +368,7 @@ pub struct ApiError {
 }
 
 /// `/readyz`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Readiness {
     pub ready: bool,
     pub store: String,
@@ -363,13 +381,13 @@ pub const SEARCH_TIME: Duration = Duration::from_millis(500);
 pub const SEARCH_EVENTS: u64 = 200_000;
 
 /// `/healthz`: the process answers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Health {
     pub status: String,
 }
 
 /// `POST /api/destinations/{name}/pause` and `…/resume`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct PauseResult {
     pub name: String,
     pub paused: bool,

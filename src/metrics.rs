@@ -50,6 +50,17 @@ macro_rules! label_values {
             }
         }
 
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+                utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .enum_values(Some($name::ALL.iter().map(|v| v.as_str())))
+                    .into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
+
         // The admin API writes the same text (`crate::api`).
         impl serde::Serialize for $name {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

@@ -69,14 +69,8 @@ pub fn router(state: AdminState) -> Router {
         .route("/api/destinations/{name}/resume", post(resume))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
-        .route(
-            "/healthz",
-            get(|| async {
-                Json(api::Health {
-                    status: "ok".into(),
-                })
-            }),
-        )
+        .route("/healthz", get(healthz))
+        .route("/api/openapi.json", get(openapi_json))
         .route("/readyz", get(readyz))
         .merge(api)
         .fallback(|State(state): State<AdminState>| async move {
@@ -171,6 +165,53 @@ fn bearer_credentials(value: &str) -> Option<&str> {
         .then(|| token.trim_start_matches(' '))
 }
 
+#[utoipa::path(get, path = "/healthz", tag = "health", security(()),
+    responses((status = 200, description = "The process answers", body = api::Health)))]
+async fn healthz() -> Json<api::Health> {
+    Json(api::Health {
+        status: "ok".into(),
+    })
+}
+
+/// The admin API's contract as an OpenAPI 3.1 document, for other tools.
+#[utoipa::path(get, path = "/api/openapi.json", tag = "health", security(()),
+    responses((status = 200, description = "This document", content_type = "application/json", body = Object)))]
+async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
+    Json(openapi())
+}
+
+/// The admin API's contract as OpenAPI: every path of [`router`], with the
+/// types of [`crate::api`] as its schemas.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    use utoipa::OpenApi;
+    use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+
+    #[derive(OpenApi)]
+    #[openapi(
+        info(title = "hookinbox admin API", description = "The admin listener's API: every path but /healthz, /readyz and /api/openapi.json needs `Authorization: Bearer <token>`."),
+        security(("bearer" = [])),
+        paths(
+            healthz, readyz, openapi_json, metrics, list_events, show_event, replay_event,
+            ignore_event, erase_event, bulk_replay, bulk_ignore, stats, activity, sweep_now,
+            backup, destinations, pause, resume
+        )
+    )]
+    struct Doc;
+
+    let mut doc = Doc::openapi();
+    doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    doc.components
+        .get_or_insert_with(Default::default)
+        .add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    doc
+}
+
+#[utoipa::path(get, path = "/readyz", tag = "health", security(()),
+    responses((status = 200, description = "An event of the largest max_body can be stored and the scheduler runs", body = api::Readiness),
+              (status = 503, description = "Not ready: the reason is in the body", body = api::Readiness)))]
 async fn readyz(State(state): State<AdminState>) -> Response {
     let store = tokio::time::timeout(Duration::from_secs(5), state.store.ready()).await;
     let store_ok = matches!(store, Ok(Ok(())));
@@ -193,6 +234,8 @@ async fn readyz(State(state): State<AdminState>) -> Response {
     (status, Json(body)).into_response()
 }
 
+#[utoipa::path(get, path = "/metrics", tag = "operations",
+    responses((status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text", body = String), (status = 401, description = "No or a wrong bearer token", body = api::ApiError)))]
 async fn metrics(State(state): State<AdminState>) -> Response {
     // Gauges of what the store holds are read at scrape time.
     let store = state.store.clone();
@@ -323,6 +366,9 @@ fn attempt_on_wire(n: usize, a: &Attempt) -> api::AttemptRecord {
 
 /// `GET /api/events`: a page of a list, or of a search when the query looks
 /// inside payloads.
+#[utoipa::path(get, path = "/api/events", tag = "events", params(EventQuery),
+    responses((status = 200, description = "A page, newest first; a search when q or match is given", body = api::EventPage),
+              (status = 400, description = "A bad filter", body = api::ApiError), (status = 401, description = "No or a wrong bearer token", body = api::ApiError), (status = 503, description = "The store cannot answer now (a full disk, a reopen): retry", body = api::ApiError)))]
 async fn list_events(
     State(state): State<AdminState>,
     query: Result<Query<EventQuery>, axum::extract::rejection::QueryRejection>,
@@ -372,6 +418,10 @@ fn find(state: &AdminState, id: &str) -> Result<StoredEvent, AdminError> {
     state.store.get(seq)?.ok_or_else(missing)
 }
 
+#[utoipa::path(get, path = "/api/events/{id}", tag = "events",
+    params(("id" = String, Path, description = "hookinbox's id (the webhook-id)")),
+    responses((status = 200, description = "The event, its payload and every attempt", body = api::EventDetail),
+              (status = 404, description = "No such event", body = api::ApiError), (status = 401, description = "No or a wrong bearer token", body = api::ApiError), (status = 503, description = "The store cannot answer now (a full disk, a reopen): retry", body = api::ApiError)))]
 async fn show_event(State(state): State<AdminState>, Path(id): Path<String>) -> Response {
     let run = || -> Result<api::EventDetail, AdminError> {
         let e = find(&state, &id)?;
@@ -435,6 +485,11 @@ async fn change(
     Ok(summary(&after))
 }
 
+#[utoipa::path(post, path = "/api/events/{id}/replay", tag = "events",
+    params(("id" = String, Path, description = "hookinbox's id")),
+    responses((status = 200, description = "Pending again: attempts reset, same webhook-id", body = api::EventSummary),
+              (status = 404, description = "No such event", body = api::ApiError),
+              (status = 409, description = "Pending, held or in flight", body = api::ApiError), (status = 401, description = "No or a wrong bearer token", body = api::ApiError), (status = 503, description = "The store cannot answer now (a full disk, a reopen): retry", body = api::ApiError)))]
 async fn replay_event(State(state): State<AdminState>, Path(id): Path<String>) -> Response {
     match change(&state, &id, Change::Replay).await {
         Ok(body) => Json(body).into_response(),
@@ -452,6 +507,12 @@ fn note_text(note: Option<&str>, what: &str) -> Result<String, AdminError> {
     }
 }
 
+#[utoipa::path(post, path = "/api/events/{id}/ignore", tag = "events",
+    params(("id" = String, Path, description = "hookinbox's id")), request_body = api::NoteRequest,
+    responses((status = 200, description = "Ignored, with the note", body = api::EventSummary),
+              (status = 400, description = "No note", body = api::ApiError),
+              (status = 404, description = "No such event", body = api::ApiError),
+              (status = 409, description = "Delivered, already ignored, or in flight", body = api::ApiError), (status = 401, description = "No or a wrong bearer token", body = api::ApiError), (status = 503, description = "The store cannot answer now (a full disk, a reopen): retry", body = api::ApiError)))]
 async fn ignore_event(
     State(state): State<AdminState>,
     Path(id): Path<String>,
@@ -476,6 +537,12 @@ async fn ignore_event(
 /// `DELETE /api/events/{id}` with a note: the payload and headers go for
 /// good (a privacy request); the id, times, history, the note and the dedupe
 /// key stay, so a provider's resend is still answered as a duplicate.
+#[utoipa::path(delete, path = "/api/events/{id}", tag = "events",
+    params(("id" = String, Path, description = "hookinbox's id")), request_body = api::NoteRequest,
+    responses((status = 200, description = "Payload and headers deleted; the rest kept", body = api::EventSummary),
+              (status = 400, description = "No note", body = api::ApiError),
+              (status = 404, description = "No such event", body = api::ApiError),
+              (status = 409, description = "Already erased, or in flight", body = api::ApiError), (status = 401, description = "No or a wrong bearer token", body = api::ApiError), (status = 503, description = "The store cannot answer now (a full disk, a reopen): retry", body = api::ApiError)))]
 async fn erase_event(
     State(state): State<AdminState>,
     Path(id): Path<String>,
@@ -588,6 +655,9 @@ async fn bulk(
     })
 }
 
+#[utoipa::path(post, path = "/api/replay", tag = "events", request_body = api::BulkRequest,
+    responses((status = 200, description = "What matched, changed and was refused", body = api::BulkResult),
+              (status = 400, description = "A bad or empty filter, a note, or more than 100,000 matches", body = api::ApiError), (status = 401, description = "No or a wrong bearer token", body = api::ApiError), (status = 503, description = "The store cannot answer now (a full disk, a reopen): retry", body = api::ApiError)))]
 async fn bulk_replay(
     State(state): State<AdminState>,
     body: Result<Json<api::BulkRequest>, axum::extract::rejection::JsonRejection>,
@@ -598,6 +668,9 @@ async fn bulk_replay(
     }
 }
 
+#[utoipa::path(post, path = "/api/ignore", tag = "events", request_body = api::BulkRequest,
+    responses((status = 200, description = "What matched, changed and was refused", body = api::BulkResult),
+              (status = 400, description = "A bad or empty filter, no note, or more than 100,000 matches", body = api::ApiError), (status = 401, description = "No or a wrong bearer token", body = api::ApiError), (status = 503, description = "The store cannot answer now (a full disk, a reopen): retry", body = api::ApiError)))]
 async fn bulk_ignore(
     State(state): State<AdminState>,
     body: Result<Json<api::BulkRequest>, axum::extract::rejection::JsonRejection>,
@@ -611,6 +684,8 @@ async fn bulk_ignore(
 /// Streams a consistent copy of the database (a redb file). The copy is
 /// made from one read snapshot into a private temp file in the data dir,
 /// which is unlinked as soon as it is open: nothing is left behind.
+#[utoipa::path(get, path = "/api/backup", tag = "operations",
+    responses((status = 200, description = "A consistent copy of the database (a redb file)", content_type = "application/octet-stream", body = Vec<u8>), (status = 401, description = "No or a wrong bearer token", body = api::ApiError), (status = 503, description = "The store cannot answer now (a full disk, a reopen): retry", body = api::ApiError)))]
 async fn backup(State(state): State<AdminState>) -> Response {
     let store = state.store.clone();
     let dir = store
@@ -662,6 +737,8 @@ async fn backup(State(state): State<AdminState>) -> Response {
 
 /// Per source and event type: what the store holds (from its maintained
 /// counts) and what this process has seen since it started.
+#[utoipa::path(get, path = "/api/stats", tag = "operations",
+    responses((status = 200, description = "Per source: stored now, and since the process started", body = api::Stats), (status = 401, description = "No or a wrong bearer token", body = api::ApiError), (status = 503, description = "The store cannot answer now (a full disk, a reopen): retry", body = api::ApiError)))]
 async fn stats(State(state): State<AdminState>) -> Response {
     let store = state.store.clone();
     let held = match tokio::task::spawn_blocking(move || store.stats()).await {
@@ -718,6 +795,9 @@ async fn stats(State(state): State<AdminState>) -> Response {
 }
 
 /// The last hours per minute, from the buckets kept with every change.
+#[utoipa::path(get, path = "/api/activity", tag = "operations", params(api::ActivityQuery),
+    responses((status = 200, description = "Per source and minute, oldest first", body = api::Activity),
+              (status = 400, description = "hours outside 1–168", body = api::ApiError), (status = 401, description = "No or a wrong bearer token", body = api::ApiError), (status = 503, description = "The store cannot answer now (a full disk, a reopen): retry", body = api::ApiError)))]
 async fn activity(
     State(state): State<AdminState>,
     query: Result<Query<api::ActivityQuery>, axum::extract::rejection::QueryRejection>,
@@ -765,6 +845,8 @@ async fn activity(
     }
 }
 
+#[utoipa::path(post, path = "/api/sweep", tag = "operations",
+    responses((status = 200, description = "What the sweep removed", body = api::SweepResult), (status = 401, description = "No or a wrong bearer token", body = api::ApiError), (status = 503, description = "The store cannot answer now (a full disk, a reopen): retry", body = api::ApiError)))]
 async fn sweep_now(State(state): State<AdminState>) -> Response {
     match state.sweep.sweep_now().await {
         Ok(t) => Json(api::SweepResult {
@@ -779,6 +861,8 @@ async fn sweep_now(State(state): State<AdminState>) -> Response {
     }
 }
 
+#[utoipa::path(get, path = "/api/destinations", tag = "destinations",
+    responses((status = 200, description = "Each destination's state", body = api::Destinations), (status = 401, description = "No or a wrong bearer token", body = api::ApiError)))]
 async fn destinations(State(state): State<AdminState>) -> Response {
     let destinations = state
         .delivery
@@ -816,10 +900,18 @@ async fn set_paused(state: &AdminState, name: &str, paused: bool) -> Response {
     }
 }
 
+#[utoipa::path(post, path = "/api/destinations/{name}/pause", tag = "destinations",
+    params(("name" = String, Path, description = "The source's name")),
+    responses((status = 200, description = "Paused: events accumulate", body = api::PauseResult),
+              (status = 404, description = "No such destination", body = api::ApiError), (status = 401, description = "No or a wrong bearer token", body = api::ApiError), (status = 503, description = "The store cannot answer now (a full disk, a reopen): retry", body = api::ApiError)))]
 async fn pause(State(state): State<AdminState>, Path(name): Path<String>) -> Response {
     set_paused(&state, &name, true).await
 }
 
+#[utoipa::path(post, path = "/api/destinations/{name}/resume", tag = "destinations",
+    params(("name" = String, Path, description = "The source's name")),
+    responses((status = 200, description = "Delivering again, oldest first", body = api::PauseResult),
+              (status = 404, description = "No such destination", body = api::ApiError), (status = 401, description = "No or a wrong bearer token", body = api::ApiError), (status = 503, description = "The store cannot answer now (a full disk, a reopen): retry", body = api::ApiError)))]
 async fn resume(State(state): State<AdminState>, Path(name): Path<String>) -> Response {
     set_paused(&state, &name, false).await
 }

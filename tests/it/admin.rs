@@ -103,6 +103,47 @@ async fn every_endpoint_but_health_needs_the_token() {
     );
     let unknown = server.admin("GET", "/nope", Some(TOKEN), None).await;
     assert_eq!(unknown.status, 404);
+
+    // The contract: public, valid OpenAPI, and naming every guarded path.
+    let doc = server.admin("GET", "/api/openapi.json", None, None).await;
+    assert_eq!(doc.status, 200, "{:?}", doc.json);
+    let paths = doc.json["paths"].as_object().unwrap();
+    for (method, path) in guarded.iter().chain(&[
+        ("GET", "/healthz".to_owned()),
+        ("GET", "/readyz".to_owned()),
+    ]) {
+        let template = path.replace(&id, "{id}").replace("/shop/", "/{name}/");
+        let op = &paths
+            .get(&template)
+            .unwrap_or_else(|| panic!("{template} is not documented"))[method.to_lowercase()];
+        assert!(op.is_object(), "{method} {template} is not documented");
+        let documented = op["responses"].as_object().unwrap();
+        let public = ["/healthz", "/readyz"].contains(&template.as_str());
+        assert!(
+            public || documented.contains_key("401"),
+            "{method} {template}: no 401"
+        );
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/validate_openapi.py");
+    let mut child = std::process::Command::new("python3")
+        .arg(script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs (see tests/py/requirements.txt)");
+    std::io::Write::write_all(
+        &mut child.stdin.take().unwrap(),
+        doc.json.to_string().as_bytes(),
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}{} (python3 -m pip install -r tests/py/requirements.txt)",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     server.stop().await;
 }
 
