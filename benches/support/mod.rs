@@ -22,12 +22,18 @@ impl Flags {
 
     /// The value after `flag`; else `quick` with --quick, else `full`.
     pub fn value(&self, flag: &str, quick: usize, full: usize) -> usize {
+        self.text(flag)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(if self.quick() { quick } else { full })
+    }
+
+    /// The word after `flag`, if given.
+    pub fn text(&self, flag: &str) -> Option<&str> {
         self.0
             .iter()
             .position(|a| a == flag)
             .and_then(|i| self.0.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(if self.quick() { quick } else { full })
+            .map(String::as_str)
     }
 }
 
@@ -65,38 +71,51 @@ pub fn event_id(i: usize) -> String {
 
 /// Signs and verifies `n` events numbered from `first`.
 pub fn make_events(verifier: &Verifier, first: usize, n: usize) -> Vec<VerifiedEvent> {
-    let now = SystemTime::now();
-    let ts = unix_now();
     (first..first + n)
         .map(|i| {
             let id = event_id(i);
-            let body = Bytes::from(stripe_like_body(&id, i));
-            let mut map = http::HeaderMap::new();
-            for (k, v) in signed_headers(&id, &body, ts) {
-                map.insert(
-                    http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
-                    v.parse().unwrap(),
-                );
-            }
-            let request = Request {
-                headers: &map,
-                body: &body,
-                path_rest: "",
-                query: None,
-            };
-            match verifier.verify(&request, now) {
-                Ok(Verified::Event(e)) => e,
-                other => panic!("{other:?}"),
-            }
+            let body = stripe_like_body(&id, i);
+            verified(verifier, &id, body)
         })
         .collect()
 }
 
+/// Event `id` with `body`, signed now and verified by `verifier` (whose
+/// source it then belongs to), as a provider's request would be.
+pub fn verified(verifier: &Verifier, id: &str, body: String) -> VerifiedEvent {
+    let body = Bytes::from(body);
+    let mut map = http::HeaderMap::new();
+    for (k, v) in signed_headers(id, &body, unix_now()) {
+        map.insert(
+            http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            v.parse().unwrap(),
+        );
+    }
+    let request = Request {
+        headers: &map,
+        body: &body,
+        path_rest: "",
+        query: None,
+    };
+    match verifier.verify(&request, SystemTime::now()) {
+        Ok(Verified::Event(e)) => e,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The type of [`stripe_like_body`]'s events.
+const STRIPE_TYPE: &str = "payment_intent.succeeded";
+
 /// ≈1.2 KB, varied per event so pages are not trivially alike.
 pub fn stripe_like_body(id: &str, i: usize) -> String {
+    stripe_like_body_of_type(id, i, STRIPE_TYPE)
+}
+
+/// [`stripe_like_body`] with `"type"` set to `event_type`.
+pub fn stripe_like_body_of_type(id: &str, i: usize, event_type: &str) -> String {
     let h = (i as u64).wrapping_mul(0x2545_F491_4F6C_DD1D);
     format!(
-        r#"{{"id":"{id}","object":"event","api_version":"2024-06-20","created":{created},"type":"payment_intent.succeeded","livemode":false,"pending_webhooks":1,"request":{{"id":"req_{h:016x}","idempotency_key":"{h:x}-{i}"}},"data":{{"object":{{"id":"pi_{h:024x}","object":"payment_intent","amount":{amount},"amount_received":{amount},"currency":"eur","customer":"cus_{c:014x}","description":"Order #{i} — café crème","latest_charge":"ch_{h:020x}","metadata":{{"order_id":"{i}","sku":"SKU-{s:06}","note":"customer {c:x} paid with card ending {last4:04}"}},"payment_method":"pm_{c:018x}","payment_method_types":["card"],"receipt_email":"buyer{i}@example.com","shipping":{{"name":"Buyer {i}","address":{{"line1":"{i} Rue de la Paix","city":"Paris","postal_code":"750{pc:02}","country":"FR"}}}},"status":"succeeded","statement_descriptor":"HOOKINBOX {s}","risk":{{"level":"normal","score":{risk},"rule":"rule_{h:x}"}},"fingerprint":"{h:016x}{c:016x}","tags":["order-{i}","customer-{c:x}","batch-{s}","region-eu-west","channel-web","campaign-{risk}"]}}}}}}"#,
+        r#"{{"id":"{id}","object":"event","api_version":"2024-06-20","created":{created},"type":"{event_type}","livemode":false,"pending_webhooks":1,"request":{{"id":"req_{h:016x}","idempotency_key":"{h:x}-{i}"}},"data":{{"object":{{"id":"pi_{h:024x}","object":"payment_intent","amount":{amount},"amount_received":{amount},"currency":"eur","customer":"cus_{c:014x}","description":"Order #{i} — café crème","latest_charge":"ch_{h:020x}","metadata":{{"order_id":"{i}","sku":"SKU-{s:06}","note":"customer {c:x} paid with card ending {last4:04}"}},"payment_method":"pm_{c:018x}","payment_method_types":["card"],"receipt_email":"buyer{i}@example.com","shipping":{{"name":"Buyer {i}","address":{{"line1":"{i} Rue de la Paix","city":"Paris","postal_code":"750{pc:02}","country":"FR"}}}},"status":"succeeded","statement_descriptor":"HOOKINBOX {s}","risk":{{"level":"normal","score":{risk},"rule":"rule_{h:x}"}},"fingerprint":"{h:016x}{c:016x}","tags":["order-{i}","customer-{c:x}","batch-{s}","region-eu-west","channel-web","campaign-{risk}"]}}}}}}"#,
         created = 1_700_000_000 + i,
         amount = 100 + (h % 100_000),
         c = h >> 8,
