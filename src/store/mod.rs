@@ -788,6 +788,8 @@ impl Store {
         let erased = txn.open_table(schema::ERASED)?;
         let candidates = self.candidates(&txn, &events, filter, before)?;
         let needle = payload.finder();
+        let searching = payload.text.is_some() || payload.pointer.is_some();
+        let mut scratch = Vec::new();
         let mut page = SearchPage::default();
         for seq in candidates {
             let seq = seq?;
@@ -801,14 +803,25 @@ impl Store {
                 page.cursor = Some(seq + 1);
                 return Ok(page);
             }
-            let (Some(raw_state), Some(raw_event)) = (states.get(seq)?, events.get(seq)?) else {
+            let Some(raw_event) = events.get(seq)? else {
+                continue;
+            };
+            if searching {
+                // Most payloads do not match: test the body on a borrowed
+                // view first, and read the state only for those that do.
+                let view = schema::decode_event_view(raw_event.value(), &mut scratch)?;
+                page.examined += 1;
+                page.scanned_back_to_ms = Some(view.received_at_ms);
+                if !payload.matches(view.body, needle.as_ref()) {
+                    continue;
+                }
+            }
+            let Some(raw_state) = states.get(seq)? else {
                 continue;
             };
             let record = schema::decode_event(raw_event.value())?;
-            page.examined += 1;
-            page.scanned_back_to_ms = Some(record.received_at_ms);
             let state: EventState = schema::decode(raw_state.value())?;
-            if filter.matches(&record, &state) && payload.matches(&record.body, needle.as_ref()) {
+            if filter.matches(&record, &state) {
                 page.events.push(StoredEvent {
                     seq,
                     id: self.public_id(seq),

@@ -325,13 +325,45 @@ pub fn encode_event(record: &EventRecordRef<'_>, scratch: &mut Vec<u8>, out: &mu
 
 /// Decodes what [`encode_event`] wrote.
 pub fn decode_event(bytes: &[u8]) -> Result<EventRecord, DecodeError> {
+    let mut scratch = Vec::new();
+    Ok(postcard::from_bytes(plain_event(bytes, &mut scratch)?)?)
+}
+
+/// An event record borrowed from its stored bytes (or from the scratch
+/// buffer it was decompressed into): what a search reads per event, without
+/// an allocation per field.
+#[derive(Debug, Deserialize)]
+pub struct EventRecordView<'a> {
+    pub source: &'a str,
+    pub event_id: &'a str,
+    pub event_type: Option<&'a str>,
+    pub received_at_ms: u64,
+    pub content_type: Option<&'a str>,
+    #[serde(borrow)]
+    pub headers: Vec<(&'a str, &'a str)>,
+    #[serde(with = "serde_bytes")]
+    pub body: &'a [u8],
+}
+
+/// [`decode_event`] without copying: `scratch` is reused across calls.
+pub fn decode_event_view<'a>(
+    bytes: &'a [u8],
+    scratch: &'a mut Vec<u8>,
+) -> Result<EventRecordView<'a>, DecodeError> {
+    Ok(postcard::from_bytes(plain_event(bytes, scratch)?)?)
+}
+
+/// The postcard bytes of a stored event record: borrowed when stored plain,
+/// else decompressed into `scratch` (grown, never cleared: LZ4 writes every
+/// byte it returns).
+fn plain_event<'a>(bytes: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<&'a [u8], DecodeError> {
     let rest = match bytes.split_first() {
         None => return Err(DecodeError::Empty),
         Some((&RECORD_V1, rest)) => rest,
         Some((&v, _)) => return Err(DecodeError::UnknownVersion(v)),
     };
     match rest.split_first() {
-        Some((&CODEC_PLAIN, plain)) => Ok(postcard::from_bytes(plain)?),
+        Some((&CODEC_PLAIN, plain)) => Ok(plain),
         Some((&CODEC_LZ4, packed)) if packed.len() >= 4 => {
             let (size, block) = packed.split_at(4);
             let size = u32::from_le_bytes(size.try_into().expect("4 bytes")) as usize;
@@ -340,9 +372,17 @@ pub fn decode_event(bytes: &[u8]) -> Result<EventRecord, DecodeError> {
                     "declared size {size} is too large"
                 )));
             }
-            let plain = lz4_flex::block::decompress(block, size)
+            if scratch.len() < size {
+                scratch.resize(size, 0);
+            }
+            let written = lz4_flex::block::decompress_into(block, &mut scratch[..size])
                 .map_err(|e| DecodeError::Codec(e.to_string()))?;
-            Ok(postcard::from_bytes(&plain)?)
+            if written != size {
+                return Err(DecodeError::Codec(format!(
+                    "decompressed {written} bytes, the record says {size}"
+                )));
+            }
+            Ok(&scratch[..size])
         }
         Some((&codec, _)) => Err(DecodeError::Codec(format!("unknown codec {codec}"))),
         None => Err(DecodeError::Empty),
