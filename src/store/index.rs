@@ -13,7 +13,7 @@
 //! are summed in memory ([`Deltas`]) and written once per key when the
 //! batch's transaction is done (`Tables::flush`).
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 
 use redb::{ReadTransaction, ReadableTable};
 
@@ -110,40 +110,67 @@ impl MinuteKind {
     }
 }
 
-/// The part of an event's state that the indexes and counts follow.
+/// The part of an event's state that the indexes and counts follow:
+/// borrowed from the state being written, owned for the state it replaces
+/// ([`Indexed::into_owned`]), so the hot path copies no string.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Indexed {
-    source: String,
+pub struct Indexed<'a> {
+    source: Cow<'a, str>,
     /// `""` when the event has no type.
-    event_type: String,
+    event_type: Cow<'a, str>,
     status: Status,
     tally: Tally,
     /// The round's start while pending: its key in `pending_since`.
     pending_since: Option<u64>,
 }
 
-impl Indexed {
-    pub fn of(state: &EventState) -> Indexed {
+impl<'a> Indexed<'a> {
+    pub fn of(state: &'a EventState) -> Indexed<'a> {
         Indexed {
-            source: state.source.clone(),
-            event_type: state.event_type.clone().unwrap_or_default(),
+            source: Cow::Borrowed(&state.source),
+            event_type: Cow::Borrowed(state.event_type.as_deref().unwrap_or_default()),
             status: state.status,
             tally: Tally::of(state),
             pending_since: (state.status == Status::Pending).then_some(state.round_started_ms),
         }
     }
+
+    pub fn into_owned(self) -> Indexed<'static> {
+        Indexed {
+            source: Cow::Owned(self.source.into_owned()),
+            event_type: Cow::Owned(self.event_type.into_owned()),
+            ..self
+        }
+    }
 }
 
 /// Count changes of one transaction, written once per key by `Tables::flush`.
+/// A batch touches a handful of keys: a list searched by `&str` allocates
+/// only for a key's first change.
 #[derive(Debug, Default)]
 pub struct Deltas {
-    counts: HashMap<(String, String, u8), i64>,
-    minutes: HashMap<(u64, String, u8), u64>,
+    counts: Vec<(String, String, u8, i64)>,
+    minutes: Vec<(u64, String, u8, u64)>,
 }
 
 impl Deltas {
     pub fn is_empty(&self) -> bool {
         self.counts.is_empty() && self.minutes.is_empty()
+    }
+
+    fn count(&mut self, i: &Indexed<'_>, delta: i64) {
+        let tally = i.tally.code();
+        match self
+            .counts
+            .iter_mut()
+            .find(|(s, t, c, _)| *c == tally && *s == *i.source && *t == *i.event_type)
+        {
+            Some(entry) => entry.3 += delta,
+            None => {
+                self.counts
+                    .push((i.source.to_string(), i.event_type.to_string(), tally, delta))
+            }
+        }
     }
 }
 
@@ -153,46 +180,52 @@ impl Tables<'_> {
     pub(super) fn reindex(
         &mut self,
         seq: u64,
-        before: Option<&Indexed>,
-        after: Option<&Indexed>,
+        before: Option<&Indexed<'_>>,
+        after: Option<&Indexed<'_>>,
     ) -> Result<(), WriteError> {
         if before == after {
             return Ok(());
         }
-        let listed = |i: &Indexed| (i.source.clone(), i.event_type.clone(), i.status);
+        fn listed<'b>(i: &'b Indexed<'_>) -> (&'b str, &'b str, Status) {
+            (&i.source, &i.event_type, i.status)
+        }
+        fn counted<'b>(i: &'b Indexed<'_>) -> (&'b str, &'b str, Tally) {
+            (&i.source, &i.event_type, i.tally)
+        }
         if before.map(listed) != after.map(listed) {
             if let Some(b) = before {
                 let status = b.status.code();
                 self.by_status.remove((status, seq))?;
-                self.by_source.remove((b.source.as_str(), status, seq))?;
+                self.by_source.remove((&*b.source, status, seq))?;
                 self.by_type
-                    .remove((b.source.as_str(), b.event_type.as_str(), status, seq))?;
+                    .remove((&*b.source, &*b.event_type, status, seq))?;
             }
             if let Some(a) = after {
                 let status = a.status.code();
                 self.by_status.insert((status, seq), ())?;
-                self.by_source
-                    .insert((a.source.as_str(), status, seq), ())?;
+                self.by_source.insert((&*a.source, status, seq), ())?;
                 self.by_type
-                    .insert((a.source.as_str(), a.event_type.as_str(), status, seq), ())?;
+                    .insert((&*a.source, &*a.event_type, status, seq), ())?;
             }
         }
-        let since = |i: &Indexed| i.pending_since.map(|at| (i.source.clone(), at));
-        if before.and_then(since) != after.and_then(since) {
-            if let Some((source, at)) = before.and_then(since) {
-                self.pending_since.remove((source.as_str(), at, seq))?;
+        fn since<'b>(i: &'b Indexed<'_>) -> Option<(&'b str, u64)> {
+            i.pending_since.map(|at| (&*i.source, at))
+        }
+        let (was, is) = (before.and_then(since), after.and_then(since));
+        if was != is {
+            if let Some((source, at)) = was {
+                self.pending_since.remove((source, at, seq))?;
             }
-            if let Some((source, at)) = after.and_then(since) {
-                self.pending_since.insert((source.as_str(), at, seq), ())?;
+            if let Some((source, at)) = is {
+                self.pending_since.insert((source, at, seq), ())?;
             }
         }
-        let counted = |i: &Indexed| (i.source.clone(), i.event_type.clone(), i.tally.code());
         if before.map(counted) != after.map(counted) {
             if let Some(b) = before {
-                *self.deltas.counts.entry(counted(b)).or_default() -= 1;
+                self.deltas.count(b, -1);
             }
             if let Some(a) = after {
-                *self.deltas.counts.entry(counted(a)).or_default() += 1;
+                self.deltas.count(a, 1);
             }
         }
         Ok(())
@@ -200,16 +233,24 @@ impl Tables<'_> {
 
     /// Counts one `kind` for `source` in the minute of `at_ms`.
     pub(super) fn count_minute(&mut self, at_ms: u64, source: &str, kind: MinuteKind) {
-        *self
+        let (minute, kind) = (at_ms / 60_000, kind.code());
+        match self
             .deltas
             .minutes
-            .entry((at_ms / 60_000, source.to_owned(), kind.code()))
-            .or_default() += 1;
+            .iter_mut()
+            .find(|(m, s, k, _)| *m == minute && *k == kind && s == source)
+        {
+            Some(entry) => entry.3 += 1,
+            None => self
+                .deltas
+                .minutes
+                .push((minute, source.to_owned(), kind, 1)),
+        }
     }
 
     /// Writes the transaction's count changes. Call once, before commit.
     pub(super) fn flush(&mut self) -> Result<(), WriteError> {
-        for ((source, event_type, tally), delta) in self.deltas.counts.drain() {
+        for (source, event_type, tally, delta) in std::mem::take(&mut self.deltas.counts) {
             if delta == 0 {
                 continue;
             }
@@ -226,7 +267,7 @@ impl Tables<'_> {
                 self.counts.insert(key, next)?;
             }
         }
-        for ((minute, source, kind), n) in self.deltas.minutes.drain() {
+        for (minute, source, kind, n) in std::mem::take(&mut self.deltas.minutes) {
             let key = (minute, source.as_str(), kind);
             let now = self.minutes.get(key)?.map_or(0, |v| v.value());
             self.minutes.insert(key, now + n)?;
@@ -503,13 +544,17 @@ pub(crate) fn check(txn: &ReadTransaction) -> Result<(), String> {
         let i = Indexed::of(&state);
         let code = i.status.code();
         by_status.insert((code, seq));
-        by_source.insert((i.source.clone(), code, seq));
-        by_type.insert((i.source.clone(), i.event_type.clone(), code, seq));
+        by_source.insert((i.source.to_string(), code, seq));
+        by_type.insert((i.source.to_string(), i.event_type.to_string(), code, seq));
         if let Some(at) = i.pending_since {
-            pending.insert((i.source.clone(), at, seq));
+            pending.insert((i.source.to_string(), at, seq));
         }
         *counts
-            .entry((i.source.clone(), i.event_type.clone(), i.tally.code()))
+            .entry((
+                i.source.to_string(),
+                i.event_type.to_string(),
+                i.tally.code(),
+            ))
             .or_default() += 1;
     }
     macro_rules! actual {

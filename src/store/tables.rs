@@ -76,7 +76,7 @@ impl<'t> Tables<'t> {
     pub fn put_state(
         &mut self,
         seq: u64,
-        before: Option<&Indexed>,
+        before: Option<&Indexed<'_>>,
         state: &EventState,
     ) -> Result<(), WriteError> {
         schema::encode(state, &mut self.buf);
@@ -253,7 +253,7 @@ impl<'t> Tables<'t> {
         let Some(mut state) = self.state(seq)? else {
             return Ok(());
         };
-        let before = Indexed::of(&state);
+        let before = Indexed::of(&state).into_owned();
         let leased = self.leases.remove(seq)?.is_some();
         self.add_attempt(seq, &mut state, &finish.attempt)?;
         if leased && state.status == Status::Pending {
@@ -303,7 +303,7 @@ impl<'t> Tables<'t> {
         let Some(mut state) = self.state(seq)? else {
             return Ok(Err(ChangeError::NotFound));
         };
-        let before = Indexed::of(&state);
+        let before = Indexed::of(&state).into_owned();
         if self.leases.get(seq)?.is_some() {
             return Ok(Err(ChangeError::InFlight));
         }
@@ -420,7 +420,7 @@ impl<'t> Tables<'t> {
             let Some(mut state) = self.state(seq)? else {
                 continue;
             };
-            let before = Indexed::of(&state);
+            let before = Indexed::of(&state).into_owned();
             self.add_attempt(
                 seq,
                 &mut state,
