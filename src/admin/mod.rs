@@ -518,15 +518,30 @@ async fn ignore_event(
     Path(id): Path<String>,
     body: Result<Json<api::NoteRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
+    noted_change(&state, &id, body, "this event is ignored", |note| {
+        Change::Ignore { note }
+    })
+    .await
+}
+
+/// A change a person must explain (ignore, erase): the note from the JSON
+/// body, required, then the change.
+async fn noted_change(
+    state: &AdminState,
+    id: &str,
+    body: Result<Json<api::NoteRequest>, axum::extract::rejection::JsonRejection>,
+    why: &str,
+    change_with: fn(String) -> Change,
+) -> Response {
     let run = async {
         let Json(body) = body.map_err(|e| {
             AdminError::BadRequest(format!(
-                "a note is required as JSON {{\"note\": \"why this event is ignored\"}}: {}",
+                "a note is required as JSON {{\"note\": \"why {why}\"}}: {}",
                 e.body_text()
             ))
         })?;
-        let note = note_text(Some(&body.note), "this event is ignored")?;
-        change(&state, &id, Change::Ignore { note }).await
+        let note = note_text(Some(&body.note), why)?;
+        change(state, id, change_with(note)).await
     };
     match run.await {
         Ok(body) => Json(body).into_response(),
@@ -548,20 +563,10 @@ async fn erase_event(
     Path(id): Path<String>,
     body: Result<Json<api::NoteRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
-    let run = async {
-        let Json(body) = body.map_err(|e| {
-            AdminError::BadRequest(format!(
-                "a note is required as JSON {{\"note\": \"why the payload is deleted\"}}: {}",
-                e.body_text()
-            ))
-        })?;
-        let note = note_text(Some(&body.note), "the payload is deleted")?;
-        change(&state, &id, Change::Erase { note }).await
-    };
-    match run.await {
-        Ok(body) => Json(body).into_response(),
-        Err(e) => e.respond(&state.metrics),
-    }
+    noted_change(&state, &id, body, "the payload is deleted", |note| {
+        Change::Erase { note }
+    })
+    .await
 }
 
 async fn bulk(

@@ -6,22 +6,21 @@
 //! pending, and one unit in `counts` under its (source, type, tally). Every
 //! write of a `state` row goes through `Tables::put_state` or
 //! `Tables::delete_event`, which move those entries in the same transaction
-//! (`Tables::reindex`), so the indexes can never disagree with `state` after
+//! (`IndexTables::reindex`), so the indexes can never disagree with `state` after
 //! a commit — `store::tests::props` checks this after random transitions.
 //!
 //! Counts and per-minute buckets change many times per batch: the changes
 //! are summed in memory ([`Deltas`]) and written once per key when the
-//! batch's transaction is done (`Tables::flush`).
+//! batch's transaction is done (`IndexTables::flush`).
 
 use std::borrow::Cow;
 
-use redb::{ReadTransaction, ReadableTable};
+use redb::{ReadTransaction, ReadableTable, Table, WriteTransaction};
 
 use super::WriteError;
 use super::schema::{
     BY_SOURCE, BY_STATUS, BY_TYPE, COUNTS, EventState, MINUTES, PENDING_SINCE, STATE, Status,
 };
-use super::tables::Tables;
 
 /// Per-minute buckets older than this are swept: the dashboard draws hours.
 pub const MINUTES_KEPT: u64 = 7 * 24 * 60;
@@ -144,7 +143,7 @@ impl<'a> Indexed<'a> {
     }
 }
 
-/// Count changes of one transaction, written once per key by `Tables::flush`.
+/// Count changes of one transaction, written once per key by `IndexTables::flush`.
 /// A batch touches a handful of keys: a list searched by `&str` allocates
 /// only for a key's first change.
 #[derive(Debug, Default)]
@@ -174,10 +173,35 @@ impl Deltas {
     }
 }
 
-impl Tables<'_> {
+/// The index tables of one write transaction and its count changes. Owned
+/// by `Tables`, which calls [`IndexTables::reindex`] with every `state` write.
+pub struct IndexTables<'t> {
+    by_status: Table<'t, (u8, u64), ()>,
+    by_source: Table<'t, (&'static str, u8, u64), ()>,
+    by_type: Table<'t, (&'static str, &'static str, u8, u64), ()>,
+    pending_since: Table<'t, (&'static str, u64, u64), ()>,
+    counts: Table<'t, (&'static str, &'static str, u8), u64>,
+    minutes: Table<'t, (u64, &'static str, u8), u64>,
+    /// Count changes not yet written: see [`IndexTables::flush`].
+    deltas: Deltas,
+}
+
+impl<'t> IndexTables<'t> {
+    pub fn open(txn: &'t WriteTransaction) -> Result<IndexTables<'t>, WriteError> {
+        Ok(IndexTables {
+            by_status: txn.open_table(BY_STATUS)?,
+            by_source: txn.open_table(BY_SOURCE)?,
+            by_type: txn.open_table(BY_TYPE)?,
+            pending_since: txn.open_table(PENDING_SINCE)?,
+            counts: txn.open_table(COUNTS)?,
+            minutes: txn.open_table(MINUTES)?,
+            deltas: Deltas::default(),
+        })
+    }
+
     /// Moves event `seq`'s index entries and count from what `before` names
     /// to what `after` names (`None`: the event is new, or gone).
-    pub(super) fn reindex(
+    pub fn reindex(
         &mut self,
         seq: u64,
         before: Option<&Indexed<'_>>,
@@ -232,7 +256,7 @@ impl Tables<'_> {
     }
 
     /// Counts one `kind` for `source` in the minute of `at_ms`.
-    pub(super) fn count_minute(&mut self, at_ms: u64, source: &str, kind: MinuteKind) {
+    pub fn count_minute(&mut self, at_ms: u64, source: &str, kind: MinuteKind) {
         let (minute, kind) = (at_ms / 60_000, kind.code());
         match self
             .deltas
@@ -249,7 +273,7 @@ impl Tables<'_> {
     }
 
     /// Writes the transaction's count changes. Call once, before commit.
-    pub(super) fn flush(&mut self) -> Result<(), WriteError> {
+    pub fn flush(&mut self) -> Result<(), WriteError> {
         for (source, event_type, tally, delta) in std::mem::take(&mut self.deltas.counts) {
             if delta == 0 {
                 continue;
@@ -277,11 +301,7 @@ impl Tables<'_> {
 
     /// Removes up to `limit` minute buckets older than [`MINUTES_KEPT`]
     /// before `now_ms`; returns how many, and whether more are due.
-    pub(super) fn sweep_minutes(
-        &mut self,
-        now_ms: u64,
-        limit: usize,
-    ) -> Result<(u64, bool), WriteError> {
+    pub fn sweep_minutes(&mut self, now_ms: u64, limit: usize) -> Result<(u64, bool), WriteError> {
         let cutoff = (now_ms / 60_000).saturating_sub(MINUTES_KEPT);
         let mut old = Vec::new();
         let mut more = false;
@@ -298,43 +318,6 @@ impl Tables<'_> {
             self.minutes.remove((*minute, source.as_str(), *kind))?;
         }
         Ok((old.len() as u64, more))
-    }
-
-    /// Builds the indexes and counts of the events in `from..` (at most
-    /// `limit` of them) from their `state` rows; returns the next seq to do,
-    /// or `None` when done. The migration to schema 4 runs this in steps.
-    pub(super) fn index_existing(
-        &mut self,
-        from: u64,
-        limit: usize,
-    ) -> Result<Option<u64>, WriteError> {
-        let mut rows = Vec::with_capacity(limit);
-        let mut next = None;
-        for row in self.states.range(from..)? {
-            let (seq, raw) = row?;
-            if rows.len() == limit {
-                next = Some(seq.value());
-                break;
-            }
-            let state: EventState = super::schema::decode(raw.value())?;
-            rows.push((seq.value(), state));
-        }
-        for (seq, state) in &rows {
-            self.reindex(*seq, None, Some(&Indexed::of(state)))?;
-            // The dedupe log has the receipt time of events younger than
-            // its TTL: enough for the buckets, which keep a week.
-            let received = self.dedupe.get(*seq)?.map(|v| v.value().1);
-            if let Some(at) = received {
-                self.count_minute(at, &state.source, MinuteKind::Received);
-            }
-            if let Some(at) = state.delivered_ms {
-                self.count_minute(at, &state.source, MinuteKind::Delivered);
-            }
-            if let Some(dead) = &state.dead {
-                self.count_minute(dead.at_ms, &state.source, MinuteKind::DeadLettered);
-            }
-        }
-        Ok(next)
     }
 }
 

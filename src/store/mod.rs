@@ -1338,7 +1338,7 @@ fn migrate(db: &Database, from: u8) -> Result<(), WriteError> {
                 None => 0,
             };
             let next = t.index_existing(at, MIGRATION_STEP)?;
-            t.flush()?;
+            t.index.flush()?;
             match next {
                 Some(next) => {
                     t.meta
@@ -1411,7 +1411,7 @@ fn recover_leases(db: &Database) -> Result<usize, WriteError> {
     let recovered = {
         let mut t = tables::Tables::open(&txn)?;
         let recovered = t.recover_leases()?;
-        t.flush()?;
+        t.index.flush()?;
         recovered
     };
     txn.commit()?;

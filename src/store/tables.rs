@@ -8,11 +8,10 @@
 use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::dedupe::Fingerprint;
-use super::index::{Deltas, Indexed, MinuteKind};
+use super::index::{IndexTables, Indexed, MinuteKind};
 use super::schema::{
-    self, ATTEMPTS, Attempt, AttemptClass, BY_SOURCE, BY_STATUS, BY_TYPE, COUNTS, DEDUPE, DLQ,
-    DeadLetter, ERASED, EVENTS, EXPIRY, EventRecord, EventRecordRef, EventState, LEASES, META,
-    MINUTES, Note, ORDERED, PENDING_SINCE, SCHEDULE, STATE, Status,
+    self, ATTEMPTS, Attempt, AttemptClass, DEDUPE, DLQ, DeadLetter, ERASED, EVENTS, EXPIRY,
+    EventRecord, EventRecordRef, EventState, LEASES, META, Note, ORDERED, SCHEDULE, STATE, Status,
 };
 use super::{Change, ChangeError, Claimed, Finish, Next, Swept, WriteError};
 
@@ -34,15 +33,9 @@ pub(super) struct Tables<'t> {
     pub ordered: Table<'t, (&'static str, &'static str, u64), ()>,
     pub expiry: Table<'t, (u64, u64), ()>,
     pub meta: Table<'t, &'static str, &'static [u8]>,
-    pub by_status: Table<'t, (u8, u64), ()>,
-    pub by_source: Table<'t, (&'static str, u8, u64), ()>,
-    pub by_type: Table<'t, (&'static str, &'static str, u8, u64), ()>,
-    pub pending_since: Table<'t, (&'static str, u64, u64), ()>,
-    pub counts: Table<'t, (&'static str, &'static str, u8), u64>,
-    pub minutes: Table<'t, (u64, &'static str, u8), u64>,
     pub erased: Table<'t, u64, &'static [u8]>,
-    /// Count changes not yet written: see [`Tables::flush`].
-    pub deltas: Deltas,
+    /// The secondary indexes and counts, moved with every `state` write.
+    pub index: IndexTables<'t>,
     buf: Vec<u8>,
 }
 
@@ -59,14 +52,8 @@ impl<'t> Tables<'t> {
             ordered: txn.open_table(ORDERED)?,
             expiry: txn.open_table(EXPIRY)?,
             meta: txn.open_table(META)?,
-            by_status: txn.open_table(BY_STATUS)?,
-            by_source: txn.open_table(BY_SOURCE)?,
-            by_type: txn.open_table(BY_TYPE)?,
-            pending_since: txn.open_table(PENDING_SINCE)?,
-            counts: txn.open_table(COUNTS)?,
-            minutes: txn.open_table(MINUTES)?,
             erased: txn.open_table(ERASED)?,
-            deltas: Deltas::default(),
+            index: IndexTables::open(txn)?,
             buf: Vec::with_capacity(256),
         })
     }
@@ -81,7 +68,7 @@ impl<'t> Tables<'t> {
     ) -> Result<(), WriteError> {
         schema::encode(state, &mut self.buf);
         self.states.insert(seq, self.buf.as_slice())?;
-        self.reindex(seq, before, Some(&Indexed::of(state)))
+        self.index.reindex(seq, before, Some(&Indexed::of(state)))
     }
 
     fn state(&self, seq: u64) -> Result<Option<EventState>, WriteError> {
@@ -160,7 +147,7 @@ impl<'t> Tables<'t> {
         self.events.remove(seq)?;
         self.states.remove(seq)?;
         self.erased.remove(seq)?;
-        self.reindex(seq, Some(&Indexed::of(state)), None)?;
+        self.index.reindex(seq, Some(&Indexed::of(state)), None)?;
         self.attempts
             .retain_in((seq, 0)..=(seq, u32::MAX), |_, _| false)?;
         self.dlq.remove((state.source.as_str(), seq))?;
@@ -224,10 +211,50 @@ impl<'t> Tables<'t> {
         }
         swept.dedupe_keys = forgotten.len() as u64;
         let room = room.saturating_sub(forgotten.len());
-        let (minutes, more) = self.sweep_minutes(now_ms, room)?;
+        let (minutes, more) = self.index.sweep_minutes(now_ms, room)?;
         swept.minute_buckets = minutes;
         swept.more |= more;
         Ok((swept, forgotten))
+    }
+
+    /// Builds the indexes and counts of the events in `from..` (at most
+    /// `limit` of them) from their `state` rows; returns the next seq to do,
+    /// or `None` when done. The migration to schema 4 runs this in steps.
+    pub(super) fn index_existing(
+        &mut self,
+        from: u64,
+        limit: usize,
+    ) -> Result<Option<u64>, WriteError> {
+        let mut rows = Vec::with_capacity(limit);
+        let mut next = None;
+        for row in self.states.range(from..)? {
+            let (seq, raw) = row?;
+            if rows.len() == limit {
+                next = Some(seq.value());
+                break;
+            }
+            let state: EventState = schema::decode(raw.value())?;
+            rows.push((seq.value(), state));
+        }
+        for (seq, state) in &rows {
+            self.index.reindex(*seq, None, Some(&Indexed::of(state)))?;
+            // The dedupe log has the receipt time of events younger than
+            // its TTL: enough for the buckets, which keep a week.
+            let received = self.dedupe.get(*seq)?.map(|v| v.value().1);
+            if let Some(at) = received {
+                self.index
+                    .count_minute(at, &state.source, MinuteKind::Received);
+            }
+            if let Some(at) = state.delivered_ms {
+                self.index
+                    .count_minute(at, &state.source, MinuteKind::Delivered);
+            }
+            if let Some(dead) = &state.dead {
+                self.index
+                    .count_minute(dead.at_ms, &state.source, MinuteKind::DeadLettered);
+            }
+        }
+        Ok(next)
     }
 
     /// Leases a pending event that has no attempt in flight.
@@ -263,7 +290,8 @@ impl<'t> Tables<'t> {
                     self.leave_line(seq, &state)?;
                     state.status = Status::Delivered;
                     state.delivered_ms = Some(*at_ms);
-                    self.count_minute(*at_ms, &state.source, MinuteKind::Delivered);
+                    self.index
+                        .count_minute(*at_ms, &state.source, MinuteKind::Delivered);
                     self.expire_at(seq, &mut state, at_ms.saturating_add(ttls.payload_ms))?;
                 }
                 Next::RetryAt { due_ms } => self.reschedule(seq, &mut state, *due_ms)?,
@@ -277,7 +305,8 @@ impl<'t> Tables<'t> {
                         self.leave_line(seq, &state)?;
                     }
                     state.status = Status::Dead;
-                    self.count_minute(*at_ms, &state.source, MinuteKind::DeadLettered);
+                    self.index
+                        .count_minute(*at_ms, &state.source, MinuteKind::DeadLettered);
                     state.dead = Some(DeadLetter {
                         reason: reason.clone(),
                         at_ms: *at_ms,

@@ -394,7 +394,7 @@ impl Writer {
                 batch.extend(rest);
                 return Err(cause);
             }
-            t.flush().map_err(Arc::new)?;
+            t.index.flush().map_err(Arc::new)?;
         }
         txn.commit().map_err(|e| Arc::new(e.into()))?;
         Ok(keys)
@@ -422,7 +422,7 @@ impl Writer {
                     .filter(|seq| !keys.removed.contains(&(fp, *seq)));
                 let result = match keys.added.get(&fp).or(live.as_ref()) {
                     Some(&seq) => {
-                        t.count_minute(
+                        t.index.count_minute(
                             event.received_at_ms(),
                             event.source().as_str(),
                             MinuteKind::Duplicate,
@@ -542,7 +542,7 @@ impl Writer {
             None,
             &EventState::new(source, ev.event_type(), status, received, key),
         )?;
-        t.count_minute(received, source, MinuteKind::Received);
+        t.index.count_minute(received, source, MinuteKind::Received);
         t.dedupe.insert(seq, (fp, received))?;
         if status == Status::Pending {
             t.schedule.insert((source, received, seq), ())?;

@@ -124,20 +124,7 @@ async fn every_endpoint_but_health_needs_the_token() {
             "{method} {template}: no 401"
         );
     }
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/validate_openapi.py");
-    let mut child = std::process::Command::new("python3")
-        .arg(script)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3 runs (see tests/py/requirements.txt)");
-    std::io::Write::write_all(
-        &mut child.stdin.take().unwrap(),
-        doc.json.to_string().as_bytes(),
-    )
-    .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = crate::support::python("validate_openapi.py", doc.json.to_string().as_bytes());
     assert!(
         out.status.success(),
         "{}{} (python3 -m pip install -r tests/py/requirements.txt)",

@@ -298,7 +298,9 @@ fn send_reports_refusals_with_exit_1() {
 
 /// Runs an operator command against `admin` with `token`; returns
 /// (exit code, stdout, stderr).
-fn ops(admin: &str, token: &str, args: &[String]) -> (i32, String, String) {
+/// Runs an operator command of the real binary against `admin`; returns
+/// (exit code, stdout, stderr).
+pub(crate) fn ops(admin: &str, token: &str, args: &[String]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_hookinbox"))
         .args(args)
         .args(["--admin", admin])

@@ -66,7 +66,6 @@ async fn wait_status(
 /// Runs tests/py/verify_delivery.py: the official `standardwebhooks` package
 /// from PyPI (tests/py/requirements.txt) checks the delivery's signature.
 fn official_verify(r: &crate::destination::Received, body: &[u8]) -> Result<(), String> {
-    use std::io::Write;
     let headers: serde_json::Map<String, serde_json::Value> = r
         .headers
         .iter()
@@ -77,21 +76,7 @@ fn official_verify(r: &crate::destination::Received, body: &[u8]) -> Result<(), 
         "headers": headers,
         "body_b64": base64::engine::general_purpose::STANDARD.encode(body),
     });
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/verify_delivery.py");
-    let mut child = std::process::Command::new("python3")
-        .arg(script)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3 runs (see tests/py/requirements.txt)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = crate::support::python("verify_delivery.py", input.to_string().as_bytes());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !stderr.contains("ModuleNotFoundError"),

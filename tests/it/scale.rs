@@ -5,7 +5,6 @@
 //! "no events": the lists gave up after 100,000 rows.)
 
 use std::collections::HashSet;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -135,18 +134,8 @@ async fn preload(config_text: &str, data: &std::path::Path) -> Vec<(String, u64)
 }
 
 fn cli(server: &BinaryServer, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_hookinbox"))
-        .args(args)
-        .args(["--admin", &server.admin])
-        .env("HOOKINBOX_ADMIN_TOKEN", TOKEN)
-        .current_dir(std::env::temp_dir())
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    crate::cli::ops(&server.admin, TOKEN, &args)
 }
 
 fn json<T: serde::de::DeserializeOwned>(server: &BinaryServer, args: &[&str]) -> T {

@@ -406,3 +406,19 @@ pub fn certificate() -> TestCertificate {
         key: key.serialize_pem(),
     }
 }
+
+/// Runs `tests/py/<script>` with `input` on stdin (the Python packages come
+/// from `tests/py/requirements.txt`); returns its exit status and output.
+pub fn python(script: &str, input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let path = format!("{}/tests/py/{script}", env!("CARGO_MANIFEST_DIR"));
+    let mut child = Command::new("python3")
+        .arg(path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs (see tests/py/requirements.txt)");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
