@@ -102,11 +102,10 @@ const BULK_PAGE: usize = 500;
 /// Most events one bulk change takes (the admin API's `MAX_BULK`).
 const BULK_MAX: usize = 100_000;
 
-/// What one search call may examine: a guess at what one admin request
-/// may cost, until the admin API sets its own.
+/// What one search call may examine: the admin API's budget.
 const SEARCH_BUDGET: Budget = Budget {
-    events: 100_000,
-    time: Duration::from_millis(500),
+    events: hookinbox::api::SEARCH_EVENTS,
+    time: hookinbox::api::SEARCH_TIME,
 };
 
 /// The admin token of the app started on the preloaded data.
@@ -121,6 +120,8 @@ struct Args {
     /// No measurement lasts longer than this, whatever its count.
     seconds: Duration,
     reuse: Option<PathBuf>,
+    /// Also time the migration of a schema 3 copy of the data.
+    migration: bool,
 }
 
 fn args() -> Args {
@@ -129,6 +130,7 @@ fn args() -> Args {
         events: flags.value("--events", 100_000, 1_000_000),
         seconds: Duration::from_secs(flags.value("--seconds", 1, 2) as u64),
         reuse: flags.text("--reuse").map(PathBuf::from),
+        migration: std::env::args().any(|a| a == "--migration"),
     }
 }
 
@@ -690,6 +692,54 @@ fn measure_store(store: &Store, loaded: usize, limit: Duration) {
 }
 
 /// The real app on the preloaded data dir: the admin API over loopback.
+/// Opens a schema 3 copy of the data (the index tables dropped, the version
+/// set back, as a database from before the indexes) and times the open,
+/// which builds every index and count from `state`.
+async fn measure_migration(dir: &Path) {
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    let copy = tempfile::tempdir_in(parent).unwrap();
+    let file = copy.path().join(DB_FILE);
+    std::fs::copy(dir.join(DB_FILE), &file).unwrap();
+    {
+        let db = redb::Database::create(&file).unwrap();
+        let txn = db.begin_write().unwrap();
+        for name in [
+            "by_status",
+            "by_source",
+            "by_type",
+            "pending_since",
+            "counts",
+            "minutes",
+            "erased",
+        ] {
+            txn.delete_table(redb::TableDefinition::<(), ()>::new(name))
+                .unwrap();
+        }
+        txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("meta"))
+            .unwrap()
+            .insert("schema_version", [3u8].as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let path = copy.path().to_owned();
+    let started = Instant::now();
+    let (store, writer) =
+        tokio::task::spawn_blocking(move || Store::open(StoreOptions::new(&path, KEEP)).unwrap())
+            .await
+            .unwrap();
+    let took = started.elapsed();
+    let events = store.count().unwrap();
+    println!();
+    println!(
+        "migration: schema 3 → 4 of {events} events (indexes and counts built from state) took {:.1} s at open",
+        took.as_secs_f64()
+    );
+    drop(store);
+    tokio::task::spawn_blocking(move || writer.shutdown())
+        .await
+        .unwrap();
+}
+
 async fn measure_http(dir: &Path, limit: Duration) {
     let mut text = format!(
         "[server]\nlisten = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:0\"\ndata_dir = {:?}\n\n\
@@ -871,15 +921,19 @@ async fn main() {
         .unwrap();
 
     measure_http(&dir, limit).await;
+    if args.migration {
+        measure_migration(&dir).await;
+    }
 
     println!();
     println!(
         "targets: list first and deep pages p50/p99 ≤ 10 ms; event-id lookup p99 ≤ 2 ms; stats p99 ≤ 10 ms; search ≥ 300,000 examined/s; bulk ≥ 20,000 ids/s"
     );
     println!(
-        "rerun: cargo bench --bench query -- --events {} --seconds {}{}",
+        "rerun: cargo bench --bench query -- --events {} --seconds {}{}{}",
         args.events,
         args.seconds.as_secs(),
+        if args.migration { " --migration" } else { "" },
         args.reuse
             .as_ref()
             .map(|d| format!(" --reuse {}", d.display()))
