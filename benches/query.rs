@@ -703,15 +703,7 @@ async fn measure_migration(dir: &Path) {
     {
         let db = redb::Database::create(&file).unwrap();
         let txn = db.begin_write().unwrap();
-        for name in [
-            "by_status",
-            "by_source",
-            "by_type",
-            "pending_since",
-            "counts",
-            "minutes",
-            "erased",
-        ] {
+        for name in ["by_type", "pending_since", "counts", "minutes", "erased"] {
             txn.delete_table(redb::TableDefinition::<(), ()>::new(name))
                 .unwrap();
         }

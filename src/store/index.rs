@@ -2,8 +2,11 @@
 //! the stats cost what they return, not what the store holds.
 //!
 //! Each `state` row is mirrored by the entries [`Indexed::of`] names: one in
-//! `by_status`, `by_source` and `by_type`, one in `pending_since` while it is
-//! pending, and one unit in `counts` under its (source, type, tally). Every
+//! `by_type`, one in `pending_since` while it is pending, and one unit in
+//! `counts` under its (source, type, tally). A list by status or source
+//! merges the `by_type` ranges of the (source, type) pairs that `counts`
+//! holds in that status ([`matching`]), so one index answers every filter
+//! and an event touches as few tables per commit as it can. Every
 //! write of a `state` row goes through `Tables::put_state` or
 //! `Tables::delete_event`, which move those entries in the same transaction
 //! (`IndexTables::reindex`), so the indexes can never disagree with `state` after
@@ -18,9 +21,7 @@ use std::borrow::Cow;
 use redb::{ReadTransaction, ReadableTable, Table, WriteTransaction};
 
 use super::WriteError;
-use super::schema::{
-    BY_SOURCE, BY_STATUS, BY_TYPE, COUNTS, EventState, MINUTES, PENDING_SINCE, STATE, Status,
-};
+use super::schema::{BY_TYPE, COUNTS, EventState, MINUTES, PENDING_SINCE, STATE, Status};
 
 /// Per-minute buckets older than this are swept: the dashboard draws hours.
 pub const MINUTES_KEPT: u64 = 7 * 24 * 60;
@@ -63,6 +64,17 @@ impl Tally {
 
     fn from_code(code: u8) -> Option<Tally> {
         Tally::ALL.into_iter().find(|t| t.code() == code)
+    }
+
+    /// The status whose events this tally counts.
+    pub fn status(self) -> Status {
+        match self {
+            Tally::Pending | Tally::Retrying => Status::Pending,
+            Tally::Held => Status::Held,
+            Tally::Delivered => Status::Delivered,
+            Tally::Dead => Status::Dead,
+            Tally::Ignored => Status::Ignored,
+        }
     }
 
     fn of(state: &EventState) -> Tally {
@@ -176,8 +188,6 @@ impl Deltas {
 /// The index tables of one write transaction and its count changes. Owned
 /// by `Tables`, which calls [`IndexTables::reindex`] with every `state` write.
 pub struct IndexTables<'t> {
-    by_status: Table<'t, (u8, u64), ()>,
-    by_source: Table<'t, (&'static str, u8, u64), ()>,
     by_type: Table<'t, (&'static str, &'static str, u8, u64), ()>,
     pending_since: Table<'t, (&'static str, u64, u64), ()>,
     counts: Table<'t, (&'static str, &'static str, u8), u64>,
@@ -189,8 +199,6 @@ pub struct IndexTables<'t> {
 impl<'t> IndexTables<'t> {
     pub fn open(txn: &'t WriteTransaction) -> Result<IndexTables<'t>, WriteError> {
         Ok(IndexTables {
-            by_status: txn.open_table(BY_STATUS)?,
-            by_source: txn.open_table(BY_SOURCE)?,
             by_type: txn.open_table(BY_TYPE)?,
             pending_since: txn.open_table(PENDING_SINCE)?,
             counts: txn.open_table(COUNTS)?,
@@ -218,18 +226,12 @@ impl<'t> IndexTables<'t> {
         }
         if before.map(listed) != after.map(listed) {
             if let Some(b) = before {
-                let status = b.status.code();
-                self.by_status.remove((status, seq))?;
-                self.by_source.remove((&*b.source, status, seq))?;
                 self.by_type
-                    .remove((&*b.source, &*b.event_type, status, seq))?;
+                    .remove((&*b.source, &*b.event_type, b.status.code(), seq))?;
             }
             if let Some(a) = after {
-                let status = a.status.code();
-                self.by_status.insert((status, seq), ())?;
-                self.by_source.insert((&*a.source, status, seq), ())?;
                 self.by_type
-                    .insert((&*a.source, &*a.event_type, status, seq), ())?;
+                    .insert((&*a.source, &*a.event_type, a.status.code(), seq), ())?;
             }
         }
         fn since<'b>(i: &'b Indexed<'_>) -> Option<(&'b str, u64)> {
@@ -381,101 +383,78 @@ pub struct SeqRange {
 }
 
 /// The seqs that match `source`, `status` and `event_type` (each optional),
-/// in `range`, newest first: the ranges of the narrowest index, merged.
-/// `sources` are every source with stored events (from `counts`), needed
-/// when a type is asked for without a source.
+/// in `range`, newest first. With none of them: `state` in seq order. Else
+/// the `by_type` ranges of every (source, type, status) that `counts` says
+/// holds events and the filter allows, merged: one range per pair when a
+/// status or type is given, a handful per pair otherwise.
 pub fn matching(
     txn: &ReadTransaction,
-    sources: &[String],
+    counts: &CountRows,
     source: Option<&str>,
     status: Option<Status>,
     event_type: Option<&str>,
     range: SeqRange,
 ) -> Result<Merged, redb::Error> {
-    let statuses: Vec<Status> = match status {
-        Some(s) => vec![s],
-        None => Status::ALL.to_vec(),
-    };
     let SeqRange { lo, hi } = range;
     let mut streams: Vec<Seqs> = Vec::new();
     if lo >= hi {
-        return Ok(Merged::new(streams));
+        return Merged::new(streams);
     }
     let last = hi - 1;
-    match (source, event_type) {
-        (None, None) => {
-            if let Some(status) = status {
-                let table = txn.open_table(BY_STATUS)?;
-                let code = status.code();
-                streams.push(Box::new(
-                    table
-                        .range((code, lo)..=(code, last))?
-                        .rev()
-                        .map(|row| row.map(|(k, _)| k.value().1).map_err(Into::into)),
-                ));
-            } else {
-                let table = txn.open_table(STATE)?;
-                streams.push(Box::new(
-                    table
-                        .range(lo..=last)?
-                        .rev()
-                        .map(|row| row.map(|(k, _)| k.value()).map_err(Into::into)),
-                ));
-            }
-        }
-        (Some(source), None) => {
-            let table = txn.open_table(BY_SOURCE)?;
-            for status in &statuses {
-                let code = status.code();
-                streams.push(Box::new(
-                    table
-                        .range((source, code, lo)..=(source, code, last))?
-                        .rev()
-                        .map(|row| row.map(|(k, _)| k.value().2).map_err(Into::into)),
-                ));
-            }
-        }
-        (source, Some(event_type)) => {
-            let table = txn.open_table(BY_TYPE)?;
-            let sources: Vec<&str> = match source {
-                Some(s) => vec![s],
-                None => sources.iter().map(String::as_str).collect(),
-            };
-            for source in sources {
-                for status in &statuses {
-                    let code = status.code();
-                    streams.push(Box::new(
-                        table
-                            .range(
-                                (source, event_type, code, lo)..=(source, event_type, code, last),
-                            )?
-                            .rev()
-                            .map(|row| row.map(|(k, _)| k.value().3).map_err(Into::into)),
-                    ));
-                }
-            }
-        }
+    if source.is_none() && status.is_none() && event_type.is_none() {
+        let table = txn.open_table(STATE)?;
+        streams.push(Box::new(
+            table
+                .range(lo..=last)?
+                .rev()
+                .map(|row| row.map(|(k, _)| k.value()).map_err(Into::into)),
+        ));
+        return Merged::new(streams);
     }
-    Ok(Merged::new(streams))
+    // Pending and retrying are two tallies of one status: one range.
+    let mut ranges: Vec<(&str, &str, Status)> = counts
+        .iter()
+        .filter(|(s, t, tally, n)| {
+            *n > 0
+                && source.is_none_or(|want| want == s)
+                && event_type.is_none_or(|want| want == t)
+                && status.is_none_or(|want| want == tally.status())
+        })
+        .map(|(s, t, tally, _)| (s.as_str(), t.as_str(), tally.status()))
+        .collect();
+    ranges.sort_unstable_by_key(|&(s, t, status)| (s, t, status.code()));
+    ranges.dedup();
+    let table = txn.open_table(BY_TYPE)?;
+    for (source, event_type, status) in ranges {
+        let code = status.code();
+        streams.push(Box::new(
+            table
+                .range((source, event_type, code, lo)..=(source, event_type, code, last))?
+                .rev()
+                .map(|row| row.map(|(k, _)| k.value().3).map_err(Into::into)),
+        ));
+    }
+    Merged::new(streams)
 }
 
 /// Several newest-first seq streams as one, newest first. Each stream holds
-/// distinct seqs and no seq is in two streams (an event has one status and
-/// one source), so the merge never repeats one.
+/// distinct seqs and no seq is in two streams (an event has one source, type
+/// and status), so the merge never repeats one. A heap of the streams'
+/// heads: a page costs its length × log(streams), whatever the store holds.
 pub struct Merged {
     streams: Vec<Seqs>,
-    heads: Vec<Option<u64>>,
-    started: bool,
+    heads: std::collections::BinaryHeap<(u64, usize)>,
 }
 
 impl Merged {
-    fn new(streams: Vec<Seqs>) -> Merged {
-        let heads = vec![None; streams.len()];
-        Merged {
-            streams,
-            heads,
-            started: false,
+    fn new(mut streams: Vec<Seqs>) -> Result<Merged, redb::Error> {
+        let mut heads = std::collections::BinaryHeap::with_capacity(streams.len());
+        for (i, stream) in streams.iter_mut().enumerate() {
+            if let Some(seq) = stream.next().transpose()? {
+                heads.push((seq, i));
+            }
         }
+        Ok(Merged { streams, heads })
     }
 }
 
@@ -483,25 +462,10 @@ impl Iterator for Merged {
     type Item = Result<u64, redb::Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if !self.started {
-            self.started = true;
-            for i in 0..self.streams.len() {
-                match self.streams[i].next().transpose() {
-                    Ok(head) => self.heads[i] = head,
-                    Err(e) => return Some(Err(e)),
-                }
-            }
-        }
-        // A handful of streams (statuses × sources): a linear pick is
-        // cheaper than a heap.
-        let (i, seq) = self
-            .heads
-            .iter()
-            .enumerate()
-            .filter_map(|(i, h)| h.map(|seq| (i, seq)))
-            .max_by_key(|&(_, seq)| seq)?;
+        let (seq, i) = self.heads.pop()?;
         match self.streams[i].next().transpose() {
-            Ok(head) => self.heads[i] = head,
+            Ok(Some(next)) => self.heads.push((next, i)),
+            Ok(None) => {}
             Err(e) => return Some(Err(e)),
         }
         Some(Ok(seq))
@@ -514,8 +478,6 @@ impl Iterator for Merged {
 pub(crate) fn check(txn: &ReadTransaction) -> Result<(), String> {
     use std::collections::{BTreeMap, BTreeSet};
 
-    let mut by_status = BTreeSet::new();
-    let mut by_source = BTreeSet::new();
     let mut by_type = BTreeSet::new();
     let mut pending = BTreeSet::new();
     let mut counts: BTreeMap<(String, String, u8), u64> = BTreeMap::new();
@@ -526,8 +488,6 @@ pub(crate) fn check(txn: &ReadTransaction) -> Result<(), String> {
         let state: EventState = super::schema::decode(raw.value()).map_err(|e| e.to_string())?;
         let i = Indexed::of(&state);
         let code = i.status.code();
-        by_status.insert((code, seq));
-        by_source.insert((i.source.to_string(), code, seq));
         by_type.insert((i.source.to_string(), i.event_type.to_string(), code, seq));
         if let Some(at) = i.pending_since {
             pending.insert((i.source.to_string(), at, seq));
@@ -562,16 +522,6 @@ pub(crate) fn check(txn: &ReadTransaction) -> Result<(), String> {
     fn strings<T: std::fmt::Debug>(rows: impl IntoIterator<Item = T>) -> Vec<String> {
         rows.into_iter().map(|row| format!("{row:?}")).collect()
     }
-    compare(
-        "by_status",
-        strings(by_status),
-        strings(actual!(BY_STATUS, |k, _v| k)),
-    )?;
-    compare(
-        "by_source",
-        strings(by_source),
-        strings(actual!(BY_SOURCE, |k, _v| (k.0.to_owned(), k.1, k.2))),
-    )?;
     compare(
         "by_type",
         strings(by_type),

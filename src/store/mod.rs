@@ -8,6 +8,7 @@
 
 mod dedupe;
 pub mod index;
+mod payload;
 pub mod schema;
 mod tables;
 mod writer;
@@ -27,6 +28,7 @@ use schema::{
     META_SCHEMA, META_TAG, MIGRATES_FROM, ORDERED, SCHEDULE, SCHEMA_VERSION, STATE,
 };
 
+pub use payload::PayloadMatch;
 pub use writer::MAX_BATCH;
 
 /// How often an unwritable store is probed: a freed disk is noticed within
@@ -132,6 +134,15 @@ pub struct EventFilter {
 }
 
 impl EventFilter {
+    /// Whether every event in the filter's time range matches: then a walk
+    /// reads `events` in seq order, with no index in between.
+    fn is_time_only(&self) -> bool {
+        self.source.is_none()
+            && self.status.is_none()
+            && self.event_type.is_none()
+            && self.event_id.is_none()
+    }
+
     /// The whole filter, checked on a loaded event. The indexes choose the
     /// candidates; this keeps the answer exact where an index is coarser
     /// (the time bounds, found by binary search over seq).
@@ -148,55 +159,8 @@ impl EventFilter {
     }
 }
 
-/// What a search looks for inside payloads, beside the filter's fields.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PayloadMatch {
-    /// Bytes the payload contains, as written (case matters).
-    pub text: Option<String>,
-    /// A JSON pointer and the value there: a JSON string equal to it, or a
-    /// number, `true`, `false` or `null` written the same way.
-    pub pointer: Option<(String, String)>,
-}
-
-impl PayloadMatch {
-    /// A substring finder for the cheapest test first: the text, else the
-    /// pointer's value (which a matching payload must contain somewhere).
-    fn finder(&self) -> Option<memchr::memmem::Finder<'_>> {
-        let needle = self
-            .text
-            .as_deref()
-            .or(self.pointer.as_ref().map(|(_, v)| v.as_str()))?;
-        Some(memchr::memmem::Finder::new(needle.as_bytes()))
-    }
-
-    fn matches(&self, body: &[u8], finder: Option<&memchr::memmem::Finder<'_>>) -> bool {
-        if let Some(finder) = finder
-            && finder.find(body).is_none()
-        {
-            return false;
-        }
-        let Some((pointer, want)) = &self.pointer else {
-            return true;
-        };
-        if let Some(text) = &self.text
-            && memchr::memmem::find(body, text.as_bytes()).is_none()
-        {
-            return false;
-        }
-        let Ok(json) = serde_json::from_slice::<serde_json::Value>(body) else {
-            return false;
-        };
-        match json.pointer(pointer) {
-            Some(serde_json::Value::String(s)) => s == want,
-            Some(
-                v @ (serde_json::Value::Number(_)
-                | serde_json::Value::Bool(_)
-                | serde_json::Value::Null),
-            ) => serde_json::from_str::<serde_json::Value>(want).is_ok_and(|w| w == *v),
-            _ => false,
-        }
-    }
-}
+/// One row of `events`, borrowed from the read snapshot.
+type EventRow = redb::AccessGuard<'static, &'static [u8]>;
 
 /// How much one search call may examine before it answers with what it
 /// has found so far.
@@ -744,8 +708,8 @@ impl Store {
 
     /// Events matching `filter`, newest first, below `before` (a seq;
     /// `None`: from the newest), at most `limit`. The candidates come from
-    /// the narrowest index (see [`index::matching`]), so a page costs its
-    /// own events whatever the store holds. The cursor is where the next
+    /// the `by_type` ranges the filter allows (see [`index::matching`]), so
+    /// a page costs its own events whatever the store holds. The cursor is where the next
     /// page starts (`None`: no more matches); an empty page means none.
     pub fn list(
         &self,
@@ -786,13 +750,41 @@ impl Store {
         let events = txn.open_table(EVENTS)?;
         let states = txn.open_table(STATE)?;
         let erased = txn.open_table(schema::ERASED)?;
-        let candidates = self.candidates(&txn, &events, filter, before)?;
-        let needle = payload.finder();
-        let searching = payload.text.is_some() || payload.pointer.is_some();
+        let rows: Box<dyn Iterator<Item = Result<(u64, EventRow), StoreError>>> =
+            if filter.is_time_only() {
+                // One pass down `events`, rather than a lookup per seq.
+                let range = self.seq_range(&events, filter, before)?;
+                if range.lo >= range.hi {
+                    Box::new(std::iter::empty())
+                } else {
+                    Box::new(
+                        events
+                            .range(range.lo..range.hi)?
+                            .rev()
+                            .map(|row| row.map(|(k, v)| (k.value(), v)).map_err(Into::into)),
+                    )
+                }
+            } else {
+                let candidates = self.candidates(&txn, &events, filter, before)?;
+                let events = txn.open_table(EVENTS)?;
+                Box::new(candidates.filter_map(move |seq| {
+                    let seq = match seq {
+                        Ok(seq) => seq,
+                        Err(e) => return Some(Err(e.into())),
+                    };
+                    events
+                        .get(seq)
+                        .map_err(StoreError::from)
+                        .transpose()
+                        .map(|row| row.map(|raw| (seq, raw)))
+                }))
+            };
+        let matcher = payload.matcher();
+        let searching = !payload.is_empty();
         let mut scratch = Vec::new();
         let mut page = SearchPage::default();
-        for seq in candidates {
-            let seq = seq?;
+        for row in rows {
+            let (seq, raw_event) = row?;
             if page.events.len() == limit {
                 page.cursor = Some(seq + 1);
                 return Ok(page);
@@ -803,16 +795,13 @@ impl Store {
                 page.cursor = Some(seq + 1);
                 return Ok(page);
             }
-            let Some(raw_event) = events.get(seq)? else {
-                continue;
-            };
             if searching {
                 // Most payloads do not match: test the body on a borrowed
                 // view first, and read the state only for those that do.
                 let view = schema::decode_event_view(raw_event.value(), &mut scratch)?;
                 page.examined += 1;
                 page.scanned_back_to_ms = Some(view.received_at_ms);
-                if !payload.matches(view.body, needle.as_ref()) {
+                if !matcher.matches(view.body) {
                     continue;
                 }
             }
@@ -883,7 +872,7 @@ impl Store {
 
     /// The seqs that may match `filter` below `before`, newest first: one
     /// probe of the dedupe index per source for an event id, else the
-    /// narrowest index's ranges.
+    /// `by_type` ranges that `counts` says hold matching events.
     fn candidates(
         &self,
         txn: &redb::ReadTransaction,
@@ -892,19 +881,13 @@ impl Store {
         before: Option<u64>,
     ) -> Result<Box<dyn Iterator<Item = Result<u64, redb::Error>>>, StoreError> {
         let range = self.seq_range(events, filter, before)?;
-        let sources = || -> Result<Vec<String>, StoreError> {
-            let mut names: Vec<String> = index::counts(txn)?
-                .into_iter()
-                .map(|(source, ..)| source)
-                .collect();
-            names.dedup();
-            Ok(names)
-        };
+        let counts = index::counts(txn)?;
         if let Some(event_id) = &filter.event_id {
-            let names = match &filter.source {
-                Some(source) => vec![source.clone()],
-                None => sources()?,
+            let mut names: Vec<&str> = match &filter.source {
+                Some(source) => vec![source.as_str()],
+                None => counts.iter().map(|(source, ..)| source.as_str()).collect(),
             };
+            names.dedup();
             let index = self.shared.dedupe.read().unwrap_or_else(|p| p.into_inner());
             let mut seqs: Vec<u64> = names
                 .iter()
@@ -914,13 +897,9 @@ impl Store {
             seqs.sort_unstable_by(|a, b| b.cmp(a));
             return Ok(Box::new(seqs.into_iter().map(Ok)));
         }
-        let names = match (&filter.source, &filter.event_type) {
-            (None, Some(_)) => sources()?,
-            _ => Vec::new(),
-        };
         Ok(Box::new(index::matching(
             txn,
-            &names,
+            &counts,
             filter.source.as_deref(),
             filter.status,
             filter.event_type.as_deref(),
@@ -1235,8 +1214,6 @@ fn init_meta(db: &Database) -> Result<Result<u32, u8>, WriteError> {
     txn.open_table(DLQ)?;
     txn.open_table(ORDERED)?;
     txn.open_table(EXPIRY)?;
-    txn.open_table(schema::BY_STATUS)?;
-    txn.open_table(schema::BY_SOURCE)?;
     txn.open_table(schema::BY_TYPE)?;
     txn.open_table(schema::PENDING_SINCE)?;
     txn.open_table(schema::COUNTS)?;
@@ -1279,8 +1256,6 @@ fn write_backup(snapshot: &redb::ReadTransaction, path: &Path) -> Result<(), Wri
     copy_table(snapshot, &txn, DLQ)?;
     copy_table(snapshot, &txn, ORDERED)?;
     copy_table(snapshot, &txn, EXPIRY)?;
-    copy_table(snapshot, &txn, schema::BY_STATUS)?;
-    copy_table(snapshot, &txn, schema::BY_SOURCE)?;
     copy_table(snapshot, &txn, schema::BY_TYPE)?;
     copy_table(snapshot, &txn, schema::PENDING_SINCE)?;
     copy_table(snapshot, &txn, schema::COUNTS)?;
@@ -1305,8 +1280,8 @@ fn copy_table<K: redb::Key + 'static, V: redb::Value + 'static>(
     Ok(())
 }
 
-/// The `meta` row that says how far the index build of a migration to
-/// schema 4 got: a kill during it resumes there.
+/// The `meta` row that says how far the index build of a migration from
+/// schema 3 got: a kill during it resumes there.
 const META_INDEXED_UP_TO: &str = "migration_indexed_up_to";
 
 /// Events indexed per transaction while migrating: each step is durable,
@@ -1314,9 +1289,28 @@ const META_INDEXED_UP_TO: &str = "migration_indexed_up_to";
 const MIGRATION_STEP: usize = 50_000;
 
 /// Brings a database of schema `from` (≥ [`MIGRATES_FROM`]) to
-/// [`SCHEMA_VERSION`], before the writer starts. 3 → 4: builds the indexes
-/// and counts from `state`, in durable steps.
+/// [`SCHEMA_VERSION`], before the writer starts. 3 → 5: builds the indexes
+/// and counts from `state`, in durable steps. 4 → 5: drops the two indexes
+/// schema 5 no longer keeps, in one transaction.
 fn migrate(db: &Database, from: u8) -> Result<(), WriteError> {
+    if from == 4 {
+        let started = std::time::Instant::now();
+        let mut txn = db.begin_write()?;
+        txn.set_quick_repair(true);
+        for name in schema::DROPPED_IN_5 {
+            txn.delete_table(redb::TableDefinition::<(), ()>::new(name))?;
+        }
+        txn.open_table(META)?
+            .insert(META_SCHEMA, [SCHEMA_VERSION].as_slice())?;
+        txn.commit()?;
+        tracing::info!(
+            from,
+            to = SCHEMA_VERSION,
+            seconds = started.elapsed().as_secs_f64(),
+            "migrated the database: dropped indexes that by_type answers"
+        );
+        return Ok(());
+    }
     let started = std::time::Instant::now();
     tracing::info!(
         from,

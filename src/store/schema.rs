@@ -29,8 +29,11 @@
 //!
 //! Secondary indexes and maintained counts (see [`super::index`]), written
 //! in the same transaction as the `state` row they follow:
-//! - `by_status` (status, seq) → (); `by_source` (source, status, seq) → ();
-//!   `by_type` (source, event type, status, seq) → (). Lists, newest first.
+//! - `by_type` (source, event type, status, seq) → (). Lists, newest first:
+//!   a list by status or source merges the ranges of the (source, type)
+//!   pairs that `counts` holds in that status (schema 4 kept `by_status` and
+//!   `by_source` as well; each table an event touches is pages in every
+//!   commit, and these two answered nothing `by_type` cannot).
 //! - `pending_since` (source, round start, seq) → (): the first entry of a
 //!   source is its oldest pending event.
 //! - `counts` (source, event type, tally) → events in that tally now.
@@ -56,8 +59,6 @@ pub const DLQ: TableDefinition<(&str, u64), ()> = TableDefinition::new("dlq");
 pub const EXPIRY: TableDefinition<(u64, u64), ()> = TableDefinition::new("expiry");
 pub const ORDERED: TableDefinition<(&str, &str, u64), ()> = TableDefinition::new("ordered");
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
-pub const BY_STATUS: TableDefinition<(u8, u64), ()> = TableDefinition::new("by_status");
-pub const BY_SOURCE: TableDefinition<(&str, u8, u64), ()> = TableDefinition::new("by_source");
 pub const BY_TYPE: TableDefinition<(&str, &str, u8, u64), ()> = TableDefinition::new("by_type");
 pub const PENDING_SINCE: TableDefinition<(&str, u64, u64), ()> =
     TableDefinition::new("pending_since");
@@ -67,9 +68,12 @@ pub const ERASED: TableDefinition<u64, &[u8]> = TableDefinition::new("erased");
 
 /// The schema this build writes. Bump it with a migration when a table's key
 /// or a record's layout changes.
-pub const SCHEMA_VERSION: u8 = 4;
-/// The oldest schema this build migrates at open (3 → 4 builds the indexes).
+pub const SCHEMA_VERSION: u8 = 5;
+/// The oldest schema this build migrates at open: 3 → 5 builds the indexes
+/// and counts; 4 → 5 drops [`DROPPED_IN_5`].
 pub const MIGRATES_FROM: u8 = 3;
+/// Index tables of schema 4 that schema 5 answers from `by_type` and `counts`.
+pub const DROPPED_IN_5: [&str; 2] = ["by_status", "by_source"];
 pub const META_SCHEMA: &str = "schema_version";
 /// A random tag made when the database is created. It is part of every public
 /// event id, so a database recreated from scratch never hands the app a

@@ -219,7 +219,7 @@ impl<'t> Tables<'t> {
 
     /// Builds the indexes and counts of the events in `from..` (at most
     /// `limit` of them) from their `state` rows; returns the next seq to do,
-    /// or `None` when done. The migration to schema 4 runs this in steps.
+    /// or `None` when done. The migration from schema 3 runs this in steps.
     pub(super) fn index_existing(
         &mut self,
         from: u64,
