@@ -162,6 +162,95 @@ impl EventFilter {
 /// One row of `events`, borrowed from the read snapshot.
 type EventRow = redb::AccessGuard<'static, &'static [u8]>;
 
+/// The `events` rows of newest-first candidate seqs. Near candidates (a
+/// filter that matches many events) are reached by stepping a cursor down
+/// `events`, far ones by a fresh lookup: a step is a fraction of a lookup.
+struct Rows {
+    events: redb::ReadOnlyTable<u64, &'static [u8]>,
+    candidates: Box<dyn Iterator<Item = Result<u64, redb::Error>>>,
+    cursor: Option<std::iter::Rev<redb::Range<'static, u64, &'static [u8]>>>,
+    /// A row the cursor read past a candidate that was not there.
+    peeked: Option<(u64, EventRow)>,
+    /// The seq of the cursor's last row.
+    at: Option<u64>,
+}
+
+impl Rows {
+    /// Rows the cursor may step over before a lookup is cheaper.
+    const MAX_STEPS: usize = 16;
+
+    fn step(&mut self) -> Result<Option<(u64, EventRow)>, StoreError> {
+        if let Some(row) = self.peeked.take() {
+            return Ok(Some(row));
+        }
+        let Some(cursor) = &mut self.cursor else {
+            return Ok(None);
+        };
+        match cursor.next().transpose()? {
+            Some((k, v)) => {
+                self.at = Some(k.value());
+                Ok(Some((k.value(), v)))
+            }
+            None => {
+                self.cursor = None;
+                self.at = None;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Event `seq`'s row, if the snapshot holds it. Seqs are dense in
+    /// `events` (only swept ones leave holes), so the distance from the
+    /// cursor's last row in seq is about the rows to step over.
+    fn row(&mut self, seq: u64) -> Result<Option<EventRow>, StoreError> {
+        let near = self
+            .at
+            .is_some_and(|at| at > seq && at - seq <= Self::MAX_STEPS as u64);
+        if near {
+            for _ in 0..Self::MAX_STEPS {
+                match self.step()? {
+                    Some((k, row)) if k == seq => return Ok(Some(row)),
+                    Some((k, _)) if k > seq => continue,
+                    Some(row) => {
+                        // Past it: not stored. The row may be the next one asked.
+                        self.peeked = Some(row);
+                        return Ok(None);
+                    }
+                    None => break,
+                }
+            }
+        }
+        self.peeked = None;
+        self.cursor = Some(self.events.range(..=seq)?.rev());
+        match self.step()? {
+            Some((k, row)) if k == seq => Ok(Some(row)),
+            Some(row) => {
+                self.peeked = Some(row);
+                Ok(None)
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+impl Iterator for Rows {
+    type Item = Result<(u64, EventRow), StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let seq = match self.candidates.next()? {
+                Ok(seq) => seq,
+                Err(e) => return Some(Err(e.into())),
+            };
+            match self.row(seq) {
+                Ok(Some(row)) => return Some(Ok((seq, row))),
+                Ok(None) => continue,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
+
 /// How much one search call may examine before it answers with what it
 /// has found so far.
 #[derive(Debug, Clone, Copy)]
@@ -766,18 +855,13 @@ impl Store {
                 }
             } else {
                 let candidates = self.candidates(&txn, &events, filter, before)?;
-                let events = txn.open_table(EVENTS)?;
-                Box::new(candidates.filter_map(move |seq| {
-                    let seq = match seq {
-                        Ok(seq) => seq,
-                        Err(e) => return Some(Err(e.into())),
-                    };
-                    events
-                        .get(seq)
-                        .map_err(StoreError::from)
-                        .transpose()
-                        .map(|row| row.map(|raw| (seq, raw)))
-                }))
+                Box::new(Rows {
+                    events: txn.open_table(EVENTS)?,
+                    candidates,
+                    cursor: None,
+                    peeked: None,
+                    at: None,
+                })
             };
         let matcher = payload.matcher();
         let searching = !payload.is_empty();
