@@ -723,7 +723,8 @@ async fn measure_migration(dir: &Path) {
     let events = store.count().unwrap();
     println!();
     println!(
-        "migration: schema 3 → 4 of {events} events (indexes and counts built from state) took {:.1} s at open",
+        "migration: schema 3 → {} of {events} events (indexes and counts built from state) took {:.1} s at open",
+        hookinbox::store::schema::SCHEMA_VERSION,
         took.as_secs_f64()
     );
     drop(store);
