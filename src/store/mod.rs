@@ -134,15 +134,6 @@ pub struct EventFilter {
 }
 
 impl EventFilter {
-    /// Whether every event in the filter's time range matches: then a walk
-    /// reads `events` in seq order, with no index in between.
-    fn is_time_only(&self) -> bool {
-        self.source.is_none()
-            && self.status.is_none()
-            && self.event_type.is_none()
-            && self.event_id.is_none()
-    }
-
     /// The whole filter, checked on a loaded event. The indexes choose the
     /// candidates; this keeps the answer exact where an index is coarser
     /// (the time bounds, found by binary search over seq).
@@ -839,30 +830,13 @@ impl Store {
         let events = txn.open_table(EVENTS)?;
         let states = txn.open_table(STATE)?;
         let erased = txn.open_table(schema::ERASED)?;
-        let rows: Box<dyn Iterator<Item = Result<(u64, EventRow), StoreError>>> =
-            if filter.is_time_only() {
-                // One pass down `events`, rather than a lookup per seq.
-                let range = self.seq_range(&events, filter, before)?;
-                if range.lo >= range.hi {
-                    Box::new(std::iter::empty())
-                } else {
-                    Box::new(
-                        events
-                            .range(range.lo..range.hi)?
-                            .rev()
-                            .map(|row| row.map(|(k, v)| (k.value(), v)).map_err(Into::into)),
-                    )
-                }
-            } else {
-                let candidates = self.candidates(&txn, &events, filter, before)?;
-                Box::new(Rows {
-                    events: txn.open_table(EVENTS)?,
-                    candidates,
-                    cursor: None,
-                    peeked: None,
-                    at: None,
-                })
-            };
+        let rows = Rows {
+            events: txn.open_table(EVENTS)?,
+            candidates: self.candidates(&txn, &events, filter, before)?,
+            cursor: None,
+            peeked: None,
+            at: None,
+        };
         let matcher = payload.matcher();
         let searching = !payload.is_empty();
         let mut scratch = Vec::new();
