@@ -1,0 +1,133 @@
+//! The store-level load shared by the ingest and HTTP benches: events fed
+//! to `Store::ingest` from concurrent producers, and what the writer thread
+//! and the disk paid for them.
+
+use std::time::{Duration, Instant};
+
+use hookinbox::store::{Initial, Store};
+use hookinbox::verify::VerifiedEvent;
+
+pub struct Run {
+    pub events: usize,
+    pub elapsed: Duration,
+    pub p50: Duration,
+    pub p99: Duration,
+}
+
+impl Run {
+    pub fn rate(&self) -> f64 {
+        self.events as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+/// Feeds `events` to `store` from `producers` tasks; stops early at `limit`.
+pub async fn drive(
+    store: &Store,
+    events: Vec<VerifiedEvent>,
+    producers: usize,
+    limit: Duration,
+) -> Run {
+    let started = Instant::now();
+    let deadline = started + limit;
+    // Dealt round-robin: the events in flight at any moment were received
+    // (verified) moments apart, as requests arriving over HTTP are. Contiguous
+    // slices would make each batch's receipt times span the whole run, and
+    // every time-keyed table touch a page per producer.
+    let mut chunks: Vec<Vec<VerifiedEvent>> = (0..producers)
+        .map(|_| Vec::with_capacity(events.len() / producers + 1))
+        .collect();
+    for (i, event) in events.into_iter().enumerate() {
+        chunks[i % producers].push(event);
+    }
+    let tasks: Vec<_> = chunks
+        .into_iter()
+        .map(|chunk| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut waits = Vec::with_capacity(chunk.len());
+                for event in chunk {
+                    if Instant::now() > deadline {
+                        break;
+                    }
+                    let t = Instant::now();
+                    store.ingest(event, Initial::Deliver).await.expect("ingest");
+                    waits.push(t.elapsed());
+                }
+                waits
+            })
+        })
+        .collect();
+    let mut waits = Vec::new();
+    for t in tasks {
+        waits.extend(t.await.unwrap());
+    }
+    let elapsed = started.elapsed();
+    waits.sort();
+    let pct = |p: f64| waits[((waits.len() - 1) as f64 * p) as usize];
+    Run {
+        events: waits.len(),
+        elapsed,
+        p50: pct(0.5),
+        p99: pct(0.99),
+    }
+}
+
+/// What this process has cost so far, from `/proc` (Linux): CPU time of the
+/// store's writer thread and bytes sent to storage. Steadier than a rate on
+/// a shared machine: divide a difference by the events it covers.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cost {
+    /// Nanoseconds on a CPU of every thread named `store-writer`.
+    pub writer_cpu_ns: u64,
+    /// `write_bytes` of `/proc/<pid>/io`: what the process made the kernel write.
+    pub disk_bytes: u64,
+}
+
+impl Cost {
+    pub fn now() -> Cost {
+        Cost::of("self")
+    }
+
+    /// [`Cost::now`] of process `pid` (`"self"` or a number).
+    pub fn of(pid: &str) -> Cost {
+        let mut writer_cpu_ns = 0;
+        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+            for task in tasks.flatten() {
+                let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+                if comm.trim_end() != "store-writer" {
+                    continue;
+                }
+                // schedstat: time on a CPU (ns), time waiting to run, slices.
+                let stat =
+                    std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+                writer_cpu_ns += stat
+                    .split_whitespace()
+                    .next()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0);
+            }
+        }
+        let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap_or_default();
+        let disk_bytes = io
+            .lines()
+            .find_map(|l| l.strip_prefix("write_bytes: "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        Cost {
+            writer_cpu_ns,
+            disk_bytes,
+        }
+    }
+
+    /// "writer µs/event, disk B/event" from `self` to `later` over `events`.
+    /// The writer's CPU is only counted while its thread lives: take both
+    /// ends while the same store is open.
+    pub fn per_event(self, later: Cost, events: usize) -> String {
+        let n = events.max(1) as f64;
+        format!(
+            "writer {:.1} µs/event, disk {:.0} B/event",
+            later.writer_cpu_ns.saturating_sub(self.writer_cpu_ns) as f64 / 1e3 / n,
+            later.disk_bytes.saturating_sub(self.disk_bytes) as f64 / n
+        )
+    }
+}
