@@ -63,6 +63,31 @@ impl DedupeIndex {
         }
     }
 
+    /// The index over `keys` (fingerprint, seq), as inserting them in that
+    /// order would make it. Inserted one by one, each key is a cache and TLB
+    /// miss somewhere in a table of hundreds of MiB (≈ 0.5 µs per key at 5M
+    /// keys). Sorted first by the bucket each will land in, the table fills
+    /// front to back, and a key seen twice keeps its later seq. Opening a
+    /// store of 5M events went from 2.3–3.2 s to 1.1–1.2 s (the README).
+    /// (A counting sort into table regions was tried: fewer CPU cycles for
+    /// the sort, more for the page faults of its second buffer.) The bucket
+    /// is predicted from hashbrown's sizing rule; were the prediction wrong,
+    /// loading would only be slower.
+    pub fn from_keys(mut keys: Vec<(Fingerprint, u64)>) -> DedupeIndex {
+        let mut index = DedupeIndex::with_capacity(keys.len());
+        let mask = (keys.len().max(8) * 8 / 7).next_power_of_two() as u64 - 1;
+        keys.sort_unstable_by_key(|&(fp, seq)| ((fp as u64) & mask, seq));
+        for (fp, seq) in keys {
+            index.insert(fp, seq);
+        }
+        index
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.seqs.len()
+    }
+
     pub fn get(&self, fp: Fingerprint) -> Option<u64> {
         self.seqs.get(&fp).copied()
     }
@@ -100,6 +125,31 @@ mod tests {
         assert_eq!(index.get(fp), Some(7));
         index.remove(fp, 7);
         assert_eq!(index.get(fp), None);
+    }
+
+    #[test]
+    fn from_keys_is_inserting_in_seq_order() {
+        let fps: Vec<Fingerprint> = (0..1000)
+            .map(|i| fingerprint("s", &format!("e{i}")))
+            .collect();
+        // Every key once, and key 7 again at a later seq: the later one wins.
+        let mut keys: Vec<(Fingerprint, u64)> = fps
+            .iter()
+            .enumerate()
+            .map(|(i, fp)| (*fp, i as u64))
+            .collect();
+        keys.push((fps[7], 5000));
+        let index = DedupeIndex::from_keys(keys.clone());
+        let mut inserted = DedupeIndex::default();
+        for (fp, seq) in keys {
+            inserted.insert(fp, seq);
+        }
+        assert_eq!(index.len(), 1000);
+        for fp in &fps {
+            assert_eq!(index.get(*fp), inserted.get(*fp));
+        }
+        assert_eq!(index.get(fps[7]), Some(5000));
+        assert_eq!(index.get(fingerprint("s", "absent")), None);
     }
 
     #[test]

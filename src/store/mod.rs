@@ -1474,13 +1474,13 @@ fn recover_leases(db: &Database) -> Result<usize, WriteError> {
 fn load_dedupe(db: &Database) -> Result<DedupeIndex, StoreError> {
     let txn = db.begin_read()?;
     let log = txn.open_table(DEDUPE)?;
-    let mut index = DedupeIndex::with_capacity(log.len()? as usize);
+    let mut keys = Vec::with_capacity(log.len()? as usize);
     for row in log.iter()? {
         let (seq, value) = row?;
         let (fp, _received) = value.value();
-        index.insert(fp, seq.value());
+        keys.push((fp, seq.value()));
     }
-    Ok(index)
+    Ok(DedupeIndex::from_keys(keys))
 }
 
 #[cfg(test)]
