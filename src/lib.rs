@@ -14,6 +14,7 @@ pub mod clock;
 pub mod listener;
 pub mod tls;
 pub mod ingest;
+pub mod json_pointer;
 pub mod verify;
 pub mod standard_webhooks;
 pub mod store;

@@ -46,10 +46,10 @@ const MAX_ORDERING_KEY: usize = 256;
 /// value as its JSON text. `None` (the event is unordered) when the body is
 /// not JSON or has nothing there. Runs after verification, like all parsing.
 fn ordering_key(body: &[u8], pointer: &str) -> Option<String> {
-    let json: serde_json::Value = serde_json::from_slice(body).ok()?;
-    let mut key = match json.pointer(pointer)? {
+    let found = crate::json_pointer::value_at(body, &crate::json_pointer::tokens(pointer));
+    let mut key = match found.ok()?? {
         serde_json::Value::Null => return None,
-        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::String(s) => s,
         other => other.to_string(),
     };
     if key.len() > MAX_ORDERING_KEY {

@@ -20,6 +20,7 @@ use sha2::Digest;
 
 use crate::clock::unix_ms;
 use crate::config::{Kind, Locator, SourceConfig, SourceName};
+use crate::json_pointer;
 use crate::metrics::RejectReason;
 
 /// What a request looks like to verification.
@@ -328,7 +329,8 @@ fn check_tolerance(
     Ok(())
 }
 
-/// The body, parsed at most once, and only after the signature verified.
+/// The body, parsed at most once into a `Value` (for the kinds that read
+/// several fields of it), and only after the signature verified.
 struct ParsedBody<'a> {
     raw: &'a [u8],
     json: Option<Result<serde_json::Value, ()>>,
@@ -366,11 +368,16 @@ fn locate(
             .map(str::trim)
             .filter(|v| !v.is_empty())
             .map(str::to_owned),
-        Locator::Json(pointer) => match body.json()?.pointer(pointer) {
-            Some(serde_json::Value::String(s)) if !s.is_empty() => Some(s.clone()),
-            Some(serde_json::Value::Number(n)) => Some(n.to_string()),
-            _ => None,
-        },
+        // Read off the bytes: no `Value` of the whole body is built.
+        Locator::Json(pointer) => {
+            match json_pointer::value_at(body.raw, &json_pointer::tokens(pointer))
+                .map_err(|json_pointer::NotJson| Rejection::UnparseableBody { expected: "JSON" })?
+            {
+                Some(serde_json::Value::String(s)) if !s.is_empty() => Some(s),
+                Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+                _ => None,
+            }
+        }
         Locator::Form(field) => form_urlencoded::parse(req.body)
             .find(|(k, _)| k == field)
             .map(|(_, v)| v.into_owned())
