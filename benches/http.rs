@@ -624,10 +624,41 @@ async fn main() {
     }
     server.stop();
 
-    // The same store in-process: Store::ingest without HTTP or verification.
-    if args.http_only {
-        return;
+    if !args.http_only {
+        stored = store_level(&args, &data, &verifier, &summary, stored, run_tag).await;
     }
+    if args.crash {
+        crash(&args.bin, scratch.path(), &data, stored, args.seconds).await;
+    }
+    println!();
+    println!(
+        "rerun: cargo bench --bench http -- --seconds {} --runs {} --connections {} --dup {}{}{}{}",
+        args.seconds,
+        args.runs,
+        join(&args.connections),
+        join(&args.dups),
+        if args.preload > 0 {
+            format!(" --preload {}", args.preload)
+        } else {
+            String::new()
+        },
+        args.data
+            .as_ref()
+            .map_or(String::new(), |d| format!(" --data {}", d.display())),
+        if args.crash { " --crash" } else { "" }
+    );
+}
+
+/// The same store in-process: `Store::ingest` without HTTP or verification.
+async fn store_level(
+    args: &Args,
+    data: &Path,
+    verifier: &Verifier,
+    summary: &[(usize, usize, f64)],
+    mut stored: usize,
+    run_tag: i64,
+) -> usize {
+    let fresh = args.preload == 0 && args.data.is_none();
     println!();
     println!("store level, same store, no HTTP and no signature check:");
     println!();
@@ -638,13 +669,13 @@ async fn main() {
     let mut next = 2_000_000_000usize + (run_tag as usize % 1000) * 10_000_000;
     for &conns in &args.connections {
         if fresh {
-            std::fs::remove_dir_all(&data).unwrap();
-            std::fs::create_dir_all(&data).unwrap();
+            std::fs::remove_dir_all(data).unwrap();
+            std::fs::create_dir_all(data).unwrap();
             stored = 0;
         }
-        let (store, writer) = open(&data);
+        let (store, writer) = open(data);
         let n = PREPARED_RATE * args.seconds as usize;
-        let events = make_events(&verifier, next, n);
+        let events = make_events(verifier, next, n);
         next += n;
         let before = stored;
         let r = drive(&store, events, conns, Duration::from_secs(args.seconds)).await;
@@ -668,24 +699,7 @@ async fn main() {
         );
         close(store, writer).await;
     }
-
-    if args.crash {
-        crash(&args.bin, scratch.path(), &data, stored, args.seconds).await;
-    }
-    println!();
-    println!(
-        "rerun: cargo bench --bench http -- --seconds {} --runs {} --connections {} --dup {}{}{}",
-        args.seconds,
-        args.runs,
-        join(&args.connections),
-        join(&args.dups),
-        if args.preload > 0 {
-            format!(" --preload {}", args.preload)
-        } else {
-            String::new()
-        },
-        if args.crash { " --crash" } else { "" }
-    );
+    stored
 }
 
 fn join(v: &[usize]) -> String {
