@@ -126,14 +126,8 @@ mod tests {
 
     #[test]
     fn a_body_that_is_not_one_json_document_has_no_pointer() {
-        for body in [
-            r#"{"a":"x"} {"a":"x"}"#,
-            r#"{"a":"x""#,
-            "a=x&b=y",
-            r#"{"a":"x",}"#,
-        ] {
-            assert!(!matches(body, None, Some(("/a", "x"))), "{body}");
-        }
+        // json_pointer's tests cover the ways a body fails to be JSON.
+        assert!(!matches("a=x&b=y", None, Some(("/a", "x"))));
         // The text test alone does not need JSON.
         assert!(matches("a=x&b=y", Some("b=y"), None));
     }
