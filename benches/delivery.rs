@@ -13,6 +13,7 @@
 //!
 //! Rerun: cargo bench --bench delivery -- [--quick] [--backlog N] [--rate R] [--seconds S]
 
+#[allow(dead_code)]
 #[path = "support/mod.rs"]
 mod support;
 

@@ -30,8 +30,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use hookinbox::config::Config;
-use hookinbox::store::{DB_FILE, Store, StoreOptions};
+use hookinbox::store::MAX_BATCH;
 use hookinbox::verify::Verifier;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -42,8 +41,11 @@ mod support;
 #[path = "support/drive.rs"]
 mod drive;
 
-use drive::{Cost, drive};
-use support::{Flags, SECRET, event_id, make_events, signed_headers, stripe_like_body, unix_now};
+use drive::{Cost, close, drive, file_size, open};
+use support::{
+    Flags, SECRET, event_id, make_events, signed_headers, standard_verifier, stripe_like_body,
+    unix_now,
+};
 
 const SOURCE: &str = "stripe";
 const TOKEN: &str = "bench-admin-token-0123456789abcdef";
@@ -75,6 +77,13 @@ fn list(flags: &Flags, flag: &str, default: &[usize]) -> Vec<usize> {
                 .collect()
         },
     )
+}
+
+impl Args {
+    /// Without --preload or --data every run starts from an empty store.
+    fn fresh(&self) -> bool {
+        self.preload == 0 && self.data.is_none()
+    }
 }
 
 fn args() -> Args {
@@ -473,41 +482,10 @@ fn ms(d: Duration) -> String {
     format!("{:.1}", d.as_secs_f64() * 1e3)
 }
 
-fn file_size(data: &Path) -> u64 {
-    std::fs::metadata(data.join(DB_FILE)).map_or(0, |m| m.len())
-}
-
-fn verifier(data: &Path) -> Arc<Verifier> {
-    let mut config = Config::from_toml(
-        &format!("[[source]]\nname = \"{SOURCE}\"\nkind = \"standard\"\nsecret = \"{SECRET}\"\n"),
-        "bench",
-        None,
-        &|_| None,
-    )
-    .unwrap();
-    let source = config
-        .sources
-        .remove(0)
-        .resolve(data, &mut Vec::new())
-        .unwrap();
-    Arc::new(Verifier::new(&source).unwrap())
-}
-
-fn open(data: &Path) -> (Store, hookinbox::store::WriterHandle) {
-    Store::open(StoreOptions::new(data, Duration::from_secs(30 * 86400))).unwrap()
-}
-
-async fn close(store: Store, writer: hookinbox::store::WriterHandle) {
-    drop(store);
-    tokio::task::spawn_blocking(move || writer.shutdown())
-        .await
-        .unwrap();
-}
-
 /// Tops the store up to `preload` events through `Store::ingest`; returns
 /// how many it holds.
 async fn preload(data: &Path, target: usize, verifier: &Verifier) -> usize {
-    let (store, writer) = open(data);
+    let (store, writer) = open(data, MAX_BATCH);
     let mut stored = store.count().unwrap() as usize;
     if stored < target {
         let started = Instant::now();
@@ -537,11 +515,11 @@ async fn main() {
         .clone()
         .unwrap_or_else(|| scratch.path().join("data"));
     std::fs::create_dir_all(&data).unwrap();
-    let verifier = verifier(&data);
+    let verifier = standard_verifier(SOURCE, &data);
     let mut stored = if args.preload > 0 {
         preload(&data, args.preload, &verifier).await
     } else {
-        let (store, writer) = open(&data);
+        let (store, writer) = open(&data, MAX_BATCH);
         let n = store.count().unwrap() as usize;
         close(store, writer).await;
         n
@@ -558,8 +536,6 @@ async fn main() {
         "| conns | dup % | stored before | events/s | p50 ms | p99 ms | max ms | longest pause ms | batch | disk B/event | write amp. | writer µs/event | file B/event | RSS MiB |"
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    // Without --preload or --data every run starts from an empty store.
-    let fresh = args.preload == 0 && args.data.is_none();
     let mut server = Server::start(&args.bin, scratch.path(), &data);
     server.wait_ready(Instant::now());
     let run_tag = unix_now();
@@ -567,7 +543,7 @@ async fn main() {
     for &conns in &args.connections {
         for &dup in &args.dups {
             for run in 0..args.runs {
-                if fresh && stored > 0 {
+                if args.fresh() && stored > 0 {
                     server.stop();
                     std::fs::remove_dir_all(&data).unwrap();
                     std::fs::create_dir_all(&data).unwrap();
@@ -658,7 +634,6 @@ async fn store_level(
     mut stored: usize,
     run_tag: i64,
 ) -> usize {
-    let fresh = args.preload == 0 && args.data.is_none();
     println!();
     println!("store level, same store, no HTTP and no signature check:");
     println!();
@@ -668,12 +643,12 @@ async fn store_level(
     println!("|---:|---:|---:|---:|---:|---:|");
     let mut next = 2_000_000_000usize + (run_tag as usize % 1000) * 10_000_000;
     for &conns in &args.connections {
-        if fresh {
+        if args.fresh() {
             std::fs::remove_dir_all(data).unwrap();
             std::fs::create_dir_all(data).unwrap();
             stored = 0;
         }
-        let (store, writer) = open(data);
+        let (store, writer) = open(data, MAX_BATCH);
         let n = PREPARED_RATE * args.seconds as usize;
         let events = make_events(verifier, next, n);
         next += n;
@@ -719,10 +694,8 @@ async fn crash(bin: &Path, dir: &Path, data: &Path, stored: usize, seconds: u64)
         0,
     );
     let addr = server.ingest;
-    // The connections fail when the server dies: run them detached.
-    let load = tokio::spawn(async move {
-        let _ = tokio::spawn(load(addr, reqs, seconds + 5)).await;
-    });
+    // The connections fail when the server dies; what they saw is not kept.
+    let load = tokio::spawn(load(addr, reqs, seconds + 5));
     tokio::time::sleep(Duration::from_secs(seconds)).await;
     server.kill();
     load.abort();

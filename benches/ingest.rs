@@ -9,21 +9,18 @@
 //!
 //! Rerun: cargo bench --bench ingest -- [--quick] [--preload 1000000]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hookinbox::config::Config;
-use hookinbox::store::{MAX_BATCH, Store, StoreOptions};
-use hookinbox::verify::Verifier;
+use hookinbox::store::MAX_BATCH;
 
 #[path = "support/mod.rs"]
 mod support;
 #[path = "support/drive.rs"]
 mod drive;
 
-use drive::{Cost, drive};
+use drive::{Cost, close, drive, file_size, open};
 
-use support::{Flags, SECRET, make_events, stripe_like_body};
+use support::{Flags, make_events, standard_verifier, stripe_like_body};
 
 struct Args {
     /// Events per one-commit-per-event run: ~2,000/s makes 2,000 take ~1 s.
@@ -46,46 +43,15 @@ fn args() -> Args {
     }
 }
 
-fn open(dir: &std::path::Path, max_batch: usize) -> (Store, hookinbox::store::WriterHandle) {
-    let options = StoreOptions {
-        max_batch,
-        ..StoreOptions::new(dir, Duration::from_secs(30 * 86400))
-    };
-    Store::open(options).unwrap()
-}
-
-async fn close(store: Store, writer: hookinbox::store::WriterHandle) {
-    drop(store);
-    tokio::task::spawn_blocking(move || writer.shutdown())
-        .await
-        .unwrap();
-}
-
 fn ms(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64() * 1e3)
-}
-
-fn file_size(dir: &std::path::Path) -> u64 {
-    std::fs::metadata(dir.join(hookinbox::store::DB_FILE))
-        .map(|m| m.len())
-        .unwrap_or(0)
 }
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let args = args();
-    let mut config = Config::from_toml(
-        &format!("[[source]]\nname = \"stripe\"\nkind = \"standard\"\nsecret = \"{SECRET}\"\n"),
-        "bench",
-        None,
-        &|_| None,
-    )
-    .unwrap();
-    // The source gives its secret: resolving it writes nothing to the data dir.
     let data = tempfile::tempdir().unwrap();
-    let source = config.sources.remove(0);
-    let source = source.resolve(data.path(), &mut Vec::new()).unwrap();
-    let verifier = Arc::new(Verifier::new(&source).unwrap());
+    let verifier = standard_verifier("stripe", data.path());
     let sample = stripe_like_body("evt_000000000000_00000000", 1).len();
     println!(
         "hookinbox ingest bench: body ≈{sample} B, MAX_BATCH {MAX_BATCH}, {} cores",

@@ -17,12 +17,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use hookinbox::clock::unix_ms;
-use hookinbox::config::Config;
 use hookinbox::store::schema::{Attempt, AttemptClass};
 use hookinbox::store::{Finish, Ingested, Initial, Next, Store, StoreOptions};
 use hookinbox::sweep::BATCH;
 use hookinbox::verify::Verifier;
-use support::{Flags, SECRET, make_events};
+use support::{Flags, make_events, standard_verifier};
 
 struct Args {
     events: usize,
@@ -88,18 +87,8 @@ fn ms(d: Duration) -> String {
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let args = args();
-    let mut config = Config::from_toml(
-        &format!("[[source]]\nname = \"s\"\nkind = \"standard\"\nsecret = \"{SECRET}\"\n"),
-        "bench",
-        None,
-        &|_| None,
-    )
-    .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    // The source gives its secret: resolving it writes nothing to the data dir.
-    let source = config.sources.remove(0);
-    let source = source.resolve(dir.path(), &mut Vec::new()).unwrap();
-    let verifier = Arc::new(Verifier::new(&source).unwrap());
+    let verifier = standard_verifier("s", dir.path());
     let options = StoreOptions {
         payload_ttl: Duration::from_secs(1),
         ..StoreOptions::new(dir.path(), Duration::from_secs(1))

@@ -2,10 +2,33 @@
 //! to `Store::ingest` from concurrent producers, and what the writer thread
 //! and the disk paid for them.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hookinbox::store::{Initial, Store};
+use hookinbox::store::{DB_FILE, Initial, Store, StoreOptions, WriterHandle};
 use hookinbox::verify::VerifiedEvent;
+
+/// The store in `dir` with a 30-day dedupe window, `max_batch` per commit.
+pub fn open(dir: &Path, max_batch: usize) -> (Store, WriterHandle) {
+    let options = StoreOptions {
+        max_batch,
+        ..StoreOptions::new(dir, Duration::from_secs(30 * 86400))
+    };
+    Store::open(options).unwrap()
+}
+
+/// Closes the store and waits for its writer to finish.
+pub async fn close(store: Store, writer: WriterHandle) {
+    drop(store);
+    tokio::task::spawn_blocking(move || writer.shutdown())
+        .await
+        .unwrap();
+}
+
+/// The database file's size in bytes (0 if absent).
+pub fn file_size(dir: &Path) -> u64 {
+    std::fs::metadata(dir.join(DB_FILE)).map_or(0, |m| m.len())
+}
 
 pub struct Run {
     pub events: usize,

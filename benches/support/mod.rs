@@ -1,10 +1,12 @@
 //! Shared by the benches: real events, signed as a provider would and
 //! verified by hookinbox's own verifier, so the store sees the real shape.
 
+use std::path::Path;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::Bytes;
-use hookinbox::config::Kind;
+use hookinbox::config::{Config, Kind};
 use hookinbox::verify::sign::{Signing, sign};
 use hookinbox::verify::{Request, Verified, VerifiedEvent, Verifier};
 
@@ -38,6 +40,21 @@ impl Flags {
 }
 
 pub const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/// The verifier of a Standard Webhooks source `name` signed with [`SECRET`].
+/// The source gives its secret: resolving it writes nothing to `data_dir`.
+pub fn standard_verifier(name: &str, data_dir: &Path) -> Arc<Verifier> {
+    let mut config = Config::from_toml(
+        &format!("[[source]]\nname = \"{name}\"\nkind = \"standard\"\nsecret = \"{SECRET}\"\n"),
+        "bench",
+        None,
+        &|_| None,
+    )
+    .unwrap();
+    let source = config.sources.remove(0);
+    let source = source.resolve(data_dir, &mut Vec::new()).unwrap();
+    Arc::new(Verifier::new(&source).unwrap())
+}
 
 /// Standard Webhooks headers for `body` with event id `id`, signed at `ts`.
 pub fn signed_headers(id: &str, body: &[u8], ts: i64) -> Vec<(String, String)> {
