@@ -11,6 +11,7 @@ pub mod index;
 mod payload;
 pub mod schema;
 mod tables;
+mod wal;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -35,6 +36,9 @@ pub use writer::MAX_BATCH;
 /// this, and each failing probe costs one commit of an event's size.
 pub const PROBE_EVERY: Duration = Duration::from_secs(2);
 
+/// See [`StoreOptions::checkpoint_every`].
+pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
 /// `meta` keys of destinations' pause states.
 const PAUSED_PREFIX: &str = "paused:";
 
@@ -42,7 +46,7 @@ const PAUSED_PREFIX: &str = "paused:";
 pub const DB_FILE: &str = "hookinbox.redb";
 
 /// How an event starts its life.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Initial {
     /// Deliver it: it goes on the schedule, due now.
     Deliver,
@@ -71,14 +75,14 @@ pub struct Claimed {
 }
 
 /// What an attempt came to and what happens next, for [`Store::finish`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Finish {
     pub seq: u64,
     pub attempt: Attempt,
     pub next: Next,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Next {
     Delivered {
         at_ms: u64,
@@ -96,7 +100,7 @@ pub enum Next {
 }
 
 /// A person's change to an event.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum Change {
     /// Deliver again: attempts reset, history kept, same `webhook-id`.
     Replay,
@@ -415,6 +419,8 @@ pub enum WriteError {
     Corrupt(#[from] schema::DecodeError),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Wal(#[from] wal::WalError),
 }
 
 impl WriteError {
@@ -423,6 +429,7 @@ impl WriteError {
             WriteError::Redb(e) => is_io(e),
             WriteError::Corrupt(_) => false,
             WriteError::Io(_) => true,
+            WriteError::Wal(e) => matches!(e, wal::WalError::Io { .. }),
         }
     }
 }
@@ -463,9 +470,13 @@ pub struct StoreOptions {
     /// redb's page cache. 256 MiB keeps the dedupe table and the hot ends of
     /// the sequential tables in memory on a small VM.
     pub cache_bytes: usize,
-    /// Most events per transaction. 1 means one durable commit per event
-    /// (what benches/ingest.rs compares group commit against).
+    /// Most events per transaction. 1 means one fsync per event (what
+    /// benches/ingest.rs compares group commit against).
     pub max_batch: usize,
+    /// How often a batch is committed to redb durably (a checkpoint) instead
+    /// of through the write-ahead log (see [`wal`]). Longer: fewer bytes
+    /// written per event; shorter: less log to replay after a crash.
+    pub checkpoint_every: Duration,
     /// Told of every successful commit: jobs in it, and how long it took.
     pub on_commit: Option<CommitHook>,
 }
@@ -482,6 +493,7 @@ impl StoreOptions {
             dlq_ttl: Duration::from_secs(30 * 86_400),
             cache_bytes: 256 << 20,
             max_batch: MAX_BATCH,
+            checkpoint_every: CHECKPOINT_EVERY,
             on_commit: None,
         }
     }
@@ -582,6 +594,10 @@ impl Store {
             }
             Err(found) => return Err(StoreError::OlderSchema { path, found }),
         };
+        // Before anything reads the tables: what the log holds beyond the
+        // file's last checkpoint is as much the store as the file is.
+        let mut wal = wal::Wal::open(&options.data_dir, tag).map_err(|e| open_err(e.into()))?;
+        let replayed = writer::recover(&db, &mut wal, &writer::ttls(&options)).map_err(open_err)?;
         let recovered = recover_leases(&db).map_err(open_err)?;
         if recovered > 0 {
             tracing::warn!(
@@ -605,7 +621,14 @@ impl Store {
         });
         let (exit_tx, exited) = oneshot::channel();
         let thread = writer::spawn(
-            writer::Writer::new(shared.clone(), options, next_seq, last_received_ms),
+            writer::Writer::new(
+                shared.clone(),
+                options,
+                next_seq,
+                last_received_ms,
+                wal,
+                replayed.lsn,
+            ),
             rx,
             exit_tx,
         )

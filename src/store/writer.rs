@@ -2,7 +2,11 @@
 //!
 //! Group commit: the thread blocks for one job, then takes everything else
 //! already queued (up to [`MAX_BATCH`]), applies the whole batch in ONE
-//! transaction, commits durably (fsync) and only then answers each waiter.
+//! transaction, makes it durable and only then answers each waiter. Durable
+//! means: committed to redb without durability and its frame appended to the
+//! write-ahead log and fsynced ([`super::wal`]); or, once per
+//! `checkpoint_every`, committed to redb durably (a checkpoint, which
+//! empties the log).
 //! While it commits, new requests queue up and form the next batch, so the
 //! batch size follows the load; under load it lingers a few microseconds for
 //! the producers it just answered (see [`LINGER_FROM`]); idle, it never waits.
@@ -15,16 +19,19 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redb::{Database, Durability};
+use std::borrow::Cow;
+
+use redb::{Database, Durability, ReadableDatabase};
 use tokio::sync::{mpsc, oneshot};
 
 use super::dedupe::{Fingerprint, fingerprint};
 use super::index::MinuteKind;
 use super::schema::{self, EventRecordRef, EventState, Status};
 use super::tables::{Tables, Ttls};
+use super::wal::{self, Entry, META_LSN, Wal, WalError};
 use super::{
     Change, ChangeError, Claimed, Finish, Ingested, Initial, Shared, StoreError, StoreOptions,
-    Swept, WriteError, open_database, public_id,
+    Swept, WriteError, last_event, open_database, public_id,
 };
 
 /// The `meta` row a readiness probe writes and removes.
@@ -203,6 +210,14 @@ pub(super) struct Writer {
     last_received_ms: u64,
     record_buf: Vec<u8>,
     scratch: Vec<u8>,
+    wal: Wal,
+    /// The number of the last frame or checkpoint the database holds.
+    lsn: u64,
+    last_checkpoint: Instant,
+    /// A batch committed to redb whose frame did not reach the log, and the
+    /// dedupe keys it changed. Closing the database may still have written
+    /// it; if the reopened database holds its number, the index learns them.
+    unconfirmed: Option<(u64, Keys)>,
 }
 
 /// Sends on drop, so the signal fires on a normal exit and on a panic alike.
@@ -275,6 +290,8 @@ impl Writer {
         options: StoreOptions,
         next_seq: u64,
         last_received_ms: u64,
+        wal: Wal,
+        lsn: u64,
     ) -> Writer {
         Writer {
             shared,
@@ -283,6 +300,10 @@ impl Writer {
             last_received_ms,
             record_buf: Vec::with_capacity(4096),
             scratch: Vec::with_capacity(4096),
+            wal,
+            lsn,
+            last_checkpoint: Instant::now(),
+            unconfirmed: None,
         }
     }
 
@@ -296,7 +317,9 @@ impl Writer {
         let probed = batch
             .iter()
             .any(|job| matches!(job, Job::Probe { bytes, .. } if *bytes > 0));
-        match self.apply(batch, ready) {
+        // A probe proves a durable write of an event's size: never the log's.
+        let checkpoint = batch.iter().any(|job| matches!(job, Job::Probe { .. }));
+        match self.apply(batch, ready, checkpoint) {
             Ok(keys) => {
                 if let Some(hook) = &self.options.on_commit {
                     hook(jobs, started.elapsed());
@@ -306,18 +329,7 @@ impl Writer {
                         .write_error
                         .send_if_modified(|e| e.take().is_some());
                 }
-                let mut index = self
-                    .shared
-                    .dedupe
-                    .write()
-                    .unwrap_or_else(|p| p.into_inner());
-                for (fp, seq) in keys.removed {
-                    index.remove(fp, seq);
-                }
-                for (fp, seq) in keys.added {
-                    index.insert(fp, seq);
-                }
-                drop(index);
+                self.learn(keys);
                 for reply in ready.drain(..) {
                     reply.send();
                 }
@@ -339,7 +351,9 @@ impl Writer {
         }
     }
 
-    fn database(&self) -> Result<Arc<Database>, WriteError> {
+    /// The open database; after a failure, the file opened again with the
+    /// log replayed into it, and the writer's own state read back from it.
+    fn database(&mut self) -> Result<Arc<Database>, WriteError> {
         if let Some(db) = self
             .shared
             .db
@@ -349,14 +363,42 @@ impl Writer {
         {
             return Ok(db);
         }
-        let db = Arc::new(open_database(&self.shared.path, self.options.cache_bytes)?);
+        let db = open_database(&self.shared.path, self.options.cache_bytes)?;
+        let recovered = recover(&db, &mut self.wal, &ttls(&self.options))?;
+        if let Some((lsn, keys)) = self.unconfirmed.take()
+            && recovered.held >= lsn
+        {
+            self.learn(keys);
+        }
+        self.lsn = recovered.lsn;
+        self.last_checkpoint = Instant::now();
+        (self.next_seq, self.last_received_ms) = last_event(&db)
+            .map_err(|e| WriteError::Io(std::io::Error::other(e.to_string())))?
+            .map_or((1, 0), |(s, r)| (s + 1, r));
+        let db = Arc::new(db);
         *self.shared.db.write().unwrap_or_else(|p| p.into_inner()) = Some(db.clone());
-        tracing::info!(path = %self.shared.path.display(), "database reopened");
+        tracing::info!(path = %self.shared.path.display(), replayed_frames = recovered.frames, "database reopened");
         Ok(db)
     }
 
+    /// Tells the dedupe index what a batch the database holds changed.
+    fn learn(&self, keys: Keys) {
+        let mut index = self
+            .shared
+            .dedupe
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
+        for (fp, seq) in keys.removed {
+            index.remove(fp, seq);
+        }
+        for (fp, seq) in keys.added {
+            index.insert(fp, seq);
+        }
+    }
+
     /// Applies the jobs of `batch` in one transaction, in queue order,
-    /// moving each into `ready` with its answer, and commits durably.
+    /// moving each into `ready` with its answer, and makes it durable: its
+    /// frame in the log, or a checkpoint (always when `checkpoint`).
     /// Returns the dedupe keys the batch added and removed, for the index
     /// once the commit stands. On failure, jobs not yet applied stay in
     /// `batch`; a job whose own step failed is answered here.
@@ -364,14 +406,12 @@ impl Writer {
         &mut self,
         batch: &mut Vec<Job>,
         ready: &mut Vec<Ready>,
+        checkpoint: bool,
     ) -> Result<Keys, Arc<WriteError>> {
         let db = self.database().map_err(Arc::new)?;
         let mut txn = db.begin_write().map_err(|e| Arc::new(e.into()))?;
-        txn.set_durability(Durability::Immediate)
-            .map_err(|e| Arc::new(e.into()))?;
-        // Quick repair saves the allocator state with each commit, so that
-        // reopening after kill -9 is instant instead of a walk of the file.
-        txn.set_quick_repair(true);
+        let lsn = self.lsn + 1;
+        self.wal.begin();
         let mut keys = Keys {
             added: HashMap::with_capacity(batch.len()),
             removed: HashSet::new(),
@@ -394,9 +434,35 @@ impl Writer {
                 batch.extend(rest);
                 return Err(cause);
             }
+            drop(jobs);
+            let durable = checkpoint
+                || !self.wal.fits()
+                || self.last_checkpoint.elapsed() >= self.options.checkpoint_every;
+            if durable || self.wal.has_entries() {
+                t.meta
+                    .insert(META_LSN, lsn.to_le_bytes().as_slice())
+                    .map_err(|e| Arc::new(e.into()))?;
+            }
             t.index.flush().map_err(Arc::new)?;
+            if durable {
+                drop(t);
+                commit_checkpoint(txn).map_err(Arc::new)?;
+                self.lsn = lsn;
+                self.wal.rewind();
+                self.last_checkpoint = Instant::now();
+                return Ok(keys);
+            }
         }
+        txn.set_durability(Durability::None)
+            .map_err(|e| Arc::new(e.into()))?;
         txn.commit().map_err(|e| Arc::new(e.into()))?;
+        if self.wal.has_entries() {
+            if let Err(e) = self.wal.append(lsn) {
+                self.unconfirmed = Some((lsn, keys));
+                return Err(Arc::new(e.into()));
+            }
+            self.lsn = lsn;
+        }
         Ok(keys)
     }
 
@@ -422,11 +488,14 @@ impl Writer {
                     .filter(|seq| !keys.removed.contains(&(fp, *seq)));
                 let result = match keys.added.get(&fp).or(live.as_ref()) {
                     Some(&seq) => {
-                        t.index.count_minute(
-                            event.received_at_ms(),
-                            event.source().as_str(),
-                            MinuteKind::Duplicate,
-                        );
+                        let (received_ms, source) =
+                            (event.received_at_ms(), event.source().as_str());
+                        t.index
+                            .count_minute(received_ms, source, MinuteKind::Duplicate);
+                        self.wal.push(&Entry::Duplicate {
+                            received_ms,
+                            source: Cow::Borrowed(source),
+                        });
                         Ok(Ingested::Duplicate {
                             id: public_id(self.shared.tag, seq),
                         })
@@ -436,6 +505,11 @@ impl Writer {
                         self.insert_event(t, seq, fp, &event, &initial).map(|()| {
                             self.next_seq += 1;
                             keys.added.insert(fp, seq);
+                            self.wal.push(&Entry::Ingest {
+                                seq,
+                                initial: Cow::Borrowed(&initial),
+                                record: Cow::Borrowed(&self.record_buf),
+                            });
                             Ingested::New {
                                 id: public_id(self.shared.tag, seq),
                             }
@@ -448,8 +522,12 @@ impl Writer {
                 seq,
                 started_ms,
                 reply,
-            } => settle(reply, t.claim(seq, started_ms), ready, Ready::Claimed),
+            } => {
+                self.wal.push(&Entry::Claim { seq, started_ms });
+                settle(reply, t.claim(seq, started_ms), ready, Ready::Claimed)
+            }
             Job::Finish { finish, reply } => {
+                self.wal.push(&Entry::Finish(Cow::Borrowed(&finish)));
                 settle(reply, t.finish(&finish, &self.ttls()), ready, Ready::Done)
             }
             Job::Change {
@@ -457,13 +535,21 @@ impl Writer {
                 change,
                 now_ms,
                 reply,
-            } => settle(
-                reply,
-                t.change(seq, &change, now_ms, &self.ttls()),
-                ready,
-                Ready::Changed,
-            ),
+            } => {
+                self.wal.push(&Entry::Change {
+                    seq,
+                    change: Cow::Borrowed(&change),
+                    now_ms,
+                });
+                settle(
+                    reply,
+                    t.change(seq, &change, now_ms, &self.ttls()),
+                    ready,
+                    Ready::Changed,
+                )
+            }
             Job::Ping { reply } => settle(reply, Ok(()), ready, Ready::Done),
+            // Always in a checkpoint (see `commit`): nothing to log.
             Job::Probe { bytes, reply } => {
                 let result = if bytes == 0 {
                     t.meta.remove(PROBE_KEY).map(drop)
@@ -475,6 +561,10 @@ impl Writer {
                 settle(reply, result.map_err(WriteError::from), ready, Ready::Done)
             }
             Job::SetMeta { key, value, reply } => {
+                self.wal.push(&Entry::SetMeta {
+                    key: Cow::Borrowed(&key),
+                    value: Cow::Borrowed(&value),
+                });
                 let result = t.meta.insert(key.as_str(), value.as_slice()).map(drop);
                 settle(reply, result.map_err(WriteError::from), ready, Ready::Done)
             }
@@ -483,6 +573,7 @@ impl Writer {
                 limit,
                 reply,
             } => {
+                self.wal.push(&Entry::Sweep { now_ms, limit });
                 let result = t
                     .sweep(now_ms, limit, &self.ttls())
                     .map(|(swept, forgotten)| {
@@ -495,11 +586,7 @@ impl Writer {
     }
 
     fn ttls(&self) -> Ttls {
-        Ttls {
-            dedupe_ms: self.options.dedupe_ttl.as_millis() as u64,
-            payload_ms: self.options.payload_ttl.as_millis() as u64,
-            dlq_ms: self.options.dlq_ttl.as_millis() as u64,
-        }
+        ttls(&self.options)
     }
 
     fn insert_event(
@@ -527,27 +614,14 @@ impl Writer {
             &mut self.scratch,
             &mut self.record_buf,
         );
-        t.events.insert(seq, self.record_buf.as_slice())?;
-        let source = ev.source().as_str();
-        let (status, key) = match initial {
-            Initial::Deliver => (Status::Pending, None),
-            Initial::Ordered(key) => (Status::Pending, Some(key.clone())),
-            Initial::Hold => (Status::Held, None),
-        };
-        if let Some(key) = &key {
-            t.ordered.insert((source, key.as_str(), seq), ())?;
-        }
-        t.put_state(
+        let stored = StoredAs {
             seq,
-            None,
-            &EventState::new(source, ev.event_type(), status, received, key),
-        )?;
-        t.index.count_minute(received, source, MinuteKind::Received);
-        t.dedupe.insert(seq, (fp, received))?;
-        if status == Status::Pending {
-            t.schedule.insert((source, received, seq), ())?;
-        }
-        Ok(())
+            fp,
+            source: ev.source().as_str(),
+            event_type: ev.event_type(),
+            received,
+        };
+        store_event(t, &stored, &self.record_buf, initial)
     }
 
     /// After a failed commit redb refuses further writes (and reads) until
@@ -577,6 +651,164 @@ impl Writer {
             .take();
         if let Some(db) = taken {
             close_when_unshared(db);
+        }
+    }
+}
+
+/// Where and as what a new event is stored.
+struct StoredAs<'a> {
+    seq: u64,
+    fp: Fingerprint,
+    source: &'a str,
+    event_type: Option<&'a str>,
+    received: u64,
+}
+
+/// Stores a new event: its encoded `record`, state, indexes, dedupe key and
+/// place in its destination's queue.
+fn store_event(
+    t: &mut Tables<'_>,
+    at: &StoredAs<'_>,
+    record: &[u8],
+    initial: &Initial,
+) -> Result<(), WriteError> {
+    let (seq, source, received) = (at.seq, at.source, at.received);
+    t.events.insert(seq, record)?;
+    let (status, key) = match initial {
+        Initial::Deliver => (Status::Pending, None),
+        Initial::Ordered(key) => (Status::Pending, Some(key.clone())),
+        Initial::Hold => (Status::Held, None),
+    };
+    if let Some(key) = &key {
+        t.ordered.insert((source, key.as_str(), seq), ())?;
+    }
+    t.put_state(
+        seq,
+        None,
+        &EventState::new(source, at.event_type, status, received, key),
+    )?;
+    t.index.count_minute(received, source, MinuteKind::Received);
+    t.dedupe.insert(seq, (at.fp, received))?;
+    if status == Status::Pending {
+        t.schedule.insert((source, received, seq), ())?;
+    }
+    Ok(())
+}
+
+pub(super) fn ttls(options: &StoreOptions) -> Ttls {
+    Ttls {
+        dedupe_ms: options.dedupe_ttl.as_millis() as u64,
+        payload_ms: options.payload_ttl.as_millis() as u64,
+        dlq_ms: options.dlq_ttl.as_millis() as u64,
+    }
+}
+
+/// Commits `txn` durably, with the allocator state: reopening after kill -9
+/// is then instant instead of a walk of the file.
+fn commit_checkpoint(mut txn: redb::WriteTransaction) -> Result<(), WriteError> {
+    txn.set_durability(Durability::Immediate)?;
+    txn.set_quick_repair(true);
+    txn.commit()?;
+    Ok(())
+}
+
+/// What [`recover`] found and did.
+pub(super) struct Recovered {
+    /// The last frame the database held before the replay.
+    pub held: u64,
+    /// The last frame it holds now.
+    pub lsn: u64,
+    /// Frames replayed.
+    pub frames: usize,
+}
+
+/// Replays into `db` the log's frames it does not hold (each entry applied
+/// as the writer applied it, to the same state), then checkpoints: one
+/// durable commit, after which the log starts over.
+pub(super) fn recover(db: &Database, wal: &mut Wal, ttls: &Ttls) -> Result<Recovered, WriteError> {
+    let held = {
+        let txn = db.begin_read()?;
+        let meta = txn.open_table(schema::META)?;
+        meta.get(META_LSN)?.map_or(0, |v| {
+            u64::from_le_bytes(v.value().try_into().unwrap_or([0; 8]))
+        })
+    };
+    let frames = match wal.read_after(held) {
+        Ok(found) => found.frames,
+        Err(gap @ WalError::Gap { .. }) => {
+            let aside = wal.set_aside(held)?;
+            tracing::error!(cause = %gap, kept_at = %aside.display(), "the write-ahead log does not continue this database; it was set aside, not replayed");
+            Vec::new()
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut lsn = held;
+    let txn = db.begin_write()?;
+    {
+        let mut t = Tables::open(&txn)?;
+        for (n, payload) in &frames {
+            for entry in wal::entries(*n, payload)? {
+                replay(&mut t, entry, ttls)?;
+            }
+            lsn = *n;
+        }
+        t.meta.insert(META_LSN, lsn.to_le_bytes().as_slice())?;
+        t.index.flush()?;
+    }
+    commit_checkpoint(txn)?;
+    wal.rewind();
+    if !frames.is_empty() {
+        tracing::info!(
+            frames = frames.len(),
+            from = held + 1,
+            to = lsn,
+            "replayed the write-ahead log"
+        );
+    }
+    Ok(Recovered {
+        held,
+        lsn,
+        frames: frames.len(),
+    })
+}
+
+/// Applies one logged entry again.
+fn replay(t: &mut Tables<'_>, entry: Entry<'_>, ttls: &Ttls) -> Result<(), WriteError> {
+    match entry {
+        Entry::Ingest {
+            seq,
+            initial,
+            record,
+        } => {
+            let event = schema::decode_event(&record)?;
+            let at = StoredAs {
+                seq,
+                fp: fingerprint(&event.source, &event.event_id),
+                source: &event.source,
+                event_type: event.event_type.as_deref(),
+                received: event.received_at_ms,
+            };
+            store_event(t, &at, &record, &initial)
+        }
+        Entry::Duplicate {
+            received_ms,
+            source,
+        } => {
+            t.index
+                .count_minute(received_ms, &source, MinuteKind::Duplicate);
+            Ok(())
+        }
+        Entry::Claim { seq, started_ms } => t.claim(seq, started_ms).map(drop),
+        Entry::Finish(finish) => t.finish(&finish, ttls),
+        Entry::Change {
+            seq,
+            change,
+            now_ms,
+        } => t.change(seq, &change, now_ms, ttls).map(drop),
+        Entry::Sweep { now_ms, limit } => t.sweep(now_ms, limit, ttls).map(drop),
+        Entry::SetMeta { key, value } => {
+            t.meta.insert(&*key, &*value)?;
+            Ok(())
         }
     }
 }

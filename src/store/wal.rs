@@ -1,0 +1,368 @@
+//! The write-ahead log in front of the redb file.
+//!
+//! A durable redb commit is two fsyncs of a file that grows with what is
+//! stored, plus (with quick repair) the allocator state, whose size grows
+//! with the file: at 5M events ≈ 26 KB written per 1 KB event, and the one
+//! serial stage of ingest. So the writer commits most batches to redb
+//! without durability (visible to readers at once, kept in redb's memory)
+//! and makes them durable here instead: the batch's [`Entry`]s as one frame,
+//! appended and `fdatasync`ed before any job of the batch is answered. Every
+//! [`StoreOptions::checkpoint_every`](super::StoreOptions) (or when the log
+//! is full) a batch is committed durably instead: a checkpoint, after which
+//! the log starts again at offset 0 and overwrites itself, so the file stays
+//! the size of one checkpoint's frames and its blocks stay allocated.
+//!
+//! Every transaction the writer commits writes its frame number (`lsn`) to
+//! `meta` ([`META_LSN`]), so the database itself says which frames it holds.
+//! Recovery reads the frames after that number, each checked (CRC-32 over
+//! number, tag and payload; the database's tag, so a log never replays into
+//! another database), consecutive, up to the first that is not: a torn
+//! tail, or an older cycle's frame left behind the new one.
+//!
+//! Frame: `len` u32 | `crc` u32 | `lsn` u64 | `tag` u32 | payload (`len`
+//! bytes: postcard-encoded [`Entry`]s, one after another). Little-endian.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Change, Finish, Initial};
+
+/// The log's file name inside the data dir.
+pub const WAL_FILE: &str = "hookinbox.wal";
+/// The `meta` row holding the number of the last frame the database holds.
+pub const META_LSN: &str = "wal_lsn";
+/// The log never grows past this: a batch whose frame would not fit is a
+/// checkpoint instead.
+pub const WAL_BYTES: u64 = 32 << 20;
+
+const HEADER: usize = 4 + 4 + 8 + 4;
+
+/// What one job changed, enough to apply it again after a crash: an event
+/// as stored (its encoded record and where), or a job's own inputs, which
+/// the writer applies the same way to the same state.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) enum Entry<'a> {
+    Ingest {
+        seq: u64,
+        initial: Cow<'a, Initial>,
+        #[serde(borrow, with = "serde_bytes")]
+        record: Cow<'a, [u8]>,
+    },
+    Duplicate {
+        received_ms: u64,
+        #[serde(borrow)]
+        source: Cow<'a, str>,
+    },
+    Claim {
+        seq: u64,
+        started_ms: u64,
+    },
+    Finish(Cow<'a, Finish>),
+    Change {
+        seq: u64,
+        change: Cow<'a, Change>,
+        now_ms: u64,
+    },
+    Sweep {
+        now_ms: u64,
+        limit: usize,
+    },
+    SetMeta {
+        #[serde(borrow)]
+        key: Cow<'a, str>,
+        #[serde(borrow, with = "serde_bytes")]
+        value: Cow<'a, [u8]>,
+    },
+}
+
+/// Why the log cannot be replayed into the database.
+#[derive(Debug, thiserror::Error)]
+pub enum WalError {
+    #[error("cannot read the write-ahead log {path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    /// The log continues a later state than the database holds: the
+    /// database file was replaced (a restored backup?) after the log was
+    /// written. Replaying it would apply changes out of order.
+    #[error(
+        "the write-ahead log {path} starts at frame {found} but the database holds frames up to {holds}"
+    )]
+    Gap {
+        path: PathBuf,
+        holds: u64,
+        found: u64,
+    },
+    #[error("frame {lsn} of the write-ahead log does not decode: {detail}")]
+    Corrupt { lsn: u64, detail: String },
+}
+
+pub(super) struct Wal {
+    file: File,
+    path: PathBuf,
+    tag: u32,
+    /// Where the next frame goes.
+    pos: u64,
+    /// The frame being built: header space, then the batch's entries.
+    frame: Vec<u8>,
+}
+
+/// Frames read back for recovery.
+pub(super) struct Frames {
+    /// Each frame's number and payload, in order.
+    pub frames: Vec<(u64, Vec<u8>)>,
+}
+
+impl Wal {
+    /// Opens (or creates) the log in `dir`, for the database tagged `tag`.
+    pub fn open(dir: &Path, tag: u32) -> io::Result<Wal> {
+        let path = dir.join(WAL_FILE);
+        let created = !path.exists();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)?;
+        if created {
+            // The file's name must survive a crash as well as its frames.
+            File::open(dir)?.sync_all()?;
+        }
+        let mut wal = Wal {
+            file,
+            path,
+            tag,
+            pos: 0,
+            frame: Vec::with_capacity(256 << 10),
+        };
+        wal.begin();
+        Ok(wal)
+    }
+
+    /// Starts a new frame.
+    pub fn begin(&mut self) {
+        self.frame.clear();
+        self.frame.resize(HEADER, 0);
+    }
+
+    /// Adds one entry to the frame being built.
+    pub fn push(&mut self, entry: &Entry<'_>) {
+        let frame = std::mem::take(&mut self.frame);
+        self.frame = postcard::to_extend(entry, frame).expect("postcard encodes into a Vec");
+    }
+
+    /// Whether the frame being built has entries.
+    pub fn has_entries(&self) -> bool {
+        self.frame.len() > HEADER
+    }
+
+    /// Whether the frame being built fits in what is left of the log.
+    pub fn fits(&self) -> bool {
+        self.pos + self.frame.len() as u64 <= WAL_BYTES
+    }
+
+    /// Writes the frame being built as number `lsn` and waits until it is
+    /// on disk. On an error nothing counts as written: the next frame goes
+    /// to the same place.
+    pub fn append(&mut self, lsn: u64) -> io::Result<()> {
+        let len = (self.frame.len() - HEADER) as u32;
+        self.frame[8..16].copy_from_slice(&lsn.to_le_bytes());
+        self.frame[16..20].copy_from_slice(&self.tag.to_le_bytes());
+        let crc = crc32fast::hash(&self.frame[8..]);
+        self.frame[0..4].copy_from_slice(&len.to_le_bytes());
+        self.frame[4..8].copy_from_slice(&crc.to_le_bytes());
+        self.file.write_all_at(&self.frame, self.pos)?;
+        self.file.sync_data()?;
+        self.pos += self.frame.len() as u64;
+        Ok(())
+    }
+
+    /// After a checkpoint: the database holds every frame, start over.
+    pub fn rewind(&mut self) {
+        self.pos = 0;
+    }
+
+    /// The frames after number `holds` (what the database already has).
+    pub fn read_after(&self, holds: u64) -> Result<Frames, WalError> {
+        let io = |source| WalError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let len = self.file.metadata().map_err(io)?.len();
+        let mut bytes = vec![0u8; len.min(WAL_BYTES + (64 << 20)) as usize];
+        self.file.read_exact_at(&mut bytes, 0).map_err(io)?;
+        let mut frames = Vec::new();
+        let mut at = 0usize;
+        let mut next: Option<u64> = None;
+        while let Some((lsn, payload, end)) = frame_at(&bytes, at, self.tag) {
+            match next {
+                // Already in the database (or an older cycle's frame).
+                None if lsn <= holds => {}
+                None if lsn == holds + 1 => {
+                    frames.push((lsn, payload.to_vec()));
+                    next = Some(lsn + 1);
+                }
+                None => {
+                    return Err(WalError::Gap {
+                        path: self.path.clone(),
+                        holds,
+                        found: lsn,
+                    });
+                }
+                Some(want) if lsn == want => {
+                    frames.push((lsn, payload.to_vec()));
+                    next = Some(lsn + 1);
+                }
+                // An older cycle's frame behind the newest one: the end.
+                Some(_) => break,
+            }
+            at = end;
+        }
+        Ok(Frames { frames })
+    }
+
+    /// Moves the log aside (kept for a person to look at) and starts an
+    /// empty one in its place.
+    pub fn set_aside(&mut self, holds: u64) -> io::Result<PathBuf> {
+        let aside = self.path.with_extension(format!("wal.unreplayed-{holds}"));
+        std::fs::rename(&self.path, &aside)?;
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        *self = Wal::open(dir, self.tag)?;
+        Ok(aside)
+    }
+}
+
+/// The frame at `at`, if one is there whole and checks: its number, its
+/// payload and where it ends.
+fn frame_at(bytes: &[u8], at: usize, tag: u32) -> Option<(u64, &[u8], usize)> {
+    let header = bytes.get(at..at + HEADER)?;
+    let len = u32::from_le_bytes(header[0..4].try_into().ok()?) as usize;
+    let crc = u32::from_le_bytes(header[4..8].try_into().ok()?);
+    let lsn = u64::from_le_bytes(header[8..16].try_into().ok()?);
+    let frame_tag = u32::from_le_bytes(header[16..20].try_into().ok()?);
+    let end = at.checked_add(HEADER)?.checked_add(len)?;
+    let checked = bytes.get(at + 8..end)?;
+    if frame_tag != tag || crc32fast::hash(checked) != crc {
+        return None;
+    }
+    Some((lsn, &bytes[at + HEADER..end], end))
+}
+
+/// The entries of one frame's payload, in the order they were applied.
+pub(super) fn entries(lsn: u64, mut payload: &[u8]) -> Result<Vec<Entry<'_>>, WalError> {
+    let mut out = Vec::new();
+    while !payload.is_empty() {
+        let (entry, rest) =
+            postcard::take_from_bytes::<Entry<'_>>(payload).map_err(|e| WalError::Corrupt {
+                lsn,
+                detail: e.to_string(),
+            })?;
+        out.push(entry);
+        payload = rest;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wal(dir: &Path) -> Wal {
+        Wal::open(dir, 7).unwrap()
+    }
+
+    fn frame(wal: &mut Wal, lsn: u64, seq: u64) {
+        wal.begin();
+        wal.push(&Entry::Claim {
+            seq,
+            started_ms: lsn,
+        });
+        wal.append(lsn).unwrap();
+    }
+
+    fn lsns(f: &Frames) -> Vec<u64> {
+        f.frames.iter().map(|(l, _)| *l).collect()
+    }
+
+    #[test]
+    fn frames_after_what_the_database_holds_come_back_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = wal(dir.path());
+        for lsn in 1..=5 {
+            frame(&mut w, lsn, lsn * 10);
+        }
+        let w = wal(dir.path());
+        assert_eq!(lsns(&w.read_after(0).unwrap()), vec![1, 2, 3, 4, 5]);
+        assert_eq!(lsns(&w.read_after(3).unwrap()), vec![4, 5]);
+        assert!(w.read_after(5).unwrap().frames.is_empty());
+        let f = w.read_after(4).unwrap();
+        match entries(5, &f.frames[0].1).unwrap().as_slice() {
+            [Entry::Claim { seq: 50, .. }] => {}
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_rewound_log_ends_where_the_older_cycle_begins() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = wal(dir.path());
+        for lsn in 1..=6 {
+            frame(&mut w, lsn, lsn);
+        }
+        // Checkpoint at 7: the database holds 1..=7, the log starts over.
+        w.rewind();
+        frame(&mut w, 8, 8);
+        frame(&mut w, 9, 9);
+        // Behind 9 lie frames 3..=6 of the older cycle.
+        assert_eq!(lsns(&w.read_after(7).unwrap()), vec![8, 9]);
+        assert_eq!(lsns(&w.read_after(8).unwrap()), vec![9]);
+    }
+
+    #[test]
+    fn a_torn_or_flipped_frame_ends_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = wal(dir.path());
+        for lsn in 1..=3 {
+            frame(&mut w, lsn, lsn);
+        }
+        let len = std::fs::metadata(dir.path().join(WAL_FILE)).unwrap().len();
+        // Torn: the last frame's tail never reached the disk.
+        w.file.set_len(len - 3).unwrap();
+        assert_eq!(lsns(&w.read_after(0).unwrap()), vec![1, 2]);
+        // Flipped: one bit of frame 2's payload.
+        let second = (len / 3 + HEADER as u64) + 1;
+        let mut b = [0u8];
+        w.file.read_exact_at(&mut b, second).unwrap();
+        w.file.write_all_at(&[b[0] ^ 1], second).unwrap();
+        assert_eq!(lsns(&w.read_after(0).unwrap()), vec![1]);
+    }
+
+    #[test]
+    fn another_databases_log_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = wal(dir.path());
+        frame(&mut w, 1, 1);
+        let other = Wal::open(dir.path(), 8).unwrap();
+        assert!(other.read_after(0).unwrap().frames.is_empty());
+    }
+
+    #[test]
+    fn a_log_ahead_of_the_database_is_a_gap() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = wal(dir.path());
+        frame(&mut w, 5, 5);
+        match w.read_after(2) {
+            Err(WalError::Gap {
+                holds: 2, found: 5, ..
+            }) => {}
+            other => panic!("{:?}", other.map(|f| lsns(&f))),
+        }
+        let aside = w.set_aside(2).unwrap();
+        assert!(aside.exists());
+        assert!(w.read_after(2).unwrap().frames.is_empty());
+    }
+}
