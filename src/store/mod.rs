@@ -11,6 +11,7 @@ pub mod index;
 mod payload;
 pub mod schema;
 mod tables;
+mod durable;
 mod wal;
 mod writer;
 
@@ -620,6 +621,12 @@ impl Store {
             write_error: tokio::sync::watch::Sender::new(None),
         });
         let (exit_tx, exited) = oneshot::channel();
+        let thread_err = |e: std::io::Error| StoreError::Open {
+            path: shared.path.clone(),
+            source: e.into(),
+        };
+        let log = durable::LogHandle::spawn(shared.clone(), options.on_commit.clone())
+            .map_err(thread_err)?;
         let thread = writer::spawn(
             writer::Writer::new(
                 shared.clone(),
@@ -628,14 +635,12 @@ impl Store {
                 last_received_ms,
                 wal,
                 replayed.lsn,
+                log,
             ),
             rx,
             exit_tx,
         )
-        .map_err(|e| StoreError::Open {
-            path: shared.path.clone(),
-            source: e.into(),
-        })?;
+        .map_err(thread_err)?;
         Ok((
             Store { shared },
             WriterHandle {

@@ -27,6 +27,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -101,7 +102,9 @@ pub enum WalError {
 }
 
 pub(super) struct Wal {
-    file: File,
+    /// Shared with the frames in flight to the log thread: a log set aside
+    /// is a new file, and a frame goes to the file it was built for.
+    file: Arc<File>,
     path: PathBuf,
     tag: u32,
     /// Where the next frame goes.
@@ -133,7 +136,7 @@ impl Wal {
             File::open(dir)?.sync_all()?;
         }
         let mut wal = Wal {
-            file,
+            file: Arc::new(file),
             path,
             tag,
             pos: 0,
@@ -165,20 +168,32 @@ impl Wal {
         self.pos + self.frame.len() as u64 <= WAL_BYTES
     }
 
+    /// Seals the frame being built as number `lsn` at the log's next place
+    /// and starts a new one: the log thread writes it ([`Frame::write`]).
+    /// The place is taken whether or not the write succeeds; a failed write
+    /// is followed by a reopen, whose recovery starts the log over.
+    pub fn take_frame(&mut self, lsn: u64) -> Frame {
+        let capacity = self.frame.capacity();
+        let bytes = std::mem::replace(&mut self.frame, Vec::with_capacity(capacity));
+        let frame = Frame {
+            file: self.file.clone(),
+            at: self.pos,
+            lsn,
+            tag: self.tag,
+            bytes,
+        };
+        self.pos += frame.bytes.len() as u64;
+        self.begin();
+        frame
+    }
+
     /// Writes the frame being built as number `lsn` and waits until it is
-    /// on disk. On an error nothing counts as written: the next frame goes
-    /// to the same place.
+    /// on disk (recovery's tests; the writer hands frames to the log thread).
+    #[cfg(test)]
     pub fn append(&mut self, lsn: u64) -> io::Result<()> {
-        let len = (self.frame.len() - HEADER) as u32;
-        self.frame[8..16].copy_from_slice(&lsn.to_le_bytes());
-        self.frame[16..20].copy_from_slice(&self.tag.to_le_bytes());
-        let crc = crc32fast::hash(&self.frame[8..]);
-        self.frame[0..4].copy_from_slice(&len.to_le_bytes());
-        self.frame[4..8].copy_from_slice(&crc.to_le_bytes());
-        self.file.write_all_at(&self.frame, self.pos)?;
-        self.file.sync_data()?;
-        self.pos += self.frame.len() as u64;
-        Ok(())
+        let mut frame = self.take_frame(lsn);
+        frame.write()?;
+        frame.file.sync_data()
     }
 
     /// After a checkpoint: the database holds every frame, start over.
@@ -233,6 +248,35 @@ impl Wal {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         *self = Wal::open(dir, self.tag)?;
         Ok(aside)
+    }
+}
+
+/// A sealed frame on its way to the log.
+pub(super) struct Frame {
+    file: Arc<File>,
+    at: u64,
+    pub lsn: u64,
+    tag: u32,
+    /// Header space, then the entries.
+    bytes: Vec<u8>,
+}
+
+impl Frame {
+    /// Fills in the header (length, CRC, number, tag) and writes the frame
+    /// at its place; not yet synced ([`Frame::file`]).
+    pub fn write(&mut self) -> io::Result<()> {
+        let len = (self.bytes.len() - HEADER) as u32;
+        self.bytes[8..16].copy_from_slice(&self.lsn.to_le_bytes());
+        self.bytes[16..20].copy_from_slice(&self.tag.to_le_bytes());
+        let crc = crc32fast::hash(&self.bytes[8..]);
+        self.bytes[0..4].copy_from_slice(&len.to_le_bytes());
+        self.bytes[4..8].copy_from_slice(&crc.to_le_bytes());
+        self.file.write_all_at(&self.bytes, self.at)
+    }
+
+    /// The file to `fdatasync` once every frame of a group is written.
+    pub fn file(&self) -> &Arc<File> {
+        &self.file
     }
 }
 

@@ -2,20 +2,26 @@
 //!
 //! Group commit: the thread blocks for one job, then takes everything else
 //! already queued (up to [`MAX_BATCH`]), applies the whole batch in ONE
-//! transaction, makes it durable and only then answers each waiter. Durable
-//! means: committed to redb without durability and its frame appended to the
-//! write-ahead log and fsynced ([`super::wal`]); or, once per
-//! `checkpoint_every`, committed to redb durably (a checkpoint, which
-//! empties the log).
-//! While it commits, new requests queue up and form the next batch, so the
+//! transaction and commits it: to redb without durability, its entries
+//! sealed as one write-ahead log frame ([`super::wal`]); or, once per
+//! `checkpoint_every`, durably (a checkpoint, after which the log starts
+//! over). The batch then goes to the log thread ([`super::durable`]), which
+//! answers each waiter once the frame is synced; the writer meanwhile
+//! applies the next batch. New requests queue up while it works, so the
 //! batch size follows the load; under load it lingers a few microseconds for
-//! the producers it just answered (see [`LINGER_FROM`]); idle, it never waits.
+//! the producers just answered (see [`LINGER_FROM`]); idle, it never waits.
+//!
+//! Readers see a batch as soon as redb has it, before it is durable (as
+//! they see anything the writer committed): a lookup may find an event a
+//! moment before its sender's answer. Nothing leaves hookinbox on the
+//! strength of it: a delivery first claims the event through this writer,
+//! and that claim is answered only after everything before it is durable.
 //!
 //! Duplicates inside one batch resolve in arrival order: the batch is applied
 //! in queue order and each event is checked against the batch's own new keys
 //! before the dedupe index, so the second copy sees the first one's key.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,6 +31,7 @@ use redb::{Database, Durability, ReadableDatabase};
 use tokio::sync::{mpsc, oneshot};
 
 use super::dedupe::{Fingerprint, fingerprint};
+use super::durable::{Batch, Durability as Made, LogHandle, Ready, Reply, fail};
 use super::index::MinuteKind;
 use super::schema::{self, EventRecordRef, EventState, Status};
 use super::tables::{Tables, Ttls};
@@ -111,56 +118,10 @@ pub(super) enum Message {
     Shutdown,
 }
 
-/// Dedupe keys a batch added and removed, for the index once it commits.
+/// Dedupe keys a batch added and removed.
 struct Keys {
     added: HashMap<Fingerprint, u64>,
     removed: HashSet<(Fingerprint, u64)>,
-}
-
-/// A job's answer, held until its batch's commit stands. It carries the
-/// job's own reply channel, so a job can only be answered with its own kind
-/// of result; a failed commit fails every one with the batch's cause.
-struct Reply<T> {
-    to: oneshot::Sender<Result<T, StoreError>>,
-    answer: T,
-}
-
-enum Ready {
-    Ingested(Reply<Ingested>),
-    Claimed(Reply<Option<Claimed>>),
-    Done(Reply<()>),
-    Changed(Reply<Result<(), ChangeError>>),
-    Swept(Reply<Swept>),
-}
-
-// A dropped receiver is a caller that went away: what was committed stands.
-impl Ready {
-    fn send(self) {
-        fn send<T>(r: Reply<T>) {
-            let _ = r.to.send(Ok(r.answer));
-        }
-        match self {
-            Ready::Ingested(r) => send(r),
-            Ready::Claimed(r) => send(r),
-            Ready::Done(r) => send(r),
-            Ready::Changed(r) => send(r),
-            Ready::Swept(r) => send(r),
-        }
-    }
-
-    fn fail(self, cause: &Arc<WriteError>) {
-        match self {
-            Ready::Ingested(r) => fail(r.to, cause),
-            Ready::Claimed(r) => fail(r.to, cause),
-            Ready::Done(r) => fail(r.to, cause),
-            Ready::Changed(r) => fail(r.to, cause),
-            Ready::Swept(r) => fail(r.to, cause),
-        }
-    }
-}
-
-fn fail<T>(to: oneshot::Sender<Result<T, StoreError>>, cause: &Arc<WriteError>) {
-    let _ = to.send(Err(StoreError::Write(cause.clone())));
 }
 
 impl Job {
@@ -211,13 +172,23 @@ pub(super) struct Writer {
     record_buf: Vec<u8>,
     scratch: Vec<u8>,
     wal: Wal,
-    /// The number of the last frame or checkpoint the database holds.
+    /// The number of the last frame or checkpoint committed to redb.
     lsn: u64,
     last_checkpoint: Instant,
-    /// A batch committed to redb whose frame did not reach the log, and the
-    /// dedupe keys it changed. Closing the database may still have written
-    /// it; if the reopened database holds its number, the index learns them.
-    unconfirmed: Option<(u64, Keys)>,
+    log: LogHandle,
+    /// Batches committed to redb and not yet answered as durable, oldest
+    /// first, with the dedupe keys each changed. The index learns a batch's
+    /// keys when redb commits it (the next batch must see them); if its frame
+    /// then fails, the reopened database says whether it holds the batch,
+    /// and the index keeps or forgets the keys to match ([`Writer::database`]).
+    in_flight: VecDeque<InFlight>,
+}
+
+struct InFlight {
+    lsn: u64,
+    keys: Keys,
+    /// Whether the index has the keys: not when redb's commit itself failed.
+    learned: bool,
 }
 
 /// Sends on drop, so the signal fires on a normal exit and on a panic alike.
@@ -292,6 +263,7 @@ impl Writer {
         last_received_ms: u64,
         wal: Wal,
         lsn: u64,
+        log: LogHandle,
     ) -> Writer {
         Writer {
             shared,
@@ -303,38 +275,44 @@ impl Writer {
             wal,
             lsn,
             last_checkpoint: Instant::now(),
-            unconfirmed: None,
+            log,
+            in_flight: VecDeque::new(),
         }
     }
 
-    /// Applies `batch` in one durable transaction and answers every job:
-    /// with its result once the commit stands, or all of them with the cause
-    /// if anything failed (nothing of the batch is then stored).
+    /// Applies `batch` in one transaction, commits it and hands it to the
+    /// log thread, which answers every job once it is durable; or answers
+    /// all of them with the cause if anything failed (nothing of the batch
+    /// is then stored, or it is stored and answered 503, which a retry
+    /// turns into a duplicate).
     fn commit(&mut self, batch: &mut Vec<Job>, ready: &mut Vec<Ready>) {
+        if self.log.failed() {
+            // A frame did not reach the disk: its batch and every later one
+            // were answered 503. Reopen, which finds out what is stored.
+            self.reopen();
+        }
         let first_seq = self.next_seq;
         let started = Instant::now();
         let jobs = batch.len();
-        let probed = batch
+        let probe = batch
             .iter()
             .any(|job| matches!(job, Job::Probe { bytes, .. } if *bytes > 0));
         // A probe proves a durable write of an event's size: never the log's.
         let checkpoint = batch.iter().any(|job| matches!(job, Job::Probe { .. }));
         match self.apply(batch, ready, checkpoint) {
-            Ok(keys) => {
-                if let Some(hook) = &self.options.on_commit {
-                    hook(jobs, started.elapsed());
-                }
-                if probed {
-                    self.shared
-                        .write_error
-                        .send_if_modified(|e| e.take().is_some());
-                }
-                self.learn(keys);
-                for reply in ready.drain(..) {
-                    reply.send();
-                }
-                // The schedule may have changed: new events, retries, replays.
-                self.shared.schedule_changed.notify_one();
+            Ok((lsn, made)) => {
+                let durability = match made {
+                    Made::Checkpoint { .. } => Made::Checkpoint { probe },
+                    other => other,
+                };
+                self.forget_durable();
+                self.log.send(Batch {
+                    lsn,
+                    durability,
+                    replies: std::mem::replace(ready, Vec::with_capacity(jobs)),
+                    jobs,
+                    started,
+                });
             }
             Err(cause) => {
                 self.next_seq = first_seq;
@@ -348,6 +326,14 @@ impl Writer {
                 self.shared.write_error.send_replace(Some(cause));
                 self.reopen();
             }
+        }
+    }
+
+    /// Drops the batches the log thread has answered as durable.
+    fn forget_durable(&mut self) {
+        let durable = self.log.durable();
+        while self.in_flight.front().is_some_and(|b| b.lsn <= durable) {
+            self.in_flight.pop_front();
         }
     }
 
@@ -365,11 +351,7 @@ impl Writer {
         }
         let db = open_database(&self.shared.path, self.options.cache_bytes)?;
         let recovered = recover(&db, &mut self.wal, &ttls(&self.options))?;
-        if let Some((lsn, keys)) = self.unconfirmed.take()
-            && recovered.held >= lsn
-        {
-            self.learn(keys);
-        }
+        self.reconcile(recovered.lsn);
         self.lsn = recovered.lsn;
         self.last_checkpoint = Instant::now();
         (self.next_seq, self.last_received_ms) = last_event(&db)
@@ -381,33 +363,76 @@ impl Writer {
         Ok(db)
     }
 
-    /// Tells the dedupe index what a batch the database holds changed.
-    fn learn(&self, keys: Keys) {
+    /// Tells the dedupe index what a committed batch changed.
+    fn learn(&self, keys: &Keys) {
         let mut index = self
             .shared
             .dedupe
             .write()
             .unwrap_or_else(|p| p.into_inner());
-        for (fp, seq) in keys.removed {
+        for &(fp, seq) in &keys.removed {
             index.remove(fp, seq);
         }
-        for (fp, seq) in keys.added {
+        for (&fp, &seq) in &keys.added {
             index.insert(fp, seq);
         }
     }
 
+    /// After a reopen that holds every frame up to `holds`: the batches
+    /// still in flight (answered 503, or never answered) are stored or not
+    /// by that number alone. The index forgets the keys of those it does
+    /// not hold, newest first (undoing exactly what learning did: a batch
+    /// adds a key only where none was live), and learns those of a stored
+    /// batch it never learned (one whose redb commit reported a failure
+    /// but reached the file).
+    fn reconcile(&mut self, holds: u64) {
+        let in_flight = std::mem::take(&mut self.in_flight);
+        let mut index = self
+            .shared
+            .dedupe
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
+        let (mut lost, mut kept) = (0, 0);
+        for batch in in_flight.iter().rev() {
+            match (batch.lsn <= holds, batch.learned) {
+                (false, true) => {
+                    lost += 1;
+                    for (&fp, &seq) in &batch.keys.added {
+                        index.remove(fp, seq);
+                    }
+                    for &(fp, seq) in &batch.keys.removed {
+                        index.insert(fp, seq);
+                    }
+                }
+                (true, false) => kept += 1,
+                _ => {}
+            }
+        }
+        drop(index);
+        for batch in in_flight.iter().filter(|b| b.lsn <= holds && !b.learned) {
+            self.learn(&batch.keys);
+        }
+        if lost + kept > 0 {
+            tracing::warn!(
+                lost,
+                kept,
+                "batches answered 503: the reopened database holds {kept} of them, not {lost}"
+            );
+        }
+    }
+
     /// Applies the jobs of `batch` in one transaction, in queue order,
-    /// moving each into `ready` with its answer, and makes it durable: its
-    /// frame in the log, or a checkpoint (always when `checkpoint`).
-    /// Returns the dedupe keys the batch added and removed, for the index
-    /// once the commit stands. On failure, jobs not yet applied stay in
-    /// `batch`; a job whose own step failed is answered here.
+    /// moving each into `ready` with its answer, and commits it: without
+    /// durability with its log frame sealed, or as a checkpoint (always when
+    /// `checkpoint`). Returns its frame number and how it is made durable;
+    /// the index has learned its dedupe keys. On failure, jobs not yet
+    /// applied stay in `batch`; a job whose own step failed is answered here.
     fn apply(
         &mut self,
         batch: &mut Vec<Job>,
         ready: &mut Vec<Ready>,
         checkpoint: bool,
-    ) -> Result<Keys, Arc<WriteError>> {
+    ) -> Result<(u64, Made), Arc<WriteError>> {
         let db = self.database().map_err(Arc::new)?;
         let mut txn = db.begin_write().map_err(|e| Arc::new(e.into()))?;
         let lsn = self.lsn + 1;
@@ -416,7 +441,7 @@ impl Writer {
             added: HashMap::with_capacity(batch.len()),
             removed: HashSet::new(),
         };
-        {
+        let durable = {
             let mut t = Tables::open(&txn).map_err(Arc::new)?;
             let shared = self.shared.clone();
             let index = shared.dedupe.read().unwrap_or_else(|p| p.into_inner());
@@ -444,26 +469,46 @@ impl Writer {
                     .map_err(|e| Arc::new(e.into()))?;
             }
             t.index.flush().map_err(Arc::new)?;
-            if durable {
-                drop(t);
-                commit_checkpoint(txn).map_err(Arc::new)?;
-                self.lsn = lsn;
-                self.wal.rewind();
-                self.last_checkpoint = Instant::now();
-                return Ok(keys);
-            }
+            durable
+        };
+        // Only jobs that log change keys: a batch without entries is a ping.
+        if !durable && !self.wal.has_entries() {
+            txn.set_durability(Durability::None)
+                .map_err(|e| Arc::new(e.into()))?;
+            txn.commit().map_err(|e| Arc::new(e.into()))?;
+            return Ok((self.lsn, Made::Nothing));
         }
-        txn.set_durability(Durability::None)
-            .map_err(|e| Arc::new(e.into()))?;
-        txn.commit().map_err(|e| Arc::new(e.into()))?;
-        if self.wal.has_entries() {
-            if let Err(e) = self.wal.append(lsn) {
-                self.unconfirmed = Some((lsn, keys));
-                return Err(Arc::new(e.into()));
-            }
-            self.lsn = lsn;
+        let committed = if durable {
+            commit_checkpoint(txn)
+        } else {
+            txn.set_durability(Durability::None)
+                .map_err(WriteError::from)
+                .and_then(|()| txn.commit().map_err(WriteError::from))
+        };
+        if let Err(e) = committed {
+            // A failed commit may still have reached the file: the reopen
+            // that follows decides by the frame number it holds.
+            self.in_flight.push_back(InFlight {
+                lsn,
+                keys,
+                learned: false,
+            });
+            return Err(Arc::new(e));
         }
-        Ok(keys)
+        self.learn(&keys);
+        self.in_flight.push_back(InFlight {
+            lsn,
+            keys,
+            learned: true,
+        });
+        self.lsn = lsn;
+        if durable {
+            self.wal.rewind();
+            self.last_checkpoint = Instant::now();
+            Ok((lsn, Made::Checkpoint { probe: false }))
+        } else {
+            Ok((lsn, Made::Logged(self.wal.take_frame(lsn))))
+        }
     }
 
     /// One job's step in the batch's transaction.
@@ -638,11 +683,18 @@ impl Writer {
     }
 
     fn close(&mut self) {
+        // Answers what is queued (its frames synced) and ends the log thread.
+        self.log.stop();
         self.release_database();
         tracing::info!("store closed");
     }
 
+    /// Lets go of the database once the log thread has answered every
+    /// batch handed to it: what the reopened file holds then decides the
+    /// fate of the ones it failed, and recovery reads a log nothing writes.
     fn release_database(&mut self) {
+        self.log.settle();
+        self.forget_durable();
         let taken = self
             .shared
             .db
@@ -714,8 +766,6 @@ fn commit_checkpoint(mut txn: redb::WriteTransaction) -> Result<(), WriteError> 
 
 /// What [`recover`] found and did.
 pub(super) struct Recovered {
-    /// The last frame the database held before the replay.
-    pub held: u64,
     /// The last frame it holds now.
     pub lsn: u64,
     /// Frames replayed.
@@ -766,7 +816,6 @@ pub(super) fn recover(db: &Database, wal: &mut Wal, ttls: &Ttls) -> Result<Recov
         );
     }
     Ok(Recovered {
-        held,
         lsn,
         frames: frames.len(),
     })

@@ -1,0 +1,291 @@
+//! The log thread: makes each committed batch durable and only then answers
+//! its jobs. It refuses to answer anything before its batch is on disk.
+//!
+//! The writer applies a batch, commits it to redb (without durability, or
+//! as a durable checkpoint) and hands it here as a [`Batch`]; it then goes
+//! on to the next batch while this thread writes the frame and waits for
+//! the disk. So the serial stage is the writer's CPU work, not an fsync:
+//! this thread takes every batch queued, writes their frames one after
+//! another, `fdatasync`s once, and answers all of them in order. A frame
+//! followed in the same group by a checkpoint is not written at all: the
+//! checkpoint's durable commit holds it already.
+//!
+//! A failed write or sync fails that group and every batch after it, with
+//! the same cause, until the writer [settles](LogHandle::settle) the
+//! thread: the writer then reopens the database and finds out which of
+//! those batches it holds after all (redb's close may persist non-durable
+//! commits; a frame written but not synced may be replayed). Answering 503
+//! for a batch that is stored is allowed (the provider's retry is a
+//! duplicate with the original id); answering 200 for one that is not never
+//! happens.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::Instant;
+
+use tokio::sync::oneshot;
+
+use super::wal::Frame;
+use super::{CommitHook, Shared, StoreError, WriteError};
+
+/// A job's answer, held until its batch is durable. It carries the job's
+/// own reply channel, so a job can only be answered with its own kind of
+/// result; a failed batch fails every one with the batch's cause.
+pub(super) struct Reply<T> {
+    pub to: oneshot::Sender<Result<T, StoreError>>,
+    pub answer: T,
+}
+
+pub(super) enum Ready {
+    Ingested(Reply<super::Ingested>),
+    Claimed(Reply<Option<super::Claimed>>),
+    Done(Reply<()>),
+    Changed(Reply<Result<(), super::ChangeError>>),
+    Swept(Reply<super::Swept>),
+}
+
+// A dropped receiver is a caller that went away: what was committed stands.
+impl Ready {
+    fn send(self) {
+        fn send<T>(r: Reply<T>) {
+            let _ = r.to.send(Ok(r.answer));
+        }
+        match self {
+            Ready::Ingested(r) => send(r),
+            Ready::Claimed(r) => send(r),
+            Ready::Done(r) => send(r),
+            Ready::Changed(r) => send(r),
+            Ready::Swept(r) => send(r),
+        }
+    }
+
+    pub fn fail(self, cause: &Arc<WriteError>) {
+        match self {
+            Ready::Ingested(r) => fail(r.to, cause),
+            Ready::Claimed(r) => fail(r.to, cause),
+            Ready::Done(r) => fail(r.to, cause),
+            Ready::Changed(r) => fail(r.to, cause),
+            Ready::Swept(r) => fail(r.to, cause),
+        }
+    }
+}
+
+pub(super) fn fail<T>(to: oneshot::Sender<Result<T, StoreError>>, cause: &Arc<WriteError>) {
+    let _ = to.send(Err(StoreError::Write(cause.clone())));
+}
+
+/// One batch the writer committed to redb.
+pub(super) struct Batch {
+    /// The frame number the batch's transaction recorded (the previous
+    /// one's when it logged nothing).
+    pub lsn: u64,
+    pub durability: Durability,
+    pub replies: Vec<Ready>,
+    /// For the commit hook: jobs in the batch and when it began.
+    pub jobs: usize,
+    pub started: Instant,
+}
+
+pub(super) enum Durability {
+    /// Durable once its frame is synced.
+    Logged(Frame),
+    /// Committed durably: a checkpoint. `probe`: it wrote an event-sized
+    /// row, which proves the disk takes events again.
+    Checkpoint { probe: bool },
+    /// Nothing to make durable (a ping); answered in order with the rest.
+    Nothing,
+}
+
+enum Item {
+    Batch(Batch),
+    /// Answer once every batch before it is answered.
+    Settle(mpsc::SyncSender<()>),
+}
+
+/// What the writer and the log thread both see.
+#[derive(Default)]
+struct Progress {
+    /// The number of the newest batch answered as durable.
+    durable: AtomicU64,
+    /// A write or sync failed; set until the writer settles the thread.
+    failed: AtomicBool,
+}
+
+/// The writer's end of the log thread.
+pub(super) struct LogHandle {
+    items: Option<mpsc::SyncSender<Item>>,
+    progress: Arc<Progress>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Batches queued to the log thread at most. Each holds its callers'
+/// replies, whose requests are bounded by the connection limit anyway; a
+/// writer this far ahead of the disk waits here instead of growing memory.
+const QUEUE: usize = 1024;
+
+impl LogHandle {
+    pub fn spawn(shared: Arc<Shared>, on_commit: Option<CommitHook>) -> std::io::Result<LogHandle> {
+        let (tx, rx) = mpsc::sync_channel(QUEUE);
+        let progress = Arc::new(Progress::default());
+        let thread = {
+            let progress = progress.clone();
+            std::thread::Builder::new()
+                .name("store-log".into())
+                .spawn(move || {
+                    LogThread {
+                        shared,
+                        on_commit,
+                        progress,
+                        failed: None,
+                    }
+                    .run(rx)
+                })?
+        };
+        Ok(LogHandle {
+            items: Some(tx),
+            progress,
+            thread: Some(thread),
+        })
+    }
+
+    /// Queues a committed batch. A log thread that is gone (it panicked)
+    /// leaves no way to answer anything: the writer stops too, and the app
+    /// with it.
+    pub fn send(&self, batch: Batch) {
+        self.items
+            .as_ref()
+            .expect("the log thread runs until the writer stops")
+            .send(Item::Batch(batch))
+            .expect("the log thread runs while the writer does");
+    }
+
+    /// The newest batch number answered as durable.
+    pub fn durable(&self) -> u64 {
+        self.progress.durable.load(Ordering::Acquire)
+    }
+
+    /// Whether a write or sync failed since the last settle.
+    pub fn failed(&self) -> bool {
+        self.progress.failed.load(Ordering::Acquire)
+    }
+
+    /// Returns once every batch queued so far is answered (as durable or
+    /// failed) and the thread answers new batches normally again.
+    pub fn settle(&self) {
+        let (tx, rx) = mpsc::sync_channel(1);
+        if let Some(items) = &self.items
+            && items.send(Item::Settle(tx)).is_ok()
+        {
+            let _ = rx.recv();
+        }
+    }
+
+    /// Answers what is queued and ends the thread.
+    pub fn stop(&mut self) {
+        self.items.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+struct LogThread {
+    shared: Arc<Shared>,
+    on_commit: Option<CommitHook>,
+    progress: Arc<Progress>,
+    /// Why the last write failed, until the writer settles.
+    failed: Option<Arc<WriteError>>,
+}
+
+impl LogThread {
+    fn run(mut self, rx: mpsc::Receiver<Item>) {
+        let mut group: Vec<Batch> = Vec::new();
+        while let Ok(first) = rx.recv() {
+            let mut next = Some(first);
+            let mut settles = Vec::new();
+            while let Some(item) = next.take() {
+                match item {
+                    Item::Batch(batch) => group.push(batch),
+                    // Nothing queues behind a settle: its sender waits.
+                    Item::Settle(done) => settles.push(done),
+                }
+                if settles.is_empty() {
+                    next = rx.try_recv().ok();
+                }
+            }
+            if !group.is_empty() {
+                self.answer(&mut group);
+            }
+            for done in settles {
+                self.failed = None;
+                self.progress.failed.store(false, Ordering::Release);
+                let _ = done.send(());
+            }
+        }
+    }
+
+    /// Makes the group durable and answers it.
+    fn answer(&mut self, group: &mut Vec<Batch>) {
+        if self.failed.is_none()
+            && let Err(e) = self.write(group)
+        {
+            let cause = Arc::new(WriteError::Io(e));
+            tracing::error!(cause = %super::Report(&*cause), batches = group.len(), "cannot write the write-ahead log; answering 503 and reopening the database");
+            self.shared.write_error.send_replace(Some(cause.clone()));
+            self.progress.failed.store(true, Ordering::Release);
+            self.failed = Some(cause);
+        }
+        if let Some(cause) = &self.failed {
+            for batch in group.drain(..) {
+                for reply in batch.replies {
+                    reply.fail(cause);
+                }
+            }
+            return;
+        }
+        let mut newest = 0;
+        for batch in group.drain(..) {
+            if let Some(hook) = &self.on_commit {
+                hook(batch.jobs, batch.started.elapsed());
+            }
+            if matches!(batch.durability, Durability::Checkpoint { probe: true }) {
+                self.shared
+                    .write_error
+                    .send_if_modified(|e| e.take().is_some());
+            }
+            newest = newest.max(batch.lsn);
+            for reply in batch.replies {
+                reply.send();
+            }
+        }
+        self.progress.durable.fetch_max(newest, Ordering::AcqRel);
+        // The schedule may have changed: new events, retries, replays.
+        self.shared.schedule_changed.notify_one();
+    }
+
+    /// Writes the group's frames that no later checkpoint covers, then
+    /// syncs the file they went to.
+    fn write(&self, group: &mut [Batch]) -> std::io::Result<()> {
+        let covered = group
+            .iter()
+            .rposition(|b| matches!(b.durability, Durability::Checkpoint { .. }))
+            .map_or(0, |i| i + 1);
+        let mut synced: Option<Arc<std::fs::File>> = None;
+        for batch in &mut group[covered..] {
+            if let Durability::Logged(frame) = &mut batch.durability {
+                frame.write()?;
+                if let Some(file) = &synced
+                    && !Arc::ptr_eq(file, frame.file())
+                {
+                    file.sync_data()?;
+                }
+                synced = Some(frame.file().clone());
+            }
+        }
+        if let Some(file) = synced {
+            file.sync_data()?;
+        }
+        Ok(())
+    }
+}
