@@ -534,6 +534,53 @@ async fn what_the_log_holds_past_the_checkpoint_is_replayed_exactly() {
     close(crashed, crashed_writer).await;
 }
 
+/// A frame the log cannot take (the log is `/dev/full`: ENOSPC on every
+/// write) fails its batch with a transient error and marks the store
+/// unwritable. The next batch settles the log thread and reopens; closing
+/// the database persisted the failed batch after all, so the dedupe index
+/// keeps its key under the id it was given and the provider's retry is a
+/// duplicate of it, never a second record and never a duplicate of nothing.
+#[tokio::test]
+async fn a_frame_the_disk_refuses_is_503_and_what_was_stored_anyway_stays_deduped() {
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/dev/full", dir.path().join(wal::WAL_FILE)).unwrap();
+    let never = StoreOptions {
+        checkpoint_every: Duration::from_secs(3600),
+        ..options(dir.path())
+    };
+    let (store, writer) = Store::open(never).unwrap();
+    for id in ["e1", "e2"] {
+        let refused = store.ingest(event("s", id), Initial::Hold).await;
+        assert!(
+            matches!(&refused, Err(e) if e.is_transient()),
+            "{id}: {refused:?}"
+        );
+        assert!(store.ready().await.is_err(), "ready after a failed frame");
+    }
+    // e2's batch came after the reopen that found e1's batch in the file.
+    let e1 = store.find("s", "e1").unwrap().expect("e1 stored after all");
+    let e2 = store.find("s", "e2").unwrap().expect("e2 in redb, in flight");
+    assert_ne!(e1.seq, e2.seq);
+    close(store, writer).await;
+
+    std::fs::remove_file(dir.path().join(wal::WAL_FILE)).unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    for stored in [&e1, &e2] {
+        let retry = store
+            .ingest(event("s", &stored.record.event_id), Initial::Hold)
+            .await
+            .unwrap();
+        assert_eq!(
+            retry,
+            Ingested::Duplicate {
+                id: stored.id.clone()
+            }
+        );
+    }
+    assert_eq!(store.count().unwrap(), 2);
+    close(store, writer).await;
+}
+
 /// One rule decides 503 or 500 for every caller: what the disk did passes by
 /// itself; damaged data or a foreign schema needs a person.
 #[test]

@@ -86,14 +86,26 @@ async fn wait_ready(http: &reqwest::Client, server: &BinaryServer, want: u16, li
     }
 }
 
+/// What [`fill_disk`] sent: the (event id, hookinbox id) of every 2xx, and
+/// the event id and body number of every 503.
+struct Filled {
+    acked: Vec<(String, String)>,
+    refused: Vec<(String, u64)>,
+}
+
+/// The 96 KiB body of event number `n` of [`fill_disk`].
+fn drill_body(n: u64) -> Vec<u8> {
+    incompressible_body(96 << 10, n)
+}
+
 /// 16 senders post 96 KiB events until each has been refused 4 times
 /// (bounded by count and time), so that many batches fail while deliveries
-/// go on. Returns the (event id, hookinbox id) of every 2xx.
-async fn fill_disk(server: &BinaryServer, tag: &str) -> Vec<(String, String)> {
+/// go on.
+async fn fill_disk(server: &BinaryServer, tag: &str) -> Filled {
     let http = client();
     let url = server.url("/in/demo");
     let acked = Arc::new(Mutex::new(Vec::new()));
-    let refused = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let refused = Arc::new(Mutex::new(Vec::new()));
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut senders = Vec::new();
     for sender in 0..16u64 {
@@ -101,7 +113,6 @@ async fn fill_disk(server: &BinaryServer, tag: &str) -> Vec<(String, String)> {
             (http.clone(), url.clone(), acked.clone(), refused.clone());
         let tag = tag.to_owned();
         senders.push(tokio::spawn(async move {
-            use std::sync::atomic::Ordering;
             let mut mine = 0;
             for i in 0..60u64 {
                 if mine >= 4 || Instant::now() > deadline {
@@ -109,14 +120,14 @@ async fn fill_disk(server: &BinaryServer, tag: &str) -> Vec<(String, String)> {
                 }
                 let n = sender * 1000 + i;
                 let id = format!("{tag}_{n}");
-                let body = incompressible_body(96 << 10, n);
+                let body = drill_body(n);
                 let a = post(&http, &url, &standard_headers(&id, &body), body).await;
                 match a.status {
                     200 => acked.lock().unwrap().push((id, a.id().to_owned())),
                     503 => {
                         assert_eq!(a.json["error"], "store_unavailable", "{:?}", a.json);
                         assert!(a.headers.contains_key("retry-after"));
-                        refused.fetch_add(1, Ordering::SeqCst);
+                        refused.lock().unwrap().push((id, n));
                         mine += 1;
                     }
                     other => panic!("unexpected {other}: {:?}", a.json),
@@ -127,16 +138,14 @@ async fn fill_disk(server: &BinaryServer, tag: &str) -> Vec<(String, String)> {
     for s in senders {
         s.await.unwrap();
     }
-    assert!(
-        refused.load(std::sync::atomic::Ordering::SeqCst) > 0,
-        "the disk never filled up"
-    );
+    let refused = refused.lock().unwrap().clone();
+    assert!(!refused.is_empty(), "the disk never filled up");
     let acked = acked.lock().unwrap().clone();
     assert!(
         !acked.is_empty(),
         "nothing was stored before the disk filled"
     );
-    acked
+    Filled { acked, refused }
 }
 
 /// Waits until the destination has answered 200 to every hookinbox id in
@@ -199,7 +208,7 @@ async fn disk_full_then_freed_delivers_every_event_without_a_restart() {
     let mut server = BinaryServer::start(&config, &[], Some(small_disk));
     let http = client();
 
-    let mut acked = fill_disk(&server, "full").await;
+    let Filled { mut acked, refused } = fill_disk(&server, "full").await;
     // Readiness is right while the disk is full too: small delivery commits
     // may still pass, but a 96 KiB event cannot be stored.
     for _ in 0..3 {
@@ -220,6 +229,29 @@ async fn disk_full_then_freed_delivers_every_event_without_a_restart() {
     .await;
     assert_eq!(a.status, 200, "{:?}", a.json);
     acked.push(("after".into(), a.id().to_owned()));
+    // What was refused comes again, as the provider retries it: each is
+    // stored once, new or a duplicate of a copy that was stored after all
+    // (a 503'd batch may be on disk), never a duplicate of nothing.
+    for (id, n) in &refused {
+        let body = drill_body(*n);
+        let a = post(
+            &http,
+            &server.url("/in/demo"),
+            &standard_headers(id, &body),
+            body,
+        )
+        .await;
+        assert_eq!(a.status, 200, "{id}: {:?}", a.json);
+        acked.push((id.clone(), a.id().to_owned()));
+    }
+    let log = server.log_text();
+    eprintln!(
+        "disk-full drill: {} acked, {} refused and sent again; {} failed log writes, {} failed commits",
+        acked.len() - refused.len(),
+        refused.len(),
+        log.matches("cannot write the write-ahead log").count(),
+        log.matches("store commit failed").count()
+    );
 
     // Every acked event reaches the app, without a restart.
     wait_delivered(&dest, &server, &acked, Duration::from_secs(60)).await;
@@ -240,8 +272,14 @@ async fn disk_full_then_freed_delivers_every_event_without_a_restart() {
             .iter()
             .find(|e| &e.id == id)
             .unwrap_or_else(|| panic!("acked {event_id} ({id}) lost"));
+        assert_eq!(&e.record.event_id, event_id, "{id} is another event");
         assert_eq!(e.state.status, Status::Delivered, "{event_id}");
     }
+    let mut ids: Vec<&str> = stored.iter().map(|e| e.record.event_id.as_str()).collect();
+    ids.sort_unstable();
+    let before = ids.len();
+    ids.dedup();
+    assert_eq!(ids.len(), before, "an event id is stored twice");
     let (store, writer) =
         Store::open(StoreOptions::new(&data, Duration::from_secs(86400))).unwrap();
     for e in &stored {
@@ -269,7 +307,7 @@ async fn restart_on_a_full_disk_is_unready_until_the_disk_is_freed() {
     let dest = Destination::start(Mode::Ok).await;
     let config = drill_config(dir.path(), &dest);
     let mut server = BinaryServer::start(&config, &[], Some(small_disk));
-    let acked = fill_disk(&server, "before").await;
+    let acked = fill_disk(&server, "before").await.acked;
     server.kill9();
 
     let mut server = BinaryServer::start(&config, &[], Some(small_disk));
