@@ -559,7 +559,10 @@ async fn a_frame_the_disk_refuses_is_503_and_what_was_stored_anyway_stays_dedupe
     }
     // e2's batch came after the reopen that found e1's batch in the file.
     let e1 = store.find("s", "e1").unwrap().expect("e1 stored after all");
-    let e2 = store.find("s", "e2").unwrap().expect("e2 in redb, in flight");
+    let e2 = store
+        .find("s", "e2")
+        .unwrap()
+        .expect("e2 in redb, in flight");
     assert_ne!(e1.seq, e2.seq);
     close(store, writer).await;
 
