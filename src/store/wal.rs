@@ -175,10 +175,11 @@ impl Wal {
         self.pos + self.frame.len() as u64 <= WAL_BYTES
     }
 
-    /// Seals the frame being built as number `lsn` at the log's next place
-    /// and starts a new one: the log thread writes it ([`Frame::write`]).
-    /// The place is taken whether or not the write succeeds; a failed write
-    /// is followed by a reopen, whose recovery starts the log over.
+    /// Seals the frame being built as number `lsn` at the log's next place;
+    /// the log thread writes it ([`Frame::write`]). The next frame starts
+    /// with [`Wal::begin`]. The place is taken whether or not the write
+    /// succeeds; a failed write is followed by a reopen, whose recovery
+    /// starts the log over.
     pub fn take_frame(&mut self, lsn: u64) -> Frame {
         let capacity = self.frame.capacity();
         let bytes = std::mem::replace(&mut self.frame, Vec::with_capacity(capacity));
@@ -190,7 +191,6 @@ impl Wal {
             bytes,
         };
         self.pos += frame.bytes.len() as u64;
-        self.begin();
         frame
     }
 

@@ -299,12 +299,8 @@ impl Writer {
             .any(|job| matches!(job, Job::Probe { bytes, .. } if *bytes > 0));
         // A probe proves a durable write of an event's size: never the log's.
         let checkpoint = batch.iter().any(|job| matches!(job, Job::Probe { .. }));
-        match self.apply(batch, ready, checkpoint) {
-            Ok((lsn, made)) => {
-                let durability = match made {
-                    Made::Checkpoint { .. } => Made::Checkpoint { probe },
-                    other => other,
-                };
+        match self.apply(batch, ready, checkpoint, probe) {
+            Ok((lsn, durability)) => {
                 self.forget_durable();
                 self.log.send(Batch {
                     lsn,
@@ -424,7 +420,8 @@ impl Writer {
     /// Applies the jobs of `batch` in one transaction, in queue order,
     /// moving each into `ready` with its answer, and commits it: without
     /// durability with its log frame sealed, or as a checkpoint (always when
-    /// `checkpoint`). Returns its frame number and how it is made durable;
+    /// `checkpoint`; `probe`: it wrote an event-sized row). Returns its
+    /// frame number and how it is made durable;
     /// the index has learned its dedupe keys. On failure, jobs not yet
     /// applied stay in `batch`; a job whose own step failed is answered here.
     fn apply(
@@ -432,6 +429,7 @@ impl Writer {
         batch: &mut Vec<Job>,
         ready: &mut Vec<Ready>,
         checkpoint: bool,
+        probe: bool,
     ) -> Result<(u64, Made), Arc<WriteError>> {
         let db = self.database().map_err(Arc::new)?;
         let mut txn = db.begin_write().map_err(|e| Arc::new(e.into()))?;
@@ -471,13 +469,9 @@ impl Writer {
             t.index.flush().map_err(Arc::new)?;
             durable
         };
-        // Only jobs that log change keys: a batch without entries is a ping.
-        if !durable && !self.wal.has_entries() {
-            txn.set_durability(Durability::None)
-                .map_err(|e| Arc::new(e.into()))?;
-            txn.commit().map_err(|e| Arc::new(e.into()))?;
-            return Ok((self.lsn, Made::Nothing));
-        }
+        // Only jobs that log change keys: a batch without entries is a ping,
+        // with no frame number and nothing to make durable.
+        let logs = durable || self.wal.has_entries();
         let committed = if durable {
             commit_checkpoint(txn)
         } else {
@@ -488,12 +482,17 @@ impl Writer {
         if let Err(e) = committed {
             // A failed commit may still have reached the file: the reopen
             // that follows decides by the frame number it holds.
-            self.in_flight.push_back(InFlight {
-                lsn,
-                keys,
-                learned: false,
-            });
+            if logs {
+                self.in_flight.push_back(InFlight {
+                    lsn,
+                    keys,
+                    learned: false,
+                });
+            }
             return Err(Arc::new(e));
+        }
+        if !logs {
+            return Ok((self.lsn, Made::Nothing));
         }
         self.learn(&keys);
         self.in_flight.push_back(InFlight {
@@ -505,7 +504,7 @@ impl Writer {
         if durable {
             self.wal.rewind();
             self.last_checkpoint = Instant::now();
-            Ok((lsn, Made::Checkpoint { probe: false }))
+            Ok((lsn, Made::Checkpoint { probe }))
         } else {
             Ok((lsn, Made::Logged(self.wal.take_frame(lsn))))
         }
