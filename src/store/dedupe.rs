@@ -6,14 +6,16 @@
 //! So the durable form is an append-only log instead (`dedupe`: seq →
 //! fingerprint and time, see [`super::schema`]), and lookups go to this map,
 //! rebuilt from the log when the store opens (32 bytes per entry read,
-//! ≈ 30 bytes of memory per live key).
+//! 24–48 bytes of memory per live key, see [`DedupeIndex`]).
 //!
 //! A fingerprint is the first 128 bits of SHA-256 over `source \0 event_id`.
-//! Two different pairs share one with probability ≈ n²/2¹²⁹ (≈ 10⁻²⁵ for ten
-//! million live keys), so equal fingerprints are treated as the same event.
+//! The index tells keys apart by 106 of its bits ([`Key`]): two of n live
+//! pairs share them with probability ≈ n²/2¹⁰⁷ (≈ 10⁻¹⁸ for ten million live
+//! keys, ≈ 10⁻¹⁵ for a 30-day window at 100 events/s), so equal fingerprints
+//! are treated as the same event.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use sha2::{Digest, Sha256};
 
@@ -30,79 +32,239 @@ pub fn fingerprint(source: &str, event_id: &str) -> Fingerprint {
     u128::from_be_bytes(digest[..16].try_into().expect("16 bytes"))
 }
 
-/// Fingerprints are already uniform: hash them by taking their low bits.
-#[derive(Default)]
-pub struct FingerprintHasher(u64);
+/// Shards of the index: a fingerprint's top bits pick one.
+const SHARD_BITS: u32 = 10;
+const SHARDS: usize = 1 << SHARD_BITS;
 
-impl Hasher for FingerprintHasher {
+fn shard_of(fp: Fingerprint) -> usize {
+    (fp >> (128 - SHARD_BITS)) as usize
+}
+
+/// A fingerprint within its shard: its low 96 bits (with the shard's 10,
+/// 106 of its 128 bits tell keys apart). Three `u32`s, not a `u128`, whose
+/// 16-byte alignment would pad every entry to 32 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Key([u32; 3]);
+
+impl Key {
+    fn of(fp: Fingerprint) -> Key {
+        Key([fp as u32, (fp >> 32) as u32, (fp >> 64) as u32])
+    }
+}
+
+impl Hash for Key {
+    /// Fingerprints are already uniform: their low 64 bits are the hash.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(u64::from(self.0[0]) | u64::from(self.0[1]) << 32);
+    }
+}
+
+/// Takes the one `u64` a [`Key`] writes as the hash.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
     fn finish(&self) -> u64 {
         self.0
     }
 
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("a Key hashes as one u64");
     }
 
-    fn write_u128(&mut self, n: u128) {
-        self.0 = n as u64;
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
     }
 }
 
+/// A seq in two `u32`s, for the same reason.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Seq([u32; 2]);
+
+impl Seq {
+    fn of(seq: u64) -> Seq {
+        Seq([seq as u32, (seq >> 32) as u32])
+    }
+
+    fn get(self) -> u64 {
+        u64::from(self.0[0]) | u64::from(self.0[1]) << 32
+    }
+}
+
+type Shard = HashMap<Key, Seq, BuildHasherDefault<KeyHasher>>;
+
 /// Live dedupe keys: fingerprint → seq of the stored event.
-#[derive(Default)]
+///
+/// Split in [`SHARDS`] tables by the fingerprint's top bits, hashed within
+/// one by its low bits. A hash table grows by moving every entry to a table
+/// twice the size, and the writer, who inserts, waits for it: one table of
+/// 7.3M keys took 1.38 s to double (the README's 60 s run), with every
+/// ingest request queued behind it. A shard holds 1/1024 of the keys, so a
+/// growth moves ≈ 7k of them (≈ 1 ms at that size), and shards grow at
+/// different moments as their own counts cross the threshold.
+///
+/// An entry is 20 bytes and a control byte; hashbrown keeps a table between
+/// 7/16 and 7/8 full, so a key costs 24–48 bytes ([`DedupeIndex::bytes`]).
 pub struct DedupeIndex {
-    seqs: HashMap<Fingerprint, u64, BuildHasherDefault<FingerprintHasher>>,
+    shards: Box<[Shard]>,
+}
+
+impl Default for DedupeIndex {
+    fn default() -> DedupeIndex {
+        DedupeIndex {
+            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+        }
+    }
 }
 
 impl DedupeIndex {
-    pub fn with_capacity(n: usize) -> DedupeIndex {
-        DedupeIndex {
-            seqs: HashMap::with_capacity_and_hasher(n, Default::default()),
+    /// The index over `keys` (fingerprint, seq), as inserting them in that
+    /// order would make it.
+    #[cfg(test)]
+    pub fn from_keys(keys: Vec<(Fingerprint, u64)>) -> DedupeIndex {
+        let mut loader = Loader::new(1, keys.len());
+        for (fp, seq) in keys {
+            loader.push(fp, seq);
         }
+        DedupeIndex::from_loaders(vec![loader])
     }
 
-    /// The index over `keys` (fingerprint, seq), as inserting them in that
-    /// order would make it. Inserted one by one, each key is a cache and TLB
-    /// miss somewhere in a table of hundreds of MiB (≈ 0.5 µs per key at 5M
-    /// keys). Sorted first by the bucket each will land in, the table fills
-    /// front to back, and a key seen twice keeps its later seq. Opening a
-    /// store of 5M events went from 2.3–3.2 s to 1.1–1.2 s (the README).
-    /// (A counting sort into table regions was tried: fewer CPU cycles for
-    /// the sort, more for the page faults of its second buffer.) The bucket
-    /// is predicted from hashbrown's sizing rule; were the prediction wrong,
-    /// loading would only be slower.
-    pub fn from_keys(mut keys: Vec<(Fingerprint, u64)>) -> DedupeIndex {
-        let mut index = DedupeIndex::with_capacity(keys.len());
-        let mask = (keys.len().max(8) * 8 / 7).next_power_of_two() as u64 - 1;
-        keys.sort_unstable_by_key(|&(fp, seq)| ((fp as u64) & mask, seq));
-        for (fp, seq) in keys {
-            index.insert(fp, seq);
+    /// The index over what `loaders` read, as inserting every key in seq
+    /// order would make it: each loader read a range of seqs, the ranges in
+    /// order. Inserted one by one, each key is a cache and TLB miss somewhere
+    /// in hundreds of MiB of tables (≈ 0.5 µs per key at 5M keys). Sorted by
+    /// shard first, one shard (≈ 120 KiB at 5M keys) fills at a time while
+    /// it is in cache, sized once for its count. The shards are split in as
+    /// many contiguous ranges as there are loaders, one thread builds each.
+    pub fn from_loaders(loaders: Vec<Loader>) -> DedupeIndex {
+        let parts = loaders.first().map_or(1, |l| l.parts.len());
+        // runs[part][loader]: the keys of one range of shards from one range of seqs.
+        let mut runs: Vec<Vec<Vec<Row>>> = (0..parts).map(|_| Vec::new()).collect();
+        for loader in loaders {
+            for (part, rows) in loader.parts.into_iter().enumerate() {
+                runs[part].push(rows);
+            }
         }
-        index
+        let built: Vec<Vec<Shard>> = std::thread::scope(|scope| {
+            let threads: Vec<_> = runs
+                .into_iter()
+                .enumerate()
+                .map(|(part, runs)| scope.spawn(move || build_part(part, parts, runs)))
+                .collect();
+            threads
+                .into_iter()
+                .map(|t| t.join().expect("a dedupe build thread panicked"))
+                .collect()
+        });
+        DedupeIndex {
+            shards: built.into_iter().flatten().collect(),
+        }
     }
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.seqs.len()
+        self.shards.iter().map(HashMap::len).sum()
+    }
+
+    /// The bytes its tables take: an entry and a control byte per slot, a
+    /// power of two of slots at most 7/8 full.
+    pub fn bytes(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| {
+                let slots = match shard.capacity() {
+                    0 => 0,
+                    c if c < 8 => (c + 1).next_power_of_two(),
+                    c => (c * 8 / 7).next_power_of_two(),
+                };
+                slots * (std::mem::size_of::<(Key, Seq)>() + 1)
+            })
+            .sum()
     }
 
     pub fn get(&self, fp: Fingerprint) -> Option<u64> {
-        self.seqs.get(&fp).copied()
+        self.shards[shard_of(fp)].get(&Key::of(fp)).map(|s| s.get())
     }
 
     pub fn insert(&mut self, fp: Fingerprint, seq: u64) {
-        self.seqs.insert(fp, seq);
+        self.shards[shard_of(fp)].insert(Key::of(fp), Seq::of(seq));
     }
 
     /// Forgets `fp` if it still points at `seq` (a newer event may have
     /// taken the key after the old one expired).
     pub fn remove(&mut self, fp: Fingerprint, seq: u64) {
-        if self.seqs.get(&fp) == Some(&seq) {
-            self.seqs.remove(&fp);
+        let shard = &mut self.shards[shard_of(fp)];
+        let key = Key::of(fp);
+        if shard.get(&key) == Some(&Seq::of(seq)) {
+            shard.remove(&key);
         }
     }
+}
+
+/// A key read from the durable log, with its shard for sorting.
+#[derive(Clone, Copy)]
+struct Row {
+    shard: u16,
+    key: Key,
+    seq: Seq,
+}
+
+/// Collects the keys one thread reads from a range of the durable log (in
+/// seq order), already split by the range of shards that will hold them.
+pub struct Loader {
+    parts: Vec<Vec<Row>>,
+}
+
+impl Loader {
+    /// For `parts` build threads, expecting about `expected` keys.
+    pub fn new(parts: usize, expected: usize) -> Loader {
+        let parts = parts.clamp(1, SHARDS);
+        Loader {
+            parts: (0..parts)
+                .map(|_| Vec::with_capacity(expected / parts + expected / 64))
+                .collect(),
+        }
+    }
+
+    pub fn push(&mut self, fp: Fingerprint, seq: u64) {
+        let shard = shard_of(fp);
+        let part = shard * self.parts.len() / SHARDS;
+        self.parts[part].push(Row {
+            shard: shard as u16,
+            key: Key::of(fp),
+            seq: Seq::of(seq),
+        });
+    }
+}
+
+/// The shards of `part` (of `parts` contiguous ranges) from `runs`, each
+/// run's keys in seq order and the runs in order of their seqs.
+fn build_part(part: usize, parts: usize, mut runs: Vec<Vec<Row>>) -> Vec<Shard> {
+    for run in &mut runs {
+        run.sort_unstable_by_key(|row| (row.shard, row.seq.get()));
+    }
+    let mut rests: Vec<&[Row]> = runs.iter().map(Vec::as_slice).collect();
+    let shards = (part * SHARDS / parts)..((part + 1) * SHARDS / parts);
+    shards
+        .map(|shard| {
+            let mine: Vec<&[Row]> = rests
+                .iter_mut()
+                .map(|rest| {
+                    let n = rest.partition_point(|row| usize::from(row.shard) == shard);
+                    let (mine, after) = rest.split_at(n);
+                    *rest = after;
+                    mine
+                })
+                .collect();
+            let n = mine.iter().map(|m| m.len()).sum();
+            let mut table = Shard::with_capacity_and_hasher(n, Default::default());
+            // Later runs hold later seqs: a key seen twice keeps its later one.
+            for rows in mine {
+                table.extend(rows.iter().map(|row| (row.key, row.seq)));
+            }
+            table
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -150,6 +312,37 @@ mod tests {
         }
         assert_eq!(index.get(fps[7]), Some(5000));
         assert_eq!(index.get(fingerprint("s", "absent")), None);
+    }
+
+    #[test]
+    fn loaders_over_seq_ranges_build_what_one_would() {
+        // 5000 keys with every 10th key seen again later, read as three seq
+        // ranges by loaders that split them for four build threads.
+        let keys: Vec<(Fingerprint, u64)> = (0..6000u64)
+            .map(|seq| {
+                let i = if seq < 5000 { seq } else { (seq - 5000) * 5 };
+                (fingerprint("s", &format!("e{i}")), seq)
+            })
+            .collect();
+        let mut loaders = Vec::new();
+        for range in [0..1700, 1700..4100, 4100..6000] {
+            let mut loader = Loader::new(4, range.len());
+            for &(fp, seq) in &keys[range] {
+                loader.push(fp, seq);
+            }
+            loaders.push(loader);
+        }
+        let index = DedupeIndex::from_loaders(loaders);
+        assert_eq!(index.len(), 5000);
+        for i in 0..5000u64 {
+            let later = (i % 5 == 0).then(|| 5000 + i / 5);
+            let want = later.unwrap_or(i);
+            assert_eq!(
+                index.get(fingerprint("s", &format!("e{i}"))),
+                Some(want),
+                "e{i}"
+            );
+        }
     }
 
     #[test]

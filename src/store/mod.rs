@@ -574,7 +574,9 @@ impl Store {
             source,
         };
         create_private_dir(&options.data_dir).map_err(|e| open_err(e.into()))?;
+        let started = std::time::Instant::now();
         let db = open_database(&path, options.cache_bytes).map_err(open_err)?;
+        let opened = started.elapsed();
         {
             use std::os::unix::fs::PermissionsExt;
             // Payloads are customer data: readable by the service user only.
@@ -599,6 +601,7 @@ impl Store {
         // file's last checkpoint is as much the store as the file is.
         let mut wal = wal::Wal::open(&options.data_dir, tag).map_err(|e| open_err(e.into()))?;
         let replayed = writer::recover(&db, &mut wal, &writer::ttls(&options)).map_err(open_err)?;
+        let replay_done = started.elapsed();
         let recovered = recover_leases(&db).map_err(open_err)?;
         if recovered > 0 {
             tracing::warn!(
@@ -607,7 +610,18 @@ impl Store {
             );
         }
         let (next_seq, last_received_ms) = last_event(&db)?.map_or((1, 0), |(s, r)| (s + 1, r));
-        let dedupe = load_dedupe(&db)?;
+        let before_dedupe = started.elapsed();
+        let (dedupe, keys) = load_dedupe(&db)?;
+        tracing::info!(
+            database_ms = opened.as_millis() as u64,
+            log_frames = replayed.frames,
+            replay_ms = (replay_done - opened).as_millis() as u64,
+            dedupe_keys = keys,
+            dedupe_mib = dedupe.bytes() >> 20,
+            dedupe_ms = (started.elapsed() - before_dedupe).as_millis() as u64,
+            total_ms = started.elapsed().as_millis() as u64,
+            "store opened"
+        );
         // 4096 queued requests: a burst far beyond what one batch takes; past
         // it, handlers wait, which slows the senders instead of growing memory.
         let (jobs, rx) = mpsc::channel(4096);
@@ -1498,17 +1512,40 @@ fn recover_leases(db: &Database) -> Result<usize, WriteError> {
     Ok(recovered)
 }
 
-/// Rebuilds the in-memory dedupe index from its durable log.
-fn load_dedupe(db: &Database) -> Result<DedupeIndex, StoreError> {
+/// Rebuilds the in-memory dedupe index from its durable log: one thread per
+/// core reads a range of it (≈ 70 ns per row), each thread then builds a
+/// range of the index's shards. Returns it and the number of rows read.
+fn load_dedupe(db: &Database) -> Result<(DedupeIndex, usize), StoreError> {
     let txn = db.begin_read()?;
     let log = txn.open_table(DEDUPE)?;
-    let mut keys = Vec::with_capacity(log.len()? as usize);
-    for row in log.iter()? {
-        let (seq, value) = row?;
-        let (fp, _received) = value.value();
-        keys.push((fp, seq.value()));
-    }
-    Ok(DedupeIndex::from_keys(keys))
+    let rows = log.len()? as usize;
+    let (Some(first), Some(last)) = (log.first()?, log.last()?) else {
+        return Ok((DedupeIndex::default(), 0));
+    };
+    let (first, last) = (first.0.value(), last.0.value());
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8) as u64;
+    // Ranges of seqs: the log's rows are spread evenly enough over them.
+    let span = (last - first) / threads + 1;
+    let read = |from: u64| -> Result<dedupe::Loader, StoreError> {
+        let mut loader = dedupe::Loader::new(threads as usize, rows / threads as usize);
+        for row in log.range(from..from.saturating_add(span))? {
+            let (seq, value) = row?;
+            loader.push(value.value().0, seq.value());
+        }
+        Ok(loader)
+    };
+    let loaders = std::thread::scope(|scope| {
+        let readers: Vec<_> = (0..threads)
+            .map(|i| scope.spawn(move || read(first + i * span)))
+            .collect();
+        readers
+            .into_iter()
+            .map(|r| r.join().expect("a dedupe read thread panicked"))
+            .collect::<Result<Vec<_>, _>>()
+    })?;
+    Ok((DedupeIndex::from_loaders(loaders), rows))
 }
 
 #[cfg(test)]
