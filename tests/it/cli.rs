@@ -296,6 +296,68 @@ fn send_reports_refusals_with_exit_1() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_under_concurrency_stores_each_event_once_and_reports_refused_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = write_config(
+        dir.path(),
+        &format!("{}{}", server_section(&data), standard_source("demo")),
+    );
+    let mut server = BinaryServer::start(&config, &[], None);
+    let url = server.url("/in/demo");
+    let config_arg = config.to_str().unwrap().to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        hookinbox(&[
+            "send",
+            "--source",
+            "demo",
+            "--config",
+            &config_arg,
+            "--url",
+            &url,
+            "--repeat",
+            "300",
+            "--concurrency",
+            "16",
+            "--quiet",
+        ])
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("sent 300 ") && stderr.contains("200×300 (0 duplicates)"),
+        "{stderr}"
+    );
+    assert!(server.terminate().success(), "{}", server.log_text());
+    assert_eq!(read_all(&data).await.len(), 300);
+
+    // Nothing listens there any more: every request is an error, exit 1.
+    let url = server.url("/in/demo");
+    let out = hookinbox(&[
+        "send",
+        "--provider",
+        "standard",
+        "--secret",
+        "whsec_aG9va2luYm94LXdyb25nLXNlY3JldC0wMDAwMDA=",
+        "--url",
+        &url,
+        "--repeat",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // "<n> <id> error <latency> <cause>"
+    let errors = stdout
+        .lines()
+        .filter(|l| l.split(' ').nth(2) == Some("error"))
+        .count();
+    assert_eq!(errors, 2, "{stdout}");
+    assert!(stdout.contains("cannot connect to 127.0.0.1:"), "{stdout}");
+}
+
 /// Runs an operator command against `admin` with `token`; returns
 /// (exit code, stdout, stderr).
 /// Runs an operator command of the real binary against `admin`; returns
