@@ -15,11 +15,13 @@
 //! the same load through `Store::ingest` (no HTTP, no signature check): the
 //! HTTP path's share is the gap between the two. With `--crash`, the server
 //! is killed with SIGKILL under load and restarted, and the time to a
-//! listening socket and to `/readyz` 200 is printed.
+//! listening socket and to `/readyz` 200 is printed. With `--space`, every
+//! table is walked after the runs: the bytes its entries take against the
+//! file's size.
 //!
 //! Rerun: cargo bench --bench http -- [--quick] [--seconds 20] [--runs 3]
 //!        [--connections 64,128] [--dup 0,10] [--preload 5000000 --data DIR]
-//!        [--crash] [--http-only] [--bin target/release/hookinbox]
+//!        [--crash] [--space] [--http-only] [--bin target/release/hookinbox]
 //! `--data DIR` keeps the store (preloaded once, topped up to `--preload`).
 
 use std::io::{Read, Write};
@@ -62,6 +64,8 @@ struct Args {
     preload: usize,
     data: Option<PathBuf>,
     crash: bool,
+    /// Walk every table after the runs: bytes stored vs the file's size.
+    space: bool,
     /// Skip the store-level comparison.
     http_only: bool,
     /// The binary to run (another build, for a before/after pair).
@@ -96,6 +100,7 @@ fn args() -> Args {
         preload: flags.value("--preload", 0, 0),
         data: flags.text("--data").map(PathBuf::from),
         crash: std::env::args().any(|a| a == "--crash"),
+        space: std::env::args().any(|a| a == "--space"),
         http_only: std::env::args().any(|a| a == "--http-only"),
         bin: PathBuf::from(
             flags
@@ -599,6 +604,9 @@ async fn main() {
         }
     }
     server.stop();
+    if args.space {
+        space(&data, stored);
+    }
 
     if !args.http_only {
         stored = store_level(&args, &data, &verifier, &summary, stored, run_tag).await;
@@ -608,7 +616,7 @@ async fn main() {
     }
     println!();
     println!(
-        "rerun: cargo bench --bench http -- --seconds {} --runs {} --connections {} --dup {}{}{}{}",
+        "rerun: cargo bench --bench http -- --seconds {} --runs {} --connections {} --dup {}{}{}{}{}",
         args.seconds,
         args.runs,
         join(&args.connections),
@@ -621,7 +629,58 @@ async fn main() {
         args.data
             .as_ref()
             .map_or(String::new(), |d| format!(" --data {}", d.display())),
-        if args.crash { " --crash" } else { "" }
+        if args.crash { " --crash" } else { "" },
+        if args.space { " --space" } else { "" }
+    );
+}
+
+/// What the file holds, table by table (redb's stats: the bytes of keys and
+/// values in leaves, of branches and headers, and of room no entry uses),
+/// against its size. Walks every page: at 5M events, seconds to minutes.
+fn space(data: &Path, stored: usize) {
+    use redb::{ReadableDatabase, ReadableTableMetadata, TableHandle};
+    let db = redb::Database::open(data.join(hookinbox::store::DB_FILE)).unwrap();
+    let txn = db.begin_read().unwrap();
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    println!();
+    println!("space after the runs, {stored} events:");
+    println!();
+    println!(
+        "| table | entries | stored MiB | metadata MiB | unused in its pages MiB | stored B/event |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    let (mut total_stored, mut total_meta, mut total_frag) = (0, 0, 0);
+    for handle in txn.list_tables().unwrap() {
+        let name = handle.name().to_owned();
+        let table = txn.open_untyped_table(handle).unwrap();
+        let stats = table.stats().unwrap();
+        total_stored += stats.stored_bytes();
+        total_meta += stats.metadata_bytes();
+        total_frag += stats.fragmented_bytes();
+        println!(
+            "| {name} | {} | {:.0} | {:.0} | {:.0} | {:.0} |",
+            table.len().unwrap(),
+            mib(stats.stored_bytes()),
+            mib(stats.metadata_bytes()),
+            mib(stats.fragmented_bytes()),
+            stats.stored_bytes() as f64 / stored.max(1) as f64
+        );
+    }
+    let file = file_size(data);
+    println!(
+        "| all | | {:.0} | {:.0} | {:.0} | {:.0} |",
+        mib(total_stored),
+        mib(total_meta),
+        mib(total_frag),
+        total_stored as f64 / stored.max(1) as f64
+    );
+    println!();
+    println!(
+        "file {:.0} MiB, {:.0} B/event: {:.2}× the bytes stored; {:.0} MiB in free pages or allocator slack",
+        mib(file),
+        file as f64 / stored.max(1) as f64,
+        file as f64 / total_stored.max(1) as f64,
+        mib(file.saturating_sub(total_stored + total_meta + total_frag))
     );
 }
 
