@@ -24,6 +24,7 @@ pub mod sweep;
 pub mod alert;
 pub mod api;
 pub mod admin;
+pub mod dashboard;
 pub mod metrics;
 pub mod supervise;
 pub mod systemd;

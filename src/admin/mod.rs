@@ -1,7 +1,8 @@
 //! The admin API on the admin listener: JSON for people and scripts.
 //!
-//! Every path but `/healthz` and `/readyz` needs `Authorization: Bearer
-//! <token>`, compared in constant time. Requests and answers are the types
+//! Every path but `/healthz`, `/readyz`, `/api/openapi.json` and the
+//! dashboard's assets (`/`, `/ui/…`, see [`crate::dashboard`]) needs
+//! `Authorization: Bearer <token>`, compared in constant time. Requests and answers are the types
 //! of [`crate::api`], converted here from the store's; errors are
 //! [`api::ApiError`] with a status, counted in
 //! `hookinbox_admin_rejected{reason}` and logged without the token or any
@@ -72,6 +73,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/healthz", get(healthz))
         .route("/api/openapi.json", get(openapi_json))
         .route("/readyz", get(readyz))
+        .merge(crate::dashboard::router())
         .merge(api)
         .fallback(|State(state): State<AdminState>| async move {
             AdminError::NotFound("no such admin path".into()).respond(&state.metrics)

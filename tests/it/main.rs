@@ -6,6 +6,7 @@
 mod admin;
 mod cli;
 mod crash;
+mod dashboard;
 mod delivery;
 mod destination;
 mod drills;

@@ -1,0 +1,503 @@
+//! The dashboard in a real browser: headless Chromium driven over WebDriver
+//! (Debian's `chromium` and `chromium-driver`), against the real binary and
+//! a destination that fails and then recovers. Screenshots of each page go
+//! to `target/dashboard/`.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+use crate::destination::{Destination, Mode};
+use crate::support::{
+    BinaryServer, STANDARD_SECRET, client, server_section, standard_headers, write_config,
+};
+
+const TOKEN: &str = "dashboard-test-token-0123456789";
+
+/// chromedriver on a free loopback port, killed on drop.
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Driver {
+    fn start() -> Driver {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver runs (Debian: apt-get install chromium chromium-driver)");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "chromedriver did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Driver {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    async fn browser(&self) -> Client {
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({
+                "binary": "/usr/bin/chromium",
+                // No name resolves but loopback: the network is unplugged.
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                         "--disable-dev-shm-usage", "--window-size=1280,1100",
+                         "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"]
+            }),
+        );
+        ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps)
+            .connect(&self.url)
+            .await
+            .expect("a Chromium session")
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits (10 s at most) until the element at `css` has text that `ok` accepts; returns it.
+async fn text_until(b: &Client, css: &str, ok: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = String::new();
+    loop {
+        if let Ok(el) = b.find(Locator::Css(css)).await
+            && let Ok(text) = el.text().await
+        {
+            if ok(&text) {
+                return text;
+            }
+            last = text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{css}: text never matched; last {last:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn click(b: &Client, css: &str) {
+    b.wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .click()
+        .await
+        .unwrap_or_else(|e| panic!("click {css}: {e}"));
+}
+
+async fn type_into(b: &Client, css: &str, text: &str) {
+    let el = b
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"));
+    el.clear().await.unwrap();
+    el.send_keys(text).await.unwrap();
+}
+
+async fn screenshot(b: &Client, name: &str) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/dashboard");
+    std::fs::create_dir_all(&dir).unwrap();
+    let png = b.screenshot().await.unwrap();
+    std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
+}
+
+async fn admin_get(server: &BinaryServer, path: &str) -> Value {
+    client()
+        .get(format!("{}{path}", server.admin))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// Polls `path` of the admin API until `ok` accepts its answer (10 s at most).
+async fn api_until(server: &BinaryServer, path: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let v = admin_get(server, path).await;
+        if ok(&v) {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "{path} never matched: {v}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The overview's cells for `source` equal what `/api/stats` says.
+async fn overview_matches_stats(b: &Client, server: &BinaryServer) {
+    let stats = admin_get(server, "/api/stats").await;
+    let s = &stats["sources"]["shop"];
+    let expect = [
+        ("received", s["since_start"]["received"].clone()),
+        ("duplicates", s["since_start"]["duplicates"].clone()),
+        ("delivered", s["stored"]["delivered"].clone()),
+        ("pending", s["stored"]["pending"].clone()),
+        ("retrying", s["stored"]["retrying"].clone()),
+        ("dead", s["stored"]["dead"].clone()),
+        ("ignored", s["stored"]["ignored"].clone()),
+        ("held", s["stored"]["held"].clone()),
+    ];
+    for (key, value) in expect {
+        let css = format!("#sources tr[data-source=shop]:not(.sub) td[data-k={key}]");
+        let want = value.to_string();
+        text_until(b, &css, |t| t == want).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_finds_replays_ignores_and_bulk_replays_dead_events_in_a_browser() {
+    let driver = Driver::start();
+    let dir = tempfile::tempdir().unwrap();
+    // The app refuses every event (422: dead at once) until it is fixed.
+    let dest = Destination::start(Mode::Status(422, "amount must be positive")).await;
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
+             [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
+             destination = \"{}\"\n\n",
+            server_section(&dir.path().join("data")),
+            dest.url()
+        ),
+    );
+    let mut server = BinaryServer::start(&config, &[], None);
+
+    let mut ids = Vec::new();
+    for (i, name) in ["alpha", "bravo", "charlie", "delta", "foxtrot", "golf"]
+        .iter()
+        .enumerate()
+    {
+        let body = format!(
+            r#"{{"type":"invoice.paid","data":{{"object":{{"id":"in_{i}","customer":"cus_{name}"}}}}}}"#
+        )
+        .into_bytes();
+        let mut request = client().post(server.url("/in/shop")).body(body.clone());
+        for (k, v) in standard_headers(&format!("evt_{name}"), &body) {
+            request = request.header(k, v);
+        }
+        let answer: Value = request.send().await.unwrap().json().await.unwrap();
+        ids.push(answer["id"].as_str().unwrap().to_owned());
+    }
+    api_until(&server, "/api/stats", |s| {
+        s["sources"]["shop"]["stored"]["dead"] == 6
+    })
+    .await;
+
+    let b = driver.browser().await;
+    b.goto(&format!("{}/", server.admin)).await.unwrap();
+
+    // A wrong token is refused in words; the right one opens the overview.
+    type_into(&b, "#token", "not-the-token").await;
+    click(&b, "form button[type=submit]").await;
+    text_until(&b, "#signin-error", |t| {
+        t.contains("did not accept that admin token")
+    })
+    .await;
+    // By keyboard: the token, then Enter.
+    type_into(&b, "#token", &format!("{TOKEN}\u{E007}")).await;
+    text_until(&b, "main h1", |t| t == "Overview").await;
+    overview_matches_stats(&b, &server).await;
+    text_until(&b, "#destinations tr[data-destination=shop]", |t| {
+        t.contains("last failure:")
+    })
+    .await;
+    screenshot(&b, "overview").await;
+    // Pause and resume the destination, each after saying yes.
+    click(&b, "#destinations tr[data-destination=shop] button").await;
+    click(&b, "#dialog-confirm").await;
+    text_until(&b, "#flash", |t| t == "shop is paused.").await;
+    text_until(&b, "#destinations tr[data-destination=shop]", |t| {
+        t.contains("paused")
+    })
+    .await;
+    api_until(&server, "/api/destinations", |d| {
+        d["destinations"][0]["paused"] == true
+    })
+    .await;
+    click(&b, "#destinations tr[data-destination=shop] button").await;
+    click(&b, "#dialog-confirm").await;
+    text_until(&b, "#flash", |t| t == "shop is delivering again.").await;
+
+    // Find the first event by what its payload holds, and open it.
+    b.goto(&format!("{}/#/events", server.admin)).await.unwrap();
+    type_into(&b, "#q", "cus_alpha").await;
+    click(&b, "form.filters button[type=submit]").await;
+    text_until(&b, "#search-progress", |t| {
+        t.contains("Searched every stored event")
+    })
+    .await;
+    let rows = text_until(&b, "#events tbody", |t| t.contains("evt_alpha")).await;
+    assert!(!rows.contains("evt_bravo"), "{rows}");
+    screenshot(&b, "events-search").await;
+    // Pages newest first, two at a time here, with the cursor.
+    b.goto(&format!("{}/#/events?limit=2", server.admin))
+        .await
+        .unwrap();
+    let first = text_until(&b, "#events tbody", |t| t.contains("evt_golf")).await;
+    assert!(
+        first.contains("evt_foxtrot") && !first.contains("evt_delta"),
+        "{first}"
+    );
+    click(&b, "#more").await;
+    text_until(&b, "#events tbody", |t| {
+        t.contains("evt_foxtrot") && t.contains("evt_charlie")
+    })
+    .await;
+    // A search that stops early says how far back it looked, and goes on.
+    b.goto(&format!("{}/#/events?q=invoice.paid&limit=2", server.admin))
+        .await
+        .unwrap();
+    text_until(&b, "#search-progress", |t| {
+        t.starts_with("Scanned back to 20")
+    })
+    .await;
+    click(&b, "#more").await;
+    text_until(&b, "#events tbody", |t| t.contains("evt_charlie")).await;
+    b.goto(&format!("{}/#/events?q=cus_alpha", server.admin))
+        .await
+        .unwrap();
+    text_until(&b, "#events tbody", |t| t.contains("evt_alpha")).await;
+    click(&b, &format!("#events tr[data-id='{}'] a", ids[0])).await;
+    text_until(&b, "#what-happened", |t| {
+        t.starts_with("Dead: your app answered 422") && t.ends_with("after 1 attempt.")
+    })
+    .await;
+    text_until(&b, "#attempts", |t| t.contains("amount must be positive")).await;
+    text_until(&b, "#payload", |t| {
+        t.contains("\"customer\": \"cus_alpha\"")
+    })
+    .await;
+    screenshot(&b, "event-dead").await;
+
+    // The app is fixed: replay it, after saying yes, and see it delivered.
+    dest.set(Mode::Ok);
+    click(&b, "#replay").await;
+    click(&b, "#dialog-confirm").await;
+    text_until(&b, "#flash", |t| t.starts_with("Replayed evt_alpha")).await;
+    api_until(&server, &format!("/api/events/{}", ids[0]), |e| {
+        e["status"] == "delivered"
+    })
+    .await;
+    b.refresh().await.unwrap();
+    text_until(&b, "#what-happened", |t| t.starts_with("Delivered at")).await;
+    screenshot(&b, "event-delivered").await;
+
+    // Ignore the second: a note is required, and then it shows.
+    b.goto(&format!("{}/#/event/{}", server.admin, ids[1]))
+        .await
+        .unwrap();
+    text_until(&b, "#what-happened", |t| t.starts_with("Dead:")).await;
+    click(&b, "#ignore").await;
+    click(&b, "#dialog-confirm").await;
+    text_until(&b, "dialog .error", |t| t.contains("A note is required")).await;
+    type_into(&b, "#dialog-note", "refunded by hand, ticket 4411").await;
+    click(&b, "#dialog-confirm").await;
+    text_until(&b, "#what-happened", |t| {
+        t.starts_with("Ignored at") && t.contains("refunded by hand, ticket 4411")
+    })
+    .await;
+    text_until(&b, "dl.facts", |t| {
+        t.contains("refunded by hand, ticket 4411")
+    })
+    .await;
+
+    // Delete its payload: it warns, asks for a note, and says what it did.
+    click(&b, "#erase").await;
+    text_until(&b, "dialog", |t| t.contains("cannot be brought back")).await;
+    type_into(&b, "#dialog-note", "customer asked for erasure").await;
+    click(&b, "#dialog-confirm").await;
+    text_until(&b, "#flash", |t| t == "Deleted the payload of evt_bravo.").await;
+    text_until(&b, "dl.facts", |t| t.contains("customer asked for erasure")).await;
+
+    // Someone else replayed charlie while this page was open: the refusal
+    // comes back in words.
+    b.goto(&format!("{}/#/event/{}", server.admin, ids[2]))
+        .await
+        .unwrap();
+    text_until(&b, "#what-happened", |t| t.starts_with("Dead:")).await;
+    dest.set(Mode::Slow(Duration::from_secs(3)));
+    let r = client()
+        .post(format!("{}/api/events/{}/replay", server.admin, ids[2]))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    click(&b, "#replay").await;
+    click(&b, "#dialog-confirm").await;
+    text_until(&b, "#flash", |t| {
+        t.starts_with("That cannot be done right now:")
+    })
+    .await;
+    api_until(&server, &format!("/api/events/{}", ids[2]), |e| {
+        e["status"] == "delivered"
+    })
+    .await;
+    dest.set(Mode::Ok);
+
+    // The dead-letter queue holds the other three.
+    b.goto(&format!("{}/#/dlq", server.admin)).await.unwrap();
+    let rows = text_until(&b, "#dlq tbody", |t| {
+        t.contains("evt_delta") && t.contains("evt_foxtrot") && t.contains("evt_golf")
+    })
+    .await;
+    for gone in ["evt_alpha", "evt_bravo", "evt_charlie"] {
+        assert!(!rows.contains(gone), "{rows}");
+    }
+    text_until(&b, &format!("#dlq tr[data-id='{}']", ids[3]), |t| {
+        t.contains("cus_delta")
+    })
+    .await;
+    screenshot(&b, "dlq").await;
+    // One picked by hand and ignored with a note…
+    click(
+        &b,
+        &format!("#dlq tr[data-id='{}'] input[type=checkbox]", ids[4]),
+    )
+    .await;
+    click(&b, "#ignore-selected").await;
+    text_until(&b, "#dialog-title", |t| t == "Ignore 1 selected event?").await;
+    type_into(&b, "#dialog-note", "test order, not a real sale").await;
+    click(&b, "#dialog-confirm").await;
+    text_until(&b, "#flash", |t| t == "Ignored 1 of 1.").await;
+    let rows = text_until(&b, "#dlq tbody", |t| !t.contains("evt_foxtrot")).await;
+    assert!(
+        rows.contains("evt_delta") && rows.contains("evt_golf"),
+        "{rows}"
+    );
+    // …and the rest replayed by the filter, after a count.
+    click(&b, "#replay-matching").await;
+    text_until(&b, "#dialog-title", |t| t == "Replay 2 events?").await;
+    click(&b, "#dialog-confirm").await;
+    text_until(&b, "#flash", |t| t == "Replayed 2 of 2.").await;
+    text_until(&b, "#dlq-empty", |t| t.contains("empty")).await;
+    api_until(&server, "/api/stats", |s| {
+        s["sources"]["shop"]["stored"]["delivered"] == 4
+    })
+    .await;
+
+    // Live mode shows an event that arrives while the page is open.
+    b.goto(&format!("{}/#/events", server.admin)).await.unwrap();
+    click(&b, "#live").await;
+    let body = br#"{"type":"invoice.created","data":{"object":{"id":"in_9"}}}"#.to_vec();
+    let mut request = client().post(server.url("/in/shop")).body(body.clone());
+    for (k, v) in standard_headers("evt_echo", &body) {
+        request = request.header(k, v);
+    }
+    assert_eq!(request.send().await.unwrap().status(), 200);
+    text_until(&b, "#events tbody tr:first-child", |t| {
+        t.contains("evt_echo")
+    })
+    .await;
+
+    // At phone width nothing but the tables scrolls sideways.
+    b.set_window_size(390, 844).await.unwrap();
+    b.goto(&format!("{}/#/event/{}", server.admin, ids[0]))
+        .await
+        .unwrap();
+    text_until(&b, "#what-happened", |t| t.starts_with("Delivered")).await;
+    let fits = b
+        .execute(
+            "return document.documentElement.scrollWidth <= window.innerWidth;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(fits, Value::Bool(true));
+    screenshot(&b, "event-phone").await;
+    b.set_window_size(1280, 1100).await.unwrap();
+
+    // The overview agrees with the API once everything settled.
+    b.goto(&format!("{}/#/", server.admin)).await.unwrap();
+    overview_matches_stats(&b, &server).await;
+    text_until(
+        &b,
+        "#sources tr[data-source=shop]:not(.sub) td[data-k=ignored]",
+        |t| t == "2",
+    )
+    .await;
+
+    b.close().await.unwrap();
+    assert!(server.terminate().success(), "{}", server.log_text());
+}
+
+/// The assets come with a policy that keeps the page to its own origin.
+#[tokio::test]
+async fn the_dashboard_is_served_without_the_token_and_only_loads_its_own_assets() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "{}[admin]\ntoken = \"{TOKEN}\"\n\n[[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n",
+            server_section(&dir.path().join("data"))
+        ),
+    );
+    let mut server = BinaryServer::start(&config, &[], None);
+    for (path, kind) in [
+        ("/", "text/html"),
+        ("/ui/app.js", "text/javascript"),
+        ("/ui/app.css", "text/css"),
+    ] {
+        let r = client()
+            .get(format!("{}{path}", server.admin))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        let header = |name: &str| {
+            r.headers()
+                .get(name)
+                .map(|v| v.to_str().unwrap().to_owned())
+                .unwrap_or_default()
+        };
+        assert!(header("content-type").starts_with(kind), "{path}");
+        assert!(
+            header("content-security-policy").starts_with("default-src 'none'"),
+            "{path}"
+        );
+        // Nothing from another origin (the SVG namespace is a name, not a load).
+        let body = r
+            .text()
+            .await
+            .unwrap()
+            .replace("http://www.w3.org/2000/svg", "");
+        assert!(
+            !body.contains("http://") && !body.contains("https://"),
+            "{path} names another origin"
+        );
+    }
+    // The data still needs the token.
+    let r = client()
+        .get(format!("{}/api/stats", server.admin))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    assert!(server.terminate().success());
+}
