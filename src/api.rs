@@ -296,6 +296,16 @@ pub struct SinceStart {
     pub ack_ms: Option<Percentiles>,
     /// Of the latest deliveries: receipt (or replay) to the app's 2xx.
     pub received_to_delivered_ms: Option<Percentiles>,
+    /// `received` and `duplicates` by event type (`(none)` for events
+    /// without one; past 1000 types, `(other types)`).
+    #[serde(default)]
+    pub by_type: BTreeMap<String, TypeSinceStart>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TypeSinceStart {
+    pub received: u64,
+    pub duplicates: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]

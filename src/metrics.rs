@@ -266,8 +266,59 @@ struct Inner {
     rejected_seen: Mutex<std::collections::BTreeSet<(String, RejectReason)>>,
     /// The last acks per source, for stats' p50/p99.
     recent_acks: Recent,
+    by_type: TypeTally,
     /// The last received → delivered latencies per source, likewise.
     recent_deliveries: Recent,
+}
+
+/// Received and duplicates per source and event type since the start, for
+/// `/api/stats` and the dashboard. Not metric families: a provider sends
+/// hundreds of event types, too many labels for a scraper. Past
+/// [`TypeTally::TYPES`] types of one source, new ones count together under
+/// [`OTHER_TYPES`], so memory stays bounded whatever arrives.
+#[derive(Default)]
+struct TypeTally(Mutex<std::collections::HashMap<String, TypesOf>>);
+
+/// One source's event types → (received, duplicates).
+type TypesOf = std::collections::HashMap<String, (u64, u64)>;
+
+/// Where a source's types beyond [`TypeTally::TYPES`] are counted.
+pub const OTHER_TYPES: &str = "(other types)";
+
+impl TypeTally {
+    const TYPES: usize = 1000;
+
+    fn count(&self, source: &str, event_type: &str, duplicate: bool) {
+        let mut all = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if !all.contains_key(source) {
+            all.insert(source.to_owned(), Default::default());
+        }
+        let types = all.get_mut(source).expect("inserted above");
+        let key = if types.contains_key(event_type) || types.len() < TypeTally::TYPES {
+            event_type
+        } else {
+            OTHER_TYPES
+        };
+        if !types.contains_key(key) {
+            types.insert(key.to_owned(), (0, 0));
+        }
+        let tally = types.get_mut(key).expect("inserted above");
+        if duplicate {
+            tally.1 += 1;
+        } else {
+            tally.0 += 1;
+        }
+    }
+
+    fn of(&self, source: &str) -> Vec<(String, u64, u64)> {
+        let all = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        all.get(source).map_or_else(Vec::new, |types| {
+            types
+                .iter()
+                .map(|(t, &(received, duplicates))| (t.clone(), received, duplicates))
+                .collect()
+        })
+    }
 }
 
 /// The last [`Recent::KEPT`] latencies per source, in ms: stats' p50 and p99
@@ -528,6 +579,7 @@ impl Metrics {
                 alerts,
                 rejected_seen: Mutex::default(),
                 recent_acks: Recent::default(),
+                by_type: TypeTally::default(),
                 recent_deliveries: Recent::default(),
             }),
         }
@@ -555,11 +607,13 @@ impl Metrics {
             .inc();
     }
 
-    pub fn received(&self, source: &str, ack: std::time::Duration) {
+    /// A new event of `event_type` (`store::NO_TYPE` for none) stored.
+    pub fn received(&self, source: &str, event_type: &str, ack: std::time::Duration) {
         let label = SourceLabel {
             source: source.to_owned(),
         };
         self.inner.received.get_or_create(&label).inc();
+        self.inner.by_type.count(source, event_type, false);
         self.inner
             .ack_seconds
             .get_or_create(&label)
@@ -595,11 +649,13 @@ impl Metrics {
         counts
     }
 
-    pub fn duplicate(&self, source: &str, ack: std::time::Duration) {
+    /// A repeat of a stored event of `event_type` answered as a duplicate.
+    pub fn duplicate(&self, source: &str, event_type: &str, ack: std::time::Duration) {
         let label = SourceLabel {
             source: source.to_owned(),
         };
         self.inner.duplicates.get_or_create(&label).inc();
+        self.inner.by_type.count(source, event_type, true);
         self.inner
             .ack_seconds
             .get_or_create(&label)
@@ -771,6 +827,11 @@ impl Metrics {
             .get()
     }
 
+    /// (event type, received, duplicates) of `source` since the start.
+    pub fn by_type(&self, source: &str) -> Vec<(String, u64, u64)> {
+        self.inner.by_type.of(source)
+    }
+
     pub fn received_count(&self, source: &str) -> u64 {
         self.inner
             .received
@@ -815,6 +876,30 @@ impl Metrics {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn types_past_the_cap_count_together() {
+        let tally = super::TypeTally::default();
+        for i in 0..super::TypeTally::TYPES {
+            tally.count("s", &format!("t{i}"), false);
+        }
+        tally.count("s", "t0", true);
+        tally.count("s", "late.one", false);
+        tally.count("s", "late.two", true);
+        tally.count("other", "late.one", false);
+        let of = |source: &str, t: &str| {
+            tally
+                .of(source)
+                .into_iter()
+                .find(|(name, _, _)| name == t)
+                .map(|(_, r, d)| (r, d))
+        };
+        assert_eq!(tally.of("s").len(), super::TypeTally::TYPES + 1);
+        assert_eq!(of("s", "t0"), Some((1, 1)));
+        assert_eq!(of("s", "late.one"), None);
+        assert_eq!(of("s", super::OTHER_TYPES), Some((1, 1)));
+        assert_eq!(of("other", "late.one"), Some((1, 0)));
+    }
+
     use super::*;
 
     /// The exposition lines that start with `series`, e.g. `hookinbox_swept_total{`,

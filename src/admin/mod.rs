@@ -794,6 +794,20 @@ async fn stats(State(state): State<AdminState>) -> Response {
                         .collect(),
                     ack_ms: percentiles(state.metrics.recent_ack_ms(&name)),
                     received_to_delivered_ms: percentiles(state.metrics.recent_delivery_ms(&name)),
+                    by_type: state
+                        .metrics
+                        .by_type(&name)
+                        .into_iter()
+                        .map(|(t, received, duplicates)| {
+                            (
+                                t,
+                                api::TypeSinceStart {
+                                    received,
+                                    duplicates,
+                                },
+                            )
+                        })
+                        .collect(),
                 },
             },
         );

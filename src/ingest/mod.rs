@@ -329,10 +329,11 @@ async fn receive(State(state): State<IngestState>, request: Request) -> Response
         Err(e) => return reject(e.into(), Some(&event_id)),
     };
     let ack = started.elapsed();
+    let kind = event_type.as_deref().unwrap_or(crate::store::NO_TYPE);
     if duplicate {
-        state.metrics.duplicate(source.name.as_str(), ack);
+        state.metrics.duplicate(source.name.as_str(), kind, ack);
     } else {
-        state.metrics.received(source.name.as_str(), ack);
+        state.metrics.received(source.name.as_str(), kind, ack);
     }
     tracing::info!(
         source = source.name.as_str(),

@@ -46,6 +46,9 @@ const PAUSED_PREFIX: &str = "paused:";
 /// The database file's name inside the data dir.
 pub const DB_FILE: &str = "hookinbox.redb";
 
+/// How stats name the event type of events that have none.
+pub const NO_TYPE: &str = "(none)";
+
 /// How an event starts its life.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Initial {
@@ -1078,7 +1081,7 @@ impl Store {
             let stats = out.entry(source).or_default();
             stats.counts.add(tally, n);
             let kind = if event_type.is_empty() {
-                "(none)".to_owned()
+                NO_TYPE.to_owned()
             } else {
                 event_type
             };

@@ -763,6 +763,10 @@ async fn stats_count_by_source_type_and_status() {
     assert_eq!(shop["since_start"]["received"], 3);
     assert_eq!(shop["since_start"]["duplicates"], 1);
     assert_eq!(
+        shop["since_start"]["by_type"],
+        json!({"order.paid": {"received": 2, "duplicates": 1}, "order.refund": {"received": 1, "duplicates": 0}})
+    );
+    assert_eq!(
         shop["since_start"]["rejected"],
         json!({"missing_signature": 1})
     );

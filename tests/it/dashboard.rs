@@ -168,6 +168,19 @@ async fn overview_matches_stats(b: &Client, server: &BinaryServer) {
         let want = value.to_string();
         text_until(b, &css, |t| t == want).await;
     }
+    let paid = &s["since_start"]["by_type"]["invoice.paid"];
+    let stored = &s["by_type"]["invoice.paid"];
+    for (key, value) in [
+        ("received", &paid["received"]),
+        ("duplicates", &paid["duplicates"]),
+        ("delivered", &stored["delivered"]),
+        ("dead", &stored["dead"]),
+        ("ignored", &stored["ignored"]),
+    ] {
+        let css = format!("#sources tr[data-type='invoice.paid'] td[data-k={key}]");
+        let want = value.to_string();
+        text_until(b, &css, |t| t == want).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

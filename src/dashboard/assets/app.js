@@ -231,10 +231,19 @@ function sourceRows(name, s) {
     countCells(s.stored),
     h('td', { class: 'num', 'data-k': 'success_rate', text: rate }),
     h('td', { class: 'num', 'data-k': 'oldest_pending', text: fmtAge(s.oldest_pending_age_ms) }))];
-  for (const [type, counts] of Object.entries(s.by_type)) {
+  // Every type stored now or received since the start.
+  const seen = s.since_start.by_type || {};
+  const types = [...new Set([...Object.keys(s.by_type), ...Object.keys(seen)])].sort();
+  const none = { delivered: 0, pending: 0, retrying: 0, dead: 0, ignored: 0, held: 0 };
+  for (const type of types) {
+    const counts = s.by_type[type] || none;
+    const since = seen[type] || { received: 0, duplicates: 0 };
     const done = counts.delivered + counts.dead;
     rows.push(h('tr', { class: 'sub', 'data-source': name, 'data-type': type },
-      h('td', { text: type }), h('td', {}), h('td', {}), countCells(counts),
+      h('td', { text: type }),
+      h('td', { class: 'num', 'data-k': 'received', text: since.received }),
+      h('td', { class: 'num', 'data-k': 'duplicates', text: since.duplicates }),
+      countCells(counts),
       h('td', { class: 'num', text: done ? `${(counts.delivered / done * 100).toFixed(1)} %` : '—' }),
       h('td', {})));
   }
