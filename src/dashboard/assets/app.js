@@ -211,7 +211,10 @@ function route() {
     else a.removeAttribute('aria-current');
   }
   view.replaceChildren(h('p', { class: 'muted', text: 'Loading…' }));
-  show().catch(showError);
+  // Keyboard and screen-reader users land on the new page, not the link.
+  show().then(() => {
+    if (!view.contains(document.activeElement)) view.focus({ preventScroll: true });
+  }).catch(showError);
 }
 
 // ---- overview ---------------------------------------------------------------
