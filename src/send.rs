@@ -14,8 +14,9 @@ use clap::Args;
 use rand::Rng;
 
 use crate::config::{self, Config, HmacSpec, Kind, Locator, SecretPlan, SecretPurpose};
-use crate::verify::default_event_id;
+use crate::json_pointer;
 use crate::verify::sign::{Signing, sign, twilio_body_url};
+use crate::verify::{default_event_id, default_event_type};
 
 #[derive(Debug, Args)]
 pub struct SendArgs {
@@ -38,7 +39,8 @@ pub struct SendArgs {
     /// The URL to sign, for Twilio when it differs from --url (a proxy in between).
     #[arg(long)]
     pub signed_url: Option<String>,
-    /// The body, from a file.
+    /// The body, from a file, sent byte for byte: only the event id (and
+    /// --event-type) are written in, where the provider carries them in the body.
     #[arg(long, conflicts_with = "body")]
     pub body_file: Option<PathBuf>,
     /// The body, inline. Default: a small JSON test event.
@@ -48,7 +50,9 @@ pub struct SendArgs {
     /// Absent: each request gets a fresh id (or, for one request, the body's own).
     #[arg(long)]
     pub event_id: Option<String>,
-    /// The event type, for providers that send it in a header.
+    /// The event type: in the provider's header (GitHub, Shopify, Linear,
+    /// GitLab) or written into the body (Stripe, Standard Webhooks, Slack,
+    /// Paddle); refused for Twilio.
     #[arg(long)]
     pub event_type: Option<String>,
     /// The content type (default: application/json, or form for a non-JSON Twilio body).
@@ -94,7 +98,9 @@ struct Plan {
 }
 
 fn plan(args: SendArgs) -> anyhow::Result<Plan> {
-    let (kind, secret, default_url, id_locators, hmac) = if let Some(name) = &args.source {
+    let (kind, secret, default_url, id_locators, hmac, type_locators) = if let Some(name) =
+        &args.source
+    {
         let config = match &args.config {
             Some(path) => Config::load(path, &config::process_env)?,
             None => Config::embedded(&config::process_env)?,
@@ -123,12 +129,17 @@ fn plan(args: SendArgs) -> anyhow::Result<Plan> {
             .clone()
             .unwrap_or_else(|| default_event_id(source.kind));
         let url = format!("http://{}/in/{name}", config.server.listen);
+        let types = source
+            .event_type
+            .clone()
+            .unwrap_or_else(|| default_event_type(source.kind));
         (
             source.kind,
             secret,
             Some(url),
             locators,
             source.hmac.clone(),
+            types,
         )
     } else {
         let kind = Kind::parse(args.provider.as_deref().unwrap_or_default())
@@ -140,14 +151,21 @@ fn plan(args: SendArgs) -> anyhow::Result<Plan> {
             .secret
             .clone()
             .context("--secret is required with --provider")?;
-        (kind, secret, None, default_event_id(kind), None)
+        (
+            kind,
+            secret,
+            None,
+            default_event_id(kind),
+            None,
+            default_event_type(kind),
+        )
     };
     let url = args
         .url
         .clone()
         .or(default_url)
         .context("--url is required with --provider")?;
-    let body = match (&args.body_file, &args.body) {
+    let mut body = match (&args.body_file, &args.body) {
         (Some(path), _) => {
             std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?
         }
@@ -156,6 +174,21 @@ fn plan(args: SendArgs) -> anyhow::Result<Plan> {
             br#"{"type":"hookinbox.test","data":{"message":"hello from hookinbox send"}}"#.to_vec()
         }
     };
+    // --event-type goes where the provider puts it: a header (sign() adds
+    // it) or the body (written in here, every other byte as given).
+    if let Some(event_type) = &args.event_type {
+        match type_locators.first() {
+            Some(Locator::Json(pointer)) => {
+                body = splice(&body, pointer, &serde_json::to_string(event_type)?)
+                    .context("--event-type goes into this provider's body: give a JSON body")?;
+            }
+            Some(_) if kind != Kind::Hmac => {}
+            _ => bail!(
+                "--event-type: {} events carry no event type hookinbox reads; leave it out",
+                kind.as_str()
+            ),
+        }
+    }
     let looks_json = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     let content_type = args.content_type.clone().unwrap_or_else(|| {
         if kind == Kind::Twilio && !looks_json {
@@ -184,82 +217,96 @@ fn plan(args: SendArgs) -> anyhow::Result<Plan> {
     })
 }
 
-/// Sets `pointer` (object keys only) in `value`, creating objects on the way.
-fn set_pointer(value: &mut serde_json::Value, pointer: &str, new: serde_json::Value) -> bool {
-    let mut at = value;
-    let keys: Vec<String> = pointer
-        .split('/')
-        .skip(1)
-        .map(|k| k.replace("~1", "/").replace("~0", "~"))
-        .collect();
-    let Some((last, path)) = keys.split_last() else {
-        return false;
-    };
-    for key in path {
-        let Some(obj) = at.as_object_mut() else {
-            return false;
-        };
-        at = obj
-            .entry(key.clone())
-            .or_insert_with(|| serde_json::json!({}));
-    }
-    match at.as_object_mut() {
-        Some(obj) => {
-            obj.insert(last.clone(), new);
-            true
-        }
-        None => false,
-    }
-}
-
 impl Plan {
-    /// The body and id of request `n`.
+    /// The body and id of request `n`: the body as given, with only the
+    /// event id (and Linear's signed timestamp) written into it where the
+    /// provider carries them there.
     fn request(&self, n: u64, now_ms: u64) -> anyhow::Result<(Vec<u8>, String)> {
         let json_pointer = self.id_locators.iter().find_map(|l| match l {
             Locator::Json(p) => Some(p.as_str()),
             _ => None,
         });
-        let mut json: Option<serde_json::Value> = None;
-        let parse = |body: &[u8]| -> anyhow::Result<serde_json::Value> {
-            serde_json::from_slice(body)
-                .context("this provider reads the event id from the body: give a JSON body")
+        let not_json = "this provider reads the event id from the body: give a JSON body";
+        let in_body = match json_pointer {
+            Some(p) => json_pointer::value_at(&self.body, &json_pointer::tokens(p))
+                .map_err(|_| anyhow::anyhow!(not_json))?
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .filter(|s| !s.is_empty()),
+            None => None,
         };
-        let existing = match json_pointer {
-            Some(p) if self.event_id.is_none() && self.repeat == 1 => {
-                let v = parse(&self.body)?;
-                let found = v
-                    .pointer(p)
-                    .and_then(|x| x.as_str())
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned);
-                json = Some(v);
-                found
-            }
-            _ => None,
-        };
-        let id = match (&self.event_id, existing) {
+        let id = match (&self.event_id, &in_body) {
             (Some(id), _) => id.clone(),
-            (None, Some(id)) => id,
-            (None, None) => format!("evt_{:016x}{n:08x}", rand::rng().random::<u64>()),
+            (None, Some(id)) if self.repeat == 1 => id.clone(),
+            _ => format!("evt_{:016x}{n:08x}", rand::rng().random::<u64>()),
         };
-        let mut body = self.body.clone();
-        let needs_json = json_pointer.is_some() || self.kind == Kind::Linear;
-        if needs_json {
-            let mut v = match json {
-                Some(v) => v,
-                None => parse(&self.body)?,
-            };
-            if let Some(p) = json_pointer {
-                set_pointer(&mut v, p, serde_json::Value::String(id.clone()));
-            }
-            if self.kind == Kind::Linear {
-                // Linear signs its timestamp inside the body.
-                set_pointer(&mut v, "/webhookTimestamp", serde_json::json!(now_ms));
-            }
-            body = serde_json::to_vec(&v)?;
+        let mut body: std::borrow::Cow<[u8]> = std::borrow::Cow::Borrowed(&self.body);
+        if let Some(p) = json_pointer
+            && in_body.as_deref() != Some(id.as_str())
+        {
+            body = splice(&body, p, &serde_json::to_string(&id)?)
+                .context(not_json)?
+                .into();
         }
-        Ok((body, id))
+        if self.kind == Kind::Linear {
+            // Linear signs its timestamp inside the body.
+            body = splice(&body, "/webhookTimestamp", &now_ms.to_string())
+                .context("Linear signs a timestamp in the body: give a JSON object body")?
+                .into();
+        }
+        Ok((body.into_owned(), id))
     }
+}
+
+/// `body` with the value at `pointer` replaced by `value` (JSON text), or
+/// added where the path ends early (objects made on the way, as the first
+/// member of the deepest object that exists). Every other byte stays as
+/// given: key order, spacing and escapes are the sender's.
+fn splice(body: &[u8], pointer: &str, value: &str) -> anyhow::Result<Vec<u8>> {
+    use serde_json::value::RawValue;
+    let text = std::str::from_utf8(body).context("the body is not UTF-8")?;
+    let offset = |raw: &str| raw.as_ptr() as usize - text.as_ptr() as usize;
+    let tokens = json_pointer::tokens(pointer);
+    let mut at: &RawValue = serde_json::from_str(text).context("the body is not JSON")?;
+    for (i, token) in tokens.iter().enumerate() {
+        let raw = at.get();
+        if raw.starts_with('{') {
+            let members: std::collections::HashMap<String, &RawValue> = serde_json::from_str(raw)?;
+            if let Some(member) = members.get(token) {
+                at = member;
+                continue;
+            }
+            // Missing: insert it, objects for the rest of the path.
+            let mut inserted = format!("{}:", serde_json::to_string(token)?);
+            let rest = &tokens[i + 1..];
+            for t in rest {
+                inserted.push_str(&format!("{{{}:", serde_json::to_string(t)?));
+            }
+            inserted.push_str(value);
+            inserted.push_str(&"}".repeat(rest.len()));
+            if !members.is_empty() {
+                inserted.push(',');
+            }
+            let after_brace = offset(raw) + 1;
+            return Ok([
+                &body[..after_brace],
+                inserted.as_bytes(),
+                &body[after_brace..],
+            ]
+            .concat());
+        } else if raw.starts_with('[') {
+            let items: Vec<&RawValue> = serde_json::from_str(raw)?;
+            at = token
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| items.get(i).copied())
+                .with_context(|| format!("{pointer}: no element {token:?} in an array"))?;
+        } else {
+            bail!("{pointer}: {token:?} is inside a value that is not an object");
+        }
+    }
+    let start = offset(at.get());
+    let end = start + at.get().len();
+    Ok([&body[..start], value.as_bytes(), &body[end..]].concat())
 }
 
 /// Where the requests go: over plain HTTP, one keep-alive connection per
@@ -520,15 +567,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn set_pointer_creates_the_path() {
-        let mut v = serde_json::json!({"a": 1});
-        assert!(set_pointer(&mut v, "/id", "x".into()));
-        assert!(set_pointer(&mut v, "/data/object/id", "y".into()));
+    fn splice_keeps_every_other_byte() {
+        let body = br#"{ "type" : "a.b",  "id":"evt_old", "z": {"k": [1, 2]}, "u": "\u00e9" }"#;
+        let out = splice(body, "/id", r#""evt_new""#).unwrap();
         assert_eq!(
-            v,
-            serde_json::json!({"a": 1, "id": "x", "data": {"object": {"id": "y"}}})
+            String::from_utf8(out).unwrap(),
+            r#"{ "type" : "a.b",  "id":"evt_new", "z": {"k": [1, 2]}, "u": "\u00e9" }"#
         );
-        let mut not_object = serde_json::json!([1]);
-        assert!(!set_pointer(&mut not_object, "/id", "x".into()));
+        let out = splice(body, "/z/k/1", "7").unwrap();
+        assert!(String::from_utf8(out).unwrap().contains(r#""k": [1, 7]"#));
+    }
+
+    #[test]
+    fn splice_adds_what_is_missing_as_first_members() {
+        assert_eq!(
+            splice(br#"{"a": 1}"#, "/id", r#""x""#).unwrap(),
+            br#"{"id":"x","a": 1}"#
+        );
+        assert_eq!(splice(b"{}", "/id", r#""x""#).unwrap(), br#"{"id":"x"}"#);
+        assert_eq!(
+            splice(br#"{"data": {"n": 2}}"#, "/data/object/id", r#""y""#).unwrap(),
+            br#"{"data": {"object":{"id":"y"},"n": 2}}"#
+        );
+    }
+
+    #[test]
+    fn splice_refuses_what_it_cannot_write_into() {
+        assert!(splice(b"not json", "/id", "1").is_err());
+        assert!(splice(br#"{"a": 1}"#, "/a/b", "1").is_err());
+        assert!(splice(br#"[1]"#, "/5", "1").is_err());
+        assert!(splice(br#"{"a": 1} trailing"#, "/a", "1").is_err());
     }
 }

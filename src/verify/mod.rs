@@ -288,7 +288,8 @@ pub fn default_event_id(kind: Kind) -> Vec<Locator> {
     }
 }
 
-fn default_event_type(kind: Kind) -> Vec<Locator> {
+/// Where each provider puts the event type (none: Twilio; hmac: the config says).
+pub fn default_event_type(kind: Kind) -> Vec<Locator> {
     match kind {
         Kind::Stripe | Kind::Standard => vec![json_locator("/type")],
         Kind::Github => vec![header_locator("x-github-event")],

@@ -358,6 +358,92 @@ async fn send_under_concurrency_stores_each_event_once_and_reports_refused_conne
     assert!(stdout.contains("cannot connect to 127.0.0.1:"), "{stdout}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_sends_the_body_file_byte_for_byte_and_puts_the_event_type_where_the_provider_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let secret = "whsec_send_bytes_test_0123456789";
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "{}[[source]]\nname = \"pay\"\nkind = \"stripe\"\nsecret = \"{secret}\"\n",
+            server_section(&data)
+        ),
+    );
+    let mut server = BinaryServer::start(&config, &[], None);
+    // Spacing, key order and an escape a re-serialiser would change.
+    let given = "{\n  \"object\": \"event\",\n  \"id\": \"evt_given\",\n  \"type\": \"invoice.paid\",\n  \"data\": {\"z\": 1, \"a\": \"caf\\u00e9\"}\n}\n";
+    let file = dir.path().join("event.json");
+    std::fs::write(&file, given).unwrap();
+    let url = server.url("/in/pay");
+    let send = |extra: &[&str]| {
+        let mut args = vec![
+            "send",
+            "--provider",
+            "stripe",
+            "--secret",
+            secret,
+            "--url",
+            &url,
+            "--body-file",
+            file.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        hookinbox(&args)
+    };
+    let out = send(&[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = send(&["--event-id", "evt_second", "--event-type", "invoice.voided"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A provider whose events carry no type: refused, nothing sent.
+    let out = hookinbox(&[
+        "send",
+        "--provider",
+        "twilio",
+        "--secret",
+        "x",
+        "--url",
+        &url,
+        "--event-type",
+        "sms",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("twilio events carry no event type"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(server.terminate().success(), "{}", server.log_text());
+
+    let stored = read_all(&data).await;
+    assert_eq!(stored.len(), 2);
+    assert_eq!(
+        stored[0].record.body,
+        given.as_bytes(),
+        "the file, byte for byte"
+    );
+    assert_eq!(stored[1].record.event_id, "evt_second");
+    assert_eq!(
+        stored[1].record.event_type.as_deref(),
+        Some("invoice.voided")
+    );
+    assert_eq!(
+        String::from_utf8(stored[1].record.body.clone()).unwrap(),
+        given
+            .replace("evt_given", "evt_second")
+            .replace("invoice.paid", "invoice.voided"),
+        "only the id and the type change"
+    );
+}
+
 /// Runs an operator command against `admin` with `token`; returns
 /// (exit code, stdout, stderr).
 /// Runs an operator command of the real binary against `admin`; returns
