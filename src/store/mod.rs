@@ -1311,6 +1311,7 @@ fn init_meta(db: &Database) -> Result<Result<u32, u8>, WriteError> {
     txn.open_table(EVENTS)?;
     txn.open_table(STATE)?;
     txn.open_table(DEDUPE)?;
+    txn.open_table(schema::DEDUPE_KEPT)?;
     txn.open_table(SCHEDULE)?;
     txn.open_table(LEASES)?;
     txn.open_table(ATTEMPTS)?;
@@ -1353,6 +1354,7 @@ fn write_backup(snapshot: &redb::ReadTransaction, path: &Path) -> Result<(), Wri
     copy_table(snapshot, &txn, EVENTS)?;
     copy_table(snapshot, &txn, STATE)?;
     copy_table(snapshot, &txn, DEDUPE)?;
+    copy_table(snapshot, &txn, schema::DEDUPE_KEPT)?;
     copy_table(snapshot, &txn, SCHEDULE)?;
     copy_table(snapshot, &txn, LEASES)?;
     copy_table(snapshot, &txn, ATTEMPTS)?;
@@ -1522,15 +1524,15 @@ fn load_dedupe(db: &Database) -> Result<(DedupeIndex, usize), StoreError> {
     let txn = db.begin_read()?;
     let log = txn.open_table(DEDUPE)?;
     let rows = log.len()? as usize;
-    let (Some(first), Some(last)) = (log.first()?, log.last()?) else {
-        return Ok((DedupeIndex::default(), 0));
+    let (first, last) = match (log.first()?, log.last()?) {
+        (Some(first), Some(last)) => (first.0.value(), last.0.value()),
+        _ => (1, 0),
     };
-    let (first, last) = (first.0.value(), last.0.value());
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8) as u64;
     // Ranges of seqs: the log's rows are spread evenly enough over them.
-    let span = (last - first) / threads + 1;
+    let span = last.saturating_sub(first) / threads + 1;
     let read = |from: u64| -> Result<dedupe::Loader, StoreError> {
         let mut loader = dedupe::Loader::new(threads as usize, rows / threads as usize);
         for row in log.range(from..from.saturating_add(span))? {
@@ -1539,7 +1541,7 @@ fn load_dedupe(db: &Database) -> Result<(DedupeIndex, usize), StoreError> {
         }
         Ok(loader)
     };
-    let loaders = std::thread::scope(|scope| {
+    let mut loaders = std::thread::scope(|scope| {
         let readers: Vec<_> = (0..threads)
             .map(|i| scope.spawn(move || read(first + i * span)))
             .collect();
@@ -1548,7 +1550,19 @@ fn load_dedupe(db: &Database) -> Result<(DedupeIndex, usize), StoreError> {
             .map(|r| r.join().expect("a dedupe read thread panicked"))
             .collect::<Result<Vec<_>, _>>()
     })?;
-    Ok((DedupeIndex::from_loaders(loaders), rows))
+    // Kept keys share no fingerprint with the log's (each is the one live
+    // key of its event), so where they go among the loaders does not matter.
+    let kept = txn.open_table(schema::DEDUPE_KEPT)?;
+    let mut extra = dedupe::Loader::new(threads as usize, kept.len()? as usize);
+    for row in kept.iter()? {
+        let (seq, value) = row?;
+        extra.push(value.value().0, seq.value());
+    }
+    loaders.push(extra);
+    Ok((
+        DedupeIndex::from_loaders(loaders),
+        rows + kept.len()? as usize,
+    ))
 }
 
 #[cfg(test)]

@@ -52,6 +52,9 @@ use serde::{Deserialize, Serialize};
 pub const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("events");
 pub const STATE: TableDefinition<u64, &[u8]> = TableDefinition::new("state");
 pub const DEDUPE: TableDefinition<u64, (u128, u64)> = TableDefinition::new("dedupe");
+/// Dedupe keys past their TTL whose event is still pending or held: kept
+/// (live in the index) until the event finishes, then back in `dedupe`.
+pub const DEDUPE_KEPT: TableDefinition<u64, (u128, u64)> = TableDefinition::new("dedupe_kept");
 pub const SCHEDULE: TableDefinition<(&str, u64, u64), ()> = TableDefinition::new("schedule");
 pub const LEASES: TableDefinition<u64, u64> = TableDefinition::new("leases");
 pub const ATTEMPTS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("attempts");

@@ -26,6 +26,7 @@ pub(super) struct Tables<'t> {
     pub events: Table<'t, u64, &'static [u8]>,
     pub states: Table<'t, u64, &'static [u8]>,
     pub dedupe: Table<'t, u64, (u128, u64)>,
+    pub dedupe_kept: Table<'t, u64, (u128, u64)>,
     pub schedule: Table<'t, (&'static str, u64, u64), ()>,
     pub leases: Table<'t, u64, u64>,
     pub attempts: Table<'t, (u64, u32), &'static [u8]>,
@@ -45,6 +46,7 @@ impl<'t> Tables<'t> {
             events: txn.open_table(EVENTS)?,
             states: txn.open_table(STATE)?,
             dedupe: txn.open_table(DEDUPE)?,
+            dedupe_kept: txn.open_table(schema::DEDUPE_KEPT)?,
             schedule: txn.open_table(SCHEDULE)?,
             leases: txn.open_table(LEASES)?,
             attempts: txn.open_table(ATTEMPTS)?,
@@ -125,8 +127,14 @@ impl<'t> Tables<'t> {
         Ok(())
     }
 
-    /// Makes `at` the time the sweeper may delete the event.
+    /// Makes `at` the time the sweeper may delete the event. It is finished:
+    /// a dedupe key kept past its TTL for it goes back to the log, where
+    /// the next sweep lets it expire.
     fn expire_at(&mut self, seq: u64, state: &mut EventState, at: u64) -> Result<(), WriteError> {
+        if let Some(key) = self.dedupe_kept.remove(seq)? {
+            let key = key.value();
+            self.dedupe.insert(seq, key)?;
+        }
         self.keep(seq, state)?;
         self.expiry.insert((at, seq), ())?;
         state.expires_ms = Some(at);
@@ -192,7 +200,7 @@ impl<'t> Tables<'t> {
             self.delete_event(seq, &state)?;
         }
         let room = limit.saturating_sub(due.len());
-        let mut forgotten = Vec::new();
+        let mut expired = Vec::new();
         let cutoff = now_ms.saturating_sub(ttls.dedupe_ms);
         for row in self.dedupe.iter()? {
             let (seq, value) = row?;
@@ -200,17 +208,29 @@ impl<'t> Tables<'t> {
             if received > cutoff {
                 break;
             }
-            if forgotten.len() == room {
+            if expired.len() == room {
                 swept.more = true;
                 break;
             }
-            forgotten.push((fp, seq.value()));
+            expired.push((seq.value(), (fp, received)));
         }
-        for &(_, seq) in &forgotten {
+        // The key of an event still pending or held stays live (kept aside,
+        // out of the log's expiring prefix): a provider's retry of it must
+        // stay a duplicate, not become a second pending event.
+        let mut forgotten = Vec::new();
+        for &(seq, key) in &expired {
             self.dedupe.remove(seq)?;
+            let live = self
+                .state(seq)?
+                .is_some_and(|s| matches!(s.status, Status::Pending | Status::Held));
+            if live {
+                self.dedupe_kept.insert(seq, key)?;
+            } else {
+                forgotten.push((key.0, seq));
+            }
         }
         swept.dedupe_keys = forgotten.len() as u64;
-        let room = room.saturating_sub(forgotten.len());
+        let room = room.saturating_sub(expired.len());
         let (minutes, more) = self.index.sweep_minutes(now_ms, room)?;
         swept.minute_buckets = minutes;
         swept.more |= more;

@@ -379,11 +379,13 @@ async fn the_sweeper_takes_exactly_what_expired_and_never_a_pending_or_held_even
 async fn expired_dedupe_keys_go_in_bounded_steps_and_their_ids_are_new_again() {
     let dir = tempfile::tempdir().unwrap();
     let (store, writer) = Store::open(options(dir.path())).unwrap();
+    let now = crate::clock::unix_ms(SystemTime::now());
     let mut seqs = Vec::new();
     for i in 0..5 {
-        seqs.push(new_seq(&store, "s", &format!("k{i}"), Initial::Hold).await);
+        let seq = new_seq(&store, "s", &format!("k{i}"), Initial::Deliver).await;
+        deliver(&store, seq, now).await;
+        seqs.push(seq);
     }
-    let now = crate::clock::unix_ms(SystemTime::now());
     let hour = 3_600_000;
     assert_eq!(
         store
@@ -398,7 +400,8 @@ async fn expired_dedupe_keys_go_in_bounded_steps_and_their_ids_are_new_again() {
     let rest = store.sweep(now + hour + 60_000, 10).await.unwrap();
     assert_eq!((rest.dedupe_keys, rest.more), (3, false));
     assert!(store.find("s", "k0").unwrap().is_none());
-    // The held events themselves stay; a repeat of a swept id is a new event.
+    // The delivered events stay (a week's payload TTL); a repeat of a swept
+    // id is a new event.
     assert!(store.get(seqs[0]).unwrap().is_some());
     let again = store.ingest(event("s", "k0"), Initial::Hold).await.unwrap();
     assert!(matches!(again, Ingested::New { .. }), "{again:?}");
@@ -413,6 +416,59 @@ async fn expired_dedupe_keys_go_in_bounded_steps_and_their_ids_are_new_again() {
         store.ingest(event("s", "k1"), Initial::Hold).await.unwrap(),
         Ingested::New { .. }
     ));
+    close(store, writer).await;
+}
+
+/// A provider retrying an event hookinbox still has to deliver (or holds)
+/// must meet a duplicate however long it retries: a second pending record
+/// of one payment event would be delivered twice.
+#[tokio::test]
+async fn the_dedupe_key_of_a_pending_or_held_event_outlives_its_ttl_until_the_event_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    let now = crate::clock::unix_ms(SystemTime::now());
+    let later = now + 3_600_000 + 60_000;
+    let pending = new_seq(&store, "s", "pending", Initial::Deliver).await;
+    new_seq(&store, "s", "held", Initial::Hold).await;
+    let done = new_seq(&store, "s", "done", Initial::Deliver).await;
+    deliver(&store, done, now).await;
+
+    let swept = store.sweep(later, 10).await.unwrap();
+    assert_eq!(swept.dedupe_keys, 1, "only the delivered event's key");
+    let is_duplicate = |store: &Store, id: &str| {
+        let store = store.clone();
+        let id = id.to_owned();
+        async move {
+            matches!(
+                store.ingest(event("s", &id), Initial::Hold).await.unwrap(),
+                Ingested::Duplicate { .. }
+            )
+        }
+    };
+    assert!(is_duplicate(&store, "pending").await);
+    assert!(is_duplicate(&store, "held").await);
+    assert!(!is_duplicate(&store, "done").await, "expired: a new event");
+
+    // Kept across a restart.
+    close(store, writer).await;
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    assert!(is_duplicate(&store, "pending").await);
+    assert!(is_duplicate(&store, "held").await);
+
+    // Once delivered, the pending one's key expires at the next sweep.
+    deliver(&store, pending, later).await;
+    assert!(
+        is_duplicate(&store, "pending").await,
+        "not before the sweep"
+    );
+    let swept = store.sweep(later + 1, 10).await.unwrap();
+    assert_eq!(swept.dedupe_keys, 1);
+    assert!(!is_duplicate(&store, "pending").await);
+    // The held one never finishes: its key stays, sweep after sweep.
+    for step in 1..4 {
+        store.sweep(later + step * 30 * DAY, 10).await.unwrap();
+        assert!(is_duplicate(&store, "held").await);
+    }
     close(store, writer).await;
 }
 
