@@ -1002,6 +1002,122 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_log_level_is_refused_and_directives_pass() {
+        let load = |level: &str| {
+            let text = format!("[log]\nlevel = \"{level}\"\n");
+            Config::from_toml(&text, "f.toml", None, &no_env).map(|c| c.log.level)
+        };
+        let err = load("verbose").unwrap_err().to_string();
+        assert!(
+            err.contains("log.level") && err.contains("\"verbose\" is not a level"),
+            "{err}"
+        );
+        assert!(load("hookinbox=loud,info").is_err());
+        for ok in [
+            "info",
+            "WARN",
+            "off",
+            "hookinbox=debug,warn",
+            "hookinbox::store=trace",
+        ] {
+            assert_eq!(load(ok).unwrap(), ok);
+        }
+        // The environment's level is judged too.
+        let env = |name: &str| (name == "HOOKINBOX_LOG_LEVEL").then(|| "chatty".to_owned());
+        let err = Config::embedded(&env).unwrap_err().to_string();
+        assert!(err.contains("\"chatty\" is not a level"), "{err}");
+    }
+
+    #[test]
+    fn an_empty_secret_variable_or_file_is_named() {
+        let text = "[[source]]\nname = \"s\"\nkind = \"stripe\"\nsecret_env = \"PAY_SECRET\"\n";
+        let env = |name: &str| (name == "PAY_SECRET").then(|| "  ".to_owned());
+        let err = Config::from_toml(text, "f.toml", None, &env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("source[0].secret_env")
+                && err.contains("environment variable PAY_SECRET is set but empty"),
+            "{err}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("empty.secret");
+        std::fs::write(&file, "\n\n").unwrap();
+        let text = format!(
+            "[[source]]\nname = \"s\"\nkind = \"stripe\"\nsecret_file = {:?}\n",
+            file.display().to_string()
+        );
+        let err = Config::from_toml(&text, "f.toml", None, &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("holds no secret") && err.contains("empty.secret"),
+            "{err}"
+        );
+    }
+
+    /// Each accepted-but-suspicious setting is named in a warning, and a
+    /// plain config warns about none of them.
+    #[test]
+    fn settings_that_would_surprise_are_warned_about() {
+        let warnings = |source: &str, retention: &str| {
+            let text =
+                format!("{retention}[[source]]\nname = \"s\"\nsecret_env = \"S\"\n{source}\n");
+            let env = |name: &str| (name == "S").then(|| "whsec_abc".to_owned());
+            Config::from_toml(&text, "f.toml", None, &env)
+                .unwrap()
+                .warnings
+        };
+        let has = |w: &[String], needle: &str| w.iter().any(|x| x.contains(needle));
+        let plain = warnings(
+            "kind = \"stripe\"\ntolerance = \"5m\"\ndestination = \"http://127.0.0.1:3000/\"",
+            "",
+        );
+        assert!(plain.is_empty(), "{plain:?}");
+
+        let w = warnings("kind = \"github\"\ntolerance = \"5m\"", "");
+        assert!(
+            has(
+                &w,
+                "source[0].tolerance has no effect: github signs no timestamp"
+            ),
+            "{w:?}"
+        );
+
+        let w = warnings(
+            "kind = \"stripe\"\ndestination = \"http://127.0.0.1:3000/\"\nforward_headers = [\"Stripe-Signature\"]",
+            "",
+        );
+        assert!(has(&w, "forwards stripe-signature"), "{w:?}");
+
+        let w = warnings(
+            "kind = \"stripe\"\ndestination = \"http://127.0.0.1:3000/\"\nmax_age = \"3d\"",
+            "[retention]\ndedupe_ttl = \"1d\"\n",
+        );
+        assert!(
+            has(
+                &w,
+                "retention.dedupe_ttl (1day) is shorter than source[0].max_age (3days)"
+            ),
+            "{w:?}"
+        );
+
+        let text = "[[source]]\nname = \"s\"\nkind = \"stripe\"\nsecret_env = \"S\"\n";
+        let env = |name: &str| (name == "S").then(|| "sk_live_51Habc".to_owned());
+        let w = Config::from_toml(text, "f.toml", None, &env)
+            .unwrap()
+            .warnings;
+        assert!(
+            has(&w, "source[0].secret_env looks like a Stripe API key"),
+            "{w:?}"
+        );
+        assert!(
+            !has(&w, "sk_live_51Habc"),
+            "a warning never holds the secret: {w:?}"
+        );
+    }
+
+    #[test]
     fn redact_url_keeps_where_it_goes_and_hides_credentials() {
         let shown = |text: &str| redact_url(&reqwest::Url::parse(text).unwrap());
         // Nothing to hide: exactly the URL as configured.

@@ -240,10 +240,12 @@ pub fn validate(
     let server = validate_server(&mut cx, raw.server)?;
     let retention = validate_retention(&cx, raw.retention)?;
     let log = LogConfig {
-        level: raw
-            .log
-            .level
-            .unwrap_or_else(|| default::LOG_LEVEL.to_owned()),
+        level: log_level(
+            &cx,
+            raw.log
+                .level
+                .unwrap_or_else(|| default::LOG_LEVEL.to_owned()),
+        )?,
         format: raw.log.format.unwrap_or(default::LOG_FORMAT),
     };
     let admin = validate_admin(&mut cx, raw.admin.unwrap_or_default())?;
@@ -262,6 +264,20 @@ pub fn validate(
             ));
         }
         sources.push(source);
+    }
+    for (i, source) in sources.iter().enumerate() {
+        if let Some(d) = &source.delivery
+            && retention.dedupe_ttl < d.max_age
+        {
+            cx.warnings.push(format!(
+                "{origin}: retention.dedupe_ttl ({}) is shorter than source[{i}].max_age ({}): \
+                 an event can still be retrying when its dedupe key expires; hookinbox keeps the \
+                 key of a pending or held event until it finishes, but the provider's own retries \
+                 of a finished event after dedupe_ttl are new events",
+                humantime::format_duration(retention.dedupe_ttl),
+                humantime::format_duration(d.max_age),
+            ));
+        }
     }
     // Every source's largest event must fit in the budget, or it could never be taken.
     if let Some(big) = sources
@@ -501,7 +517,26 @@ fn validate_source(
             SecretOrigin::Env(_) => place.text.split_whitespace().collect(),
             SecretOrigin::Inline => vec![&place.text],
         };
+        if texts.is_empty() {
+            let what = match &place.origin {
+                SecretOrigin::File(path) => format!("{} holds no secret", path.display()),
+                SecretOrigin::Env(var) => format!("environment variable {var} is set but empty"),
+                SecretOrigin::Inline => "is empty".to_owned(),
+            };
+            return Err(cx.err(&place.key, what));
+        }
         for text in texts {
+            if ["sk_live_", "sk_test_", "rk_live_", "rk_test_"]
+                .iter()
+                .any(|p| text.starts_with(p))
+            {
+                cx.warnings.push(format!(
+                    "{}: {} looks like a Stripe API key, not a webhook signing secret: \
+                     Stripe signs webhooks with the endpoint's secret (whsec_…, in the \
+                     dashboard under Developers → Webhooks); keep API keys out of hookinbox",
+                    cx.origin, place.key
+                ));
+            }
             // Refused here, naming the key, rather than by the verifier at start.
             if kind == Kind::Standard {
                 StandardKey::parse(text).map_err(|e| cx.err(&place.key, e.to_string()))?;
@@ -539,6 +574,20 @@ fn validate_source(
         .as_deref()
         .map(|t| cx.duration(&key("tolerance"), Some(t), t, longest::TOLERANCE))
         .transpose()?;
+    let signs_time = match kind {
+        Kind::Github | Kind::Shopify | Kind::Gitlab | Kind::Twilio => false,
+        Kind::Hmac => rs.timestamp_header.is_some(),
+        _ => true,
+    };
+    if tolerance.is_some() && !signs_time {
+        cx.warnings.push(format!(
+            "{}: {} has no effect: {} signs no timestamp, so there is no age to check \
+             (dedupe by event id is the replay defence)",
+            cx.origin,
+            key("tolerance"),
+            kind.as_str()
+        ));
+    }
     let max_body = cx.size(&key("max_body"), rs.max_body.take(), default::MAX_BODY)?;
     let locators = |field: &str, value: Option<OneOrMany>| {
         let Some(value) = value else { return Ok(None) };
@@ -719,6 +768,18 @@ fn validate_delivery(
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
+    for h in &forward_headers {
+        if SIGNATURE_HEADERS.contains(&h.as_str()) {
+            cx.warnings.push(format!(
+                "{}: {} forwards {h}, a provider's signature: a retry, a delivery after a pause \
+                 or a replay arrives later than the provider signed it, and SDKs refuse old \
+                 signatures (Stripe's after 300 s), so the app would dead-letter them; have the \
+                 app verify hookinbox's webhook-signature with a Standard Webhooks library instead",
+                cx.origin,
+                key("forward_headers")
+            ));
+        }
+    }
     if let Some(h) = forward_headers.iter().find(|h| {
         let h = h.as_str();
         h.starts_with("webhook-") || h.starts_with("hookinbox-") || h == "content-type"
@@ -905,4 +966,37 @@ fn parse_template(template: &str) -> Result<Vec<PayloadPart>, String> {
         parts.push(PayloadPart::Literal(rest.to_owned()));
     }
     Ok(parts)
+}
+
+/// Headers that carry a provider's signature of the request (lowercase).
+const SIGNATURE_HEADERS: [&str; 10] = [
+    "stripe-signature",
+    "x-hub-signature-256",
+    "x-shopify-hmac-sha256",
+    "x-slack-signature",
+    "svix-signature",
+    "paddle-signature",
+    "linear-signature",
+    "x-twilio-signature",
+    "x-gitlab-token",
+    "x-hub-signature",
+];
+
+/// `log.level`: a level, or comma-separated `target=level` directives.
+/// Anything else would pass the log filter and then log nothing.
+fn log_level(cx: &Ctx<'_>, text: String) -> Result<String, ConfigError> {
+    const LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
+    for part in text.split(',') {
+        let level = part.rsplit_once('=').map_or(part, |(_, l)| l).trim();
+        if !LEVELS.contains(&level.to_ascii_lowercase().as_str()) {
+            return Err(cx.err(
+                "log.level",
+                format!(
+                    "{level:?} is not a level: use trace, debug, info, warn, error or off \
+                     (or target=level directives, comma-separated)"
+                ),
+            ));
+        }
+    }
+    Ok(text)
 }
