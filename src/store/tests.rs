@@ -79,7 +79,7 @@ pub(crate) async fn close(store: Store, writer: WriterHandle) {
         .unwrap();
 }
 
-async fn new_seq(store: &Store, source: &str, id: &str, initial: Initial) -> u64 {
+pub(crate) async fn new_seq(store: &Store, source: &str, id: &str, initial: Initial) -> u64 {
     let Ingested::New { id } = store.ingest(event(source, id), initial).await.unwrap() else {
         panic!("{id} was a duplicate")
     };
@@ -285,7 +285,7 @@ fn attempt(class: schema::AttemptClass, status: Option<u16>) -> schema::Attempt 
     }
 }
 
-async fn deliver(store: &Store, seq: u64, at_ms: u64) {
+pub(crate) async fn deliver(store: &Store, seq: u64, at_ms: u64) {
     store.claim(seq, at_ms).await.unwrap().unwrap();
     store
         .finish(Finish {

@@ -141,7 +141,7 @@ mod tests {
     use super::*;
     use crate::clock::hold_still;
     use crate::store::Initial;
-    use crate::store::tests::{close, event, options};
+    use crate::store::tests::{close, deliver, new_seq, options};
 
     /// The sweeper judges expiry by the app's clock, on request and on its
     /// interval: a day passes on tokio's paused clock without a sleep.
@@ -153,11 +153,13 @@ mod tests {
         let (store, writer) = Store::open(options(dir.path())).unwrap();
         let clock = Clock::following_tokio(SystemTime::now());
         let day = Duration::from_secs(86_400);
-        let (sweeper, handle) = Sweeper::new(store.clone(), Metrics::new(), day, clock);
+        let (sweeper, handle) = Sweeper::new(store.clone(), Metrics::new(), day, clock.clone());
         let shutdown = CancellationToken::new();
         let running = tokio::spawn(sweeper.run(shutdown.clone()));
 
-        store.ingest(event("s", "a"), Initial::Hold).await.unwrap();
+        // Delivered events: a pending or held one's key would be kept.
+        let a = new_seq(&store, "s", "a", Initial::Deliver).await;
+        deliver(&store, a, clock.now_ms()).await;
         assert_eq!(handle.sweep_now().await.unwrap().dedupe_keys, 0);
         tokio::time::advance(Duration::from_secs(2 * 3600)).await;
         assert_eq!(handle.sweep_now().await.unwrap().dedupe_keys, 1);
@@ -166,7 +168,8 @@ mod tests {
         // Expired by the time the daily sweep comes round. The timer is due
         // before the request arrives, so the request waits behind that sweep
         // and finds nothing left.
-        store.ingest(event("s", "b"), Initial::Hold).await.unwrap();
+        let b = new_seq(&store, "s", "b", Initial::Deliver).await;
+        deliver(&store, b, clock.now_ms()).await;
         tokio::time::advance(day).await;
         assert_eq!(handle.sweep_now().await.unwrap().dedupe_keys, 0);
         assert!(store.find("s", "b").unwrap().is_none());

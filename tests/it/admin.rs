@@ -645,7 +645,11 @@ async fn sweep_now_removes_expired_data_but_never_a_pending_event() {
     // Its key swept, a repeat of the delivered event's id is a new event.
     let body = b"{}".to_vec();
     let again = server
-        .post("/in/shop", &standard_headers("sw_done", &body), body.clone())
+        .post(
+            "/in/shop",
+            &standard_headers("sw_done", &body),
+            body.clone(),
+        )
         .await;
     assert_eq!(again.status, 200);
     assert!(!again.is_duplicate(), "{:?}", again.json);
