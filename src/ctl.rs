@@ -7,7 +7,7 @@
 //! usage; 3 the server cannot be reached; 4 the token is missing or wrong.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
@@ -16,27 +16,43 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::api::{self, EventQuery, EventStatus, Timestamp};
-use crate::config::SecretPurpose;
+use crate::config::{self, OperatorView};
 use crate::exit::{EXIT_FAILURE, EXIT_UNAUTHORIZED, EXIT_UNREACHABLE, EXIT_USAGE, Failure};
 
-/// Where the admin API is and how to authenticate.
+/// Where the admin API is and how to authenticate. Explicit flags and
+/// variables win; what they leave out comes from the server's config.
 #[derive(Debug, Args)]
 pub struct Remote {
-    /// The admin listener's URL.
-    #[arg(
-        long,
-        global = true,
-        env = "HOOKINBOX_ADMIN_URL",
-        default_value = "http://127.0.0.1:8081"
-    )]
-    pub admin: String,
-    /// A file holding the admin token (else HOOKINBOX_ADMIN_TOKEN, else the
-    /// default data dir's generated token).
+    /// The admin listener's URL (default: the config's server.admin_listen).
+    #[arg(long, global = true, env = "HOOKINBOX_ADMIN_URL")]
+    pub admin: Option<String>,
+    /// The server's config, for the admin address and token (default:
+    /// /etc/hookinbox/hookinbox.toml when it exists, else the embedded default).
+    #[arg(long, global = true, env = "HOOKINBOX_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// A file holding the admin token (default: HOOKINBOX_ADMIN_TOKEN, else
+    /// the config's admin token, else the one the server generated in its data dir).
     #[arg(long, global = true)]
     pub token_file: Option<PathBuf>,
     /// Print the API's JSON instead of a table.
     #[arg(long, global = true)]
     pub json: bool,
+}
+
+impl Remote {
+    /// The server's config, read once, only when a flag or variable leaves
+    /// something to it.
+    fn view(&self) -> Result<OperatorView, Failure> {
+        OperatorView::load(self.config.as_deref(), &config::process_env).map_err(|e| {
+            fail(
+                EXIT_USAGE,
+                anyhow!(
+                    "{e} (the operator commands read the server's config for its admin address and token; \
+                     give --config, or --admin with HOOKINBOX_ADMIN_TOKEN)"
+                ),
+            )
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -199,31 +215,24 @@ fn fail(code: u8, error: anyhow::Error) -> Failure {
     Failure { code, error }
 }
 
-fn token(remote: &Remote) -> Result<String, Failure> {
-    let from_file = |path: &PathBuf| {
-        std::fs::read_to_string(path)
+fn token(remote: &Remote, view: &mut Option<OperatorView>) -> Result<String, Failure> {
+    if let Some(path) = &remote.token_file {
+        return std::fs::read_to_string(path)
             .map(|t| t.trim().to_owned())
             .with_context(|| format!("cannot read the admin token from {}", path.display()))
-    };
-    if let Some(path) = &remote.token_file {
-        return from_file(path).map_err(|e| fail(EXIT_UNAUTHORIZED, e));
+            .map_err(|e| fail(EXIT_UNAUTHORIZED, e));
     }
     if let Ok(t) = std::env::var("HOOKINBOX_ADMIN_TOKEN")
         && !t.trim().is_empty()
     {
         return Ok(t.trim().to_owned());
     }
-    // The token a server started here with the default data_dir generated.
-    let default = SecretPurpose::Admin.path(Path::new("hookinbox-data"));
-    if default.exists() {
-        return from_file(&default).map_err(|e| fail(EXIT_UNAUTHORIZED, e));
-    }
-    Err(fail(
-        EXIT_UNAUTHORIZED,
-        anyhow!(
-            "no admin token: set HOOKINBOX_ADMIN_TOKEN or --token-file (the server printed it on first start and keeps it in <data_dir>/secrets/admin.token.secret)"
-        ),
-    ))
+    let view = match view {
+        Some(view) => view,
+        None => view.insert(remote.view()?),
+    };
+    view.token()
+        .map_err(|e| fail(EXIT_UNAUTHORIZED, anyhow!(e)))
 }
 
 /// A request without a body.
@@ -233,9 +242,14 @@ impl Client {
     fn new(remote: &Remote) -> Result<Client, Failure> {
         let http =
             crate::send::http_client(Duration::from_secs(600)).map_err(|e| fail(EXIT_USAGE, e))?;
+        let mut view = None;
+        let base = match &remote.admin {
+            Some(url) => url.clone(),
+            None => view.insert(remote.view()?).admin_url(),
+        };
         Ok(Client {
-            base: remote.admin.trim_end_matches('/').to_owned(),
-            token: token(remote)?,
+            base: base.trim_end_matches('/').to_owned(),
+            token: token(remote, &mut view)?,
             http,
         })
     }

@@ -485,6 +485,92 @@ impl fmt::Display for Position {
     }
 }
 
+/// Where the packaged install keeps its config: the operator commands'
+/// default when it exists.
+pub const PACKAGED_CONFIG: &str = "/etc/hookinbox/hookinbox.toml";
+
+/// What the operator commands (`stats`, `events`, …) need of the server's
+/// config: where its admin API listens and how its token is kept. Loaded
+/// without the sources, whose secrets the operator's shell may not have.
+#[derive(Debug)]
+pub struct OperatorView {
+    /// The file it came from, or the embedded default.
+    pub origin: String,
+    pub admin_listen: SocketAddr,
+    pub data_dir: PathBuf,
+    token: SecretPlan<GivenSecret<Secret>>,
+}
+
+impl OperatorView {
+    /// `path`'s server and admin sections with the environment applied;
+    /// without a path, the packaged config if it exists, else the embedded
+    /// default.
+    pub fn load(
+        path: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<OperatorView, ConfigError> {
+        let packaged = Path::new(PACKAGED_CONFIG);
+        let path = path.or_else(|| packaged.exists().then_some(packaged));
+        let (text, origin) = match path {
+            Some(path) => {
+                let origin = path.display().to_string();
+                let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+                    origin: origin.clone(),
+                    position: None,
+                    key: String::new(),
+                    message: format!("cannot read the config file: {e}"),
+                })?;
+                (text, origin)
+            }
+            None => (DEFAULT_TOML.to_owned(), EMBEDDED_ORIGIN.to_owned()),
+        };
+        let mut file = raw::parse(&text, &origin)?;
+        raw::apply_env(&mut file, env)?;
+        let (server, admin) =
+            validate::validate_operator(file, &origin, path.and_then(Path::parent), env)?;
+        Ok(OperatorView {
+            origin,
+            admin_listen: server.admin_listen,
+            data_dir: server.data_dir,
+            token: admin.token,
+        })
+    }
+
+    /// The admin API's URL: the listen address, or loopback where it
+    /// listens on every address.
+    pub fn admin_url(&self) -> String {
+        let mut addr = self.admin_listen;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(match addr {
+                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        format!("http://{addr}")
+    }
+
+    /// The admin token: as the config gives it, or the one the server
+    /// generated under its data dir.
+    pub fn token(&self) -> Result<String, String> {
+        match &self.token {
+            SecretPlan::Given(given) => Ok(given.value.expose().to_owned()),
+            SecretPlan::Generated => {
+                let path = SecretPurpose::Admin.path(&self.data_dir);
+                std::fs::read_to_string(&path)
+                    .map(|t| t.trim().to_owned())
+                    .map_err(|e| {
+                        format!(
+                            "{}: the admin token is generated, but {} cannot be read ({e}); \
+                             run as the service's user or root, or set HOOKINBOX_ADMIN_TOKEN",
+                            self.origin,
+                            path.display()
+                        )
+                    })
+            }
+        }
+    }
+}
+
 /// 1 MiB: larger than any provider's documented payload (Stripe and GitHub
 /// cap theirs well below), small enough that a flood of them cannot exhaust memory.
 pub const DEFAULT_MAX_BODY: usize = 1024 * 1024;

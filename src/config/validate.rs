@@ -307,6 +307,26 @@ pub fn validate(
     })
 }
 
+/// The server and admin sections alone, for the operator commands: their
+/// shell may lack the sources' secrets (set only in the service's
+/// environment), and they need none of them.
+pub fn validate_operator(
+    raw: RawConfig,
+    origin: &str,
+    base_dir: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(ServerConfig, AdminConfig<Loaded>), ConfigError> {
+    let mut cx = Ctx {
+        origin,
+        base_dir,
+        env,
+        warnings: Vec::new(),
+    };
+    let server = validate_server(&mut cx, raw.server)?;
+    let admin = validate_admin(&mut cx, raw.admin.unwrap_or_default())?;
+    Ok((server, admin))
+}
+
 fn validate_server(cx: &mut Ctx<'_>, s: RawServer) -> Result<ServerConfig, ConfigError> {
     let addr = |key: &str, value: Option<&str>, default: &str| {
         let text = value.unwrap_or(default);

@@ -4,7 +4,9 @@
 use std::process::Command;
 use std::time::Duration;
 
-use crate::support::{BinaryServer, read_all, server_section, standard_source, write_config};
+use crate::support::{
+    BinaryServer, STANDARD_SECRET, read_all, server_section, standard_source, write_config,
+};
 
 fn hookinbox(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_hookinbox"))
@@ -442,6 +444,86 @@ async fn send_sends_the_body_file_byte_for_byte_and_puts_the_event_type_where_th
             .replace("invoice.paid", "invoice.voided"),
         "only the id and the type change"
     );
+}
+
+/// `sudo hookinbox stats` on a server's machine: the address and token come
+/// from the server's config, which is read without its sources (their
+/// secrets live in the service's environment, not the operator's).
+#[test]
+fn operator_commands_find_their_server_from_its_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\nadmin_listen = \"0.0.0.0:{port}\"\ndata_dir = {:?}\n\n\
+             [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret_env = \"SHOP_SECRET_ONLY_IN_THE_SERVICE\"\n",
+            data.display().to_string()
+        ),
+    );
+    let mut server = BinaryServer::start(
+        &config,
+        &[("SHOP_SECRET_ONLY_IN_THE_SERVICE", STANDARD_SECRET)],
+        None,
+    );
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_hookinbox"))
+            .args(args)
+            .env_remove("HOOKINBOX_ADMIN_URL")
+            .env_remove("HOOKINBOX_ADMIN_TOKEN")
+            .env_remove("HOOKINBOX_CONFIG")
+            .envs(env.iter().copied())
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let path = config.to_str().unwrap();
+    // --config: the admin address (0.0.0.0 → loopback) and the token the
+    // server generated in its data dir.
+    let (code, out, err) = run(&["stats", "--config", path], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.lines().any(|l| l.starts_with("shop")), "{out}");
+    // HOOKINBOX_CONFIG does the same.
+    let (code, _, err) = run(&["destinations", "list"], &[("HOOKINBOX_CONFIG", path)]);
+    assert_eq!(code, 0, "{err}");
+    // Explicit flags still win: another address is unreachable (3), another
+    // token is refused (4).
+    let (code, _, _) = run(
+        &["stats", "--config", path, "--admin", "http://127.0.0.1:1"],
+        &[],
+    );
+    assert_eq!(code, 3);
+    let wrong = dir.path().join("wrong.token");
+    std::fs::write(&wrong, "not-the-admin-token-0000").unwrap();
+    let (code, _, _) = run(
+        &[
+            "stats",
+            "--config",
+            path,
+            "--token-file",
+            wrong.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 4);
+    // A config that cannot be read says so, and how to do without it.
+    let (code, _, err) = run(&["stats", "--config", "/nonexistent/hookinbox.toml"], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("/nonexistent/hookinbox.toml") && err.contains("--admin"),
+        "{err}"
+    );
+    assert!(server.terminate().success(), "{}", server.log_text());
 }
 
 /// Runs an operator command against `admin` with `token`; returns
