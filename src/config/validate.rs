@@ -794,7 +794,8 @@ fn validate_delivery(
                 "{}: {} forwards {h}, a provider's signature: a retry, a delivery after a pause \
                  or a replay arrives later than the provider signed it, and SDKs refuse old \
                  signatures (Stripe's after 300 s), so the app would dead-letter them; have the \
-                 app verify hookinbox's webhook-signature with a Standard Webhooks library instead",
+                 app verify hookinbox's webhook-signature with a Standard Webhooks library instead \
+                 (docs/verify/ in the source tree)",
                 cx.origin,
                 key("forward_headers")
             ));

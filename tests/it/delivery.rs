@@ -712,3 +712,89 @@ async fn https_destinations_work_and_an_untrusted_certificate_is_a_connect_failu
     assert_eq!(delivered.load(std::sync::atomic::Ordering::SeqCst), 1);
     server.stop().await;
 }
+
+/// The app-side examples in docs/verify run as the destination: hookinbox
+/// delivers to each, each verifies with the official `standardwebhooks`
+/// library (npm, PyPI) and takes the event once; a delivery with a wrong
+/// signature gets 400 from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_verification_examples_take_real_deliveries_and_refuse_forged_ones() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (program, script) in [
+        ("node", "docs/verify/node/app.js"),
+        ("python3", "docs/verify/python/app.py"),
+    ] {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut app = Command::new(program)
+            .arg(root.join(script))
+            .env("HOOKINBOX_DESTINATION_SECRET", DEST_SECRET)
+            .env("PORT", port.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{program} runs: {e}"));
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Some(status) = app.try_wait().unwrap() {
+                let mut err = String::new();
+                app.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+                panic!(
+                    "{script} exited ({status}); its library is installed by the README's test command \
+                     (npm ci --prefix docs/verify/node; pip install -r tests/py/requirements.txt):\n{err}"
+                );
+            }
+            assert!(Instant::now() < deadline, "{script} did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "{}[[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{}\"\n\
+             destination = \"http://127.0.0.1:{port}/webhooks\"\ndestination_secret = \"{DEST_SECRET}\"\n",
+            server_section(dir.path()),
+            crate::support::STANDARD_SECRET,
+        );
+        let server = TestServer::start(&text, Clock::system()).await;
+        let id = send(&server, "ord_example").await;
+        wait_status(&server, &id, Status::Delivered, Duration::from_secs(10)).await;
+        // A replay is a new delivery of the same webhook-id: verified, not taken twice.
+        server
+            .store()
+            .change(event(&server, &id).seq, Change::Replay, 0)
+            .await
+            .unwrap()
+            .unwrap();
+        wait_status(&server, &id, Status::Delivered, Duration::from_secs(10)).await;
+
+        let forged = reqwest::Client::new()
+            .post(format!("http://127.0.0.1:{port}/webhooks"))
+            .header("webhook-id", "msg_forged")
+            .header("webhook-timestamp", Clock::system().now_ms() / 1000)
+            .header(
+                "webhook-signature",
+                "v1,bm90IHRoZSBzaWduYXR1cmUgb2YgdGhpcyBib2R5IQ==",
+            )
+            .body(r#"{"type":"order.paid","id":"ord_forged"}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(forged.status(), 400, "{script}");
+        server.stop().await;
+
+        let _ = app.kill();
+        app.wait().unwrap();
+        let mut out = String::new();
+        app.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        assert_eq!(
+            out.lines().collect::<Vec<_>>(),
+            [format!("verified {id} order.paid ord_example")],
+            "{script}: taken once, the forged one never"
+        );
+    }
+}
