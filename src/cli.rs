@@ -308,3 +308,32 @@ fn init_plain_logging() {
         .with_writer(std::io::stderr)
         .try_init();
 }
+
+#[cfg(test)]
+mod help_tests {
+    use clap::CommandFactory;
+
+    /// Every flag and argument of every subcommand says what it is for in
+    /// `--help` (three had nothing beside their name).
+    #[test]
+    fn every_argument_has_help_text() {
+        fn walk(cmd: &clap::Command, path: &str, silent: &mut Vec<String>) {
+            let path = format!("{path} {}", cmd.get_name());
+            for arg in cmd.get_arguments() {
+                let builtin = matches!(arg.get_id().as_str(), "help" | "version");
+                if !builtin && arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    silent.push(format!("{path}: {}", arg.get_id()));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                if sub.get_about().is_none() && sub.get_name() != "help" {
+                    silent.push(format!("{path} {}: no about", sub.get_name()));
+                }
+                walk(sub, &path, silent);
+            }
+        }
+        let mut silent = Vec::new();
+        walk(&super::Cli::command(), "", &mut silent);
+        assert!(silent.is_empty(), "no help text: {silent:#?}");
+    }
+}

@@ -57,6 +57,7 @@ impl Remote {
 
 #[derive(Debug, Args)]
 pub struct Filter {
+    /// The source's name, as in the config.
     #[arg(long)]
     pub source: Option<String>,
     /// pending, held, delivered, dead or ignored.
@@ -127,19 +128,29 @@ pub enum EventsCommand {
         paging: Paging,
     },
     /// One event: payload, headers and every attempt.
-    Show { id: String },
+    Show {
+        /// hookinbox's id of the event (hbx_…: the webhook-id the app received).
+        id: String,
+    },
     /// Deliver one event again (same webhook-id).
-    Replay { id: String },
+    Replay {
+        /// hookinbox's id of the event (hbx_…: the webhook-id the app received).
+        id: String,
+    },
     /// Stop delivering one event; the note is required.
     Ignore {
+        /// hookinbox's id of the event (hbx_…: the webhook-id the app received).
         id: String,
+        /// Why: kept with the event for whoever looks at it later (at most 2000 bytes).
         #[arg(long)]
         note: String,
     },
     /// Delete one event's payload and headers for good (a privacy request);
     /// its id, times, history and the note stay, and a resend stays a duplicate.
     Delete {
+        /// hookinbox's id of the event (hbx_…: the webhook-id the app received).
         id: String,
+        /// Why the payload goes: kept with the event (at most 2000 bytes).
         #[arg(long)]
         note: String,
     },
@@ -149,6 +160,7 @@ pub enum EventsCommand {
 pub enum DlqCommand {
     /// Dead-lettered events, newest first.
     List {
+        /// Only this source's dead-lettered events.
         #[arg(long)]
         source: Option<String>,
         #[command(flatten)]
@@ -166,8 +178,10 @@ pub enum DlqCommand {
     Ignore {
         #[command(flatten)]
         filter: Filter,
+        /// Why: kept with each event (at most 2000 bytes).
         #[arg(long)]
         note: String,
+        /// Only count what would be ignored.
         #[arg(long)]
         dry_run: bool,
     },
@@ -178,9 +192,15 @@ pub enum DestinationsCommand {
     /// Each destination: paused, circuit, in flight.
     List,
     /// Stop delivering to it; events accumulate.
-    Pause { name: String },
+    Pause {
+        /// The destination's name: its source's name.
+        name: String,
+    },
     /// Deliver again; what accumulated goes out oldest first.
-    Resume { name: String },
+    Resume {
+        /// The destination's name: its source's name.
+        name: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
