@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds target/debian/hookinbox_<version>_<arch>.deb with dpkg-deb: the
 # release binary, the hardened systemd unit, the example config as a
-# conffile, and maintainer scripts that create the `hookinbox` system user.
+# conffile, shell completions and man pages, and maintainer scripts that
+# create the `hookinbox` system user.
 # The service is installed but not started: the config needs your sources
 # and secrets first (see packaging/README.md).
 set -euo pipefail
@@ -19,6 +20,16 @@ install -D -s -m 0755 "$target_dir/release/hookinbox" "$stage/usr/bin/hookinbox"
 install -D -m 0644 packaging/hookinbox.service "$stage/lib/systemd/system/hookinbox.service"
 install -D -m 0640 packaging/hookinbox.example.toml "$stage/etc/hookinbox/hookinbox.toml"
 install -d -m 0750 "$stage/etc/hookinbox/secrets"
+# Completions and man pages, generated from the command definitions.
+bin="$target_dir/release/hookinbox"
+install -d "$stage/usr/share/bash-completion/completions" "$stage/usr/share/zsh/vendor-completions" \
+    "$stage/usr/share/fish/vendor_completions.d" "$stage/usr/share/man/man1"
+"$bin" completions bash > "$stage/usr/share/bash-completion/completions/hookinbox"
+"$bin" completions zsh > "$stage/usr/share/zsh/vendor-completions/_hookinbox"
+"$bin" completions fish > "$stage/usr/share/fish/vendor_completions.d/hookinbox.fish"
+"$bin" man --dir "$stage/usr/share/man/man1"
+gzip -9n "$stage"/usr/share/man/man1/*.1
+find "$stage/usr/share" -type f -exec chmod 0644 {} +
 install -D -m 0644 README.md "$stage/usr/share/doc/hookinbox/README.md"
 install -D -m 0644 packaging/README.md "$stage/usr/share/doc/hookinbox/PACKAGING.md"
 cat > "$stage/usr/share/doc/hookinbox/copyright" <<'COPYRIGHT'

@@ -4,6 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deb=$(bash packaging/build-deb.sh | tail -1)
+# Completions and man pages are in the package (checked in it: minimal
+# images exclude /usr/share/man from what dpkg unpacks).
+contents=$(dpkg-deb -c "$deb")
+for f in usr/share/bash-completion/completions/hookinbox usr/share/zsh/vendor-completions/_hookinbox \
+         usr/share/fish/vendor_completions.d/hookinbox.fish usr/share/man/man1/hookinbox.1.gz \
+         usr/share/man/man1/hookinbox-dlq-replay.1.gz; do
+    grep -q "\./$f\$" <<<"$contents" || { echo "check-deb: $f is not in the package" >&2; exit 1; }
+done
 dpkg -i "$deb" >/dev/null
 fail() { echo "check-deb: $*" >&2; exit 1; }
 getent passwd hookinbox >/dev/null || fail "no hookinbox user"

@@ -69,6 +69,19 @@ pub enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Print a shell's completions (the Debian package installs them).
+    ///
+    /// E.g. `hookinbox completions bash > /etc/bash_completion.d/hookinbox`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page, or write one page per command into a directory.
+    Man {
+        /// Write hookinbox.1 and a hookinbox-<command>.1 per command here.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -127,6 +140,27 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Destinations { remote, command } => ops(remote, OpsCommand::Destinations(command)),
         Command::Sweep(remote) => ops(remote, OpsCommand::Sweep),
         Command::Backup { remote, out } => ops(remote, OpsCommand::Backup { out }),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "hookinbox", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Man { dir } => {
+            use clap::CommandFactory;
+            let cmd = Cli::command();
+            let written = match dir {
+                Some(dir) => clap_mangen::generate_to(cmd, &dir)
+                    .with_context(|| format!("cannot write the man pages into {}", dir.display())),
+                None => clap_mangen::Man::new(cmd)
+                    .render(&mut std::io::stdout())
+                    .context("cannot write the man page"),
+            };
+            written.map_err(|error| Failure {
+                code: EXIT_FAILURE,
+                error,
+            })
+        }
         Command::Send(args) => {
             init_plain_logging();
             let ok = runtime()?.block_on(send::run(*args)).map_err(usage)?;

@@ -526,6 +526,39 @@ fn operator_commands_find_their_server_from_its_config() {
     assert!(server.terminate().success(), "{}", server.log_text());
 }
 
+#[test]
+fn completions_and_man_pages_come_from_the_command_definitions() {
+    for (shell, marker) in [
+        ("bash", "complete -F _hookinbox"),
+        ("zsh", "#compdef hookinbox"),
+        ("fish", "complete -c hookinbox"),
+    ] {
+        let out = hookinbox(&["completions", shell]);
+        assert!(out.status.success(), "{shell}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(marker), "{shell}: {text}");
+        // Subcommands and their flags are there.
+        assert!(text.contains("dlq") && text.contains("dry-run"), "{shell}");
+    }
+    let out = hookinbox(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = hookinbox(&["man", "--dir", dir.path().to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+    assert!(page("hookinbox.1").contains(".TH hookinbox 1"));
+    let dlq = page("hookinbox-dlq-ignore.1");
+    assert!(
+        dlq.contains("\\-\\-note") && dlq.contains("kept with each event"),
+        "{dlq}"
+    );
+}
+
 /// Runs an operator command against `admin` with `token`; returns
 /// (exit code, stdout, stderr).
 /// Runs an operator command of the real binary against `admin`; returns

@@ -39,6 +39,8 @@ Commands:
   destinations  Destinations: list, pause, resume
   sweep         Sweep expired data now
   backup        Save a consistent copy of the running server's database to a file
+  completions   Print a shell's completions (the Debian package installs them)
+  man           Print the man page, or write one page per command into a directory
   help          Print this message or the help of the given subcommand(s)
 
 Options:
