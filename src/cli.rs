@@ -37,7 +37,13 @@ pub enum Command {
     /// Sign and send a webhook exactly as a provider would, printing each answer.
     Send(Box<SendArgs>),
     /// Counts per source and event type, latencies, DLQ size (from a running server).
-    Stats(Remote),
+    Stats {
+        #[command(flatten)]
+        remote: Remote,
+        /// Print them again at this interval (e.g. 5s) until interrupted.
+        #[arg(long, value_parser = config::parse_duration)]
+        watch: Option<std::time::Duration>,
+    },
     /// Search, show, replay and ignore events.
     Events {
         #[command(flatten)]
@@ -134,7 +140,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             print!("{}", config::DEFAULT_TOML);
             Ok(())
         }
-        Command::Stats(remote) => ops(remote, OpsCommand::Stats),
+        Command::Stats { remote, watch } => ops(remote, OpsCommand::Stats { watch }),
         Command::Events { remote, command } => ops(remote, OpsCommand::Events(command)),
         Command::Dlq { remote, command } => ops(remote, OpsCommand::Dlq(command)),
         Command::Destinations { remote, command } => ops(remote, OpsCommand::Destinations(command)),

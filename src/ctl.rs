@@ -145,6 +145,17 @@ pub enum EventsCommand {
         #[arg(long)]
         note: String,
     },
+    /// Follow new events as they arrive (the last few first), until interrupted.
+    Tail {
+        #[command(flatten)]
+        filter: Filter,
+        /// How often to look for new events.
+        #[arg(long, default_value = "2s", value_parser = config::parse_duration)]
+        every: Duration,
+        /// How many of the latest events to show first.
+        #[arg(long, default_value_t = 10)]
+        last: usize,
+    },
     /// Delete one event's payload and headers for good (a privacy request);
     /// its id, times, history and the note stay, and a resend stays a duplicate.
     Delete {
@@ -205,8 +216,13 @@ pub enum DestinationsCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum OpsCommand {
-    /// Counts per source: stored now by status, and seen since the server started.
-    Stats,
+    /// Counts per source: stored now by status, and seen since the server
+    /// started; again every `watch` when given.
+    Stats {
+        /// Print them again at this interval (e.g. 5s) until interrupted.
+        #[arg(long, value_parser = config::parse_duration)]
+        watch: Option<Duration>,
+    },
     /// List, search, show, replay and ignore events.
     #[command(subcommand)]
     Events(EventsCommand),
@@ -429,7 +445,17 @@ fn dead_letters(filter: Filter) -> Result<EventQuery, Failure> {
 pub async fn run(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
     let client = Client::new(&remote)?;
     let out = match command {
-        OpsCommand::Stats => {
+        OpsCommand::Stats { watch: Some(every) } => {
+            return watch_stats(&client, every, remote.json).await;
+        }
+        OpsCommand::Events(EventsCommand::Tail {
+            filter,
+            every,
+            last,
+        }) => {
+            return tail(&client, filter.query(), every, last, remote.json).await;
+        }
+        OpsCommand::Stats { watch: None } => {
             let stats: api::Stats = client.get("/api/stats", None).await?;
             Output::new(&stats, stats_table(&stats))
         }
@@ -558,6 +584,113 @@ pub async fn run(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
         write!(stdout, "{}", out.text)
     };
     written.map_err(|e| fail(EXIT_FAILURE, e.into()))
+}
+
+fn print(text: &str) -> Result<(), Failure> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(|e| fail(EXIT_FAILURE, e.into()))
+}
+
+/// `stats --watch`: the table again every `every` (after clearing a
+/// terminal; one after the other with a time line into a pipe), or one JSON
+/// document a line.
+async fn watch_stats(client: &Client, every: Duration, json: bool) -> Result<(), Failure> {
+    use std::io::IsTerminal;
+    let terminal = std::io::stdout().is_terminal();
+    let mut ticks = tokio::time::interval(every.max(Duration::from_millis(100)));
+    loop {
+        ticks.tick().await;
+        let stats: api::Stats = client.get("/api/stats", None).await?;
+        let text = if json {
+            format!("{}\n", serde_json::to_string(&stats).unwrap_or_default())
+        } else {
+            let now = time(Timestamp(crate::clock::unix_ms(
+                std::time::SystemTime::now(),
+            )));
+            let clear = if terminal { "\x1b[2J\x1b[H" } else { "" };
+            format!(
+                "{clear}every {}, {now}\n\n{}\n",
+                humantime::format_duration(every),
+                stats_table(&stats)
+            )
+        };
+        print(&text)?;
+    }
+}
+
+/// How many events one look of `events tail` reads.
+const TAIL_PAGE: usize = 100;
+
+/// `events tail`: the `last` newest events matching `query`, then every
+/// new one as it arrives, oldest first, until interrupted. A look that
+/// finds a whole page new says that it may have missed some.
+async fn tail(
+    client: &Client,
+    query: EventQuery,
+    every: Duration,
+    last: usize,
+    json: bool,
+) -> Result<(), Failure> {
+    let mut seen: std::collections::HashSet<String> = Default::default();
+    let mut order: std::collections::VecDeque<String> = Default::default();
+    let mut first = true;
+    let mut ticks = tokio::time::interval(every.max(Duration::from_millis(100)));
+    loop {
+        ticks.tick().await;
+        let page: api::EventPage = client
+            .get(
+                "/api/events",
+                Some(&EventQuery {
+                    limit: Some(if first { last.clamp(1, 500) } else { TAIL_PAGE }),
+                    cursor: None,
+                    ..query.clone()
+                }),
+            )
+            .await?;
+        let fresh: Vec<&api::EventSummary> = page
+            .events
+            .iter()
+            .filter(|e| !seen.contains(&e.id))
+            .collect();
+        let mut text = String::new();
+        if !first && fresh.len() == TAIL_PAGE {
+            text.push_str(&format!(
+                "… more than {TAIL_PAGE} events arrived since the last look: some are not shown (lower --every or narrow the filter)\n"
+            ));
+        }
+        if first && !json {
+            text.push_str("RECEIVED  ID  SOURCE  EVENT ID  TYPE  STATUS\n");
+        }
+        for e in fresh.iter().rev() {
+            if json {
+                text.push_str(&serde_json::to_string(e).unwrap_or_default());
+                text.push('\n');
+            } else {
+                text.push_str(&format!(
+                    "{}  {}  {}  {}  {}  {}\n",
+                    time(e.received_at),
+                    e.id,
+                    e.source,
+                    e.event_id,
+                    or_dash(e.event_type.as_deref()),
+                    e.status.as_str()
+                ));
+            }
+            seen.insert(e.id.clone());
+            order.push_back(e.id.clone());
+        }
+        // Remember enough to recognise what a look returns again.
+        while order.len() > 4 * TAIL_PAGE {
+            if let Some(old) = order.pop_front() {
+                seen.remove(&old);
+            }
+        }
+        first = false;
+        print(&text)?;
+    }
 }
 
 /// A list or search: one page, or every page with `all` (`--json` prints

@@ -559,6 +559,102 @@ fn completions_and_man_pages_come_from_the_command_definitions() {
     );
 }
 
+/// `events tail` and `stats --watch` keep running and print what changes;
+/// read from their pipes until what is expected shows up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_tail_follows_new_events_and_stats_watch_repeats() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "{}[admin]\ntoken = \"tail-test-token-0123456789\"\n\n{}",
+            server_section(&dir.path().join("data")),
+            standard_source("demo")
+        ),
+    );
+    let mut server = BinaryServer::start(&config, &[], None);
+    let spawn = |args: &[&str]| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hookinbox"))
+            .args(args)
+            .args(["--admin", &server.admin])
+            .env("HOOKINBOX_ADMIN_TOKEN", "tail-test-token-0123456789")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        (child, rx)
+    };
+    let until = |rx: &std::sync::mpsc::Receiver<String>, want: &dyn Fn(&str) -> bool| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) if want(&line) => return line,
+                Ok(line) => seen.push(line),
+                Err(_) => panic!("never printed what was expected; printed: {seen:#?}"),
+            }
+        }
+    };
+    let send = |id: &str| {
+        let out = hookinbox(&[
+            "send",
+            "--source",
+            "demo",
+            "--config",
+            config.to_str().unwrap(),
+            "--url",
+            &server.url("/in/demo"),
+            "--event-id",
+            id,
+            "--quiet",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    send("before_tail");
+    let (mut tail, lines) = spawn(&["events", "tail", "--every", "200ms"]);
+    until(&lines, &|l| l.contains("before_tail"));
+    send("during_tail_1");
+    send("during_tail_2");
+    until(&lines, &|l| l.contains("during_tail_1"));
+    until(&lines, &|l| l.contains("during_tail_2"));
+    assert!(tail.try_wait().unwrap().is_none(), "tail keeps following");
+    tail.kill().unwrap();
+    tail.wait().unwrap();
+
+    let (mut watch, lines) = spawn(&["stats", "--watch", "200ms", "--json"]);
+    let received = |line: &str| -> u64 {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        v["sources"]["demo"]["since_start"]["received"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(received(&until(&lines, &|l| l.starts_with('{'))), 3);
+    send("during_watch");
+    let later = until(&lines, &|l| l.starts_with('{') && received(l) == 4);
+    assert!(later.contains("\"demo\""));
+    watch.kill().unwrap();
+    watch.wait().unwrap();
+    assert!(server.terminate().success(), "{}", server.log_text());
+}
+
 /// Runs an operator command against `admin` with `token`; returns
 /// (exit code, stdout, stderr).
 /// Runs an operator command of the real binary against `admin`; returns
