@@ -32,11 +32,24 @@ gzip -9n "$stage"/usr/share/man/man1/*.1
 find "$stage/usr/share" -type f -exec chmod 0644 {} +
 install -D -m 0644 README.md "$stage/usr/share/doc/hookinbox/README.md"
 install -D -m 0644 packaging/README.md "$stage/usr/share/doc/hookinbox/PACKAGING.md"
-cat > "$stage/usr/share/doc/hookinbox/copyright" <<'COPYRIGHT'
+{
+    cat <<'COPYRIGHT'
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: hookinbox
-License: MIT OR Apache-2.0
+
+Files: *
+Copyright: 2026 The hookinbox authors
+License: MIT or Apache-2.0
+
+License: Apache-2.0
+ On Debian systems, the full text of the Apache License 2.0 is in
+ /usr/share/common-licenses/Apache-2.0 (and in LICENSE-APACHE beside this file).
+
+License: MIT
 COPYRIGHT
+    sed 's/^$/./; s/^/ /' LICENSE-MIT
+} > "$stage/usr/share/doc/hookinbox/copyright"
+install -m 0644 LICENSE-MIT LICENSE-APACHE "$stage/usr/share/doc/hookinbox/"
 
 install -d "$stage/DEBIAN"
 installed_kb=$(du -ks "$stage" | cut -f1)

@@ -92,3 +92,22 @@ fn the_codemap_names_every_module_in_lib_rs_order() {
         "ARCHITECTURE.md's codemap must list src/lib.rs's modules, once each, in the same order"
     );
 }
+
+/// Cargo.toml's `license` names two licenses: both texts are in the
+/// repository (and `packaging/build-deb.sh` ships them).
+#[test]
+fn the_license_files_match_cargo_toml() {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains("license = \"MIT OR Apache-2.0\""),
+        "Cargo.toml's license changed: change the files with it"
+    );
+    let apache = std::fs::read_to_string(root().join("LICENSE-APACHE")).unwrap();
+    assert!(apache.contains("Apache License") && apache.contains("Version 2.0, January 2004"));
+    assert!(apache.contains("END OF TERMS AND CONDITIONS"));
+    let mit = std::fs::read_to_string(root().join("LICENSE-MIT")).unwrap();
+    assert!(mit.starts_with("Copyright (c) "));
+    assert!(mit.contains("Permission is hereby granted, free of charge"));
+    let deb = std::fs::read_to_string(root().join("packaging/build-deb.sh")).unwrap();
+    assert!(deb.contains("LICENSE-MIT LICENSE-APACHE"));
+}
