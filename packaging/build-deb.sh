@@ -31,6 +31,14 @@ install -d "$stage/usr/share/bash-completion/completions" "$stage/usr/share/zsh/
 gzip -9n "$stage"/usr/share/man/man1/*.1
 find "$stage/usr/share" -type f -exec chmod 0644 {} +
 install -D -m 0644 README.md "$stage/usr/share/doc/hookinbox/README.md"
+# The changelog's newest entry is this version, or the package says nothing true.
+changelog_version=$(sed -n '1s/^hookinbox (\([^)]*\)).*/\1/p' packaging/changelog)
+if [ "$changelog_version" != "$version" ]; then
+    echo "packaging/changelog's newest entry is ${changelog_version:-missing}; Cargo.toml says $version" >&2
+    exit 1
+fi
+gzip -9nc packaging/changelog > "$stage/usr/share/doc/hookinbox/changelog.Debian.gz"
+chmod 0644 "$stage/usr/share/doc/hookinbox/changelog.Debian.gz"
 install -D -m 0644 packaging/README.md "$stage/usr/share/doc/hookinbox/PACKAGING.md"
 {
     cat <<'COPYRIGHT'
@@ -84,6 +92,11 @@ if [ "$1" = configure ]; then
     chmod 0640 /etc/hookinbox/hookinbox.toml
     if [ -d /run/systemd/system ]; then
         systemctl daemon-reload || true
+        # An upgrade ($2: the version replaced): a running service restarts
+        # on the new binary; a stopped one stays stopped.
+        if [ -n "$2" ]; then
+            systemctl try-restart hookinbox.service || true
+        fi
     fi
     echo "hookinbox: edit /etc/hookinbox/hookinbox.toml, check it with"
     echo "  hookinbox config check --config /etc/hookinbox/hookinbox.toml"

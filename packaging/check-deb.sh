@@ -9,9 +9,15 @@ deb=$(bash packaging/build-deb.sh | tail -1)
 contents=$(dpkg-deb -c "$deb")
 for f in usr/share/bash-completion/completions/hookinbox usr/share/zsh/vendor-completions/_hookinbox \
          usr/share/fish/vendor_completions.d/hookinbox.fish usr/share/man/man1/hookinbox.1.gz \
-         usr/share/man/man1/hookinbox-dlq-replay.1.gz; do
+         usr/share/man/man1/hookinbox-dlq-replay.1.gz usr/share/doc/hookinbox/changelog.Debian.gz; do
     grep -q "\./$f\$" <<<"$contents" || { echo "check-deb: $f is not in the package" >&2; exit 1; }
 done
+# An upgrade restarts a running service on the new binary.
+dpkg-deb -I "$deb" postinst | grep -q 'systemctl try-restart hookinbox.service' \
+    || { echo "check-deb: postinst does not restart the service on upgrade" >&2; exit 1; }
+if command -v dpkg-parsechangelog >/dev/null; then
+    dpkg-parsechangelog -l packaging/changelog >/dev/null || { echo "check-deb: packaging/changelog does not parse" >&2; exit 1; }
+fi
 dpkg -i "$deb" >/dev/null
 fail() { echo "check-deb: $*" >&2; exit 1; }
 getent passwd hookinbox >/dev/null || fail "no hookinbox user"
@@ -25,6 +31,11 @@ if command -v systemd-analyze >/dev/null; then
     systemd-analyze security --offline=true --threshold=16 /lib/systemd/system/hookinbox.service >/dev/null \
         || fail "unit exposure above 1.6: systemd-analyze security --offline=true packaging/hookinbox.service"
 fi
+# Installing over itself runs the upgrade path of the maintainer scripts;
+# an edited config stays (a conffile).
+echo "# edited by the admin" >> /etc/hookinbox/hookinbox.toml
+dpkg -i --force-confold "$deb" >/dev/null || fail "installing over itself failed"
+grep -q "^# edited by the admin" /etc/hookinbox/hookinbox.toml || fail "an upgrade replaced the edited config"
 dpkg --purge hookinbox >/dev/null
 [ ! -e /usr/bin/hookinbox ] || fail "purge left the binary"
 echo "check-deb: ok ($deb)"
