@@ -485,6 +485,18 @@ impl fmt::Display for Position {
     }
 }
 
+/// The text of the config file at `path`, and its name for messages.
+fn read_config_file(path: &Path) -> Result<(String, String), ConfigError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        origin: origin.clone(),
+        position: None,
+        key: String::new(),
+        message: format!("cannot read the config file: {e}"),
+    })?;
+    Ok((text, origin))
+}
+
 /// Where the packaged install keeps its config: the operator commands'
 /// default when it exists.
 pub const PACKAGED_CONFIG: &str = "/etc/hookinbox/hookinbox.toml";
@@ -512,16 +524,7 @@ impl OperatorView {
         let packaged = Path::new(PACKAGED_CONFIG);
         let path = path.or_else(|| packaged.exists().then_some(packaged));
         let (text, origin) = match path {
-            Some(path) => {
-                let origin = path.display().to_string();
-                let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-                    origin: origin.clone(),
-                    position: None,
-                    key: String::new(),
-                    message: format!("cannot read the config file: {e}"),
-                })?;
-                (text, origin)
-            }
+            Some(path) => read_config_file(path)?,
             None => (DEFAULT_TOML.to_owned(), EMBEDDED_ORIGIN.to_owned()),
         };
         let mut file = raw::parse(&text, &origin)?;
@@ -586,13 +589,7 @@ impl Config<Loaded> {
         path: &Path,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Config<Loaded>, ConfigError> {
-        let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            origin: origin.clone(),
-            position: None,
-            key: String::new(),
-            message: format!("cannot read the config file: {e}"),
-        })?;
+        let (text, origin) = read_config_file(path)?;
         Config::from_toml(&text, &origin, path.parent(), env)
     }
 

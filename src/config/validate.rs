@@ -63,7 +63,20 @@ struct Ctx<'a> {
     warnings: Vec<String>,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    fn new(
+        origin: &'a str,
+        base_dir: Option<&'a Path>,
+        env: &'a dyn Fn(&str) -> Option<String>,
+    ) -> Ctx<'a> {
+        Ctx {
+            origin,
+            base_dir,
+            env,
+            warnings: Vec::new(),
+        }
+    }
+
     fn err(&self, key: impl Into<String>, message: impl Into<String>) -> ConfigError {
         ConfigError {
             origin: self.origin.to_owned(),
@@ -231,12 +244,7 @@ pub fn validate(
     base_dir: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Config<Loaded>, ConfigError> {
-    let mut cx = Ctx {
-        origin,
-        base_dir,
-        env,
-        warnings: Vec::new(),
-    };
+    let mut cx = Ctx::new(origin, base_dir, env);
     let server = validate_server(&mut cx, raw.server)?;
     let retention = validate_retention(&cx, raw.retention)?;
     let log = LogConfig {
@@ -316,12 +324,7 @@ pub fn validate_operator(
     base_dir: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(ServerConfig, AdminConfig<Loaded>), ConfigError> {
-    let mut cx = Ctx {
-        origin,
-        base_dir,
-        env,
-        warnings: Vec::new(),
-    };
+    let mut cx = Ctx::new(origin, base_dir, env);
     let server = validate_server(&mut cx, raw.server)?;
     let admin = validate_admin(&mut cx, raw.admin.unwrap_or_default())?;
     Ok((server, admin))

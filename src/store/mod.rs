@@ -1553,7 +1553,8 @@ fn load_dedupe(db: &Database) -> Result<(DedupeIndex, usize), StoreError> {
     // Kept keys share no fingerprint with the log's (each is the one live
     // key of its event), so where they go among the loaders does not matter.
     let kept = txn.open_table(schema::DEDUPE_KEPT)?;
-    let mut extra = dedupe::Loader::new(threads as usize, kept.len()? as usize);
+    let kept_rows = kept.len()? as usize;
+    let mut extra = dedupe::Loader::new(threads as usize, kept_rows);
     for row in kept.iter()? {
         let (seq, value) = row?;
         extra.push(value.value().0, seq.value());

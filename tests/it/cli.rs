@@ -453,11 +453,7 @@ async fn send_sends_the_body_file_byte_for_byte_and_puts_the_event_type_where_th
 fn operator_commands_find_their_server_from_its_config() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::support::free_port();
     let config = write_config(
         dir.path(),
         &format!(

@@ -726,11 +726,7 @@ async fn the_verification_examples_take_real_deliveries_and_refuse_forged_ones()
         ("node", "docs/verify/node/app.js"),
         ("python3", "docs/verify/python/app.py"),
     ] {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = crate::support::free_port();
         let mut app = Command::new(program)
             .arg(root.join(script))
             .env("HOOKINBOX_DESTINATION_SECRET", DEST_SECRET)

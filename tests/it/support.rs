@@ -216,6 +216,17 @@ pub async fn read_all(data_dir: &Path) -> Vec<StoredEvent> {
     all
 }
 
+/// A loopback port free a moment ago, for a child process to listen on
+/// (another process could take it in between; the tests run on loopback
+/// where that is rare enough).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// The real `hookinbox` binary as a child process.
 pub struct BinaryServer {
     pub child: Child,
