@@ -110,6 +110,8 @@ label_values! {
         MissingEventId => "missing_event_id",
         InvalidEventId => "invalid_event_id",
         UnparseableBody => "unparseable_body",
+        VerifyTokenMismatch => "verify_token_mismatch",
+        MalformedHandshake => "malformed_handshake",
         StoreUnavailable => "store_unavailable",
         StoreError => "store_error",
     }

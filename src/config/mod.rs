@@ -177,11 +177,17 @@ pub enum Kind {
     Linear,
     Twilio,
     Gitlab,
+    /// Twitch EventSub over webhooks.
+    Twitch,
+    Zoom,
+    /// Meta's Graph API webhooks: WhatsApp Cloud API, Messenger, Instagram.
+    #[serde(alias = "whatsapp", alias = "facebook", alias = "instagram")]
+    Meta,
     Hmac,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 13] = [
         Kind::Stripe,
         Kind::Github,
         Kind::Shopify,
@@ -191,6 +197,9 @@ impl Kind {
         Kind::Linear,
         Kind::Twilio,
         Kind::Gitlab,
+        Kind::Twitch,
+        Kind::Zoom,
+        Kind::Meta,
         Kind::Hmac,
     ];
 
@@ -205,6 +214,9 @@ impl Kind {
             Kind::Linear => "linear",
             Kind::Twilio => "twilio",
             Kind::Gitlab => "gitlab",
+            Kind::Twitch => "twitch",
+            Kind::Zoom => "zoom",
+            Kind::Meta => "meta",
             Kind::Hmac => "hmac",
         }
     }
@@ -320,6 +332,9 @@ pub struct SourceConfig<S: Stage = Resolved> {
     pub event_id: Option<Vec<Locator>>,
     pub event_type: Option<Vec<Locator>>,
     pub public_url: Option<String>,
+    /// Meta's subscription check (`GET …?hub.verify_token=…`): the token
+    /// typed into the app's webhook settings. Set for kind `meta` only.
+    pub verify_token: Option<GivenSecret<Secret>>,
     /// Where and how events are delivered; `None`: events are held.
     pub delivery: Option<DeliveryConfig<S>>,
     pub hmac: Option<HmacSpec>,
@@ -795,7 +810,7 @@ mod tests {
             ),
             "f.toml:8:8: source[1].kind: unknown variant `paypal`, expected one of \
              `stripe`, `github`, `shopify`, `slack`, `standard`, `standard-webhooks`, \
-             `standardwebhooks`, `svix`, `paddle`, `linear`, `twilio`, `gitlab`, `hmac`"
+             `standardwebhooks`, `svix`, `paddle`, `linear`, `twilio`, `gitlab`, `twitch`, `zoom`, `facebook`, `instagram`, `meta`, `whatsapp`, `hmac`"
         );
         // The column counts characters, not bytes.
         assert_eq!(
@@ -936,6 +951,62 @@ mod tests {
         }
         assert!(!shown.contains("admin token"), "{shown}");
         assert!(raw::parse(&shown, "shown").is_ok(), "{shown}");
+    }
+
+    #[test]
+    fn meta_needs_a_verify_token_and_no_other_kind_takes_one() {
+        let error = |text: &str, env: &dyn Fn(&str) -> Option<String>| {
+            Config::from_toml(text, "f.toml", None, env)
+                .unwrap_err()
+                .to_string()
+        };
+        let meta = "[[source]]\nname = \"wa\"\nkind = \"whatsapp\"\nsecret_env = \"APP_SECRET\"\n";
+        let env = |name: &str| match name {
+            "APP_SECRET" => Some("app-secret".to_owned()),
+            "VT" => Some("the-verify-token".to_owned()),
+            "EMPTY" => Some("  ".to_owned()),
+            _ => None,
+        };
+        let err = error(meta, &env);
+        assert!(
+            err.contains("source[0].verify_token: is required for kind = \"meta\""),
+            "{err}"
+        );
+        let err = error(&format!("{meta}verify_token_env = \"EMPTY\"\n"), &env);
+        assert!(
+            err.contains("source[0].verify_token_env: is empty"),
+            "{err}"
+        );
+        let err = error(
+            &format!("{meta}verify_token_env = \"VT\"\nverify_token = \"x\"\n"),
+            &env,
+        );
+        assert!(err.contains("set only one of verify_token"), "{err}");
+
+        let config = Config::from_toml(
+            &format!("{meta}verify_token_env = \"VT\"\n"),
+            "f.toml",
+            None,
+            &env,
+        )
+        .unwrap();
+        let source = &config.sources[0];
+        assert_eq!(source.kind, Kind::Meta);
+        let token = source.verify_token.as_ref().unwrap();
+        assert_eq!(token.value.expose(), "the-verify-token");
+        assert_eq!(token.origin, SecretOrigin::Env("VT".into()));
+        let shown = config.to_redacted_toml();
+        assert!(shown.contains("verify_token_env = \"VT\"\n"), "{shown}");
+        assert!(!shown.contains("the-verify-token"), "{shown}");
+
+        let err = error(
+            "[[source]]\nname = \"gh\"\nkind = \"github\"\nsecret = \"s\"\nverify_token = \"t\"\n",
+            &env,
+        );
+        assert!(
+            err.contains("source[0].verify_token: applies only to kind = \"meta\", not github"),
+            "{err}"
+        );
     }
 
     /// Regression (found by `config::props`): a control character in

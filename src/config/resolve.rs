@@ -238,6 +238,7 @@ impl SourceConfig<Loaded> {
             event_id: self.event_id,
             event_type: self.event_type,
             public_url: self.public_url,
+            verify_token: self.verify_token,
             delivery,
             hmac: self.hmac,
         })

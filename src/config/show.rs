@@ -124,6 +124,13 @@ fn source(s: &SourceConfig<Loaded>) -> RawSource {
             }
         }
     }
+    if let Some(token) = &s.verify_token {
+        (
+            raw.verify_token,
+            raw.verify_token_env,
+            raw.verify_token_file,
+        ) = place(token);
+    }
     if let Some(dl) = &s.delivery {
         raw.destination = Some(redact_url(&dl.url));
         if let SecretPlan::Given(key) = &dl.secret {

@@ -598,7 +598,7 @@ fn validate_source(
         .map(|t| cx.duration(&key("tolerance"), Some(t), t, longest::TOLERANCE))
         .transpose()?;
     let signs_time = match kind {
-        Kind::Github | Kind::Shopify | Kind::Gitlab | Kind::Twilio => false,
+        Kind::Github | Kind::Shopify | Kind::Gitlab | Kind::Twilio | Kind::Meta => false,
         Kind::Hmac => rs.timestamp_header.is_some(),
         _ => true,
     };
@@ -644,6 +644,7 @@ fn validate_source(
         }
         None => None,
     };
+    let verify_token = validate_verify_token(cx, i, kind, &mut rs)?;
     let delivery = validate_delivery(cx, i, &mut rs)?;
 
     let hmac_keys = [
@@ -681,9 +682,50 @@ fn validate_source(
         event_id,
         event_type,
         public_url,
+        verify_token,
         delivery,
         hmac,
     })
+}
+
+/// Meta's verify token: required for kind `meta` (Meta will not subscribe
+/// a URL that fails its check), refused for every other kind.
+fn validate_verify_token(
+    cx: &mut Ctx<'_>,
+    i: usize,
+    kind: Kind,
+    rs: &mut RawSource,
+) -> Result<Option<GivenSecret<Secret>>, ConfigError> {
+    let key = format!("source[{i}].verify_token");
+    let found = cx.read_secret(SecretSetting {
+        key: key.clone(),
+        inline: rs.verify_token.take().into_iter().collect(),
+        env: rs.verify_token_env.take(),
+        file: rs.verify_token_file.take(),
+    })?;
+    match (kind, found) {
+        (Kind::Meta, None) => Err(cx.err(
+            key,
+            "is required for kind = \"meta\": the Verify Token typed into the app's webhook \
+             settings, which Meta sends back to check the URL (set verify_token_file or \
+             verify_token_env)",
+        )),
+        (Kind::Meta, Some(found)) => {
+            let text = found.text.trim();
+            if text.is_empty() {
+                return Err(cx.err(found.key, "is empty"));
+            }
+            Ok(Some(GivenSecret {
+                origin: found.origin,
+                value: Secret::new(text),
+            }))
+        }
+        (_, None) => Ok(None),
+        (_, Some(found)) => Err(cx.err(
+            found.key,
+            format!("applies only to kind = \"meta\", not {kind}"),
+        )),
+    }
 }
 
 /// The delivery keys of `source[i]`: all of them need `destination`.

@@ -1,4 +1,5 @@
-//! Ingest: `POST /in/{source}` on the public listener.
+//! Ingest: `POST /in/{source}` on the public listener (and `GET`, for
+//! Meta's subscription check).
 //!
 //! Owns the HTTP contract with providers: body limits and read timeout, the
 //! status code and JSON of every answer, and the one log line and counter per
@@ -23,7 +24,7 @@ use crate::clock::Clock;
 use crate::config::{Config, SourceName};
 use crate::metrics::{Metrics, RejectReason, UNKNOWN_SOURCE};
 use crate::store::{Ingested, Initial, Store, StoreError};
-use crate::verify::{self, Rejection, Verified, Verifier};
+use crate::verify::{self, Handshake, HandshakeReply, Rejection, Verified, Verifier};
 
 /// Seconds a provider is told to wait after a 503. Short: a full disk or a
 /// reopening database is either fixed soon or needs a person, and providers
@@ -150,7 +151,7 @@ impl IngestState {
 
 pub fn router(state: IngestState) -> Router {
     Router::new()
-        .route("/in/{source}", post(receive))
+        .route("/in/{source}", post(receive).get(subscribe))
         .route("/in/{source}/{*rest}", post(receive))
         .fallback(|| async {
             (
@@ -299,18 +300,7 @@ async fn receive(State(state): State<IngestState>, request: Request) -> Response
     };
     let event = match source.verifier.verify(&request, now) {
         Ok(Verified::Event(event)) => event,
-        Ok(Verified::Challenge(challenge)) => {
-            tracing::info!(
-                source = source.name.as_str(),
-                "answered the provider's url_verification challenge"
-            );
-            return (
-                StatusCode::OK,
-                [(header::CONTENT_TYPE, "text/plain")],
-                challenge,
-            )
-                .into_response();
-        }
+        Ok(Verified::Handshake(handshake)) => return answer_handshake(&source.name, handshake),
         Err(rejection) => return reject(rejection.into(), None),
     };
 
@@ -349,6 +339,49 @@ async fn receive(State(state): State<IngestState>, request: Request) -> Response
         answer["duplicate"] = serde_json::Value::Bool(true);
     }
     (StatusCode::OK, axum::Json(answer)).into_response()
+}
+
+/// A provider's URL check, answered as it asks; nothing is stored.
+fn answer_handshake(source: &SourceName, handshake: Handshake) -> Response {
+    tracing::info!(
+        source = source.as_str(),
+        handshake = handshake.what,
+        "answered the provider's check of this URL"
+    );
+    match handshake.reply {
+        HandshakeReply::Text(text) => {
+            (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response()
+        }
+        HandshakeReply::Json(value) => (StatusCode::OK, axum::Json(value)).into_response(),
+    }
+}
+
+/// `GET /in/{source}`: Meta's subscription check, for a source that holds a
+/// verify token; any other source has nothing to answer.
+async fn subscribe(State(state): State<IngestState>, request: Request) -> Response {
+    let path = request.uri().path();
+    let name = path.strip_prefix("/in/").unwrap_or_default();
+    let Some(source) = state.sources.get(name) else {
+        return IngestError::UnknownSource(truncate_for_log(name)).into_response(
+            None,
+            None,
+            &state.metrics,
+        );
+    };
+    if !source.verifier.answers_get() {
+        return (
+            StatusCode::METHOD_NOT_ALLOWED,
+            [(header::ALLOW, "POST")],
+            axum::Json(json!({"error": "method_not_allowed", "reason": "webhooks go to POST /in/{source}"})),
+        )
+            .into_response();
+    }
+    match source.verifier.subscribe(request.uri().query()) {
+        Ok(handshake) => answer_handshake(&source.name, handshake),
+        Err(rejection) => {
+            IngestError::from(rejection).into_response(Some(&source.name), None, &state.metrics)
+        }
+    }
 }
 
 async fn read_body(

@@ -7,7 +7,9 @@
 //!
 //! Order inside [`Verifier::verify`]: signature and timestamp first; only a
 //! request that passed them has its body parsed (for the id, the type or a
-//! Slack challenge).
+//! provider's handshake: Slack's and Twitch's challenges, Zoom's URL
+//! validation). Meta's subscription check is a GET with no body and no
+//! signature: [`Verifier::subscribe`] holds its verify token instead.
 
 mod schemes;
 pub mod sign;
@@ -38,8 +40,24 @@ pub struct Request<'a> {
 pub enum Verified {
     /// A webhook event to store.
     Event(VerifiedEvent),
-    /// A provider's endpoint check (Slack `url_verification`): answer it, store nothing.
-    Challenge(String),
+    /// A provider's endpoint check: answer it, store nothing.
+    Handshake(Handshake),
+}
+
+/// A provider's check that the URL is theirs to call, and its answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Handshake {
+    /// What the provider calls it, for the log line.
+    pub what: &'static str,
+    pub reply: HandshakeReply,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum HandshakeReply {
+    /// The challenge echoed as `text/plain` (Slack, Twitch, Meta).
+    Text(String),
+    /// A JSON answer (Zoom: the plain token and its HMAC).
+    Json(serde_json::Value),
 }
 
 /// The provider's id for an event, as found in the request: 1 to
@@ -134,6 +152,10 @@ pub enum Rejection {
     InvalidEventId(String),
     #[error("the body is not valid {expected}, and the event id is in it")]
     UnparseableBody { expected: &'static str },
+    #[error("hub.verify_token does not match the configured verify_token")]
+    VerifyTokenMismatch,
+    #[error("the subscription check is malformed: {0}")]
+    MalformedHandshake(&'static str),
 }
 
 impl Rejection {
@@ -149,6 +171,8 @@ impl Rejection {
             Rejection::MissingEventId { .. } => RejectReason::MissingEventId,
             Rejection::InvalidEventId(_) => RejectReason::InvalidEventId,
             Rejection::UnparseableBody { .. } => RejectReason::UnparseableBody,
+            Rejection::VerifyTokenMismatch => RejectReason::VerifyTokenMismatch,
+            Rejection::MalformedHandshake(_) => RejectReason::MalformedHandshake,
         }
     }
 
@@ -160,6 +184,7 @@ impl Rejection {
             Rejection::MissingEventId { .. }
                 | Rejection::InvalidEventId(_)
                 | Rejection::UnparseableBody { .. }
+                | Rejection::MalformedHandshake(_)
         )
     }
 }
@@ -171,6 +196,11 @@ pub struct Verifier {
     tolerance: Duration,
     event_id: Vec<Locator>,
     event_type: Vec<Locator>,
+    /// Whether `event_type` is the kind's default (a Twitch revocation then
+    /// gets the type `revocation`).
+    default_event_type: bool,
+    /// Meta's verify token (kind `meta` only).
+    verify_token: Option<crate::config::Secret>,
 }
 
 impl Verifier {
@@ -191,12 +221,60 @@ impl Verifier {
                 .event_type
                 .clone()
                 .unwrap_or_else(|| default_event_type(source.kind)),
+            default_event_type: source.event_type.is_none(),
+            verify_token: source.verify_token.as_ref().map(|t| t.value.clone()),
+        })
+    }
+
+    /// Whether this source answers a GET (Meta's subscription check).
+    pub fn answers_get(&self) -> bool {
+        self.verify_token.is_some()
+    }
+
+    /// Meta's subscription check, `GET ?hub.mode=subscribe&hub.verify_token=…
+    /// &hub.challenge=…`: the challenge, once the token matches (in constant
+    /// time). Only a source with a verify token answers it.
+    pub fn subscribe(&self, query: Option<&str>) -> Result<Handshake, Rejection> {
+        use subtle::ConstantTimeEq;
+        let Some(expected) = &self.verify_token else {
+            return Err(Rejection::MalformedHandshake(
+                "this source's kind has no subscription check",
+            ));
+        };
+        let (mut mode, mut token, mut challenge) = (None, None, None);
+        for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+            match &*k {
+                "hub.mode" => mode = Some(v),
+                "hub.verify_token" => token = Some(v),
+                "hub.challenge" => challenge = Some(v),
+                _ => {}
+            }
+        }
+        let token = token.ok_or_else(|| Rejection::MissingSignature {
+            header: "hub.verify_token".into(),
+        })?;
+        if !bool::from(token.as_bytes().ct_eq(expected.expose().as_bytes())) {
+            return Err(Rejection::VerifyTokenMismatch);
+        }
+        if mode.as_deref() != Some("subscribe") {
+            return Err(Rejection::MalformedHandshake(
+                "hub.mode is not \"subscribe\"",
+            ));
+        }
+        let challenge = challenge
+            .filter(|c| !c.is_empty() && c.len() <= 256)
+            .ok_or(Rejection::MalformedHandshake(
+                "hub.challenge is missing, empty or longer than 256 bytes",
+            ))?;
+        Ok(Handshake {
+            what: "Meta subscription check",
+            reply: HandshakeReply::Text(challenge.into_owned()),
         })
     }
 
     pub fn verify(&self, req: &Request<'_>, now: SystemTime) -> Result<Verified, Rejection> {
-        let signed_at = self.scheme.check(req)?;
-        if let Some(signed_at) = signed_at {
+        let checked = self.scheme.check(req)?;
+        if let Some(signed_at) = checked.signed_at {
             check_tolerance(signed_at, now, self.tolerance)?;
         }
         // Past this line the body is authentic and may be parsed.
@@ -204,14 +282,21 @@ impl Verifier {
         if let Some(signed_at_ms) = self.scheme.body_timestamp_ms(&mut body)? {
             check_tolerance(SignedAt::Millis(signed_at_ms), now, self.tolerance)?;
         }
-        if let Some(challenge) = self.scheme.challenge(&mut body) {
-            return Ok(Verified::Challenge(challenge));
+        if let Some(handshake) = self.scheme.handshake(req, &mut body, checked.key) {
+            return Ok(Verified::Handshake(handshake));
         }
         let event_id = self.find_event_id(req, &mut body)?;
-        let event_type = self
-            .event_type
-            .iter()
-            .find_map(|l| locate(l, req, &mut body).ok().flatten());
+        let fixed_type = self
+            .default_event_type
+            .then(|| self.scheme.fixed_event_type(req))
+            .flatten();
+        let event_type = match fixed_type {
+            Some(t) => Some(t.to_owned()),
+            None => self
+                .event_type
+                .iter()
+                .find_map(|l| locate(l, req, &mut body).ok().flatten()),
+        };
         Ok(Verified::Event(VerifiedEvent {
             source: self.source.clone(),
             event_id,
@@ -252,9 +337,10 @@ impl Verifier {
 /// The provider's documented tolerance where it signs a timestamp.
 fn default_tolerance(kind: Kind) -> Duration {
     match kind {
-        // Paddle's SDKs allow 5 s; Linear's SDK 60 s.
+        // Paddle's SDKs allow 5 s; Linear's SDK 60 s; Twitch says 10 minutes.
         Kind::Paddle => Duration::from_secs(5),
         Kind::Linear => Duration::from_secs(60),
+        Kind::Twitch => Duration::from_secs(600),
         // Stripe, Slack and Standard Webhooks all use 5 minutes.
         _ => Duration::from_secs(300),
     }
@@ -283,6 +369,12 @@ pub fn default_event_id(kind: Kind) -> Vec<Locator> {
             header_locator("idempotency-key"),
             header_locator("x-gitlab-event-uuid"),
         ],
+        // Twitch resends a message under the same id.
+        Kind::Twitch => vec![header_locator("twitch-eventsub-message-id")],
+        // Zoom and Meta send no event id; their retries repeat the body byte
+        // for byte (the signature and its timestamp are in headers), so its
+        // hash is what stays the same.
+        Kind::Zoom | Kind::Meta => vec![Locator::BodySha256],
         // Config validation requires event_id for hmac.
         Kind::Hmac => vec![],
     }
@@ -298,6 +390,14 @@ pub fn default_event_type(kind: Kind) -> Vec<Locator> {
         Kind::Paddle => vec![json_locator("/event_type")],
         Kind::Linear => vec![header_locator("linear-event"), json_locator("/type")],
         Kind::Gitlab => vec![header_locator("x-gitlab-event")],
+        Kind::Twitch => vec![header_locator("twitch-eventsub-subscription-type")],
+        Kind::Zoom => vec![json_locator("/event")],
+        // WhatsApp and Instagram name the change ("messages"); Messenger
+        // only the object ("page").
+        Kind::Meta => vec![
+            json_locator("/entry/0/changes/0/field"),
+            json_locator("/object"),
+        ],
         Kind::Twilio | Kind::Hmac => vec![],
     }
 }

@@ -124,6 +124,10 @@ fn build(body_ids: bool) -> Vec<Case> {
     for kind in Kind::ALL {
         match kind {
             Kind::Twilio => add(kind, &format!("public_url = \"{TWILIO_URL}\"\n{event_id}")),
+            Kind::Meta => add(
+                kind,
+                &format!("verify_token = \"a-verify-token\"\n{event_id}"),
+            ),
             Kind::Hmac => {
                 for spec in HMAC_SPECS {
                     add(
@@ -437,7 +441,7 @@ proptest! {
         let now = at(SIGNED_AT + 1);
         let accepted = verify(case, &headers, &body, query.as_deref(), "", now);
         prop_assert!(
-            matches!(accepted, Ok(Verified::Event(_)) | Ok(Verified::Challenge(_))),
+            matches!(accepted, Ok(Verified::Event(_)) | Ok(Verified::Handshake(_))),
             "{kind}: {accepted:?}"
         );
         if kind != Kind::Gitlab {
@@ -574,7 +578,7 @@ proptest! {
                 prop_assert!(EventId::parse(e.event_id().as_str()).is_ok());
                 prop_assert!(e.event_type().is_none_or(|t| t.len() <= 128));
             }
-            Ok(Verified::Challenge(_)) => prop_assert!(false, "a standard source has no challenge"),
+            Ok(Verified::Handshake(_)) => prop_assert!(false, "a standard source has no handshake"),
             Err(r) => prop_assert!(!r.is_authentication(), "{r:?}"),
         }
     }

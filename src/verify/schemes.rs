@@ -12,7 +12,7 @@ use hmac::{Hmac, Mac};
 use sha2::Digest;
 use subtle::ConstantTimeEq;
 
-use super::{ParsedBody, Rejection, Request, SignedAt, header_str};
+use super::{Handshake, HandshakeReply, ParsedBody, Rejection, Request, SignedAt, header_str};
 use crate::config::{HmacAlgorithm, HmacSpec, Kind, PayloadPart, SignatureEncoding, SourceConfig};
 use crate::standard_webhooks::StandardKey;
 
@@ -22,6 +22,31 @@ pub(super) struct Scheme {
     keys: Vec<Vec<u8>>,
     public_url: Option<String>,
     hmac: Option<HmacSpec>,
+}
+
+/// A request whose signature verified.
+pub(super) struct Checked {
+    /// The timestamp the provider signed, if it signs one.
+    pub(super) signed_at: Option<SignedAt>,
+    /// Which configured secret verified it (Zoom answers its URL validation
+    /// with that secret).
+    pub(super) key: usize,
+}
+
+impl Checked {
+    fn at(key: usize, signed_at: SignedAt) -> Checked {
+        Checked {
+            signed_at: Some(signed_at),
+            key,
+        }
+    }
+
+    fn untimed(key: usize) -> Checked {
+        Checked {
+            signed_at: None,
+            key,
+        }
+    }
 }
 
 /// Computes an HMAC over the concatenation of `parts`.
@@ -94,9 +119,14 @@ impl Scheme {
         })
     }
 
-    /// True when any key's MAC of `parts` equals any of `candidates`.
-    fn matches(&self, algorithm: HmacAlgorithm, parts: &[&[u8]], candidates: &[Vec<u8>]) -> bool {
-        self.keys.iter().any(|key| {
+    /// The first key whose MAC of `parts` equals any of `candidates`.
+    fn matching_key(
+        &self,
+        algorithm: HmacAlgorithm,
+        parts: &[&[u8]],
+        candidates: &[Vec<u8>],
+    ) -> Option<usize> {
+        self.keys.iter().position(|key| {
             let expected = mac(algorithm, key, parts);
             candidates
                 .iter()
@@ -104,27 +134,40 @@ impl Scheme {
         })
     }
 
+    /// The key that verifies `parts`, or why none does.
     fn require_match(
         &self,
         header: &str,
         algorithm: HmacAlgorithm,
         parts: &[&[u8]],
         candidates: &[Vec<u8>],
-    ) -> Result<(), Rejection> {
+    ) -> Result<usize, Rejection> {
         if candidates.is_empty() {
             return Err(malformed(header, "it carries no signature"));
         }
-        if self.matches(algorithm, parts, candidates) {
-            Ok(())
-        } else {
-            Err(Rejection::SignatureMismatch {
+        self.matching_key(algorithm, parts, candidates)
+            .ok_or_else(|| Rejection::SignatureMismatch {
                 header: header.to_owned(),
             })
-        }
     }
 
-    /// Checks the signature; returns the signed timestamp, if any.
-    pub(super) fn check(&self, req: &Request<'_>) -> Result<Option<SignedAt>, Rejection> {
+    /// Slack's and Zoom's scheme: `v0=` + hex HMAC of `v0:{timestamp}:{body}`,
+    /// the timestamp in its own header.
+    fn check_v0(&self, req: &Request<'_>, h: &str, t: &str) -> Result<Checked, Rejection> {
+        let ts = required(req, t)?;
+        let secs = parse_secs(t, ts)?;
+        let hex_sig = required(req, h)?
+            .strip_prefix("v0=")
+            .ok_or_else(|| malformed(h, "it does not start with v0="))?;
+        let sig = hex::decode(hex_sig).map_err(|_| malformed(h, "the signature is not hex"))?;
+        let parts: [&[u8]; 4] = [b"v0:", ts.as_bytes(), b":", req.body];
+        let key = self.require_match(h, HmacAlgorithm::Sha256, &parts, &[sig])?;
+        Ok(Checked::at(key, SignedAt::Secs(secs)))
+    }
+
+    /// Checks the signature; returns the signed timestamp, if any, and the
+    /// key that verified it.
+    pub(super) fn check(&self, req: &Request<'_>) -> Result<Checked, Rejection> {
         let body: &[u8] = req.body;
         let sha256 = HmacAlgorithm::Sha256;
         match self.kind {
@@ -145,10 +188,12 @@ impl Scheme {
                 }
                 let t = timestamp.ok_or_else(|| malformed(H, "it has no t= timestamp"))?;
                 let secs = parse_secs(H, t)?;
-                self.require_match(H, sha256, &[t.as_bytes(), b".", body], &candidates)?;
-                Ok(Some(SignedAt::Secs(secs)))
+                let key =
+                    self.require_match(H, sha256, &[t.as_bytes(), b".", body], &candidates)?;
+                Ok(Checked::at(key, SignedAt::Secs(secs)))
             }
-            Kind::Github => {
+            // Meta signs its Graph API webhooks as GitHub does.
+            Kind::Github | Kind::Meta => {
                 const H: &str = "x-hub-signature-256";
                 let value = required(req, H)?;
                 let hex_sig = value
@@ -156,29 +201,31 @@ impl Scheme {
                     .ok_or_else(|| malformed(H, "it does not start with sha256="))?;
                 let sig =
                     hex::decode(hex_sig).map_err(|_| malformed(H, "the signature is not hex"))?;
-                self.require_match(H, sha256, &[body], &[sig])?;
-                Ok(None)
+                let key = self.require_match(H, sha256, &[body], &[sig])?;
+                Ok(Checked::untimed(key))
             }
             Kind::Shopify => {
                 const H: &str = "x-shopify-hmac-sha256";
                 let sig = B64
                     .decode(required(req, H)?)
                     .map_err(|_| malformed(H, "the signature is not base64"))?;
-                self.require_match(H, sha256, &[body], &[sig])?;
-                Ok(None)
+                let key = self.require_match(H, sha256, &[body], &[sig])?;
+                Ok(Checked::untimed(key))
             }
-            Kind::Slack => {
-                const H: &str = "x-slack-signature";
-                const T: &str = "x-slack-request-timestamp";
-                let ts = required(req, T)?;
-                let secs = parse_secs(T, ts)?;
+            Kind::Slack => self.check_v0(req, "x-slack-signature", "x-slack-request-timestamp"),
+            Kind::Zoom => self.check_v0(req, "x-zm-signature", "x-zm-request-timestamp"),
+            Kind::Twitch => {
+                const H: &str = "twitch-eventsub-message-signature";
+                let id = required(req, "twitch-eventsub-message-id")?;
+                let ts = required(req, "twitch-eventsub-message-timestamp")?;
                 let hex_sig = required(req, H)?
-                    .strip_prefix("v0=")
-                    .ok_or_else(|| malformed(H, "it does not start with v0="))?;
+                    .strip_prefix("sha256=")
+                    .ok_or_else(|| malformed(H, "it does not start with sha256="))?;
                 let sig =
                     hex::decode(hex_sig).map_err(|_| malformed(H, "the signature is not hex"))?;
-                self.require_match(H, sha256, &[b"v0:", ts.as_bytes(), b":", body], &[sig])?;
-                Ok(Some(SignedAt::Secs(secs)))
+                let key =
+                    self.require_match(H, sha256, &[id.as_bytes(), ts.as_bytes(), body], &[sig])?;
+                Ok(Checked::at(key, parse_any_timestamp(ts)?))
             }
             Kind::Standard => {
                 // Svix sends the same scheme under svix-* names.
@@ -202,13 +249,13 @@ impl Scheme {
                         );
                     }
                 }
-                self.require_match(
+                let key = self.require_match(
                     sig_h,
                     sha256,
                     &[id.as_bytes(), b".", ts.as_bytes(), b".", body],
                     &candidates,
                 )?;
-                Ok(Some(SignedAt::Secs(secs)))
+                Ok(Checked::at(key, SignedAt::Secs(secs)))
             }
             Kind::Paddle => {
                 const H: &str = "paddle-signature";
@@ -227,40 +274,37 @@ impl Scheme {
                 }
                 let t = timestamp.ok_or_else(|| malformed(H, "it has no ts= timestamp"))?;
                 let secs = parse_secs(H, t)?;
-                self.require_match(H, sha256, &[t.as_bytes(), b":", body], &candidates)?;
-                Ok(Some(SignedAt::Secs(secs)))
+                let key =
+                    self.require_match(H, sha256, &[t.as_bytes(), b":", body], &candidates)?;
+                Ok(Checked::at(key, SignedAt::Secs(secs)))
             }
             Kind::Linear => {
                 const H: &str = "linear-signature";
                 let sig = hex::decode(required(req, H)?)
                     .map_err(|_| malformed(H, "the signature is not hex"))?;
-                self.require_match(H, sha256, &[body], &[sig])?;
+                let key = self.require_match(H, sha256, &[body], &[sig])?;
                 // Linear signs its timestamp inside the body: see body_timestamp_ms.
-                Ok(None)
+                Ok(Checked::untimed(key))
             }
-            Kind::Twilio => self.check_twilio(req).map(|()| None),
+            Kind::Twilio => self.check_twilio(req).map(Checked::untimed),
             Kind::Gitlab => {
                 const H: &str = "x-gitlab-token";
                 let token = header_str(req.headers, H)
                     .filter(|v| !v.is_empty())
                     .ok_or_else(|| missing(H))?;
-                if self
-                    .keys
+                self.keys
                     .iter()
-                    .any(|k| bool::from(k.as_slice().ct_eq(token.as_bytes())))
-                {
-                    Ok(None)
-                } else {
-                    Err(Rejection::SignatureMismatch {
+                    .position(|k| bool::from(k.as_slice().ct_eq(token.as_bytes())))
+                    .map(Checked::untimed)
+                    .ok_or_else(|| Rejection::SignatureMismatch {
                         header: H.to_owned(),
                     })
-                }
             }
             Kind::Hmac => self.check_hmac(req),
         }
     }
 
-    fn check_twilio(&self, req: &Request<'_>) -> Result<(), Rejection> {
+    fn check_twilio(&self, req: &Request<'_>) -> Result<usize, Rejection> {
         const H: &str = "x-twilio-signature";
         let sig = B64
             .decode(required(req, H)?)
@@ -308,7 +352,7 @@ impl Scheme {
         self.require_match(H, algorithm, &[signed.as_bytes()], &[sig])
     }
 
-    fn check_hmac(&self, req: &Request<'_>) -> Result<Option<SignedAt>, Rejection> {
+    fn check_hmac(&self, req: &Request<'_>) -> Result<Checked, Rejection> {
         let spec = self
             .hmac
             .as_ref()
@@ -340,8 +384,11 @@ impl Scheme {
                 PayloadPart::Header(name) => required(req, name.as_str())?.as_bytes(),
             });
         }
-        self.require_match(h, spec.algorithm, &parts, &[sig])?;
-        timestamp.map(parse_any_timestamp).transpose()
+        let key = self.require_match(h, spec.algorithm, &parts, &[sig])?;
+        Ok(Checked {
+            signed_at: timestamp.map(parse_any_timestamp).transpose()?,
+            key,
+        })
     }
 
     /// Providers that sign a timestamp inside the body (Linear).
@@ -362,16 +409,68 @@ impl Scheme {
         }
     }
 
-    /// Slack's `url_verification`: the challenge to echo.
-    pub(super) fn challenge(&self, body: &mut ParsedBody<'_>) -> Option<String> {
-        if self.kind != Kind::Slack {
-            return None;
+    /// The provider's check of a new URL, in a verified request: Slack's
+    /// `url_verification` and Twitch's `webhook_callback_verification` (echo
+    /// the challenge), Zoom's `endpoint.url_validation` (the plain token and
+    /// its HMAC under `key`, the secret that verified the request).
+    pub(super) fn handshake(
+        &self,
+        req: &Request<'_>,
+        body: &mut ParsedBody<'_>,
+        key: usize,
+    ) -> Option<Handshake> {
+        match self.kind {
+            Kind::Slack => {
+                let json = body.json().ok()?;
+                if json.get("type")?.as_str()? != "url_verification" {
+                    return None;
+                }
+                Some(Handshake {
+                    what: "Slack url_verification",
+                    reply: HandshakeReply::Text(json.get("challenge")?.as_str()?.to_owned()),
+                })
+            }
+            Kind::Twitch => {
+                if header_str(req.headers, "twitch-eventsub-message-type")?
+                    != "webhook_callback_verification"
+                {
+                    return None;
+                }
+                let challenge = body.json().ok()?.get("challenge")?.as_str()?;
+                Some(Handshake {
+                    what: "Twitch webhook_callback_verification",
+                    reply: HandshakeReply::Text(challenge.to_owned()),
+                })
+            }
+            Kind::Zoom => {
+                let json = body.json().ok()?;
+                if json.get("event")?.as_str()? != "endpoint.url_validation" {
+                    return None;
+                }
+                let plain = json.pointer("/payload/plainToken")?.as_str()?;
+                let encrypted = hex::encode(mac(
+                    HmacAlgorithm::Sha256,
+                    &self.keys[key],
+                    &[plain.as_bytes()],
+                ));
+                Some(Handshake {
+                    what: "Zoom endpoint.url_validation",
+                    reply: HandshakeReply::Json(
+                        serde_json::json!({"plainToken": plain, "encryptedToken": encrypted}),
+                    ),
+                })
+            }
+            _ => None,
         }
-        let json = body.json().ok()?;
-        if json.get("type")?.as_str()? != "url_verification" {
-            return None;
-        }
-        Some(json.get("challenge")?.as_str()?.to_owned())
+    }
+
+    /// A type that replaces the kind's default locators: a Twitch
+    /// revocation carries its subscription's type in the same header as a
+    /// notification, so it is typed `revocation` to stand apart.
+    pub(super) fn fixed_event_type(&self, req: &Request<'_>) -> Option<&'static str> {
+        (self.kind == Kind::Twitch
+            && header_str(req.headers, "twitch-eventsub-message-type") == Some("revocation"))
+        .then_some("revocation")
     }
 }
 

@@ -79,6 +79,36 @@ pub fn sign(s: &Signing<'_>) -> Result<Vec<(String, String)>, String> {
                 format!("v0={}", hex_mac(&[b"v0:", ts.as_bytes(), b":", body])),
             );
         }
+        Kind::Zoom => {
+            push("x-zm-request-timestamp", ts.clone());
+            push(
+                "x-zm-signature",
+                format!("v0={}", hex_mac(&[b"v0:", ts.as_bytes(), b":", body])),
+            );
+        }
+        Kind::Meta => push(
+            "x-hub-signature-256",
+            format!("sha256={}", hex_mac(&[body])),
+        ),
+        Kind::Twitch => {
+            let at = std::time::UNIX_EPOCH
+                + std::time::Duration::from_secs(u64::try_from(s.timestamp).unwrap_or_default());
+            let at = humantime::format_rfc3339_nanos(at).to_string();
+            let signature = hex_mac(&[s.event_id.as_bytes(), at.as_bytes(), body]);
+            push("twitch-eventsub-message-id", s.event_id.into());
+            push("twitch-eventsub-message-timestamp", at);
+            push("twitch-eventsub-message-type", "notification".into());
+            push("twitch-eventsub-message-retry", "0".into());
+            push(
+                "twitch-eventsub-subscription-type",
+                typ.unwrap_or("channel.follow").into(),
+            );
+            push("twitch-eventsub-subscription-version", "1".into());
+            push(
+                "twitch-eventsub-message-signature",
+                format!("sha256={signature}"),
+            );
+        }
         Kind::Standard => {
             // The signer deliveries use, so what `send`, the benches and the
             // tests sign is what hookinbox itself puts on the wire.

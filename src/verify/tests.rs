@@ -54,6 +54,7 @@ fn every_kind_round_trips_through_sign_and_verify() {
         let extra = match kind {
             Kind::Twilio => "public_url = \"https://example.test/in/s\"\n",
             Kind::Hmac => "signature_header = \"x-sig\"\nevent_id = [\"header:x-id\"]\n",
+            Kind::Meta => "verify_token = \"a-verify-token\"\n",
             _ => "",
         };
         let src = source(kind.as_str(), &[secret_for(kind)], extra);
@@ -94,6 +95,12 @@ fn every_kind_round_trips_through_sign_and_verify() {
         };
         let verifier = Verifier::new(&src).unwrap();
         match verifier.verify(&req, at(1_700_000_001)) {
+            // Zoom and Meta send no id: the body's hash stands for one.
+            Ok(Verified::Event(e)) if matches!(kind, Kind::Zoom | Kind::Meta) => assert_eq!(
+                e.event_id().as_str(),
+                hex::encode(sha2::Sha256::digest(body.as_ref())),
+                "{kind}"
+            ),
             Ok(Verified::Event(e)) => assert_eq!(e.event_id().as_str(), "evt_1", "{kind}"),
             other => panic!("{kind}: {other:?}"),
         }
@@ -226,4 +233,199 @@ fn stored_headers_drop_credentials_and_hop_by_hop() {
         stored_headers(&map),
         vec![("x-github-event".to_owned(), "push".to_owned())]
     );
+}
+
+/// Signs `body` for `kind` with `secret` at 1_700_000_000 and verifies it
+/// one second later, with `extra` headers added after signing (they are
+/// not covered by Twitch's or Zoom's signatures).
+fn verify_signed(
+    v: &Verifier,
+    kind: Kind,
+    secret: &str,
+    body: &'static [u8],
+    extra: &[(&str, &str)],
+) -> Result<Verified, Rejection> {
+    let mut signed = sign(&Signing {
+        kind,
+        secret,
+        body,
+        event_id: "msg_1",
+        event_type: Some("channel.follow"),
+        timestamp: 1_700_000_000,
+        url: "",
+        content_type: "application/json",
+        hmac: None,
+    })
+    .unwrap();
+    for (name, value) in extra {
+        signed.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        signed.push(((*name).into(), (*value).into()));
+    }
+    let map = headers(&signed);
+    let body = Bytes::from_static(body);
+    v.verify(
+        &Request {
+            headers: &map,
+            body: &body,
+            path_rest: "",
+            query: None,
+        },
+        at(1_700_000_001),
+    )
+}
+
+fn handshake(verified: Result<Verified, Rejection>) -> Handshake {
+    match verified {
+        Ok(Verified::Handshake(h)) => h,
+        other => panic!("not a handshake: {other:?}"),
+    }
+}
+
+#[test]
+fn twitch_verification_is_answered_with_its_challenge_and_revocations_are_events() {
+    let v = Verifier::new(&source("twitch", &["twitch-secret"], "")).unwrap();
+    let body = br#"{"challenge":"pogchamp-kappa-360noscope-vohiyo","subscription":{"type":"channel.follow"}}"#;
+    let verification = [(
+        "twitch-eventsub-message-type",
+        "webhook_callback_verification",
+    )];
+    assert_eq!(
+        handshake(verify_signed(
+            &v,
+            Kind::Twitch,
+            "twitch-secret",
+            body,
+            &verification
+        )),
+        Handshake {
+            what: "Twitch webhook_callback_verification",
+            reply: HandshakeReply::Text("pogchamp-kappa-360noscope-vohiyo".into()),
+        }
+    );
+    // Only after verification: another secret's signature is refused.
+    assert!(matches!(
+        verify_signed(&v, Kind::Twitch, "other-secret", body, &verification),
+        Err(Rejection::SignatureMismatch { .. })
+    ));
+    // A notification carrying a "challenge" field is still an event.
+    match verify_signed(&v, Kind::Twitch, "twitch-secret", body, &[]).unwrap() {
+        Verified::Event(e) => {
+            assert_eq!(e.event_id().as_str(), "msg_1");
+            assert_eq!(e.event_type(), Some("channel.follow"));
+        }
+        other => panic!("{other:?}"),
+    }
+    // A revocation is stored, typed apart from the subscription's events.
+    let revocation = [("twitch-eventsub-message-type", "revocation")];
+    match verify_signed(&v, Kind::Twitch, "twitch-secret", body, &revocation).unwrap() {
+        Verified::Event(e) => assert_eq!(e.event_type(), Some("revocation")),
+        other => panic!("{other:?}"),
+    }
+    // Unless the config says where the type is.
+    let typed = source(
+        "twitch",
+        &["twitch-secret"],
+        "event_type = \"header:twitch-eventsub-subscription-type\"",
+    );
+    let typed = Verifier::new(&typed).unwrap();
+    match verify_signed(&typed, Kind::Twitch, "twitch-secret", body, &revocation).unwrap() {
+        Verified::Event(e) => assert_eq!(e.event_type(), Some("channel.follow")),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn zoom_url_validation_is_answered_with_the_secret_that_signed_it() {
+    let v = Verifier::new(&source("zoom", &["old-zoom-secret", "new-zoom-secret"], "")).unwrap();
+    let body = br#"{"payload":{"plainToken":"qgg8vlvZRS6UYooatFL8Aw"},"event_ts":1700000000000,"event":"endpoint.url_validation"}"#;
+    for secret in ["old-zoom-secret", "new-zoom-secret"] {
+        let expected = hex::encode(super::schemes::mac(
+            crate::config::HmacAlgorithm::Sha256,
+            secret.as_bytes(),
+            &[b"qgg8vlvZRS6UYooatFL8Aw"],
+        ));
+        assert_eq!(
+            handshake(verify_signed(&v, Kind::Zoom, secret, body, &[])),
+            Handshake {
+                what: "Zoom endpoint.url_validation",
+                reply: HandshakeReply::Json(serde_json::json!({
+                    "plainToken": "qgg8vlvZRS6UYooatFL8Aw",
+                    "encryptedToken": expected,
+                })),
+            }
+        );
+    }
+    assert!(matches!(
+        verify_signed(&v, Kind::Zoom, "another-secret", body, &[]),
+        Err(Rejection::SignatureMismatch { .. })
+    ));
+    // Any other event is stored, typed by its "event".
+    match verify_signed(
+        &v,
+        Kind::Zoom,
+        "new-zoom-secret",
+        br#"{"event":"meeting.started","payload":{}}"#,
+        &[],
+    )
+    .unwrap()
+    {
+        Verified::Event(e) => assert_eq!(e.event_type(), Some("meeting.started")),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn meta_subscription_check_needs_the_verify_token() {
+    let v = Verifier::new(&source("meta", &["app-secret"], "verify_token = \"vt-1\"")).unwrap();
+    assert!(v.answers_get());
+    assert_eq!(
+        v.subscribe(Some(
+            "hub.mode=subscribe&hub.verify_token=vt-1&hub.challenge=1158201444"
+        )),
+        Ok(Handshake {
+            what: "Meta subscription check",
+            reply: HandshakeReply::Text("1158201444".into()),
+        })
+    );
+    assert_eq!(
+        v.subscribe(Some(
+            "hub.mode=subscribe&hub.verify_token=vt-2&hub.challenge=1"
+        )),
+        Err(Rejection::VerifyTokenMismatch)
+    );
+    assert_eq!(
+        v.subscribe(Some("hub.mode=subscribe&hub.challenge=1")),
+        Err(Rejection::MissingSignature {
+            header: "hub.verify_token".into()
+        })
+    );
+    assert!(matches!(
+        v.subscribe(Some(
+            "hub.mode=unsubscribe&hub.verify_token=vt-1&hub.challenge=1"
+        )),
+        Err(Rejection::MalformedHandshake(_))
+    ));
+    assert!(matches!(
+        v.subscribe(Some("hub.mode=subscribe&hub.verify_token=vt-1")),
+        Err(Rejection::MalformedHandshake(_))
+    ));
+    assert!(matches!(
+        v.subscribe(None),
+        Err(Rejection::MissingSignature { .. })
+    ));
+    // Its events are signed as GitHub's are, and the body's hash is their id.
+    match verify_signed(
+        &v,
+        Kind::Meta,
+        "app-secret",
+        br#"{"object":"page","entry":[]}"#,
+        &[],
+    )
+    .unwrap()
+    {
+        Verified::Event(e) => assert_eq!(e.event_type(), Some("page")),
+        other => panic!("{other:?}"),
+    }
+    let github = Verifier::new(&source("github", &["s"], "")).unwrap();
+    assert!(!github.answers_get());
 }
