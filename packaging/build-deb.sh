@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds target/debian/hookinbox_<version>_<arch>.deb with dpkg-deb: the
-# release binary, the hardened systemd unit, the example config as a
-# conffile, shell completions and man pages, and maintainer scripts that
-# create the `hookinbox` system user.
-# The service is installed but not started: the config needs your sources
-# and secrets first (see packaging/README.md).
+# release binary, the hardened systemd unit, a minimal config that serves as
+# installed (a conffile) with the full example beside it, shell completions
+# and man pages, and maintainer scripts that create the `hookinbox` system
+# user and its data dir.
+# The service is installed but not started: add your sources first, then
+# `systemctl enable --now hookinbox` (see packaging/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,7 +19,9 @@ trap 'rm -rf "$stage"' EXIT
 chmod 0755 "$stage"
 install -D -s -m 0755 "$target_dir/release/hookinbox" "$stage/usr/bin/hookinbox"
 install -D -m 0644 packaging/hookinbox.service "$stage/lib/systemd/system/hookinbox.service"
-install -D -m 0640 packaging/hookinbox.example.toml "$stage/etc/hookinbox/hookinbox.toml"
+install -D -m 0640 packaging/hookinbox.toml "$stage/etc/hookinbox/hookinbox.toml"
+# Reference, not a conffile: every upgrade refreshes it.
+install -D -m 0644 packaging/hookinbox.example.toml "$stage/etc/hookinbox/hookinbox.example.toml"
 install -d -m 0750 "$stage/etc/hookinbox/secrets"
 # Completions and man pages, generated from the command definitions.
 bin="$target_dir/release/hookinbox"
@@ -59,6 +62,18 @@ COPYRIGHT
 } > "$stage/usr/share/doc/hookinbox/copyright"
 install -m 0644 LICENSE-MIT LICENSE-APACHE "$stage/usr/share/doc/hookinbox/"
 
+# Depends with versions: the newest glibc symbol version the binary uses.
+glibc=$(objdump -T "$bin" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)
+if [ -z "$glibc" ]; then
+    echo "cannot read the glibc symbol versions of $bin (is binutils installed?)" >&2
+    exit 1
+fi
+depends="libc6 (>= $glibc), adduser"
+# Rust binaries unwind through libgcc_s when it is linked.
+if objdump -p "$bin" | grep -q 'NEEDED *libgcc_s'; then
+    depends="$depends, libgcc-s1 (>= 3.0)"
+fi
+
 install -d "$stage/DEBIAN"
 installed_kb=$(du -ks "$stage" | cut -f1)
 cat > "$stage/DEBIAN/control" <<CONTROL
@@ -67,13 +82,14 @@ Version: $version
 Architecture: $arch
 Maintainer: hookinbox maintainers <hookinbox@localhost>
 Installed-Size: $installed_kb
-Depends: libc6, adduser
+Depends: $depends
 Section: net
 Priority: optional
 Homepage: https://github.com/hookinbox/hookinbox
 Description: single-binary webhook inbox
- Receives provider webhooks (Stripe, GitHub, Shopify, Slack, Standard
- Webhooks, HMAC senders), verifies their signatures, dedupes them and stores
+ Receives provider webhooks (Stripe, GitHub, Shopify, Slack, Paddle, Linear,
+ Twilio, GitLab, Twitch, Zoom, Meta, Standard Webhooks, any HMAC sender),
+ verifies their signatures, dedupes them and stores
  them durably in one local redb file before answering, then delivers them to
  your app with retries, a circuit breaker and a dead-letter queue.
 CONTROL
@@ -90,6 +106,11 @@ if [ "$1" = configure ]; then
     chgrp hookinbox /etc/hookinbox /etc/hookinbox/hookinbox.toml /etc/hookinbox/secrets
     chmod 0750 /etc/hookinbox /etc/hookinbox/secrets
     chmod 0640 /etc/hookinbox/hookinbox.toml
+    # systemd's StateDirectory makes it too; without systemd (containers)
+    # `hookinbox serve` as the hookinbox user needs it.
+    if [ ! -d /var/lib/hookinbox ]; then
+        install -d -o hookinbox -g hookinbox -m 0700 /var/lib/hookinbox
+    fi
     if [ -d /run/systemd/system ]; then
         systemctl daemon-reload || true
         # An upgrade ($2: the version replaced): a running service restarts
@@ -98,9 +119,11 @@ if [ "$1" = configure ]; then
             systemctl try-restart hookinbox.service || true
         fi
     fi
-    echo "hookinbox: edit /etc/hookinbox/hookinbox.toml, check it with"
-    echo "  hookinbox config check --config /etc/hookinbox/hookinbox.toml"
-    echo "then: systemctl enable --now hookinbox"
+    if [ -z "$2" ]; then
+        echo "hookinbox: start it with  systemctl enable --now hookinbox"
+        echo "  then try it:  hookinbox send --source demo && hookinbox stats"
+        echo "  add providers to /etc/hookinbox/hookinbox.toml (every key: hookinbox.example.toml beside it)"
+    fi
 fi
 exit 0
 POSTINST

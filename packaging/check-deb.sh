@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # CI check of the Debian package on a disposable machine (needs root): build
-# it, install it, check what it put where, verify the unit, purge it.
+# it, install it, check what it put where, verify the unit, run it as
+# installed and drive it with the operator commands without flags, install
+# it over itself, purge it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deb=$(bash packaging/build-deb.sh | tail -1)
@@ -31,6 +33,30 @@ if command -v systemd-analyze >/dev/null; then
     systemd-analyze security --offline=true --threshold=16 /lib/systemd/system/hookinbox.service >/dev/null \
         || fail "unit exposure above 1.6: systemd-analyze security --offline=true packaging/hookinbox.service"
 fi
+dpkg-deb -f "$deb" Depends | grep -Eq '^libc6 \(>= 2\.[0-9]+\), adduser' || fail "Depends has no libc6 version: $(dpkg-deb -f "$deb" Depends)"
+[ -f /etc/hookinbox/hookinbox.example.toml ] || fail "the full example is not beside the config"
+[ "$(stat -c '%a %U %G' /var/lib/hookinbox)" = "700 hookinbox hookinbox" ] || fail "data dir mode/owner"
+
+# The config serves as installed, and the operator commands find the server
+# with no flags. systemd is absent in CI containers: run what the unit runs.
+hookinbox config check >/dev/null || fail "the installed config does not check"
+runuser -u hookinbox -- /usr/bin/hookinbox serve --config /etc/hookinbox/hookinbox.toml \
+    >/tmp/hookinbox-check-deb.log 2>&1 &
+serve=$!
+stop_serve() { kill "$serve" 2>/dev/null && wait "$serve" 2>/dev/null || true; }
+trap stop_serve EXIT
+for _ in $(seq 1 100); do
+    hookinbox stats >/dev/null 2>&1 && break
+    kill -0 "$serve" 2>/dev/null || { cat /tmp/hookinbox-check-deb.log >&2; fail "serve exited"; }
+    sleep 0.1
+done
+hookinbox stats >/dev/null || fail "hookinbox stats without flags failed on the packaged install"
+hookinbox send --source demo --quiet || fail "hookinbox send --source demo failed"
+hookinbox events list | grep -q demo || fail "the event sent is not listed"
+hookinbox stats --json | grep -q '"demo"' || fail "stats do not show the demo source"
+stop_serve
+trap - EXIT
+
 # Installing over itself runs the upgrade path of the maintainer scripts;
 # an edited config stays (a conffile).
 echo "# edited by the admin" >> /etc/hookinbox/hookinbox.toml

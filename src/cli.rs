@@ -97,10 +97,18 @@ pub struct ConfigArg {
     pub config: Option<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+pub struct CheckArg {
+    /// The config file (TOML). Without it: /etc/hookinbox/hookinbox.toml when
+    /// it exists (a packaged install), else the embedded default.
+    #[arg(long, short = 'c', env = "HOOKINBOX_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
     /// Validate a config and print the effective config, secrets redacted.
-    Check(ConfigArg),
+    Check(CheckArg),
     /// Print the embedded default config, commented, to start a file from.
     Default,
 }
@@ -128,7 +136,8 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             runtime()?.block_on(serve(config))
         }
         Command::Config(ConfigCommand::Check(arg)) => {
-            let config = load_config(&arg)?;
+            let config = Config::load_or_packaged(arg.config.as_deref(), &config::process_env)
+                .map_err(usage)?;
             for warning in &config.warnings {
                 eprintln!("warning: {warning}");
             }

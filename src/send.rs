@@ -21,7 +21,8 @@ use crate::verify::{default_event_id, default_event_type};
 #[derive(Debug, Args)]
 pub struct SendArgs {
     /// Sign as this provider: stripe, github, shopify, slack, standard, paddle,
-    /// linear, twilio, gitlab. Or use --source to take kind, secret and URL from a config.
+    /// linear, twilio, gitlab, twitch, zoom, meta. Or use --source to take
+    /// kind, secret and URL from a config.
     #[arg(long, required_unless_present = "source")]
     pub provider: Option<String>,
     /// The signing secret (with --provider).
@@ -30,7 +31,8 @@ pub struct SendArgs {
     /// Take kind, secret (including a generated one) and URL from this source of the config.
     #[arg(long, conflicts_with = "provider")]
     pub source: Option<String>,
-    /// The config for --source (default: the embedded one).
+    /// The config for --source (default: /etc/hookinbox/hookinbox.toml when
+    /// it exists, else the embedded default).
     #[arg(long, short = 'c', env = "HOOKINBOX_CONFIG", requires = "source")]
     pub config: Option<PathBuf>,
     /// Where to POST, e.g. http://127.0.0.1:8080/in/stripe (default with --source: its ingest URL).
@@ -51,8 +53,8 @@ pub struct SendArgs {
     #[arg(long)]
     pub event_id: Option<String>,
     /// The event type: in the provider's header (GitHub, Shopify, Linear,
-    /// GitLab) or written into the body (Stripe, Standard Webhooks, Slack,
-    /// Paddle); refused for Twilio.
+    /// GitLab, Twitch) or written into the body (Stripe, Standard Webhooks,
+    /// Slack, Paddle, Zoom, Meta); refused for Twilio.
     #[arg(long)]
     pub event_type: Option<String>,
     /// The content type (default: application/json, or form for a non-JSON Twilio body).
@@ -101,10 +103,7 @@ fn plan(args: SendArgs) -> anyhow::Result<Plan> {
     let (kind, secret, default_url, id_locators, hmac, type_locators) = if let Some(name) =
         &args.source
     {
-        let config = match &args.config {
-            Some(path) => Config::load(path, &config::process_env)?,
-            None => Config::embedded(&config::process_env)?,
-        };
+        let config = Config::load_or_packaged(args.config.as_deref(), &config::process_env)?;
         let source = config
             .source(name)
             .with_context(|| format!("{}: no source named {name:?}", config.origin))?;

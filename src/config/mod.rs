@@ -608,6 +608,21 @@ impl Config<Loaded> {
         Config::from_toml(&text, &origin, path.parent(), env)
     }
 
+    /// `path`, else the packaged config if it exists, else the embedded
+    /// default: what the commands that inspect a server's config (`config
+    /// check`, `send --source`) read, as the operator commands do
+    /// ([`OperatorView::load`]).
+    pub fn load_or_packaged(
+        path: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config<Loaded>, ConfigError> {
+        let packaged = Path::new(PACKAGED_CONFIG);
+        match path.or_else(|| packaged.exists().then_some(packaged)) {
+            Some(path) => Config::load(path, env),
+            None => Config::embedded(env),
+        }
+    }
+
     /// `base_dir` resolves relative `*_file` paths (the config file's directory).
     pub fn from_toml(
         text: &str,

@@ -111,3 +111,46 @@ fn the_license_files_match_cargo_toml() {
     let deb = std::fs::read_to_string(root().join("packaging/build-deb.sh")).unwrap();
     assert!(deb.contains("LICENSE-MIT LICENSE-APACHE"));
 }
+
+/// `packaging/hookinbox.example.toml` documents every key with one source
+/// of each kind, and `packaging/hookinbox.toml` is what the package installs:
+/// both must load. The example's secret files are made under a temporary
+/// directory in place of /etc/hookinbox, and each `*_env` variable it names
+/// is given a value every kind accepts.
+#[test]
+fn the_packaged_configs_load_and_the_example_has_every_kind() {
+    use hookinbox::config::{Config, Kind};
+    const KEY: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let dir = tempfile::tempdir().unwrap();
+    let etc = dir.path().join("etc");
+    let example = std::fs::read_to_string(root().join("packaging/hookinbox.example.toml")).unwrap();
+    let example = example.replace("/etc/hookinbox/", &format!("{}/", etc.display()));
+    for line in example.lines().filter(|l| !l.trim_start().starts_with('#')) {
+        if let Some((key, value)) = line.split_once('=')
+            && key.trim().ends_with("_file")
+        {
+            let path = value.split('"').nth(1).unwrap();
+            std::fs::create_dir_all(Path::new(path).parent().unwrap()).unwrap();
+            std::fs::write(path, format!("{KEY}\n")).unwrap();
+        }
+    }
+    let env = |name: &str| (!name.starts_with("HOOKINBOX_")).then(|| KEY.to_owned());
+    let config = Config::from_toml(&example, "hookinbox.example.toml", None, &env)
+        .unwrap_or_else(|e| panic!("{e}"));
+    for kind in Kind::ALL {
+        assert!(
+            config.sources.iter().any(|s| s.kind == kind),
+            "the example has no source of kind {kind}"
+        );
+    }
+
+    let installed = std::fs::read_to_string(root().join("packaging/hookinbox.toml")).unwrap();
+    let config = Config::from_toml(&installed, "hookinbox.toml", None, &|_| None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    assert_eq!(
+        config.server.data_dir,
+        Path::new("/var/lib/hookinbox"),
+        "the unit's StateDirectory"
+    );
+}
