@@ -929,16 +929,24 @@ async fn a_backup_restored_as_documented_serves_the_same_events_and_dedupes() {
         assert_eq!(a.status, 200, "{:?}", a.json);
         ids.push(a.id().to_owned());
     }
+    // An operator command against `admin`, off the async runtime; its stdout.
+    let run = |admin: &str, args: &[&str]| {
+        let admin = admin.to_owned();
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        async move {
+            let (code, out, err) = tokio::task::spawn_blocking(move || ops(&admin, token, &args))
+                .await
+                .unwrap();
+            assert_eq!(code, 0, "{out}{err}");
+            out
+        }
+    };
     let backup = dir.path().join("hookinbox-backup.redb");
-    let admin = server.admin.clone();
-    let args: Vec<String> = ["backup", "--out", backup.to_str().unwrap()]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let (code, out, err) = tokio::task::spawn_blocking(move || ops(&admin, token, &args))
-        .await
-        .unwrap();
-    assert_eq!(code, 0, "{out}{err}");
+    run(
+        &server.admin,
+        &["backup", "--out", backup.to_str().unwrap()],
+    )
+    .await;
     assert!(server.terminate().success());
 
     // The documented steps: stop, put the file in place, no write-ahead log, start.
@@ -947,15 +955,7 @@ async fn a_backup_restored_as_documented_serves_the_same_events_and_dedupes() {
     std::fs::copy(&backup, restored.join("hookinbox.redb")).unwrap();
     assert!(!restored.join("hookinbox.wal").exists());
     let mut server = BinaryServer::start(&config_for(&restored, "b"), &[], None);
-    let admin = server.admin.clone();
-    let args: Vec<String> = ["events", "list", "--json"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let (code, out, err) = tokio::task::spawn_blocking(move || ops(&admin, token, &args))
-        .await
-        .unwrap();
-    assert_eq!(code, 0, "{out}{err}");
+    let out = run(&server.admin, &["events", "list", "--json"]).await;
     let listed: serde_json::Value = serde_json::from_str(&out).unwrap();
     let mut listed: Vec<String> = listed["events"]
         .as_array()
