@@ -516,6 +516,13 @@ fn read_config_file(path: &Path) -> Result<(String, String), ConfigError> {
 /// default when it exists.
 pub const PACKAGED_CONFIG: &str = "/etc/hookinbox/hookinbox.toml";
 
+/// The config file a command reads: `path` if given, else the packaged
+/// config when it exists; `None`: the embedded default.
+fn given_or_packaged(path: Option<&Path>) -> Option<&Path> {
+    let packaged = Path::new(PACKAGED_CONFIG);
+    path.or_else(|| packaged.exists().then_some(packaged))
+}
+
 /// What the operator commands (`stats`, `events`, …) need of the server's
 /// config: where its admin API listens and how its token is kept. Loaded
 /// without the sources, whose secrets the operator's shell may not have.
@@ -536,8 +543,7 @@ impl OperatorView {
         path: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<OperatorView, ConfigError> {
-        let packaged = Path::new(PACKAGED_CONFIG);
-        let path = path.or_else(|| packaged.exists().then_some(packaged));
+        let path = given_or_packaged(path);
         let (text, origin) = match path {
             Some(path) => read_config_file(path)?,
             None => (DEFAULT_TOML.to_owned(), EMBEDDED_ORIGIN.to_owned()),
@@ -616,8 +622,7 @@ impl Config<Loaded> {
         path: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Config<Loaded>, ConfigError> {
-        let packaged = Path::new(PACKAGED_CONFIG);
-        match path.or_else(|| packaged.exists().then_some(packaged)) {
+        match given_or_packaged(path) {
             Some(path) => Config::load(path, env),
             None => Config::embedded(env),
         }

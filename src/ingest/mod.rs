@@ -149,6 +149,22 @@ impl IngestState {
     }
 }
 
+impl IngestState {
+    /// The source a path names, and the rest of the path after it. The path
+    /// is /in/{source} or /in/{source}/{*rest}: the router guarantees the prefix.
+    fn source_of<'p>(&self, path: &'p str) -> Result<(&Source, &'p str), IngestError> {
+        let path = path.strip_prefix("/in/").unwrap_or_default();
+        let (name, rest) = match path.find('/') {
+            Some(i) => (&path[..i], &path[i..]),
+            None => (path, ""),
+        };
+        match self.sources.get(name) {
+            Some(source) => Ok((source, rest)),
+            None => Err(IngestError::UnknownSource(truncate_for_log(name))),
+        }
+    }
+}
+
 pub fn router(state: IngestState) -> Router {
     Router::new()
         .route("/in/{source}", post(receive).get(subscribe))
@@ -249,18 +265,9 @@ impl IngestError {
 async fn receive(State(state): State<IngestState>, request: Request) -> Response {
     let started = Instant::now();
     let (parts, body) = request.into_parts();
-    // Path is /in/{source} or /in/{source}/{*rest}; the router guarantees the prefix.
-    let path = parts.uri.path().strip_prefix("/in/").unwrap_or_default();
-    let (name, rest) = match path.find('/') {
-        Some(i) => (&path[..i], &path[i..]),
-        None => (path, ""),
-    };
-    let Some(source) = state.sources.get(name) else {
-        return IngestError::UnknownSource(truncate_for_log(name)).into_response(
-            None,
-            None,
-            &state.metrics,
-        );
+    let (source, rest) = match state.source_of(parts.uri.path()) {
+        Ok(found) => found,
+        Err(e) => return e.into_response(None, None, &state.metrics),
     };
     let reject = |e: IngestError, event_id: Option<&str>| {
         e.into_response(Some(&source.name), event_id, &state.metrics)
@@ -359,14 +366,9 @@ fn answer_handshake(source: &SourceName, handshake: Handshake) -> Response {
 /// `GET /in/{source}`: Meta's subscription check, for a source that holds a
 /// verify token; any other source has nothing to answer.
 async fn subscribe(State(state): State<IngestState>, request: Request) -> Response {
-    let path = request.uri().path();
-    let name = path.strip_prefix("/in/").unwrap_or_default();
-    let Some(source) = state.sources.get(name) else {
-        return IngestError::UnknownSource(truncate_for_log(name)).into_response(
-            None,
-            None,
-            &state.metrics,
-        );
+    let (source, _) = match state.source_of(request.uri().path()) {
+        Ok(found) => found,
+        Err(e) => return e.into_response(None, None, &state.metrics),
     };
     if !source.verifier.answers_get() {
         return (

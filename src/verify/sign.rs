@@ -72,17 +72,16 @@ pub fn sign(s: &Signing<'_>) -> Result<Vec<(String, String)>, String> {
                 b64_mac(HmacAlgorithm::Sha256, &[body]),
             );
         }
-        Kind::Slack => {
-            push("x-slack-request-timestamp", ts.clone());
+        // The same scheme under each provider's header names.
+        Kind::Slack | Kind::Zoom => {
+            let (time_header, signature_header) = if s.kind == Kind::Slack {
+                ("x-slack-request-timestamp", "x-slack-signature")
+            } else {
+                ("x-zm-request-timestamp", "x-zm-signature")
+            };
+            push(time_header, ts.clone());
             push(
-                "x-slack-signature",
-                format!("v0={}", hex_mac(&[b"v0:", ts.as_bytes(), b":", body])),
-            );
-        }
-        Kind::Zoom => {
-            push("x-zm-request-timestamp", ts.clone());
-            push(
-                "x-zm-signature",
+                signature_header,
                 format!("v0={}", hex_mac(&[b"v0:", ts.as_bytes(), b":", body])),
             );
         }
