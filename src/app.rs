@@ -20,7 +20,7 @@ use crate::deliver::Destination;
 use crate::ingest::{self, IngestState};
 use crate::listener::{self, ServeOptions};
 use crate::metrics::Listener;
-use crate::metrics::Metrics;
+use crate::metrics::{Declared, Metrics};
 use crate::schedule::{DeliveryHandle, Scheduler};
 use crate::store::{Store, StoreError, StoreOptions};
 use crate::supervise::{TaskEnd, TaskError, TaskName, Tasks};
@@ -77,6 +77,15 @@ impl App {
             tracing::warn!("{warning}");
         }
         let metrics = Metrics::new();
+        let declared: Vec<Declared<'_>> = config
+            .sources
+            .iter()
+            .map(|s| Declared {
+                name: s.name.as_str(),
+                delivers: s.delivery.is_some(),
+            })
+            .collect();
+        metrics.declare(&declared);
         let commits = metrics.clone();
         let options = StoreOptions {
             on_commit: Some(Arc::new(move |jobs, took| commits.commit(jobs, took))),

@@ -19,7 +19,7 @@ use crate::send::{self, SendArgs};
 #[derive(Debug, Parser)]
 #[command(
     name = "hookinbox",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("HOOKINBOX_COMMIT"), ")"),
     about = "A single-binary webhook inbox: verify, dedupe, durably store, deliver."
 )]
 pub struct Cli {

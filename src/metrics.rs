@@ -190,6 +190,26 @@ label_values! {
     }
 }
 
+label_values! {
+    /// One of the store's files (`store_file_bytes{file}`).
+    pub enum StoreFile {
+        Database => "database",
+        Wal => "wal",
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StoreFileLabel {
+    file: StoreFile,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: &'static str,
+    /// The git commit the binary was built from (`build.rs`), or `unknown`.
+    commit: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SourceLabel {
     pub source: String,
@@ -264,6 +284,13 @@ struct Inner {
     oldest_pending_seconds: Family<SourceLabel, Gauge>,
     circuit_state: Family<SourceLabel, Gauge>,
     alerts: Family<AlertLabels, Counter>,
+    held: Family<SourceLabel, Gauge>,
+    store_file_bytes: Family<StoreFileLabel, Gauge>,
+    filesystem_available_bytes: Gauge,
+    filesystem_size_bytes: Gauge,
+    store_writable: Gauge,
+    /// Sums over every source, for the log's periodic summary.
+    totals: Totals,
     /// Label pairs `rejected` has seen, so stats can list them.
     rejected_seen: Mutex<std::collections::BTreeSet<(String, RejectReason)>>,
     /// The last acks per source, for stats' p50/p99.
@@ -376,6 +403,254 @@ pub struct ReasonLabel {
     pub reason: AdminReason,
 }
 
+/// The text format a scraper gets from [`Metrics::encode`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exposition {
+    /// Prometheus text format 0.0.4: what every scraper and parser reads.
+    Prometheus,
+    /// OpenMetrics 1.0.0, for a scraper that asks for it.
+    OpenMetrics,
+}
+
+impl Exposition {
+    /// The format an `Accept` header prefers: OpenMetrics only when it is
+    /// acceptable with a higher quality than the classic text (Prometheus
+    /// itself asks for both, OpenMetrics first); 0.0.4 otherwise, and
+    /// without a header.
+    pub fn negotiate(accept: Option<&str>) -> Exposition {
+        let Some(accept) = accept else {
+            return Exposition::Prometheus;
+        };
+        let (mut openmetrics, mut text) = (0.0f32, 0.0f32);
+        for range in accept.split(',') {
+            let mut parts = range.split(';').map(str::trim);
+            let media = parts.next().unwrap_or("").to_ascii_lowercase();
+            let q = parts
+                .filter_map(|p| p.strip_prefix("q=").or_else(|| p.strip_prefix("Q=")))
+                .find_map(|q| q.parse::<f32>().ok())
+                .unwrap_or(1.0);
+            match media.as_str() {
+                "application/openmetrics-text" => openmetrics = openmetrics.max(q),
+                "text/plain" | "text/*" | "*/*" => text = text.max(q),
+                _ => {}
+            }
+        }
+        if openmetrics > 0.0 && openmetrics > text {
+            Exposition::OpenMetrics
+        } else {
+            Exposition::Prometheus
+        }
+    }
+
+    /// The `Content-Type` of an answer in this format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Exposition::Prometheus => "text/plain; version=0.0.4; charset=utf-8",
+            Exposition::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        }
+    }
+}
+
+/// OpenMetrics text → Prometheus text 0.0.4, for what this registry writes:
+/// a counter family `x` (samples `x_total`) is declared as `x_total`, as the
+/// classic format names a family by its samples; `# UNIT` and `# EOF` have no
+/// classic form and are left out; samples stay as they are.
+fn to_prometheus_text(openmetrics: &str) -> String {
+    let mut out = String::with_capacity(openmetrics.len());
+    let mut help: Option<(&str, &str)> = None;
+    for line in openmetrics.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            help = rest.split_once(' ');
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, "unknown"));
+            let (suffix, kind) = match kind {
+                "counter" => ("_total", "counter"),
+                "info" => ("_info", "gauge"),
+                "gauge" | "histogram" | "summary" => ("", kind),
+                _ => ("", "untyped"),
+            };
+            if let Some((help_name, text)) = help.take().filter(|(n, _)| *n == name) {
+                out.push_str(&format!("# HELP {help_name}{suffix} {text}\n"));
+            }
+            out.push_str(&format!("# TYPE {name}{suffix} {kind}\n"));
+            continue;
+        }
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// `process_*`, the names Prometheus's own clients use, read from `/proc`
+/// at each scrape: CPU, memory, file descriptors, start time.
+#[derive(Debug)]
+struct ProcessCollector;
+
+impl prometheus_client::collector::Collector for ProcessCollector {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::counter::ConstCounter;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        // Not on Linux, or /proc hidden: no process metrics, the rest stays.
+        let Ok(me) = procfs::process::Process::myself() else {
+            return Ok(());
+        };
+        if let Ok(stat) = me.stat() {
+            let ticks = procfs::ticks_per_second() as f64;
+            let cpu = ConstCounter::new((stat.utime + stat.stime) as f64 / ticks);
+            let m = encoder.encode_descriptor(
+                "process_cpu_seconds",
+                "Total user and system CPU time spent in seconds.",
+                None,
+                cpu.metric_type(),
+            )?;
+            cpu.encode(m)?;
+            let gauges = [
+                (
+                    "process_resident_memory_bytes",
+                    "Resident memory size in bytes.",
+                    stat.rss * procfs::page_size(),
+                ),
+                (
+                    "process_virtual_memory_bytes",
+                    "Virtual memory size in bytes.",
+                    stat.vsize,
+                ),
+            ];
+            for (name, help, value) in gauges {
+                let gauge = ConstGauge::new(value as i64);
+                gauge.encode(encoder.encode_descriptor(
+                    name,
+                    help,
+                    None,
+                    gauge.metric_type(),
+                )?)?;
+            }
+            if let Ok(boot) = procfs::boot_time_secs() {
+                let started = ConstGauge::new(boot as f64 + stat.starttime as f64 / ticks);
+                let m = encoder.encode_descriptor(
+                    "process_start_time_seconds",
+                    "Start time of the process since unix epoch in seconds.",
+                    None,
+                    started.metric_type(),
+                )?;
+                started.encode(m)?;
+            }
+        }
+        if let Ok(open) = me.fd_count() {
+            let gauge = ConstGauge::new(open as i64);
+            let m = encoder.encode_descriptor(
+                "process_open_fds",
+                "Number of open file descriptors.",
+                None,
+                gauge.metric_type(),
+            )?;
+            gauge.encode(m)?;
+        }
+        if let Ok(limits) = me.limits() {
+            if let procfs::process::LimitValue::Value(max) = limits.max_open_files.soft_limit {
+                let gauge = ConstGauge::new(max as i64);
+                let m = encoder.encode_descriptor(
+                    "process_max_fds",
+                    "Maximum number of open file descriptors.",
+                    None,
+                    gauge.metric_type(),
+                )?;
+                gauge.encode(m)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A source as `/metrics` declares it before anything happened, so every
+/// series an alert rule reads exists at 0 (not "no data").
+pub struct Declared<'a> {
+    pub name: &'a str,
+    /// It has a destination: its delivery and circuit series exist too.
+    pub delivers: bool,
+}
+
+/// What the store holds of one source, set just before a scrape.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SourceGauges {
+    /// Waiting for delivery, retrying included.
+    pub pending: u64,
+    pub retrying: u64,
+    pub held: u64,
+    pub dead: u64,
+    pub oldest_pending: std::time::Duration,
+}
+
+/// The store's files and the room left beside them, set before a scrape.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StoreDisk {
+    pub database_bytes: u64,
+    pub wal_bytes: u64,
+    pub filesystem_available_bytes: u64,
+    pub filesystem_size_bytes: u64,
+}
+
+/// Counts since the start over every source, for the log's summary line.
+#[derive(Default)]
+struct Totals {
+    received: std::sync::atomic::AtomicU64,
+    duplicates: std::sync::atomic::AtomicU64,
+    rejected: std::sync::atomic::AtomicU64,
+    delivered: std::sync::atomic::AtomicU64,
+    failed_attempts: std::sync::atomic::AtomicU64,
+    dead_lettered: std::sync::atomic::AtomicU64,
+}
+
+impl Totals {
+    fn add(counter: &std::sync::atomic::AtomicU64) {
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A snapshot of [`Totals`]; two of them give what happened in between.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub received: u64,
+    pub duplicates: u64,
+    pub rejected: u64,
+    pub delivered: u64,
+    /// Delivery attempts that did not deliver (the event may retry).
+    pub failed_attempts: u64,
+    pub dead_lettered: u64,
+}
+
+impl Tally {
+    /// What happened between `earlier` and this snapshot.
+    pub fn since(self, earlier: Tally) -> Tally {
+        Tally {
+            received: self.received - earlier.received,
+            duplicates: self.duplicates - earlier.duplicates,
+            rejected: self.rejected - earlier.rejected,
+            delivered: self.delivered - earlier.delivered,
+            failed_attempts: self.failed_attempts - earlier.failed_attempts,
+            dead_lettered: self.dead_lettered - earlier.dead_lettered,
+        }
+    }
+
+    pub fn is_quiet(&self) -> bool {
+        *self == Tally::default()
+    }
+
+    /// Something went wrong: a refusal, a failed attempt, a dead letter.
+    pub fn has_trouble(&self) -> bool {
+        self.rejected + self.failed_attempts + self.dead_lettered > 0
+    }
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         Metrics::new()
@@ -384,7 +659,9 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn new() -> Metrics {
-        let mut registry = Registry::with_prefix("hookinbox");
+        let mut root = Registry::default();
+        root.register_collector(Box::new(ProcessCollector));
+        let registry = root.sub_registry_with_prefix("hookinbox");
         let received = Family::<SourceLabel, Counter>::default();
         let duplicates = Family::<SourceLabel, Counter>::default();
         let rejected = Family::<RejectedLabels, Counter>::default();
@@ -545,6 +822,48 @@ impl Metrics {
             "TLS handshakes that failed or timed out (a client that does not trust the certificate, a scanner)",
             tls_handshake_failures.clone(),
         );
+        let held = Family::<SourceLabel, Gauge>::default();
+        registry.register(
+            "held",
+            "Events of a source without a destination, kept for the app to read, at the last scrape",
+            held.clone(),
+        );
+        let build_info = Family::<BuildLabels, Gauge>::default();
+        registry.register(
+            "build_info",
+            "Always 1; the labels say which build is running",
+            build_info.clone(),
+        );
+        build_info
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION"),
+                commit: env!("HOOKINBOX_COMMIT"),
+            })
+            .set(1);
+        let store_file_bytes = Family::<StoreFileLabel, Gauge>::default();
+        registry.register(
+            "store_file_bytes",
+            "Size of the store's files (the redb database, the write-ahead log), at the last scrape",
+            store_file_bytes.clone(),
+        );
+        let filesystem_available_bytes = Gauge::default();
+        registry.register(
+            "store_filesystem_available_bytes",
+            "Bytes free for hookinbox on the data directory's filesystem, at the last scrape",
+            filesystem_available_bytes.clone(),
+        );
+        let filesystem_size_bytes = Gauge::default();
+        registry.register(
+            "store_filesystem_size_bytes",
+            "Size of the data directory's filesystem",
+            filesystem_size_bytes.clone(),
+        );
+        let store_writable = Gauge::default();
+        registry.register(
+            "store_writable",
+            "1 while the store takes writes; 0 after a failed commit (a full or failing disk: ingest answers 503) until a probe commit passes",
+            store_writable.clone(),
+        );
         for listener in [Listener::Ingest, Listener::Admin] {
             let label = ListenerLabel { listener };
             let _ = tls_handshake_failures.get_or_create(&label);
@@ -553,7 +872,7 @@ impl Metrics {
         }
         Metrics {
             inner: Arc::new(Inner {
-                registry: Mutex::new(registry),
+                registry: Mutex::new(root),
                 open_connections,
                 connection_limit_waits,
                 tls_handshake_failures,
@@ -579,6 +898,12 @@ impl Metrics {
                 oldest_pending_seconds,
                 circuit_state,
                 alerts,
+                held,
+                store_file_bytes,
+                filesystem_available_bytes,
+                filesystem_size_bytes,
+                store_writable,
+                totals: Totals::default(),
                 rejected_seen: Mutex::default(),
                 recent_acks: Recent::default(),
                 by_type: TypeTally::default(),
@@ -615,6 +940,7 @@ impl Metrics {
             source: source.to_owned(),
         };
         self.inner.received.get_or_create(&label).inc();
+        Totals::add(&self.inner.totals.received);
         self.inner.by_type.count(source, event_type, false);
         self.inner
             .ack_seconds
@@ -657,6 +983,7 @@ impl Metrics {
             source: source.to_owned(),
         };
         self.inner.duplicates.get_or_create(&label).inc();
+        Totals::add(&self.inner.totals.duplicates);
         self.inner.by_type.count(source, event_type, true);
         self.inner
             .ack_seconds
@@ -667,6 +994,7 @@ impl Metrics {
 
     /// `source` is the configured name, or [`UNKNOWN_SOURCE`].
     pub fn rejected(&self, source: &str, reason: RejectReason) {
+        Totals::add(&self.inner.totals.rejected);
         self.inner
             .rejected_seen
             .lock()
@@ -682,6 +1010,9 @@ impl Metrics {
     }
 
     pub fn attempt(&self, source: &str, outcome: AttemptOutcome, took: std::time::Duration) {
+        if outcome != AttemptOutcome::Delivered {
+            Totals::add(&self.inner.totals.failed_attempts);
+        }
         self.inner
             .attempts
             .get_or_create(&OutcomeLabels {
@@ -702,6 +1033,7 @@ impl Metrics {
             source: source.to_owned(),
         };
         self.inner.delivered.get_or_create(&label).inc();
+        Totals::add(&self.inner.totals.delivered);
         self.inner
             .received_to_delivered
             .get_or_create(&label)
@@ -717,28 +1049,143 @@ impl Metrics {
         self.inner.commit_seconds.observe(took.as_secs_f64());
     }
 
-    /// The store's state, set just before a scrape.
-    pub fn set_source_gauges(
-        &self,
-        source: &str,
-        pending: u64,
-        retrying: u64,
-        dlq: u64,
-        oldest_pending: std::time::Duration,
-    ) {
+    /// The store's state of `source`, set just before a scrape.
+    pub fn set_source_gauges(&self, source: &str, held: SourceGauges) {
         let label = SourceLabel {
             source: source.to_owned(),
         };
-        self.inner.pending.get_or_create(&label).set(pending as i64);
+        let gauge = |family: &Family<SourceLabel, Gauge>, value: u64| {
+            family
+                .get_or_create(&label)
+                .set(i64::try_from(value).unwrap_or(i64::MAX));
+        };
+        gauge(&self.inner.pending, held.pending);
+        gauge(&self.inner.retrying, held.retrying);
+        gauge(&self.inner.held, held.held);
+        gauge(&self.inner.dlq_size, held.dead);
+        gauge(
+            &self.inner.oldest_pending_seconds,
+            held.oldest_pending.as_secs(),
+        );
+    }
+
+    /// The store's files and filesystem, set just before a scrape.
+    pub fn set_store_disk(&self, disk: StoreDisk) {
+        let bytes = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        for (file, size) in [
+            (StoreFile::Database, disk.database_bytes),
+            (StoreFile::Wal, disk.wal_bytes),
+        ] {
+            self.inner
+                .store_file_bytes
+                .get_or_create(&StoreFileLabel { file })
+                .set(bytes(size));
+        }
         self.inner
-            .retrying
-            .get_or_create(&label)
-            .set(retrying as i64);
-        self.inner.dlq_size.get_or_create(&label).set(dlq as i64);
+            .filesystem_available_bytes
+            .set(bytes(disk.filesystem_available_bytes));
         self.inner
-            .oldest_pending_seconds
-            .get_or_create(&label)
-            .set(oldest_pending.as_secs() as i64);
+            .filesystem_size_bytes
+            .set(bytes(disk.filesystem_size_bytes));
+    }
+
+    /// Whether the store takes writes, set just before a scrape.
+    pub fn set_store_writable(&self, writable: bool) {
+        self.inner.store_writable.set(i64::from(writable));
+    }
+
+    /// Creates every series of the configured sources at 0: each reason a
+    /// request can be refused for, each attempt outcome and circuit state of
+    /// a destination, each alert kind, sweep kind and admin refusal. A
+    /// counter that appears only at its first increment reads "no data" to
+    /// an alert rule, and `rate()` misses that first increment.
+    pub fn declare(&self, sources: &[Declared<'_>]) {
+        let inner = &*self.inner;
+        let _ = inner.rejected.get_or_create(&RejectedLabels {
+            source: UNKNOWN_SOURCE.to_owned(),
+            reason: RejectReason::UnknownSource,
+        });
+        for source in sources {
+            let label = SourceLabel {
+                source: source.name.to_owned(),
+            };
+            for family in [&inner.received, &inner.duplicates] {
+                let _ = family.get_or_create(&label);
+            }
+            let _ = inner.ack_seconds.get_or_create(&label);
+            for &reason in RejectReason::ALL {
+                if reason != RejectReason::UnknownSource {
+                    let _ = inner.rejected.get_or_create(&RejectedLabels {
+                        source: source.name.to_owned(),
+                        reason,
+                    });
+                }
+            }
+            for family in [
+                &inner.held,
+                &inner.pending,
+                &inner.retrying,
+                &inner.dlq_size,
+                &inner.oldest_pending_seconds,
+            ] {
+                let _ = family.get_or_create(&label);
+            }
+            if source.delivers {
+                let _ = inner.circuit_state.get_or_create(&label);
+                for family in [
+                    &inner.delivered,
+                    &inner.dead_lettered,
+                    &inner.replayed,
+                    &inner.ignored,
+                ] {
+                    let _ = family.get_or_create(&label);
+                }
+                let _ = inner.attempt_seconds.get_or_create(&label);
+                let _ = inner.received_to_delivered.get_or_create(&label);
+                for &outcome in AttemptOutcome::ALL {
+                    let _ = inner.attempts.get_or_create(&OutcomeLabels {
+                        source: source.name.to_owned(),
+                        outcome,
+                    });
+                }
+                for &state in Circuit::ALL {
+                    let _ = inner.circuit.get_or_create(&CircuitLabels {
+                        source: source.name.to_owned(),
+                        state,
+                    });
+                }
+            }
+        }
+        for &kind in AlertKind::ALL {
+            for sent in [true, false] {
+                let _ = inner.alerts.get_or_create(&AlertLabels { kind, sent });
+            }
+        }
+        for &kind in SweptKind::ALL {
+            let _ = inner.swept.get_or_create(&KindLabel { kind });
+        }
+        for &reason in AdminReason::ALL {
+            let _ = inner.admin_rejected.get_or_create(&ReasonLabel { reason });
+        }
+        for &file in StoreFile::ALL {
+            let _ = inner
+                .store_file_bytes
+                .get_or_create(&StoreFileLabel { file });
+        }
+    }
+
+    /// Counts since the start over every source.
+    pub fn tally(&self) -> Tally {
+        let t = &self.inner.totals;
+        let get = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+        Tally {
+            received: get(&t.received),
+            duplicates: get(&t.duplicates),
+            rejected: get(&t.rejected),
+            delivered: get(&t.delivered),
+            failed_attempts: get(&t.failed_attempts),
+            dead_lettered: get(&t.dead_lettered),
+        }
     }
 
     pub fn alert(&self, kind: AlertKind, sent: bool) {
@@ -762,6 +1209,7 @@ impl Metrics {
             source: source.to_owned(),
         };
         self.inner.dead_lettered.get_or_create(&label).inc();
+        Totals::add(&self.inner.totals.dead_lettered);
     }
 
     pub fn circuit(&self, source: &str, state: Circuit) {
@@ -862,8 +1310,8 @@ impl Metrics {
             .get()
     }
 
-    /// The Prometheus text exposition of every metric.
-    pub fn encode(&self) -> String {
+    /// Every metric, in `format`.
+    pub fn encode(&self, format: Exposition) -> String {
         let mut out = String::new();
         let registry = self
             .inner
@@ -872,7 +1320,10 @@ impl Metrics {
             .unwrap_or_else(|p| p.into_inner());
         prometheus_client::encoding::text::encode(&mut out, &registry)
             .expect("writing to a String cannot fail");
-        out
+        match format {
+            Exposition::OpenMetrics => out,
+            Exposition::Prometheus => to_prometheus_text(&out),
+        }
     }
 }
 
@@ -923,7 +1374,7 @@ mod tests {
         metrics.attempt("shop", AttemptOutcome::RetryableStatus, Default::default());
         metrics.circuit("shop", Circuit::HalfOpen);
         metrics.set_circuit_state("shop", Circuit::Open);
-        let text = metrics.encode();
+        let text = metrics.encode(Exposition::OpenMetrics);
         assert_eq!(
             lines(&text, "hookinbox_delivery_attempts_total{"),
             ["hookinbox_delivery_attempts_total{source=\"shop\",outcome=\"retryable_status\"} 1"]

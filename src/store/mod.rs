@@ -784,6 +784,12 @@ impl Store {
         }
     }
 
+    /// No commit has failed since the last passing [`Store::probe`]: what
+    /// [`Store::ready`] says without waiting for a commit.
+    pub fn is_writable(&self) -> bool {
+        self.shared.write_error.borrow().is_none()
+    }
+
     /// Proves the store can take an event of `bytes`: commits a row that
     /// large, then removes it in a second commit. A failure marks the store
     /// unwritable (as any failed commit does); a pass clears that.
@@ -1258,6 +1264,36 @@ impl Store {
     pub fn path(&self) -> &Path {
         &self.shared.path
     }
+
+    /// The sizes of the store's files and the room on their filesystem:
+    /// three `stat`s, whatever the store holds. (redb can also count its
+    /// free pages, but only by walking every page under the write lock:
+    /// 4.5 s at 5M events.)
+    pub fn disk_usage(&self) -> std::io::Result<DiskUsage> {
+        let dir = self.shared.path.parent().unwrap_or(Path::new("."));
+        let size = |path: &Path| match std::fs::metadata(path) {
+            Ok(m) => Ok(m.len()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(e),
+        };
+        let fs = rustix::fs::statvfs(dir)?;
+        Ok(DiskUsage {
+            database_bytes: size(&self.shared.path)?,
+            wal_bytes: size(&dir.join(wal::WAL_FILE))?,
+            filesystem_available_bytes: fs.f_bavail.saturating_mul(fs.f_frsize),
+            filesystem_size_bytes: fs.f_blocks.saturating_mul(fs.f_frsize),
+        })
+    }
+}
+
+/// [`Store::disk_usage`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiskUsage {
+    pub database_bytes: u64,
+    pub wal_bytes: u64,
+    /// Free for an unprivileged writer (statvfs `f_bavail`).
+    pub filesystem_available_bytes: u64,
+    pub filesystem_size_bytes: u64,
 }
 
 fn public_id(tag: u32, seq: u64) -> String {

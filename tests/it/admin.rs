@@ -463,6 +463,10 @@ async fn metrics_are_prometheus_text_that_matches_what_happened() {
         .client
         .get(server.admin_url("/metrics"))
         .header("authorization", format!("Bearer {TOKEN}"))
+        .header(
+            "accept",
+            "application/openmetrics-text;version=1.0.0,text/plain;q=0.5",
+        )
         .send()
         .await
         .unwrap();
@@ -498,7 +502,10 @@ async fn metrics_are_prometheus_text_that_matches_what_happened() {
     for line in text.lines().filter(|l| !l.starts_with('#')) {
         let (series, number) = line.rsplit_once(' ').unwrap_or_else(|| panic!("{line}"));
         assert!(number.parse::<f64>().is_ok(), "{line}");
-        assert!(series.starts_with("hookinbox_"), "{line}");
+        assert!(
+            series.starts_with("hookinbox_") || series.starts_with("process_"),
+            "{line}"
+        );
         assert!(
             !series.contains("m_1") && !series.contains("hbx_"),
             "ids in labels: {line}"
@@ -905,7 +912,7 @@ async fn alerts_reach_the_receiver_once_per_window_with_name_count_and_reason() 
     assert!(
         server
             .metrics()
-            .encode()
+            .encode(hookinbox::metrics::Exposition::OpenMetrics)
             .contains("hookinbox_alerts_total{kind=\"dlq\",sent=\"true\"}")
     );
     server.stop().await;

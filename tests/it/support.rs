@@ -421,10 +421,16 @@ pub fn certificate() -> TestCertificate {
 /// Runs `tests/py/<script>` with `input` on stdin (the Python packages come
 /// from `tests/py/requirements.txt`); returns its exit status and output.
 pub fn python(script: &str, input: &[u8]) -> std::process::Output {
+    python_with(script, &[], input)
+}
+
+/// [`python`] with arguments after the script's path.
+pub fn python_with(script: &str, args: &[&str], input: &[u8]) -> std::process::Output {
     use std::io::Write;
     let path = format!("{}/tests/py/{script}", env!("CARGO_MANIFEST_DIR"));
     let mut child = Command::new("python3")
         .arg(path)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
