@@ -180,6 +180,8 @@ impl App {
         let (writer, writer_exited) = writer.with_exit_signal();
         let prober_store = store.clone();
         let metrics_for_tasks = metrics.clone();
+        let metrics_for_summary = metrics.clone();
+        let summary_interval = config.log.summary_interval;
         let task = tokio::spawn(async move {
             let metrics = metrics_for_tasks;
             // `front` stops everything that takes new work; `back` stops the
@@ -224,6 +226,12 @@ impl App {
                 tasks.spawn(TaskName::Alerter, alerter.run(front.clone()));
             }
             tasks.spawn(TaskName::Scheduler, scheduler.run(back.clone()));
+            // Stopped with the scheduler: its last line counts the attempts
+            // that finished while ingest drained.
+            tasks.spawn(
+                TaskName::Summary,
+                crate::logs::summarize(metrics_for_summary, summary_interval, back.clone()),
+            );
             tasks.spawn(TaskName::Writer, async move {
                 let _ = writer_exited.await;
                 Err::<(), _>(TaskError::WriterStopped)
@@ -254,7 +262,9 @@ impl App {
             tasks.wait_for(&front_tasks).await;
             // Ingest has drained: no new events. Let attempts in flight be recorded.
             back.cancel();
-            tasks.wait_for(&[TaskName::Scheduler]).await;
+            tasks
+                .wait_for(&[TaskName::Scheduler, TaskName::Summary])
+                .await;
             let writer_died = failure.is_none() && !tasks.is_running(TaskName::Writer);
             tokio::task::spawn_blocking(move || writer.shutdown())
                 .await

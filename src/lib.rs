@@ -26,6 +26,7 @@ pub mod api;
 pub mod admin;
 pub mod dashboard;
 pub mod metrics;
+pub mod logs;
 pub mod supervise;
 pub mod systemd;
 pub mod app;

@@ -291,6 +291,9 @@ struct Inner {
     store_writable: Gauge,
     /// Sums over every source, for the log's periodic summary.
     totals: Totals,
+    /// How many refusals and dead letters may be logged at warn this minute.
+    loud_rejections: crate::logs::Budget,
+    loud_dead_letters: crate::logs::Budget,
     /// Label pairs `rejected` has seen, so stats can list them.
     rejected_seen: Mutex<std::collections::BTreeSet<(String, RejectReason)>>,
     /// The last acks per source, for stats' p50/p99.
@@ -626,6 +629,8 @@ pub struct Tally {
     /// Delivery attempts that did not deliver (the event may retry).
     pub failed_attempts: u64,
     pub dead_lettered: u64,
+    /// Lines sent to debug past their per-minute budget.
+    pub quieted: u64,
 }
 
 impl Tally {
@@ -638,6 +643,7 @@ impl Tally {
             delivered: self.delivered - earlier.delivered,
             failed_attempts: self.failed_attempts - earlier.failed_attempts,
             dead_lettered: self.dead_lettered - earlier.dead_lettered,
+            quieted: self.quieted - earlier.quieted,
         }
     }
 
@@ -904,6 +910,8 @@ impl Metrics {
                 filesystem_size_bytes,
                 store_writable,
                 totals: Totals::default(),
+                loud_rejections: Default::default(),
+                loud_dead_letters: Default::default(),
                 rejected_seen: Mutex::default(),
                 recent_acks: Recent::default(),
                 by_type: TypeTally::default(),
@@ -992,8 +1000,11 @@ impl Metrics {
         self.inner.recent_acks.remember(source, ack);
     }
 
-    /// `source` is the configured name, or [`UNKNOWN_SOURCE`].
-    pub fn rejected(&self, source: &str, reason: RejectReason) {
+    /// `source` is the configured name, or [`UNKNOWN_SOURCE`]. Returns
+    /// whether the refusal's log line may be loud (within this minute's
+    /// [`crate::logs::Budget`]).
+    #[must_use = "says at which level to log the refusal"]
+    pub fn rejected(&self, source: &str, reason: RejectReason) -> bool {
         Totals::add(&self.inner.totals.rejected);
         self.inner
             .rejected_seen
@@ -1007,6 +1018,7 @@ impl Metrics {
                 reason,
             })
             .inc();
+        self.inner.loud_rejections.take()
     }
 
     pub fn attempt(&self, source: &str, outcome: AttemptOutcome, took: std::time::Duration) {
@@ -1185,6 +1197,7 @@ impl Metrics {
             delivered: get(&t.delivered),
             failed_attempts: get(&t.failed_attempts),
             dead_lettered: get(&t.dead_lettered),
+            quieted: self.inner.loud_rejections.quieted() + self.inner.loud_dead_letters.quieted(),
         }
     }
 
@@ -1204,12 +1217,16 @@ impl Metrics {
             .set(state.level());
     }
 
-    pub fn dead_lettered(&self, source: &str) {
+    /// Returns whether the dead letter's log line may be loud (within this
+    /// minute's [`crate::logs::Budget`]).
+    #[must_use = "says at which level to log the dead letter"]
+    pub fn dead_lettered(&self, source: &str) -> bool {
         let label = SourceLabel {
             source: source.to_owned(),
         };
         self.inner.dead_lettered.get_or_create(&label).inc();
         Totals::add(&self.inner.totals.dead_lettered);
+        self.inner.loud_dead_letters.take()
     }
 
     pub fn circuit(&self, source: &str, state: Circuit) {
@@ -1369,8 +1386,8 @@ mod tests {
         metrics.swept(SweptKind::DeadOrIgnored, 2);
         metrics.alert(AlertKind::PendingAge, false);
         metrics.admin_rejected(AdminReason::StoreUnavailable);
-        metrics.rejected(UNKNOWN_SOURCE, RejectReason::UnknownSource);
-        metrics.rejected("shop", RejectReason::StaleTimestamp);
+        let _ = metrics.rejected(UNKNOWN_SOURCE, RejectReason::UnknownSource);
+        let _ = metrics.rejected("shop", RejectReason::StaleTimestamp);
         metrics.attempt("shop", AttemptOutcome::RetryableStatus, Default::default());
         metrics.circuit("shop", Circuit::HalfOpen);
         metrics.set_circuit_state("shop", Circuit::Open);

@@ -21,6 +21,7 @@ pub enum TaskName {
     Scheduler,
     Sweeper,
     Alerter,
+    Summary,
     Prober,
     Writer,
 }
@@ -33,6 +34,7 @@ impl std::fmt::Display for TaskName {
             TaskName::Scheduler => "delivery scheduler",
             TaskName::Sweeper => "sweeper",
             TaskName::Alerter => "alerter",
+            TaskName::Summary => "log summary",
             TaskName::Prober => "readiness prober",
             TaskName::Writer => "store writer",
         })

@@ -31,6 +31,23 @@ pub fn stopping() {
     ]);
 }
 
+/// Whether stderr is a journald stream: systemd sets `JOURNAL_STREAM` to
+/// the stream's `device:inode` for a service whose output goes to the
+/// journal. Compared with stderr itself, as sd_journal_stream_fd(3) advises:
+/// a child that inherited the variable but writes elsewhere is not one.
+pub fn stderr_is_the_journal() -> bool {
+    let Some(stream) = std::env::var_os("JOURNAL_STREAM") else {
+        return false;
+    };
+    let Some((dev, ino)) = stream.to_str().and_then(|s| s.split_once(':')) else {
+        return false;
+    };
+    let Ok(stat) = rustix::fs::fstat(std::io::stderr()) else {
+        return false;
+    };
+    dev.parse::<u64>().ok() == Some(stat.st_dev) && ino.parse::<u64>().ok() == Some(stat.st_ino)
+}
+
 fn notify(states: &[NotifyState]) {
     if let Err(e) = sd_notify::notify(states) {
         tracing::warn!(error = %e, "cannot notify the service manager");

@@ -97,6 +97,24 @@ pub struct AlertConfig {
     pub min_interval: Duration,
     /// How often the conditions are checked.
     pub check_interval: Duration,
+    /// The body's shape: Slack's `{"text": …}` or the plain JSON object.
+    pub format: AlertFormat,
+    /// The machine named in each alert; `None`: the host name.
+    pub host: Option<String>,
+    /// Where people open the dashboard (a tunnel or proxy to the admin
+    /// listener); `None`: `http://` the admin listener's address.
+    pub dashboard_url: Option<reqwest::Url>,
+}
+
+/// The body an alert is posted with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AlertFormat {
+    /// `{"text": "…", "hookinbox": {…}}`: a Slack (or Mattermost, Rocket.Chat,
+    /// Discord `/slack`) incoming webhook shows the text.
+    Slack,
+    /// The alert object alone, for a receiver of your own.
+    Json,
 }
 
 /// The admin listener's bearer token.
@@ -109,6 +127,8 @@ pub struct AdminConfig<S: Stage = Resolved> {
 pub struct LogConfig {
     pub level: String,
     pub format: LogFormat,
+    /// How often the one-line summary of what happened is logged at info.
+    pub summary_interval: Duration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

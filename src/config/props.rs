@@ -25,14 +25,17 @@ const SERVER_KEYS: [&str; 6] = [
     "shutdown_timeout",
 ];
 const RETENTION_KEYS: [&str; 4] = ["dedupe_ttl", "payload_ttl", "dlq_ttl", "sweep_interval"];
-const LOG_KEYS: [&str; 2] = ["level", "format"];
+const LOG_KEYS: [&str; 3] = ["level", "format", "summary_interval"];
 const ADMIN_KEYS: [&str; 3] = ["token", "token_env", "token_file"];
-const ALERT_KEYS: [&str; 5] = [
+const ALERT_KEYS: [&str; 8] = [
     "url",
     "dlq_threshold",
     "pending_age",
     "min_interval",
     "check_interval",
+    "format",
+    "host",
+    "dashboard_url",
 ];
 const SOURCE_KEYS: [&str; 39] = [
     "name",
@@ -131,7 +134,7 @@ fn value(key: &'static str) -> BoxedStrategy<String> {
         }
         "max_body" => prop_oneof![size, any::<u64>().prop_map(|n| n.to_string())].boxed(),
         "listen" | "admin_listen" => addr.boxed(),
-        "url" | "destination" | "public_url" => url.boxed(),
+        "url" | "destination" | "public_url" | "dashboard_url" => url.boxed(),
         "event_id" | "event_type" => prop_oneof![
             locator.clone(),
             proptest::collection::vec(locator, 0..3).prop_map(|l| format!("[{}]", l.join(", "))),
@@ -145,7 +148,12 @@ fn value(key: &'static str) -> BoxedStrategy<String> {
                 .prop_map(|l| format!("[{}]", l.join(", ")))
                 .boxed()
         }
-        "format" => prop_oneof![Just(quoted("json".into())), text.clone()].boxed(),
+        "format" => prop_oneof![
+            Just(quoted("json".into())),
+            Just(quoted("slack".into())),
+            text.clone()
+        ]
+        .boxed(),
         "algorithm" => prop_oneof![
             proptest::sample::select(vec!["sha1", "sha256", "sha512", "md5"])
                 .prop_map(|s| quoted(s.to_owned())),

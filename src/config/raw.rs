@@ -12,8 +12,8 @@ use std::net::SocketAddr;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    ConfigError, HmacAlgorithm, Kind, LogFormat, OnDeadLetter, Position, SignatureEncoding,
-    parse_name,
+    AlertFormat, ConfigError, HmacAlgorithm, Kind, LogFormat, OnDeadLetter, Position,
+    SignatureEncoding, parse_name,
 };
 
 #[derive(Debug, Default, Deserialize, Serialize)]
@@ -60,6 +60,7 @@ pub struct RawRetention {
 pub struct RawLog {
     pub level: Option<String>,
     pub format: Option<LogFormat>,
+    pub summary_interval: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize, Serialize)]
@@ -70,6 +71,9 @@ pub struct RawAlerts {
     pub pending_age: Option<String>,
     pub min_interval: Option<String>,
     pub check_interval: Option<String>,
+    pub format: Option<AlertFormat>,
+    pub host: Option<String>,
+    pub dashboard_url: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize, Serialize)]
@@ -159,7 +163,8 @@ pub enum CodeOrText {
 /// equal. Durations are text, parsed and bounded like a written value.
 pub mod default {
     use super::super::{
-        DEFAULT_MAX_BODY, HmacAlgorithm, LogFormat, OnDeadLetter, SignatureEncoding, StatusPattern,
+        AlertFormat, DEFAULT_MAX_BODY, HmacAlgorithm, LogFormat, OnDeadLetter, SignatureEncoding,
+        StatusPattern,
     };
 
     pub const LISTEN: &str = "127.0.0.1:8080";
@@ -178,11 +183,13 @@ pub mod default {
 
     pub const LOG_LEVEL: &str = "info";
     pub const LOG_FORMAT: LogFormat = LogFormat::Text;
+    pub const LOG_SUMMARY_INTERVAL: &str = "1m";
 
     pub const DLQ_THRESHOLD: u64 = 0;
     pub const PENDING_AGE: &str = "1h";
     pub const MIN_INTERVAL: &str = "15m";
     pub const CHECK_INTERVAL: &str = "30s";
+    pub const ALERT_FORMAT: AlertFormat = AlertFormat::Slack;
 
     pub const GENERATE_SECRET: bool = false;
     pub const MAX_BODY: usize = DEFAULT_MAX_BODY;
@@ -318,7 +325,9 @@ mod tests {
     #[test]
     fn default_toml_shows_the_defaults_of_the_code() {
         // Shown as examples of a value, not as what a key left out means.
-        const EXAMPLES: [&str; 12] = [
+        const EXAMPLES: [&str; 14] = [
+            "host",
+            "dashboard_url",
             "tls_cert_file",
             "tls_key_file",
             "url",
@@ -375,10 +384,12 @@ mod tests {
                 "sweep_interval",
                 "level",
                 "format",
+                "summary_interval",
                 "dlq_threshold",
                 "pending_age",
                 "min_interval",
                 "check_interval",
+                "format",
                 "max_body",
                 "forward_headers",
                 "connect_timeout",

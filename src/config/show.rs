@@ -48,6 +48,7 @@ pub fn redacted_toml(config: &Config<Loaded>) -> String {
         log: RawLog {
             level: Some(config.log.level.clone()),
             format: Some(config.log.format),
+            summary_interval: Some(human(config.log.summary_interval)),
         },
         alerts: config.alerts.as_ref().map(|a| {
             let mut url = a.url.clone();
@@ -60,6 +61,9 @@ pub fn redacted_toml(config: &Config<Loaded>) -> String {
                 pending_age: Some(human(a.pending_age)),
                 min_interval: Some(human(a.min_interval)),
                 check_interval: Some(human(a.check_interval)),
+                format: Some(a.format),
+                host: a.host.clone(),
+                dashboard_url: a.dashboard_url.as_ref().map(redact_url),
             }
         }),
         admin: match &config.admin.token {

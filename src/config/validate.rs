@@ -255,6 +255,12 @@ pub fn validate(
                 .unwrap_or_else(|| default::LOG_LEVEL.to_owned()),
         )?,
         format: raw.log.format.unwrap_or(default::LOG_FORMAT),
+        summary_interval: cx.positive_duration(
+            "log.summary_interval",
+            raw.log.summary_interval.as_deref(),
+            default::LOG_SUMMARY_INTERVAL,
+            longest::INTERVAL,
+        )?,
     };
     let admin = validate_admin(&mut cx, raw.admin.unwrap_or_default())?;
     let alerts = raw.alerts.map(|ra| validate_alerts(&cx, ra)).transpose()?;
@@ -474,6 +480,22 @@ fn validate_alerts(cx: &Ctx<'_>, ra: RawAlerts) -> Result<AlertConfig, ConfigErr
             default::CHECK_INTERVAL,
             longest::INTERVAL,
         )?,
+        format: ra.format.unwrap_or(default::ALERT_FORMAT),
+        host: match ra.host {
+            Some(host) if host.trim().is_empty() || host.chars().any(char::is_control) => {
+                return Err(cx.err("alerts.host", "must be a name without control characters"));
+            }
+            host => host,
+        },
+        dashboard_url: ra
+            .dashboard_url
+            .map(|text| {
+                reqwest::Url::parse(&text)
+                    .ok()
+                    .filter(|u| matches!(u.scheme(), "http" | "https") && u.has_host())
+                    .ok_or_else(|| cx.err("alerts.dashboard_url", "must be an http(s) URL"))
+            })
+            .transpose()?,
     })
 }
 

@@ -243,12 +243,12 @@ impl IngestError {
     ) -> Response {
         let (status, code) = self.status_and_code();
         let source_label = source.map_or(UNKNOWN_SOURCE, |s| s.as_str());
-        metrics.rejected(source_label, self.reason());
+        let loud = metrics.rejected(source_label, self.reason());
         let reason = self.to_string();
         if status.is_server_error() {
-            tracing::error!(source = source_label, event_id, status = status.as_u16(), cause = %crate::store::Report(&self), "ingest failed");
+            crate::error_or_debug!(loud, source = source_label, event_id, status = status.as_u16(), cause = %crate::store::Report(&self), "ingest failed");
         } else {
-            tracing::warn!(source = source_label, event_id, status = status.as_u16(), reason = %reason, "ingest rejected");
+            crate::warn_or_debug!(loud, source = source_label, event_id, status = status.as_u16(), reason = %reason, "ingest rejected");
         }
         let mut response =
             (status, axum::Json(json!({"error": code, "reason": reason}))).into_response();
@@ -332,7 +332,7 @@ async fn receive(State(state): State<IngestState>, request: Request) -> Response
     } else {
         state.metrics.received(source.name.as_str(), kind, ack);
     }
-    tracing::info!(
+    tracing::debug!(
         source = source.name.as_str(),
         event_id,
         event_type,

@@ -559,16 +559,16 @@ impl Attempt {
                     source,
                     Duration::from_millis(now_ms.saturating_sub(claimed.round_started_ms)),
                 );
-                tracing::info!(source, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, latency_ms = attempt.latency_ms, "delivered");
+                tracing::debug!(source, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, latency_ms = attempt.latency_ms, "delivered");
             }
-            Next::RetryAt { due_ms } => tracing::info!(
+            Next::RetryAt { due_ms } => tracing::debug!(
                 source, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt,
                 latency_ms = attempt.latency_ms, %outcome,
                 retry_in_ms = due_ms.saturating_sub(now_ms), "attempt failed; will retry"
             ),
             Next::Dead { reason, .. } => {
-                self.metrics.dead_lettered(source);
-                tracing::warn!(source, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, %reason, "dead-lettered");
+                let loud = self.metrics.dead_lettered(source);
+                crate::warn_or_debug!(loud, source, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, %reason, "dead-lettered");
             }
         }
         let attempt_class = attempt.class;

@@ -12,6 +12,7 @@ mod destination;
 mod drills;
 mod hostile;
 mod ingest;
+mod logs;
 mod monitoring;
 mod scale;
 mod snapshots;

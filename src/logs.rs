@@ -1,0 +1,261 @@
+//! Logs: where the lines go, at which priority, and how many there are.
+//!
+//! Owns the subscriber (text or JSON on stderr; under systemd each line
+//! carries the `<N>` priority prefix journald reads, so `journalctl -p
+//! warning` finds the warnings), the periodic summary line, and the budget
+//! that bounds per-event lines at warn. Per-event lines (stored, delivered,
+//! retrying) are at debug; at info the volume is the summary, one line per
+//! `log.summary_interval` while something happens, plus what people and
+//! state changes do (a circuit opening, an operator's replay). Refuses to
+//! log bodies, secrets or full header sets: that rule is the call sites'
+//! (`tidy` checks them), this module only carries the lines.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::fmt::format::{self, FormatEvent, FormatFields, Writer};
+use tracing_subscriber::fmt::{FmtContext, time::SystemTime};
+use tracing_subscriber::registry::LookupSpan;
+
+use crate::config::{LogConfig, LogFormat};
+use crate::metrics::{Metrics, Tally};
+use crate::supervise::TaskError;
+
+/// The log filter (`log.level`) did not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("log.level: {level:?} is not a level or filter: {source}")]
+pub struct FilterError {
+    level: String,
+    source: tracing_subscriber::filter::ParseError,
+}
+
+/// Installs the process's subscriber: `log`'s level and format on stderr,
+/// with journald priorities when stderr is the journal. Once per process.
+pub fn init(log: &LogConfig) -> Result<(), FilterError> {
+    let filter =
+        tracing_subscriber::EnvFilter::try_new(&log.level).map_err(|source| FilterError {
+            level: log.level.clone(),
+            source,
+        })?;
+    let journal = crate::systemd::stderr_is_the_journal();
+    // Colour only on a terminal: journald and log files get plain text.
+    let ansi = !journal && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi);
+    match log.format {
+        // The time stays in JSON: shippers read it from the object.
+        LogFormat::Json => builder
+            .fmt_fields(format::JsonFields::new())
+            .event_format(Prefixed {
+                journal,
+                inner: format().json().flatten_event(true),
+            })
+            .init(),
+        // journald stamps each line itself.
+        LogFormat::Text if journal => builder
+            .event_format(Prefixed {
+                journal,
+                inner: format().without_time(),
+            })
+            .init(),
+        LogFormat::Text => builder.init(),
+    }
+    Ok(())
+}
+
+fn format() -> format::Format<format::Full, SystemTime> {
+    format::Format::default()
+}
+
+/// A formatter that starts each line with its syslog priority when stderr is
+/// the journal: journald (`SyslogLevelPrefix=yes`, its default) strips the
+/// prefix and files the line at that priority instead of the stream's.
+struct Prefixed<F> {
+    journal: bool,
+    inner: F,
+}
+
+/// sd-daemon(3)'s `SD_ERR` … `SD_DEBUG` for a tracing level.
+fn priority(level: Level) -> u8 {
+    match level {
+        Level::ERROR => 3,
+        Level::WARN => 4,
+        Level::INFO => 6,
+        _ => 7,
+    }
+}
+
+impl<S, N, F> FormatEvent<S, N> for Prefixed<F>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+    F: FormatEvent<S, N>,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> std::fmt::Result {
+        if self.journal {
+            write!(writer, "<{}>", priority(*event.metadata().level()))?;
+        }
+        self.inner.format_event(ctx, writer, event)
+    }
+}
+
+/// Logs an event at warn while `$loud`, else at debug: the same fields, so a
+/// line the [`Budget`] quieted still shows with `log.level = "debug"`.
+#[macro_export]
+macro_rules! warn_or_debug {
+    ($loud:expr, $($rest:tt)+) => {
+        if $loud {
+            ::tracing::warn!($($rest)+)
+        } else {
+            ::tracing::debug!($($rest)+)
+        }
+    };
+}
+
+/// Like [`warn_or_debug!`], at error.
+#[macro_export]
+macro_rules! error_or_debug {
+    ($loud:expr, $($rest:tt)+) => {
+        if $loud {
+            ::tracing::error!($($rest)+)
+        } else {
+            ::tracing::debug!($($rest)+)
+        }
+    };
+}
+
+/// How many lines of one kind (a refusal, a dead letter) may be logged at
+/// warn or error per minute; past it they go to debug and the summary counts
+/// them. 20: enough to see the sources and reasons of a burst, and a flood of
+/// a million bad requests still writes 20 lines a minute.
+pub const LOUD_PER_MINUTE: u32 = 20;
+
+/// A budget of [`LOUD_PER_MINUTE`] lines per minute of one kind.
+#[derive(Debug, Default)]
+pub struct Budget {
+    /// The current minute's start and the lines it has used.
+    window: Mutex<Option<(Instant, u32)>>,
+    /// Lines sent to debug since the start.
+    quieted: AtomicU64,
+}
+
+impl Budget {
+    /// Whether one more line may be loud now; counts it either way.
+    pub fn take(&self) -> bool {
+        self.take_at(Instant::now())
+    }
+
+    fn take_at(&self, now: Instant) -> bool {
+        let mut window = self.window.lock().unwrap_or_else(|p| p.into_inner());
+        let (started, used) = match *window {
+            Some((started, used)) if now.duration_since(started) < Duration::from_secs(60) => {
+                (started, used)
+            }
+            _ => (now, 0),
+        };
+        let loud = used < LOUD_PER_MINUTE;
+        *window = Some((started, used.saturating_add(1)));
+        if !loud {
+            self.quieted.fetch_add(1, Ordering::Relaxed);
+        }
+        loud
+    }
+
+    /// Lines this budget sent to debug since the start.
+    pub fn quieted(&self) -> u64 {
+        self.quieted.load(Ordering::Relaxed)
+    }
+}
+
+/// Every `every`, one line of what happened since the last: at info, or at
+/// warn when a request was refused, an attempt failed or an event was
+/// dead-lettered. Nothing when nothing happened. Runs until `shutdown`, and
+/// then says what happened since the last line.
+pub async fn summarize(
+    metrics: Metrics,
+    every: Duration,
+    shutdown: CancellationToken,
+) -> Result<(), TaskError> {
+    let mut last = metrics.tally();
+    let mut since = tokio::time::Instant::now();
+    loop {
+        let stopping = tokio::select! {
+            biased;
+            () = shutdown.cancelled() => true,
+            () = tokio::time::sleep_until(since + every) => false,
+        };
+        let now = metrics.tally();
+        // Whole seconds: "1m", not "1m 3ms" of a late wake-up.
+        let window = Duration::from_secs(since.elapsed().as_secs_f64().round() as u64);
+        summary_line(
+            &now.since(last),
+            &humantime::format_duration(window).to_string(),
+        );
+        if stopping {
+            return Ok(());
+        }
+        last = now;
+        since = tokio::time::Instant::now();
+    }
+}
+
+fn summary_line(t: &Tally, window: &str) {
+    if t.is_quiet() {
+        return;
+    }
+    macro_rules! summary {
+        ($level:ident) => {
+            tracing::$level!(
+                window,
+                received = t.received,
+                duplicates = t.duplicates,
+                rejected = t.rejected,
+                delivered = t.delivered,
+                failed_attempts = t.failed_attempts,
+                dead_lettered = t.dead_lettered,
+                quieted = t.quieted,
+                "summary"
+            )
+        };
+    }
+    if t.has_trouble() {
+        summary!(warn);
+    } else {
+        summary!(info);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_allows_its_lines_per_minute_then_quiets_until_the_next() {
+        let budget = Budget::default();
+        let start = Instant::now();
+        let loud = (0..50).filter(|_| budget.take_at(start)).count();
+        assert_eq!(loud, LOUD_PER_MINUTE as usize);
+        assert_eq!(budget.quieted(), 50 - u64::from(LOUD_PER_MINUTE));
+        assert!(!budget.take_at(start + Duration::from_secs(59)));
+        assert!(budget.take_at(start + Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn priorities_are_the_syslog_ones() {
+        assert_eq!(priority(Level::ERROR), 3);
+        assert_eq!(priority(Level::WARN), 4);
+        assert_eq!(priority(Level::INFO), 6);
+        assert_eq!(priority(Level::DEBUG), 7);
+        assert_eq!(priority(Level::TRACE), 7);
+    }
+}
