@@ -13,7 +13,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, AdminState};
-use crate::alert::Alerter;
+use crate::alert::{Alerter, Watched};
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::deliver::Destination;
@@ -135,23 +135,26 @@ impl App {
         );
         let state = IngestState::new(&config, store.clone(), clock.clone(), metrics.clone())
             .map_err(AppError::Source)?;
+        let Listeners { ingest, admin } = listeners;
+        let ingest_addr = ingest.local_addr()?;
+        let admin_addr = admin.local_addr()?;
         let alerter = match config.alerts.clone() {
             Some(alerts) => Some(
                 Alerter::new(
                     alerts,
-                    store.clone(),
-                    metrics.clone(),
-                    delivery.clone(),
-                    config.sources.iter().map(|s| s.name.to_string()).collect(),
+                    Watched {
+                        store: store.clone(),
+                        metrics: metrics.clone(),
+                        delivery: delivery.clone(),
+                        sources: config.sources.iter().map(|s| s.name.to_string()).collect(),
+                        admin: admin_addr,
+                    },
                     clock.clone(),
                 )
                 .map_err(AppError::Source)?,
             ),
             None => None,
         };
-        let Listeners { ingest, admin } = listeners;
-        let ingest_addr = ingest.local_addr()?;
-        let admin_addr = admin.local_addr()?;
         let admin_state = AdminState {
             store: store.clone(),
             metrics: metrics.clone(),

@@ -191,6 +191,15 @@ label_values! {
 }
 
 label_values! {
+    /// Whether an alert post says a condition fires or has cleared
+    /// (`alerts{status}`, and the alert body's `status`).
+    pub enum AlertStatus {
+        Firing => "firing",
+        Resolved => "resolved",
+    }
+}
+
+label_values! {
     /// One of the store's files (`store_file_bytes{file}`).
     pub enum StoreFile {
         Database => "database",
@@ -392,6 +401,7 @@ impl Recent {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct AlertLabels {
     pub kind: AlertKind,
+    pub status: AlertStatus,
     /// `false` when the post failed; prints as `true`/`false`.
     pub sent: bool,
 }
@@ -1169,8 +1179,12 @@ impl Metrics {
             }
         }
         for &kind in AlertKind::ALL {
-            for sent in [true, false] {
-                let _ = inner.alerts.get_or_create(&AlertLabels { kind, sent });
+            for &status in AlertStatus::ALL {
+                for sent in [true, false] {
+                    let _ = inner
+                        .alerts
+                        .get_or_create(&AlertLabels { kind, status, sent });
+                }
             }
         }
         for &kind in SweptKind::ALL {
@@ -1201,10 +1215,10 @@ impl Metrics {
         }
     }
 
-    pub fn alert(&self, kind: AlertKind, sent: bool) {
+    pub fn alert(&self, kind: AlertKind, status: AlertStatus, sent: bool) {
         self.inner
             .alerts
-            .get_or_create(&AlertLabels { kind, sent })
+            .get_or_create(&AlertLabels { kind, status, sent })
             .inc();
     }
 
@@ -1384,7 +1398,7 @@ mod tests {
     fn enum_labels_render_as_the_published_values() {
         let metrics = Metrics::new();
         metrics.swept(SweptKind::DeadOrIgnored, 2);
-        metrics.alert(AlertKind::PendingAge, false);
+        metrics.alert(AlertKind::PendingAge, AlertStatus::Resolved, false);
         metrics.admin_rejected(AdminReason::StoreUnavailable);
         let _ = metrics.rejected(UNKNOWN_SOURCE, RejectReason::UnknownSource);
         let _ = metrics.rejected("shop", RejectReason::StaleTimestamp);
@@ -1427,7 +1441,7 @@ mod tests {
         );
         assert_eq!(
             lines(&text, "hookinbox_alerts_total{"),
-            ["hookinbox_alerts_total{kind=\"pending_age\",sent=\"false\"} 1"]
+            ["hookinbox_alerts_total{kind=\"pending_age\",status=\"resolved\",sent=\"false\"} 1"]
         );
         assert_eq!(
             lines(&text, "hookinbox_admin_rejected_total{"),

@@ -1,41 +1,149 @@
-//! Alerts: tell a person when something needs them, never silently.
+//! Alerts: tell a person when something needs them, and when it no longer
+//! does.
 //!
 //! Every `check_interval` the alerter looks at what the store holds and what
-//! the scheduler knows, and posts `{"text": …, "hookinbox": {…}}` to the
-//! alert URL (a Slack incoming webhook takes it as is) when:
+//! the scheduler knows. A condition is firing when:
 //! - a source's DLQ holds more than `dlq_threshold` events,
 //! - a source's oldest pending event is older than `pending_age`,
-//! - a destination's circuit is open (it opened, or it stays open).
+//! - a destination's circuit is not closed (open, or half-open waiting for
+//!   its probe to pass).
 //!
-//! Each alert names the source or destination, how many, and the first
-//! failing reason. The same alert (kind + name) is sent at most once per
-//! `min_interval`, so a flapping destination does not spam. A post that
-//! fails is logged and counted, and tried again at the next check.
+//! A condition that starts firing is posted at once, repeated at most once
+//! per `min_interval` while it lasts, and followed by one "resolved" post
+//! when it clears. Each post names the host, the source or destination, how
+//! many, the latest failure, and links to the dashboard page and the API
+//! call that show it ([`Notice`]). The body is that object, alone
+//! (`format = "json"`) or under `"hookinbox"` beside the `"text"` a Slack
+//! incoming webhook shows (`format = "slack"`). A post that fails is logged
+//! and counted, and tried again at the next check.
+//!
+//! What fires is kept in memory: after a restart a condition still true
+//! fires again, and one that cleared while hookinbox was down gets no
+//! "resolved". Prometheus's rules (`packaging/monitoring`) cover that gap
+//! for teams that run it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
 use std::time::Duration;
 
-use serde_json::json;
+use serde::Serialize;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::api::Timestamp;
 use crate::clock::Clock;
-use crate::config::AlertConfig;
+use crate::config::{AlertConfig, AlertFormat};
 use crate::deliver::breaker::CircuitState;
-use crate::metrics::{AlertKind, Metrics};
-use crate::schedule::DeliveryHandle;
+use crate::metrics::{AlertKind, AlertStatus, Metrics};
+use crate::schedule::{DeliveryHandle, LaneStatus};
 use crate::store::schema::Status;
-use crate::store::{EventFilter, Store};
+use crate::store::{EventFilter, SourceStats, Store};
 use crate::supervise::TaskError;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Alert {
-    pub kind: AlertKind,
-    /// The source or destination.
+/// What an alert receiver gets: the body with `format = "json"`, and the
+/// `"hookinbox"` member of the Slack body. Field names are a contract with
+/// the receivers people write; add, never rename.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Notice {
+    pub status: AlertStatus,
+    /// What fired: `dlq`, `pending_age` or `circuit_open`.
+    pub alert: AlertKind,
+    /// The source, or the destination (named after its source).
     pub name: String,
+    /// The machine hookinbox runs on (`alerts.host`, else its host name).
+    pub host: String,
+    /// Dead-lettered events (`dlq`) or pending events (the others), now.
     pub count: u64,
+    /// The latest failure, when there is one.
     pub reason: Option<String>,
-    pub text: String,
+    /// One sentence for a person.
+    pub summary: String,
+    /// When this condition was first posted as firing.
+    pub started_at: Timestamp,
+    /// When it cleared; only on a resolved notice.
+    pub resolved_at: Option<Timestamp>,
+    /// The dashboard page that shows it.
+    pub link: String,
+    /// The admin API call that lists it (with the bearer token).
+    pub api: String,
+}
+
+/// One condition, as found at one check.
+#[derive(Debug, Clone)]
+struct Finding {
+    kind: AlertKind,
+    name: String,
+    count: u64,
+    reason: Option<String>,
+    summary: String,
+}
+
+/// A condition that has been posted as firing.
+struct Firing {
+    started_ms: u64,
+    last_sent: Instant,
+}
+
+/// Where alerts point people to.
+struct Links {
+    /// The dashboard's root, ending in `/`.
+    dashboard: reqwest::Url,
+}
+
+impl Links {
+    fn page(&self, kind: AlertKind, name: &str) -> String {
+        let name = urlencoding(name);
+        let fragment = match kind {
+            AlertKind::Dlq => format!("/dlq?source={name}"),
+            AlertKind::PendingAge => format!("/events?source={name}&status=pending"),
+            AlertKind::CircuitOpen => "/".to_owned(),
+        };
+        let mut url = self.dashboard.clone();
+        url.set_fragment(Some(&fragment));
+        url.to_string()
+    }
+
+    fn api(&self, kind: AlertKind, name: &str) -> String {
+        let path = match kind {
+            AlertKind::Dlq => format!("api/events?source={}&status=dead", urlencoding(name)),
+            AlertKind::PendingAge => {
+                format!("api/events?source={}&status=pending", urlencoding(name))
+            }
+            AlertKind::CircuitOpen => "api/destinations".to_owned(),
+        };
+        self.dashboard
+            .join(&path)
+            .map_or_else(|_| path.clone(), |u| u.to_string())
+    }
+}
+
+/// A source name in a query string or fragment.
+fn urlencoding(name: &str) -> String {
+    form_urlencoded::byte_serialize(name.as_bytes()).collect()
+}
+
+/// The machine's host name, for alerts that must say where they come from.
+fn host_name() -> String {
+    let uname = rustix::system::uname();
+    let name = uname.nodename().to_string_lossy().into_owned();
+    if name.is_empty() {
+        "localhost".to_owned()
+    } else {
+        name
+    }
+}
+
+/// `http://` the admin listener, as people on the host reach it: a wildcard
+/// address becomes the host name.
+fn default_dashboard(admin: SocketAddr, host: &str) -> reqwest::Url {
+    let authority = if admin.ip().is_unspecified() {
+        format!("{host}:{}", admin.port())
+    } else {
+        admin.to_string()
+    };
+    reqwest::Url::parse(&format!("http://{authority}/"))
+        .or_else(|_| reqwest::Url::parse(&format!("http://127.0.0.1:{}/", admin.port())))
+        .expect("a loopback URL parses")
 }
 
 pub struct Alerter {
@@ -46,33 +154,49 @@ pub struct Alerter {
     sources: Vec<String>,
     client: reqwest::Client,
     clock: Clock,
-    last_sent: HashMap<(AlertKind, String), Instant>,
+    host: String,
+    links: Links,
+    firing: HashMap<(AlertKind, String), Firing>,
+}
+
+/// What the alerter watches.
+pub struct Watched {
+    pub store: Store,
+    pub metrics: Metrics,
+    pub delivery: DeliveryHandle,
+    pub sources: Vec<String>,
+    /// The admin listener's address, for links when no `dashboard_url` is set.
+    pub admin: SocketAddr,
 }
 
 impl Alerter {
-    pub fn new(
-        config: AlertConfig,
-        store: Store,
-        metrics: Metrics,
-        delivery: DeliveryHandle,
-        sources: Vec<String>,
-        clock: Clock,
-    ) -> Result<Alerter, String> {
+    pub fn new(config: AlertConfig, watched: Watched, clock: Clock) -> Result<Alerter, String> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| format!("alerts: cannot build the HTTP client: {e}"))?;
+        let host = config.host.clone().unwrap_or_else(host_name);
+        let mut dashboard = config
+            .dashboard_url
+            .clone()
+            .unwrap_or_else(|| default_dashboard(watched.admin, &host));
+        if !dashboard.path().ends_with('/') {
+            let path = format!("{}/", dashboard.path());
+            dashboard.set_path(&path);
+        }
         Ok(Alerter {
             config,
-            store,
-            metrics,
-            delivery,
-            sources,
+            store: watched.store,
+            metrics: watched.metrics,
+            delivery: watched.delivery,
+            sources: watched.sources,
             client,
             clock,
-            last_sent: HashMap::new(),
+            host,
+            links: Links { dashboard },
+            firing: HashMap::new(),
         })
     }
 
@@ -87,71 +211,117 @@ impl Alerter {
         }
     }
 
-    /// What is wrong right now, whether or not it was told recently.
-    async fn conditions(&self) -> Vec<Alert> {
-        let mut alerts = Vec::new();
+    /// What the store holds per source, or `None` when it cannot be read
+    /// (then nothing is judged: an unreadable store is not "all clear").
+    async fn snapshot(&self) -> Option<BTreeMap<String, SourceStats>> {
         let store = self.store.clone();
-        let held = match tokio::task::spawn_blocking(move || store.stats()).await {
-            Ok(Ok(held)) => held,
+        match tokio::task::spawn_blocking(move || store.stats()).await {
+            Ok(Ok(held)) => Some(held.into_iter().collect()),
             Ok(Err(e)) => {
                 tracing::error!(error = %e.report(), "alerts: cannot read the store");
-                return alerts;
+                None
             }
-            Err(_) => return alerts,
-        };
+            Err(_) => None,
+        }
+    }
+
+    /// Every condition, firing or not, with what it measures now.
+    fn findings(
+        &self,
+        held: &BTreeMap<String, SourceStats>,
+        lanes: &[LaneStatus],
+    ) -> Vec<(bool, Finding)> {
+        let mut out = Vec::new();
         let now = self.clock.now_ms();
         for name in &self.sources {
-            let Some(s) = held.get(name) else { continue };
-            if s.counts.dead > self.config.dlq_threshold {
-                let reason = self.newest_dead_reason(name);
-                alerts.push(Alert {
+            let s = held.get(name).cloned().unwrap_or_default();
+            let dead = s.counts.dead;
+            let over = dead > self.config.dlq_threshold;
+            let reason = if over {
+                self.newest_dead_reason(name)
+            } else {
+                None
+            };
+            let summary = if over {
+                format!(
+                    "source {name} has {dead} dead-lettered events (threshold {}); latest: {}",
+                    self.config.dlq_threshold,
+                    reason.as_deref().unwrap_or("unknown")
+                )
+            } else {
+                format!(
+                    "source {name} has {dead} dead-lettered events, within the threshold ({})",
+                    self.config.dlq_threshold
+                )
+            };
+            out.push((
+                over,
+                Finding {
                     kind: AlertKind::Dlq,
                     name: name.clone(),
-                    count: s.counts.dead,
-                    text: format!(
-                        "hookinbox: source {name} has {} dead-lettered events (threshold {}); latest: {}",
-                        s.counts.dead,
-                        self.config.dlq_threshold,
-                        reason.as_deref().unwrap_or("unknown")
-                    ),
+                    count: dead,
                     reason,
-                });
-            }
-            if let Some(oldest) = s.oldest_pending_ms {
-                let age = Duration::from_millis(now.saturating_sub(oldest));
-                if age > self.config.pending_age {
-                    alerts.push(Alert {
-                        kind: AlertKind::PendingAge,
-                        name: name.clone(),
-                        count: s.counts.pending,
-                        reason: None,
-                        text: format!(
-                            "hookinbox: source {name} has {} pending events, the oldest waiting {} (limit {})",
-                            s.counts.pending,
-                            humantime::format_duration(Duration::from_secs(age.as_secs())),
-                            humantime::format_duration(self.config.pending_age)
-                        ),
-                    });
-                }
-            }
+                    summary,
+                },
+            ));
+            let age = s
+                .oldest_pending_ms
+                .map(|t| Duration::from_millis(now.saturating_sub(t)));
+            let late = age.is_some_and(|age| age > self.config.pending_age);
+            let limit = humantime::format_duration(self.config.pending_age);
+            let summary = match age {
+                Some(age) if late => format!(
+                    "source {name} has {} pending events, the oldest waiting {} (limit {limit})",
+                    s.counts.pending,
+                    humantime::format_duration(Duration::from_secs(age.as_secs())),
+                ),
+                _ => format!(
+                    "source {name} has {} pending events, none waiting longer than {limit}",
+                    s.counts.pending
+                ),
+            };
+            out.push((
+                late,
+                Finding {
+                    kind: AlertKind::PendingAge,
+                    name: name.clone(),
+                    count: s.counts.pending,
+                    reason: None,
+                    summary,
+                },
+            ));
         }
-        for d in self.delivery.destinations() {
-            if d.circuit == CircuitState::Open {
-                let pending = held.get(&d.name).map_or(0, |s| s.counts.pending);
-                alerts.push(Alert {
+        for d in lanes {
+            // Half-open is still failing: it waits for one probe to pass.
+            // Resolving there would flap resolved/firing at every failed
+            // probe of a destination that stays down.
+            let open = d.circuit != CircuitState::Closed;
+            let pending = held.get(&d.name).map_or(0, |s| s.counts.pending);
+            let summary = if open {
+                format!(
+                    "destination {} is failing and its circuit is {}; {pending} events wait; last failure: {}",
+                    d.name,
+                    d.circuit.as_str().replace('_', "-"),
+                    d.last_failure.as_deref().unwrap_or("unknown")
+                )
+            } else {
+                format!(
+                    "destination {} takes deliveries again (circuit closed); {pending} events wait",
+                    d.name
+                )
+            };
+            out.push((
+                open,
+                Finding {
                     kind: AlertKind::CircuitOpen,
                     name: d.name.clone(),
                     count: pending,
-                    text: format!(
-                        "hookinbox: destination {} is failing and its circuit is open; {pending} events wait; last failure: {}",
-                        d.name,
-                        d.last_failure.as_deref().unwrap_or("unknown")
-                    ),
-                    reason: d.last_failure,
-                });
-            }
+                    reason: open.then(|| d.last_failure.clone()).flatten(),
+                    summary,
+                },
+            ));
         }
-        alerts
+        out
     }
 
     fn newest_dead_reason(&self, source: &str) -> Option<String> {
@@ -169,48 +339,159 @@ impl Alerter {
             .map(|d| d.reason.clone())
     }
 
-    /// Posts every current alert not sent within `min_interval`.
+    /// Posts each condition that started firing, repeats those still firing
+    /// after `min_interval`, and resolves those that cleared.
     pub async fn check(&mut self) {
-        for alert in self.conditions().await {
-            let key = (alert.kind, alert.name.clone());
-            if self
-                .last_sent
-                .get(&key)
-                .is_some_and(|at| at.elapsed() < self.config.min_interval)
-            {
+        let Some(held) = self.snapshot().await else {
+            return;
+        };
+        let lanes = self.delivery.destinations();
+        let now_ms = self.clock.now_ms();
+        for (firing, finding) in self.findings(&held, &lanes) {
+            let key = (finding.kind, finding.name.clone());
+            // What to post, and since when the condition fires.
+            let post = match (firing, self.firing.get(&key)) {
+                (true, None) => Some((AlertStatus::Firing, now_ms, None)),
+                (true, Some(f)) if f.last_sent.elapsed() >= self.config.min_interval => {
+                    Some((AlertStatus::Firing, f.started_ms, None))
+                }
+                (false, Some(f)) => Some((AlertStatus::Resolved, f.started_ms, Some(now_ms))),
+                _ => None,
+            };
+            let Some((status, started_ms, resolved_ms)) = post else {
+                continue;
+            };
+            if !self.post(status, &finding, started_ms, resolved_ms).await {
                 continue;
             }
-            let body = json!({
-                "text": alert.text,
-                "hookinbox": {
-                    "alert": alert.kind.as_str(),
-                    "name": alert.name,
-                    "count": alert.count,
-                    "reason": alert.reason,
-                },
-            });
-            let sent = self
-                .client
-                .post(self.config.url.clone())
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body.to_string())
-                .send()
-                .await;
-            match sent {
-                Ok(res) if res.status().is_success() => {
-                    self.last_sent.insert(key, Instant::now());
-                    self.metrics.alert(alert.kind, true);
-                    tracing::warn!(alert = alert.kind.as_str(), name = %alert.name, count = alert.count, "alert sent");
+            match status {
+                AlertStatus::Firing => {
+                    let last_sent = Instant::now();
+                    self.firing.insert(
+                        key,
+                        Firing {
+                            started_ms,
+                            last_sent,
+                        },
+                    );
                 }
-                Ok(res) => {
-                    self.metrics.alert(alert.kind, false);
-                    tracing::error!(alert = alert.kind.as_str(), name = %alert.name, status = res.status().as_u16(), "the alert URL refused an alert; retrying at the next check");
-                }
-                Err(e) => {
-                    self.metrics.alert(alert.kind, false);
-                    tracing::error!(alert = alert.kind.as_str(), name = %alert.name, error = %e.without_url(), "cannot post an alert; retrying at the next check");
+                AlertStatus::Resolved => {
+                    self.firing.remove(&key);
                 }
             }
         }
+    }
+
+    /// The notice for `finding` in `status`.
+    fn notice(
+        &self,
+        status: AlertStatus,
+        finding: &Finding,
+        started_ms: u64,
+        resolved_ms: Option<u64>,
+    ) -> Notice {
+        Notice {
+            status,
+            alert: finding.kind,
+            name: finding.name.clone(),
+            host: self.host.clone(),
+            count: finding.count,
+            reason: finding.reason.clone(),
+            summary: finding.summary.clone(),
+            started_at: Timestamp(started_ms),
+            resolved_at: resolved_ms.map(Timestamp),
+            link: self.links.page(finding.kind, &finding.name),
+            api: self.links.api(finding.kind, &finding.name),
+        }
+    }
+
+    /// Posts one notice; whether the receiver took it.
+    async fn post(
+        &self,
+        status: AlertStatus,
+        finding: &Finding,
+        started_ms: u64,
+        resolved_ms: Option<u64>,
+    ) -> bool {
+        let notice = self.notice(status, finding, started_ms, resolved_ms);
+        let body = match self.config.format {
+            AlertFormat::Json => serde_json::to_value(&notice),
+            AlertFormat::Slack => serde_json::to_value(&notice).map(
+                |object| serde_json::json!({"text": slack_text(&notice), "hookinbox": object}),
+            ),
+        }
+        .expect("a notice serialises");
+        let sent = self
+            .client
+            .post(self.config.url.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_string())
+            .send()
+            .await;
+        let (kind, name) = (finding.kind.as_str(), &finding.name);
+        let status_text = status.as_str();
+        match sent {
+            Ok(res) if res.status().is_success() => {
+                self.metrics.alert(finding.kind, status, true);
+                tracing::warn!(alert = kind, status = status_text, name = %name, count = finding.count, "alert sent");
+                true
+            }
+            Ok(res) => {
+                self.metrics.alert(finding.kind, status, false);
+                tracing::error!(alert = kind, status = status_text, name = %name, answer = res.status().as_u16(), "the alert URL refused an alert; retrying at the next check");
+                false
+            }
+            Err(e) => {
+                self.metrics.alert(finding.kind, status, false);
+                tracing::error!(alert = kind, status = status_text, name = %name, error = %e.without_url(), "cannot post an alert; retrying at the next check");
+                false
+            }
+        }
+    }
+}
+
+/// The line a chat shows: what, where, and the link to look at.
+fn slack_text(n: &Notice) -> String {
+    match n.status {
+        AlertStatus::Firing => format!(
+            "[FIRING] hookinbox on {}: {}. Look: {}",
+            n.host, n.summary, n.link
+        ),
+        AlertStatus::Resolved => format!(
+            "[RESOLVED] hookinbox on {}: {}. Look: {}",
+            n.host, n.summary, n.link
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_point_at_the_page_and_the_api_call_that_show_the_condition() {
+        let links = Links {
+            dashboard: reqwest::Url::parse("https://inbox.example.com/hookinbox/").unwrap(),
+        };
+        assert_eq!(
+            links.page(AlertKind::Dlq, "my shop"),
+            "https://inbox.example.com/hookinbox/#/dlq?source=my+shop"
+        );
+        assert_eq!(
+            links.api(AlertKind::PendingAge, "shop"),
+            "https://inbox.example.com/hookinbox/api/events?source=shop&status=pending"
+        );
+        assert_eq!(
+            links.page(AlertKind::CircuitOpen, "shop"),
+            "https://inbox.example.com/hookinbox/#/"
+        );
+    }
+
+    #[test]
+    fn a_wildcard_admin_address_is_reached_by_the_host_name() {
+        let url = default_dashboard("0.0.0.0:8081".parse().unwrap(), "web-1");
+        assert_eq!(url.as_str(), "http://web-1:8081/");
+        let url = default_dashboard("127.0.0.1:8081".parse().unwrap(), "web-1");
+        assert_eq!(url.as_str(), "http://127.0.0.1:8081/");
     }
 }

@@ -4,6 +4,7 @@
 //! the compiler does not: that the code says what each part owns.
 
 mod admin;
+mod alerts;
 mod cli;
 mod crash;
 mod dashboard;

@@ -141,7 +141,7 @@ async fn metrics_read_clean_in_both_formats_with_every_series_there_from_the_sta
         "hookinbox_dlq_size{source=\"shop\"}",
         "hookinbox_held{source=\"inbox\"}",
         "hookinbox_oldest_pending_age_seconds{source=\"shop\"}",
-        "hookinbox_alerts_total{kind=\"circuit_open\",sent=\"false\"}",
+        "hookinbox_alerts_total{kind=\"circuit_open\",status=\"resolved\",sent=\"false\"}",
     ] {
         assert_eq!(value(&text, series), 0.0, "{series}");
     }

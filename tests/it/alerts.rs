@@ -1,0 +1,266 @@
+//! Alerts end to end: the real server posts to a loopback receiver. Each
+//! kind (dead letters past the threshold, an old pending event, an open
+//! circuit) fires once, names the host and links to what to look at, and
+//! is followed by a "resolved" post when it clears; repeats wait for
+//! `min_interval`; a refused post is tried again; both body formats.
+
+use std::time::{Duration, Instant};
+
+use hookinbox::clock::Clock;
+use serde_json::{Value, json};
+
+use crate::destination::{Destination, Mode};
+use crate::support::{STANDARD_SECRET, TestServer, server_section, standard_headers};
+
+const TOKEN: &str = "test-admin-token-0123456789";
+
+async fn send(server: &TestServer, source: &str, id: &str) -> String {
+    let body = format!("{{\"id\":\"{id}\"}}").into_bytes();
+    let a = server
+        .post(&format!("/in/{source}"), &standard_headers(id, &body), body)
+        .await;
+    assert_eq!(a.status, 200, "{:?}", a.json);
+    a.id().to_owned()
+}
+
+/// The notices the receiver took (the `hookinbox` member of Slack bodies).
+fn notices(receiver: &Destination, slack: bool) -> Vec<Value> {
+    receiver
+        .received()
+        .iter()
+        .filter(|r| r.answered == 200)
+        .map(|r| {
+            let body: Value = serde_json::from_slice(&r.body).unwrap();
+            if slack {
+                let mut notice = body["hookinbox"].clone();
+                notice["text"] = body["text"].clone();
+                notice
+            } else {
+                body
+            }
+        })
+        .collect()
+}
+
+/// Waits until the receiver took a notice of `kind` in `status`; returns it.
+async fn wait_notice(receiver: &Destination, slack: bool, kind: &str, status: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(n) = notices(receiver, slack)
+            .into_iter()
+            .find(|n| n["alert"] == kind && n["status"] == status)
+        {
+            return n;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {status} {kind} notice; got {:#?}",
+            notices(receiver, slack)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn each_kind_fires_once_names_the_host_links_to_it_and_resolves_when_it_clears() {
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = Destination::start(Mode::Ok).await;
+    let rejecting = Destination::start(Mode::Status(400, "unknown order")).await;
+    let failing = Destination::start(Mode::Status(500, "boom")).await;
+    let text = format!(
+        "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
+         [alerts]\nurl = \"{}\"\ndlq_threshold = 0\npending_age = \"1s\"\nmin_interval = \"1h\"\n\
+         check_interval = \"50ms\"\nhost = \"test-host\"\ndashboard_url = \"https://inbox.example.com/ops\"\n\n\
+         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\ndestination = \"{}\"\n\n\
+         [[source]]\nname = \"api\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\ndestination = \"{}\"\n\
+         initial_interval = \"50ms\"\nmax_interval = \"100ms\"\nmax_attempts = 1000\n\
+         breaker_failures = 1\nbreaker_cooldown = \"300ms\"\n",
+        server_section(dir.path()),
+        receiver.url(),
+        rejecting.url(),
+        failing.url()
+    );
+    let server = TestServer::start(&text, Clock::system()).await;
+    let dead = send(&server, "shop", "a_1").await;
+    send(&server, "api", "a_2").await;
+
+    // All three fire: a dead letter, a pending event older than 1 s, a
+    // circuit open.
+    let dlq = wait_notice(&receiver, true, "dlq", "firing").await;
+    assert_eq!(dlq["name"], "shop");
+    assert_eq!(dlq["count"], 1);
+    assert_eq!(dlq["host"], "test-host");
+    assert!(dlq["reason"].as_str().unwrap().contains("400"), "{dlq}");
+    assert_eq!(
+        dlq["link"],
+        "https://inbox.example.com/ops/#/dlq?source=shop"
+    );
+    assert_eq!(
+        dlq["api"],
+        "https://inbox.example.com/ops/api/events?source=shop&status=dead"
+    );
+    assert_eq!(dlq["resolved_at"], Value::Null);
+    let text = dlq["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("[FIRING] hookinbox on test-host: source shop has 1 dead-lettered events"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("https://inbox.example.com/ops/#/dlq?source=shop"),
+        "{text}"
+    );
+    let circuit = wait_notice(&receiver, true, "circuit_open", "firing").await;
+    assert_eq!(circuit["name"], "api");
+    assert!(
+        circuit["reason"].as_str().unwrap().contains("500"),
+        "{circuit}"
+    );
+    assert_eq!(
+        circuit["api"],
+        "https://inbox.example.com/ops/api/destinations"
+    );
+    let late = wait_notice(&receiver, true, "pending_age", "firing").await;
+    assert_eq!(late["name"], "api");
+    assert_eq!(late["count"], 1);
+    assert_eq!(
+        late["link"],
+        "https://inbox.example.com/ops/#/events?source=api&status=pending"
+    );
+
+    // Each clears: the dead letter is ignored by an operator, the
+    // destination recovers and takes the waiting event.
+    let ignored = server
+        .admin(
+            "POST",
+            &format!("/api/events/{dead}/ignore"),
+            Some(TOKEN),
+            Some(json!({"note": "refunded by hand"})),
+        )
+        .await;
+    assert_eq!(ignored.status, 200, "{:?}", ignored.json);
+    failing.set(Mode::Ok);
+    for (kind, firing) in [
+        ("dlq", &dlq),
+        ("circuit_open", &circuit),
+        ("pending_age", &late),
+    ] {
+        let resolved = wait_notice(&receiver, true, kind, "resolved").await;
+        assert_eq!(resolved["name"], firing["name"]);
+        assert_eq!(resolved["host"], "test-host");
+        assert_eq!(resolved["started_at"], firing["started_at"], "{kind}");
+        assert!(resolved["resolved_at"].is_string(), "{resolved}");
+        assert_eq!(resolved["link"], firing["link"]);
+        let text = resolved["text"].as_str().unwrap();
+        assert!(
+            text.starts_with("[RESOLVED] hookinbox on test-host: "),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        notices(&receiver, true)
+            .iter()
+            .find(|n| n["alert"] == "dlq" && n["status"] == "resolved")
+            .unwrap()["count"],
+        0
+    );
+
+    // Once each: min_interval is an hour, and nothing fires again.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let all = notices(&receiver, true);
+    for kind in ["dlq", "circuit_open", "pending_age"] {
+        for status in ["firing", "resolved"] {
+            let n = all
+                .iter()
+                .filter(|n| n["alert"] == kind && n["status"] == status)
+                .count();
+            assert_eq!(n, 1, "{kind} {status}: {all:#?}");
+        }
+    }
+    let metrics = server
+        .metrics()
+        .encode(hookinbox::metrics::Exposition::Prometheus);
+    assert!(
+        metrics.contains(
+            "hookinbox_alerts_total{kind=\"circuit_open\",status=\"resolved\",sent=\"true\"} 1"
+        ),
+        "{metrics}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_json_format_repeats_a_lasting_alert_once_per_window_and_retries_a_refused_post() {
+    let dir = tempfile::tempdir().unwrap();
+    // The receiver refuses at first: the alert is tried again at the next
+    // check, not dropped.
+    let receiver = Destination::start(Mode::Status(503, "down")).await;
+    let rejecting = Destination::start(Mode::Status(400, "unknown order")).await;
+    let text = format!(
+        "{}[alerts]\nurl = \"{}\"\nformat = \"json\"\ndlq_threshold = 1\nmin_interval = \"1500ms\"\n\
+         check_interval = \"50ms\"\n\n\
+         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\ndestination = \"{}\"\n",
+        server_section(dir.path()),
+        receiver.url(),
+        rejecting.url(),
+    );
+    let server = TestServer::start(&text, Clock::system()).await;
+    let started = Instant::now();
+    send(&server, "shop", "j_1").await;
+    send(&server, "shop", "j_2").await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while receiver.count() < 2 {
+        assert!(Instant::now() < deadline, "the refused post is not retried");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    receiver.set(Mode::Ok);
+    let first = wait_notice(&receiver, false, "dlq", "firing").await;
+    // The plain object: no Slack text around it.
+    assert!(first.get("text").is_none() && first.get("hookinbox").is_none());
+    assert_eq!(first["count"], 2);
+    assert_eq!(first["name"], "shop");
+    let host = first["host"].as_str().unwrap();
+    assert!(!host.is_empty());
+    // No dashboard_url: the admin listener itself.
+    let link = first["link"].as_str().unwrap();
+    assert!(
+        link.starts_with("http://127.0.0.1:") && link.ends_with("/#/dlq?source=shop"),
+        "{link}"
+    );
+
+    // Still firing: repeated after min_interval, not before.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let firing_at = || {
+        receiver
+            .received()
+            .iter()
+            .filter(|r| r.answered == 200)
+            .map(|r| r.at)
+            .collect::<Vec<_>>()
+    };
+    while firing_at().len() < 2 {
+        assert!(Instant::now() < deadline, "no repeat after the window");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let at = firing_at();
+    assert!(
+        at[1] - at[0] >= Duration::from_millis(1500),
+        "{:?}",
+        at[1] - at[0]
+    );
+    let repeat = &notices(&receiver, false)[1];
+    assert_eq!(repeat["status"], "firing");
+    assert_eq!(repeat["started_at"], first["started_at"]);
+    assert!(started.elapsed() >= Duration::from_millis(1500));
+    let metrics = server
+        .metrics()
+        .encode(hookinbox::metrics::Exposition::Prometheus);
+    let value = |series: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {series}"))
+    };
+    assert!(value("hookinbox_alerts_total{kind=\"dlq\",status=\"firing\",sent=\"false\"}") >= 2.0);
+    assert!(value("hookinbox_alerts_total{kind=\"dlq\",status=\"firing\",sent=\"true\"}") >= 2.0);
+    server.stop().await;
+}
