@@ -43,6 +43,11 @@ fi
 gzip -9nc packaging/changelog > "$stage/usr/share/doc/hookinbox/changelog.Debian.gz"
 chmod 0644 "$stage/usr/share/doc/hookinbox/changelog.Debian.gz"
 install -D -m 0644 packaging/README.md "$stage/usr/share/doc/hookinbox/PACKAGING.md"
+# The Grafana dashboard, Prometheus rules and scrape example, as documented.
+install -d "$stage/usr/share/doc/hookinbox/monitoring"
+install -m 0644 packaging/monitoring/README.md packaging/monitoring/hookinbox.dashboard.json \
+    packaging/monitoring/hookinbox.rules.yml packaging/monitoring/hookinbox.rules.test.yml \
+    packaging/monitoring/prometheus.example.yml "$stage/usr/share/doc/hookinbox/monitoring/"
 {
     cat <<'COPYRIGHT'
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/

@@ -11,7 +11,9 @@ deb=$(bash packaging/build-deb.sh | tail -1)
 contents=$(dpkg-deb -c "$deb")
 for f in usr/share/bash-completion/completions/hookinbox usr/share/zsh/vendor-completions/_hookinbox \
          usr/share/fish/vendor_completions.d/hookinbox.fish usr/share/man/man1/hookinbox.1.gz \
-         usr/share/man/man1/hookinbox-dlq-replay.1.gz usr/share/doc/hookinbox/changelog.Debian.gz; do
+         usr/share/man/man1/hookinbox-dlq-replay.1.gz usr/share/doc/hookinbox/changelog.Debian.gz \
+         usr/share/doc/hookinbox/monitoring/hookinbox.dashboard.json \
+         usr/share/doc/hookinbox/monitoring/hookinbox.rules.yml; do
     grep -q "\./$f\$" <<<"$contents" || { echo "check-deb: $f is not in the package" >&2; exit 1; }
 done
 # An upgrade restarts a running service on the new binary.

@@ -4,9 +4,10 @@
 //
 //   npm ci --prefix tests/grafana --no-audit --no-fund
 //   node tests/grafana/validate.mjs packaging/monitoring/hookinbox.dashboard.json
-//   node tests/grafana/validate.mjs --metrics scrape.txt [--allow-metric NAME]... FILE...
+//   node tests/grafana/validate.mjs --metrics scrape.txt [--allow-metric NAME]... \
+//     [--rules packaging/monitoring/hookinbox.rules.yml] FILE...
 //
-// 1. Schema. Grafana publishes no JSON Schema of the dashboard in a package
+// 1. Schema. Grafana publishes no JSON Schema of the dashboard on npm or PyPI
 //    (the foundation SDK's JSON Schemas live only in its repository), but it
 //    publishes the TypeScript types generated from the same CUE schemas:
 //    @grafana/schema (the dashboard, its panels, variables, field config, and
@@ -27,7 +28,10 @@
 //    and no __inputs (so the file imports as is).
 // 3. With --metrics FILE (a scrape in the Prometheus text format): every
 //    metric name the queries use is in it (histogram _bucket/_sum/_count
-//    included); --allow-metric NAME adds a name not in the scrape.
+//    included); --allow-metric NAME adds a name not in the scrape (`up` is
+//    always allowed). --rules FILE checks the `expr`s of a Prometheus rule
+//    file the same way (its exprs written on one line or as a `|` or `>`
+//    block, as promtool accepts; the rules themselves are promtool's job).
 //
 // Exit status: 0 all files pass, 1 a file fails, 2 usage.
 
@@ -76,11 +80,12 @@ const GRID_COLUMNS = 24;
 
 function usage(message) {
   if (message) console.error(message);
-  console.error('usage: node validate.mjs [--metrics SCRAPE.txt] [--allow-metric NAME]... [--print-ts] DASHBOARD.json...');
+  console.error('usage: node validate.mjs [--metrics SCRAPE.txt [--allow-metric NAME]... [--rules RULES.yml]...] [--print-ts] DASHBOARD.json...');
   process.exit(2);
 }
 
 const files = [];
+const ruleFiles = [];
 const metricFiles = [];
 const allowedMetrics = new Set();
 let printTs = false;
@@ -89,12 +94,14 @@ for (let i = 0; i < argv.length; i++) {
   const a = argv[i];
   if (a === '--metrics') metricFiles.push(argv[++i] ?? usage('--metrics needs a file'));
   else if (a === '--allow-metric') allowedMetrics.add(argv[++i] ?? usage('--allow-metric needs a name'));
+  else if (a === '--rules') ruleFiles.push(argv[++i] ?? usage('--rules needs a file'));
   else if (a === '--print-ts') printTs = true;
   else if (a === '-h' || a === '--help') usage();
   else if (a.startsWith('-')) usage(`unknown option ${a}`);
   else files.push(a);
 }
-if (files.length === 0) usage('no dashboard file given');
+if (files.length === 0 && ruleFiles.length === 0) usage('no dashboard file given');
+if (ruleFiles.length > 0 && metricFiles.length === 0) usage('--rules needs --metrics');
 
 // ---------------------------------------------------------------- helpers
 
@@ -427,11 +434,46 @@ function metricCheck(dashboard, known) {
   return errors;
 }
 
+/** The `expr`s of a Prometheus rule file, with the rule each belongs to. */
+function ruleExprs(text) {
+  const lines = text.split('\n');
+  const out = [];
+  let rule = '?';
+  for (let i = 0; i < lines.length; i++) {
+    const named = lines[i].match(/^\s*(?:-\s+)?(?:alert|record):\s*(\S+)/);
+    if (named) rule = named[1];
+    const m = lines[i].match(/^(\s*(?:-\s+)?)expr:\s*(.*?)\s*$/);
+    if (!m) continue;
+    const indent = m[1].length;
+    let value = m[2];
+    if (/^[|>][-+]?$/.test(value)) {
+      const block = [];
+      while (i + 1 < lines.length && (lines[i + 1].trim() === '' || lines[i + 1].search(/\S/) > indent)) block.push(lines[++i]);
+      value = block.join('\n');
+    } else if (/^'.*'$/.test(value)) value = value.slice(1, -1).replace(/''/g, "'");
+    else if (/^".*"$/.test(value)) value = JSON.parse(value);
+    out.push({ rule, expr: value });
+  }
+  return out;
+}
+
+function ruleMetricCheck(file, known) {
+  const errors = [];
+  const exprs = ruleExprs(fs.readFileSync(file, 'utf8'));
+  if (exprs.length === 0) errors.push('no expr found');
+  for (const { rule, expr } of exprs) {
+    for (const name of metricNames(expr)) {
+      if (!known.has(name)) errors.push(`${rule}: metric ${name} is not in the scrape`);
+    }
+  }
+  return { errors, count: exprs.length };
+}
+
 // ---------------------------------------------------------------- main
 
 let known = null;
 if (metricFiles.length > 0) {
-  known = new Set(allowedMetrics);
+  known = new Set([...allowedMetrics, 'up']);
   for (const f of metricFiles) for (const n of loadMetrics(f)) known.add(n);
 }
 
@@ -467,6 +509,21 @@ for (const file of files) {
         `(Dashboard, panel options) and @grafana/grafana-foundation-sdk ${sdkVersion} (Prometheus query)` +
         (known ? `; every metric is in ${metricFiles.join(', ')}` : ''),
     );
+  }
+}
+for (const file of ruleFiles) {
+  let result;
+  try {
+    result = ruleMetricCheck(file, known);
+  } catch (e) {
+    result = { errors: [e.message], count: 0 };
+  }
+  if (result.errors.length > 0) {
+    failed = true;
+    console.error(`FAIL ${file}: ${result.errors.length} error(s)`);
+    for (const e of result.errors) console.error(`  metrics: ${e}`);
+  } else {
+    console.log(`ok ${file}: the metrics of its ${result.count} exprs are all in ${metricFiles.join(', ')}`);
   }
 }
 process.exit(failed ? 1 : 0);

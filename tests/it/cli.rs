@@ -241,21 +241,29 @@ async fn serve_with_the_embedded_default_generates_a_secret_and_exits_0_on_sigte
     assert_eq!(code, 0, "{err}");
     assert!(out.lines().any(|l| l.starts_with("demo")), "{out}");
     assert!(server.terminate().success(), "{}", server.log_text());
-    // Stdout is a pipe here, as under systemd, where it goes to the journal:
-    // the banner names the files that hold the generated secrets, never the
-    // secrets themselves (regression: both were printed in clear).
+    // Output is a pipe here, as under systemd, where it goes to the journal:
+    // with JSON logs the announcements are log lines that name the files
+    // holding the generated secrets, never the secrets themselves
+    // (regression: both were printed in clear), and stdout stays empty of
+    // anything a log shipper could not parse.
     let stdout = server.stdout_text();
+    let log = server.log_text();
+    assert!(stdout.trim().is_empty(), "{stdout}");
+    let announced = |path: &std::path::Path| {
+        log.lines().any(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["path"] == path.to_str().unwrap()
+        })
+    };
+    assert!(announced(&secret_file), "{log}");
+    assert!(log.contains("hookinbox send"), "{log}");
     assert!(
-        stdout.contains(secret_file.to_str().unwrap()) && stdout.contains("hookinbox send"),
-        "{stdout}"
+        announced(&token_file),
+        "the admin token's file is named: {log}"
     );
     assert!(
-        stdout.contains(token_file.to_str().unwrap()),
-        "the admin token's file is named: {stdout}"
-    );
-    assert!(
-        !stdout.contains(secret.trim()) && !stdout.contains(token.trim()),
-        "a secret reached a pipe: {stdout}"
+        !log.contains(secret.trim()) && !log.contains(token.trim()),
+        "a secret reached a pipe: {log}"
     );
     assert_eq!(read_all(&data).await.len(), 1);
 

@@ -448,7 +448,12 @@ async fn destination_down_then_back_gets_the_whole_backlog_within_its_limits() {
             reserved.url()
         ),
     );
-    let mut server = BinaryServer::start(&config, &[], None);
+    // Each failed attempt's line is at debug.
+    let mut server = BinaryServer::start(
+        &config,
+        &[("HOOKINBOX_LOG_LEVEL", "info,hookinbox::schedule=debug")],
+        None,
+    );
 
     // Down, nothing listening: the first failures open the circuit, and the
     // probe after its cooldown is refused too (so it opens a second time).

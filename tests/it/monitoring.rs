@@ -205,3 +205,97 @@ async fn metrics_read_clean_in_both_formats_with_every_series_there_from_the_sta
     }
     server.stop().await;
 }
+
+/// Runs `program` with `args` from the repository's root; fails with what
+/// it said unless it exits 0. Returns its stdout.
+fn run_ok(program: &str, args: &[&str], hint: &str) -> String {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap_or_else(|e| panic!("{program} does not run ({e}): {hint}"));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{program} {}: {said}\n({hint})",
+        args.join(" ")
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+const PROMTOOL: &str = "Debian: apt-get install prometheus";
+const RULES: &str = "packaging/monitoring/hookinbox.rules.yml";
+const DASHBOARD: &str = "packaging/monitoring/hookinbox.dashboard.json";
+
+#[tokio::test]
+async fn the_shipped_rules_and_dashboard_pass_promtool_and_grafanas_schema_on_real_metric_names() {
+    // The rules load, and their unit tests (each alert fires when it
+    // should, with its labels and annotations, and not on healthy series)
+    // pass.
+    let checked = run_ok("promtool", &["check", "rules", RULES], PROMTOOL);
+    assert!(checked.contains("SUCCESS: 6 rules found"), "{checked}");
+    run_ok(
+        "promtool",
+        &[
+            "test",
+            "rules",
+            "packaging/monitoring/hookinbox.rules.test.yml",
+        ],
+        PROMTOOL,
+    );
+
+    // The example scrape config loads with its rule file, once the token
+    // file it names exists.
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("hookinbox.token");
+    std::fs::write(&token, TOKEN).unwrap();
+    let example = std::fs::read_to_string(format!(
+        "{}/packaging/monitoring/prometheus.example.yml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    assert!(example.contains("credentials_file: /etc/prometheus/hookinbox.token"));
+    let prometheus = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &prometheus,
+        example.replace("/etc/prometheus/hookinbox.token", token.to_str().unwrap()),
+    )
+    .unwrap();
+    std::fs::copy(
+        format!("{}/{RULES}", env!("CARGO_MANIFEST_DIR")),
+        dir.path().join("hookinbox.rules.yml"),
+    )
+    .unwrap();
+    run_ok(
+        "promtool",
+        &["check", "config", prometheus.to_str().unwrap()],
+        PROMTOOL,
+    );
+
+    // Every metric the rules and the dashboard name is in a real scrape
+    // (a renamed metric breaks here, not in an operator's Grafana), and the
+    // dashboard type-checks against Grafana's own schema.
+    let dest = Destination::start(Mode::Ok).await;
+    let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
+    let (_, text) = scrape(&server, None).await;
+    server.stop().await;
+    let scraped = dir.path().join("scrape.txt");
+    std::fs::write(&scraped, text).unwrap();
+    let out = run_ok(
+        "node",
+        &[
+            "tests/grafana/validate.mjs",
+            "--metrics",
+            scraped.to_str().unwrap(),
+            "--rules",
+            RULES,
+            DASHBOARD,
+        ],
+        "npm ci --prefix tests/grafana --no-audit --no-fund",
+    );
+    assert!(out.contains("conforms to @grafana/schema"), "{out}");
+}

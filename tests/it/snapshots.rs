@@ -88,6 +88,7 @@ sweep_interval = "1m"
 [log]
 level = "info"
 format = "text"
+summary_interval = "1m"
 
 [[source]]
 name = "demo"
