@@ -109,25 +109,14 @@ where
     }
 }
 
-/// Logs an event at warn while `$loud`, else at debug: the same fields, so a
-/// line the [`Budget`] quieted still shows with `log.level = "debug"`.
+/// Logs an event at `$level` (`warn`, `error`) while `$loud`, else at
+/// debug: the same fields, so a line the [`Budget`] quieted still shows with
+/// `log.level = "debug"`.
 #[macro_export]
-macro_rules! warn_or_debug {
-    ($loud:expr, $($rest:tt)+) => {
+macro_rules! loud_or_debug {
+    ($loud:expr, $level:ident, $($rest:tt)+) => {
         if $loud {
-            ::tracing::warn!($($rest)+)
-        } else {
-            ::tracing::debug!($($rest)+)
-        }
-    };
-}
-
-/// Like [`warn_or_debug!`], at error.
-#[macro_export]
-macro_rules! error_or_debug {
-    ($loud:expr, $($rest:tt)+) => {
-        if $loud {
-            ::tracing::error!($($rest)+)
+            ::tracing::$level!($($rest)+)
         } else {
             ::tracing::debug!($($rest)+)
         }

@@ -512,73 +512,65 @@ impl prometheus_client::collector::Collector for ProcessCollector {
         use prometheus_client::encoding::EncodeMetric;
         use prometheus_client::metrics::counter::ConstCounter;
         use prometheus_client::metrics::gauge::ConstGauge;
+        fn emit(
+            encoder: &mut prometheus_client::encoding::DescriptorEncoder,
+            name: &str,
+            help: &str,
+            metric: impl EncodeMetric,
+        ) -> Result<(), std::fmt::Error> {
+            metric.encode(encoder.encode_descriptor(name, help, None, metric.metric_type())?)
+        }
         // Not on Linux, or /proc hidden: no process metrics, the rest stays.
         let Ok(me) = procfs::process::Process::myself() else {
             return Ok(());
         };
         if let Ok(stat) = me.stat() {
             let ticks = procfs::ticks_per_second() as f64;
-            let cpu = ConstCounter::new((stat.utime + stat.stime) as f64 / ticks);
-            let m = encoder.encode_descriptor(
+            let cpu = (stat.utime + stat.stime) as f64 / ticks;
+            emit(
+                &mut encoder,
                 "process_cpu_seconds",
                 "Total user and system CPU time spent in seconds.",
-                None,
-                cpu.metric_type(),
+                ConstCounter::new(cpu),
             )?;
-            cpu.encode(m)?;
-            let gauges = [
-                (
-                    "process_resident_memory_bytes",
-                    "Resident memory size in bytes.",
-                    stat.rss * procfs::page_size(),
-                ),
-                (
-                    "process_virtual_memory_bytes",
-                    "Virtual memory size in bytes.",
-                    stat.vsize,
-                ),
-            ];
-            for (name, help, value) in gauges {
-                let gauge = ConstGauge::new(value as i64);
-                gauge.encode(encoder.encode_descriptor(
-                    name,
-                    help,
-                    None,
-                    gauge.metric_type(),
-                )?)?;
-            }
+            emit(
+                &mut encoder,
+                "process_resident_memory_bytes",
+                "Resident memory size in bytes.",
+                ConstGauge::new((stat.rss * procfs::page_size()) as i64),
+            )?;
+            emit(
+                &mut encoder,
+                "process_virtual_memory_bytes",
+                "Virtual memory size in bytes.",
+                ConstGauge::new(stat.vsize as i64),
+            )?;
             if let Ok(boot) = procfs::boot_time_secs() {
-                let started = ConstGauge::new(boot as f64 + stat.starttime as f64 / ticks);
-                let m = encoder.encode_descriptor(
+                emit(
+                    &mut encoder,
                     "process_start_time_seconds",
                     "Start time of the process since unix epoch in seconds.",
-                    None,
-                    started.metric_type(),
+                    ConstGauge::new(boot as f64 + stat.starttime as f64 / ticks),
                 )?;
-                started.encode(m)?;
             }
         }
         if let Ok(open) = me.fd_count() {
-            let gauge = ConstGauge::new(open as i64);
-            let m = encoder.encode_descriptor(
+            emit(
+                &mut encoder,
                 "process_open_fds",
                 "Number of open file descriptors.",
-                None,
-                gauge.metric_type(),
+                ConstGauge::new(open as i64),
             )?;
-            gauge.encode(m)?;
         }
-        if let Ok(limits) = me.limits() {
-            if let procfs::process::LimitValue::Value(max) = limits.max_open_files.soft_limit {
-                let gauge = ConstGauge::new(max as i64);
-                let m = encoder.encode_descriptor(
-                    "process_max_fds",
-                    "Maximum number of open file descriptors.",
-                    None,
-                    gauge.metric_type(),
-                )?;
-                gauge.encode(m)?;
-            }
+        if let Ok(limits) = me.limits()
+            && let procfs::process::LimitValue::Value(max) = limits.max_open_files.soft_limit
+        {
+            emit(
+                &mut encoder,
+                "process_max_fds",
+                "Maximum number of open file descriptors.",
+                ConstGauge::new(max as i64),
+            )?;
         }
         Ok(())
     }

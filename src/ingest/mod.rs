@@ -246,9 +246,9 @@ impl IngestError {
         let loud = metrics.rejected(source_label, self.reason());
         let reason = self.to_string();
         if status.is_server_error() {
-            crate::error_or_debug!(loud, source = source_label, event_id, status = status.as_u16(), cause = %crate::store::Report(&self), "ingest failed");
+            crate::loud_or_debug!(loud, error, source = source_label, event_id, status = status.as_u16(), cause = %crate::store::Report(&self), "ingest failed");
         } else {
-            crate::warn_or_debug!(loud, source = source_label, event_id, status = status.as_u16(), reason = %reason, "ingest rejected");
+            crate::loud_or_debug!(loud, warn, source = source_label, event_id, status = status.as_u16(), reason = %reason, "ingest rejected");
         }
         let mut response =
             (status, axum::Json(json!({"error": code, "reason": reason}))).into_response();

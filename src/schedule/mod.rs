@@ -568,7 +568,7 @@ impl Attempt {
             ),
             Next::Dead { reason, .. } => {
                 let loud = self.metrics.dead_lettered(source);
-                crate::warn_or_debug!(loud, source, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, %reason, "dead-lettered");
+                crate::loud_or_debug!(loud, warn, source, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, %reason, "dead-lettered");
             }
         }
         let attempt_class = attempt.class;
