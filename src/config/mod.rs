@@ -367,9 +367,12 @@ pub struct DeliveryConfig<S: Stage = Resolved> {
     pub url: reqwest::Url,
     /// The Standard Webhooks key that signs deliveries.
     pub secret: S::DestinationKey,
-    /// Extra trusted roots for an HTTPS destination with a private CA,
-    /// beside the system's.
+    /// Extra trusted roots for an HTTPS (or TLS NATS) destination with a
+    /// private CA, beside the system's.
     pub ca: Option<CaFile>,
+    /// `Some`: a NATS JetStream destination (`nats://` or `tls://`);
+    /// `None`: an HTTP(S) app.
+    pub jetstream: Option<JetStreamTarget>,
     /// Provider headers passed through to the app, beside hookinbox's own.
     pub forward_headers: Vec<http::HeaderName>,
     pub connect_timeout: Duration,
@@ -392,6 +395,118 @@ pub struct DeliveryConfig<S: Stage = Resolved> {
     pub breaker_failures: u32,
     /// How long an open circuit waits before one probe.
     pub breaker_cooldown: Duration,
+}
+
+/// Where a JetStream destination publishes: `destination = "nats://…"`.
+#[derive(Debug, Clone)]
+pub struct JetStreamTarget {
+    /// The subject of each event's message.
+    pub subject: SubjectTemplate,
+    /// A NATS credentials file (JWT and NKey seed), for an account server.
+    pub creds_file: Option<PathBuf>,
+}
+
+/// A NATS subject with `{source}` and `{event_type}` in place of whole
+/// tokens, e.g. `webhooks.{source}.{event_type}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubjectTemplate {
+    tokens: Vec<SubjectToken>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum SubjectToken {
+    Literal(String),
+    Source,
+    EventType,
+}
+
+/// What stands for an event without a type in a subject.
+pub const NO_TYPE_TOKEN: &str = "_";
+
+impl SubjectTemplate {
+    /// Tokens are separated by `.`; each is `{source}`, `{event_type}`, or
+    /// literal text without whitespace, `*` or `>` (wildcards are for
+    /// subscribers, not publishers).
+    pub fn parse(text: &str) -> Result<SubjectTemplate, String> {
+        let tokens = text
+            .split('.')
+            .map(|token| match token {
+                "{source}" => Ok(SubjectToken::Source),
+                "{event_type}" => Ok(SubjectToken::EventType),
+                "" => Err(format!(
+                    "{text:?} has an empty token (two dots, or one at an end)"
+                )),
+                t if t.contains(['{', '}']) => Err(format!(
+                    "{t:?}: a placeholder is a whole token, {{source}} or {{event_type}}"
+                )),
+                t if t
+                    .chars()
+                    .any(|c| c.is_whitespace() || c.is_control() || c == '*' || c == '>') =>
+                {
+                    Err(format!("{t:?}: no whitespace, '*' or '>' in a subject"))
+                }
+                t => Ok(SubjectToken::Literal(t.to_owned())),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(SubjectTemplate { tokens })
+    }
+
+    /// The subject of an event. An event type's own dots make tokens
+    /// (`invoice.paid` → `….invoice.paid`, so `webhooks.stripe.invoice.>`
+    /// subscribes to a family); characters a subject cannot hold become `_`,
+    /// as does an empty token, and a missing type is [`NO_TYPE_TOKEN`].
+    pub fn render(&self, source: &str, event_type: Option<&str>) -> String {
+        let mut out = String::new();
+        for (i, token) in self.tokens.iter().enumerate() {
+            if i > 0 {
+                out.push('.');
+            }
+            match token {
+                SubjectToken::Literal(t) => out.push_str(t),
+                SubjectToken::Source => push_tokens(&mut out, source),
+                SubjectToken::EventType => match event_type {
+                    Some(t) => push_tokens(&mut out, t),
+                    None => out.push_str(NO_TYPE_TOKEN),
+                },
+            }
+        }
+        out
+    }
+}
+
+/// `value` as one or more subject tokens (split on its dots).
+fn push_tokens(out: &mut String, value: &str) {
+    for (i, part) in value.split('.').enumerate() {
+        if i > 0 {
+            out.push('.');
+        }
+        if part.is_empty() {
+            out.push('_');
+        }
+        out.extend(part.chars().map(|c| {
+            if c.is_whitespace() || c.is_control() || c == '*' || c == '>' {
+                '_'
+            } else {
+                c
+            }
+        }));
+    }
+}
+
+impl std::fmt::Display for SubjectTemplate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, token) in self.tokens.iter().enumerate() {
+            if i > 0 {
+                f.write_str(".")?;
+            }
+            match token {
+                SubjectToken::Literal(t) => f.write_str(t)?,
+                SubjectToken::Source => f.write_str("{source}")?,
+                SubjectToken::EventType => f.write_str("{event_type}")?,
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A destination's extra trusted roots: the file named, and the PEM read
@@ -768,6 +883,70 @@ mod tests {
         assert_eq!(demo.kind, Kind::Standard);
         assert!(matches!(demo.secrets, SecretPlan::Generated));
         assert_eq!(demo.max_body, DEFAULT_MAX_BODY);
+    }
+
+    #[test]
+    fn a_subject_template_renders_each_event_type_as_tokens_nats_can_hold() {
+        let t = SubjectTemplate::parse("webhooks.{source}.{event_type}").unwrap();
+        assert_eq!(t.to_string(), "webhooks.{source}.{event_type}");
+        assert_eq!(
+            t.render("shop", Some("invoice.paid")),
+            "webhooks.shop.invoice.paid"
+        );
+        assert_eq!(t.render("shop", None), "webhooks.shop._");
+        assert_eq!(t.render("shop", Some("a b*>")), "webhooks.shop.a_b__");
+        assert_eq!(t.render("shop", Some("a..b.")), "webhooks.shop.a._.b._");
+        for bad in ["a..b", ".a", "a.", "a.{x}", "a.b*", "a.>", "x{source}", "a b"] {
+            assert!(SubjectTemplate::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn jetstream_keys_fit_only_their_kind_of_destination() {
+        let source = |rest: &str| {
+            format!("[[source]]\nname = \"s\"\nkind = \"github\"\nsecret = \"x\"\n{rest}")
+        };
+        let load = |rest: &str| Config::from_toml(&source(rest), "f.toml", None, &no_env);
+        let nats = load("destination = \"nats://127.0.0.1:4222\"\ndestination_subject = \"gh.{event_type}\"\n")
+            .unwrap();
+        let dl = nats.sources[0].delivery.as_ref().unwrap();
+        let js = dl.jetstream.as_ref().unwrap();
+        assert_eq!(js.subject.render("s", Some("push")), "gh.push");
+        let http = load("destination = \"http://127.0.0.1:9/\"\n").unwrap();
+        assert!(http.sources[0].delivery.as_ref().unwrap().jetstream.is_none());
+        for (rest, key, words) in [
+            (
+                "destination = \"http://127.0.0.1:9/\"\ndestination_subject = \"a\"\n",
+                "source[0].destination_subject",
+                "nats://",
+            ),
+            (
+                "destination = \"nats://127.0.0.1:4222\"\nretry_statuses = [503]\n",
+                "source[0].retry_statuses",
+                "http(s)",
+            ),
+            (
+                "destination = \"nats://127.0.0.1:4222\"\ndestination_subject = \"a..b\"\n",
+                "source[0].destination_subject",
+                "empty token",
+            ),
+            (
+                "destination = \"ftp://127.0.0.1/\"\n",
+                "source[0].destination",
+                "nats or tls",
+            ),
+            (
+                "destination = \"nats://127.0.0.1:4222\"\ndestination_creds_file = \"/nonexistent/x.creds\"\n",
+                "source[0].destination_creds_file",
+                "cannot read",
+            ),
+        ] {
+            let err = load(rest).unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("f.toml: {key}: ")) && err.contains(words),
+                "{rest}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -37,7 +37,7 @@ const ALERT_KEYS: [&str; 8] = [
     "host",
     "dashboard_url",
 ];
-const SOURCE_KEYS: [&str; 39] = [
+const SOURCE_KEYS: [&str; 41] = [
     "name",
     "kind",
     "secret",
@@ -56,6 +56,8 @@ const SOURCE_KEYS: [&str; 39] = [
     "destination_secret_file",
     "forward_headers",
     "destination_ca_file",
+    "destination_subject",
+    "destination_creds_file",
     "connect_timeout",
     "timeout",
     "initial_interval",
@@ -134,7 +136,10 @@ fn value(key: &'static str) -> BoxedStrategy<String> {
         }
         "max_body" => prop_oneof![size, any::<u64>().prop_map(|n| n.to_string())].boxed(),
         "listen" | "admin_listen" => addr.boxed(),
-        "url" | "destination" | "public_url" | "dashboard_url" => url.boxed(),
+        "url" | "destination" | "public_url" | "dashboard_url" => {
+            prop_oneof![url, "nats://[a-z0-9.:]{0,12}".prop_map(quoted)].boxed()
+        }
+        "destination_subject" => template.clone().boxed(),
         "event_id" | "event_type" => prop_oneof![
             locator.clone(),
             proptest::collection::vec(locator, 0..3).prop_map(|l| format!("[{}]", l.join(", "))),

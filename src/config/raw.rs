@@ -108,6 +108,8 @@ pub struct RawSource {
     pub destination_secret_file: Option<String>,
     pub forward_headers: Option<Vec<String>>,
     pub destination_ca_file: Option<String>,
+    pub destination_subject: Option<String>,
+    pub destination_creds_file: Option<String>,
     pub connect_timeout: Option<String>,
     pub timeout: Option<String>,
     pub initial_interval: Option<String>,
@@ -195,6 +197,7 @@ pub mod default {
     pub const MAX_BODY: usize = DEFAULT_MAX_BODY;
 
     pub const FORWARD_HEADERS: [&str; 0] = [];
+    pub const DESTINATION_SUBJECT: &str = "webhooks.{source}.{event_type}";
     pub const CONNECT_TIMEOUT: &str = "5s";
     pub const TIMEOUT: &str = "30s";
     pub const INITIAL_INTERVAL: &str = "5s";

@@ -212,6 +212,7 @@ impl SourceConfig<Loaded> {
                     url: dl.url,
                     secret,
                     ca: dl.ca,
+                    jetstream: dl.jetstream,
                     forward_headers: dl.forward_headers,
                     connect_timeout: dl.connect_timeout,
                     timeout: dl.timeout,

@@ -145,6 +145,10 @@ fn source(s: &SourceConfig<Loaded>) -> RawSource {
             ) = place(key);
         }
         raw.destination_ca_file = dl.ca.as_ref().map(|ca| path(&ca.path));
+        if let Some(js) = &dl.jetstream {
+            raw.destination_subject = Some(js.subject.to_string());
+            raw.destination_creds_file = js.creds_file.as_ref().map(|p| path(p));
+        }
         raw.forward_headers = Some(dl.forward_headers.iter().map(|h| h.to_string()).collect());
         raw.connect_timeout = Some(human(dl.connect_timeout));
         raw.timeout = Some(human(dl.timeout));
@@ -152,15 +156,16 @@ fn source(s: &SourceConfig<Loaded>) -> RawSource {
         raw.max_interval = Some(human(dl.max_interval));
         raw.max_attempts = Some(dl.max_attempts);
         raw.max_age = Some(human(dl.max_age));
-        raw.retry_statuses = Some(
+        // A JetStream destination has no statuses to retry on.
+        raw.retry_statuses = dl.jetstream.is_none().then(|| {
             dl.retry_statuses
                 .iter()
                 .map(|p| match p {
                     StatusPattern::Code(code) => CodeOrText::Code(*code),
                     StatusPattern::Class(_) => CodeOrText::Text(p.to_string()),
                 })
-                .collect(),
-        );
+                .collect()
+        });
         raw.max_concurrency = Some(dl.max_concurrency);
         raw.max_rate = dl.max_rate;
         raw.paused = Some(dl.paused);

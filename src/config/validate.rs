@@ -14,9 +14,9 @@ use super::raw::{
 };
 use super::{
     AdminConfig, AlertConfig, CaFile, Config, ConfigError, DeliveryConfig, GivenSecret, HmacSpec,
-    Kind, Loaded, Locator, LogConfig, OrderingConfig, PayloadPart, RetentionConfig, Secret,
-    SecretOrigin, SecretPlan, ServerConfig, SourceConfig, SourceName, StatusPattern,
-    parse_duration, parse_size,
+    JetStreamTarget, Kind, Loaded, Locator, LogConfig, OrderingConfig, PayloadPart,
+    RetentionConfig, Secret, SecretOrigin, SecretPlan, ServerConfig, SourceConfig, SourceName,
+    StatusPattern, SubjectTemplate, parse_duration, parse_size,
 };
 use crate::standard_webhooks::StandardKey;
 
@@ -769,6 +769,11 @@ fn validate_delivery(
         ),
         ("forward_headers", rs.forward_headers.is_some()),
         ("destination_ca_file", rs.destination_ca_file.is_some()),
+        ("destination_subject", rs.destination_subject.is_some()),
+        (
+            "destination_creds_file",
+            rs.destination_creds_file.is_some(),
+        ),
         ("connect_timeout", rs.connect_timeout.is_some()),
         ("timeout", rs.timeout.is_some()),
         ("initial_interval", rs.initial_interval.is_some()),
@@ -796,12 +801,65 @@ fn validate_delivery(
     // The error names the key, not the text: a URL can hold a credential.
     let url = reqwest::Url::parse(&url)
         .map_err(|e| cx.err(key("destination"), format!("is not a URL: {e}")))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(cx.err(
-            key("destination"),
-            format!("scheme {:?}: use http or https", url.scheme()),
-        ));
-    }
+    let nats = match url.scheme() {
+        "http" | "https" => false,
+        "nats" | "tls" => true,
+        other => {
+            return Err(cx.err(
+                key("destination"),
+                format!(
+                    "scheme {other:?}: use http or https (an app), or nats or tls (NATS JetStream)"
+                ),
+            ));
+        }
+    };
+    let jetstream = if nats {
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err(cx.err(key("destination"), "names no NATS server host"));
+        }
+        if rs.retry_statuses.is_some() {
+            return Err(cx.err(
+                key("retry_statuses"),
+                "applies only to an http(s) destination: JetStream answers with an ack, not a status",
+            ));
+        }
+        let template = rs
+            .destination_subject
+            .take()
+            .unwrap_or_else(|| default::DESTINATION_SUBJECT.to_owned());
+        let subject =
+            SubjectTemplate::parse(&template).map_err(|m| cx.err(key("destination_subject"), m))?;
+        let creds_file = match rs.destination_creds_file.take() {
+            None => None,
+            Some(path) => {
+                let path = cx.path(&path);
+                std::fs::metadata(&path).map_err(|e| {
+                    cx.err(
+                        key("destination_creds_file"),
+                        format!("cannot read {}: {e}", path.display()),
+                    )
+                })?;
+                Some(path)
+            }
+        };
+        Some(JetStreamTarget {
+            subject,
+            creds_file,
+        })
+    } else {
+        for (k, set) in [
+            ("destination_subject", rs.destination_subject.is_some()),
+            (
+                "destination_creds_file",
+                rs.destination_creds_file.is_some(),
+            ),
+        ] {
+            if set {
+                return Err(cx.err(key(k), "applies only to a nats:// (JetStream) destination"));
+            }
+        }
+        None
+    };
 
     let found = cx.read_secret(SecretSetting {
         key: key("destination_secret"),
@@ -954,6 +1012,7 @@ fn validate_delivery(
         url,
         secret,
         ca,
+        jetstream,
         forward_headers,
         connect_timeout: duration(
             "connect_timeout",

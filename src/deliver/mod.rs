@@ -1,14 +1,17 @@
-//! One delivery attempt: the signed POST to the app and what came back.
+//! One delivery attempt: the signed POST to the app (or the publish to a
+//! JetStream stream, `jetstream.rs`) and what came back.
 //!
 //! Owns the delivery contract's wire shape (DESIGN.md): the exact raw body,
 //! `webhook-id` (the event's public id, stable across attempts and replays),
 //! `webhook-timestamp`, `webhook-signature` (Standard Webhooks, signed with
 //! the destination's own key), the `hookinbox-*` headers, the original
-//! content type and the provider headers the source forwards. It knows
-//! nothing of schedules or storage: the scheduler gives it an event and an
-//! attempt number and gets back an [`Attempt`] to record.
+//! content type and the provider headers the source forwards; a JetStream
+//! message carries the same headers. It knows nothing of schedules or
+//! storage: the scheduler gives it an event and an attempt number and gets
+//! back an [`Attempt`] to record.
 
 pub mod breaker;
+pub mod jetstream;
 pub mod policy;
 
 use std::time::Duration;
@@ -32,12 +35,29 @@ pub struct Destination {
     pub name: SourceName,
     pub config: DeliveryConfig,
     key: StandardKey,
-    client: reqwest::Client,
+    transport: Transport,
+}
+
+/// How a destination is reached.
+enum Transport {
+    /// An app: one POST per attempt.
+    Http(reqwest::Client),
+    /// A JetStream stream: one publish per attempt, acked by the stream.
+    JetStream(Box<jetstream::Link>),
 }
 
 impl Destination {
     pub fn new(name: SourceName, config: DeliveryConfig) -> Result<Destination, String> {
         let key = config.secret.clone();
+        if let Some(target) = config.jetstream.clone() {
+            let link = jetstream::Link::new(&config, target);
+            return Ok(Destination {
+                name,
+                config,
+                key,
+                transport: Transport::JetStream(Box::new(link)),
+            });
+        }
         // Installing twice is harmless: the second call reports the first provider.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut builder = reqwest::Client::builder();
@@ -60,8 +80,48 @@ impl Destination {
             name,
             config,
             key,
-            client,
+            transport: Transport::Http(client),
         })
+    }
+
+    /// The contract's headers for one attempt at `started_ms`: the same on
+    /// an HTTP request and a JetStream message.
+    fn contract_headers(
+        &self,
+        event: &StoredEvent,
+        attempt: u32,
+        started_ms: u64,
+    ) -> Vec<(String, String)> {
+        let rec = &event.record;
+        let timestamp = (started_ms / 1000) as i64;
+        let mut headers = vec![
+            ("webhook-id".to_owned(), event.id.clone()),
+            ("webhook-timestamp".to_owned(), timestamp.to_string()),
+            (
+                "webhook-signature".to_owned(),
+                self.key.sign(&event.id, timestamp, &rec.body),
+            ),
+            ("hookinbox-source".to_owned(), rec.source.clone()),
+            ("hookinbox-event-id".to_owned(), rec.event_id.clone()),
+            ("hookinbox-attempt".to_owned(), attempt.to_string()),
+        ];
+        if let Some(t) = &rec.event_type {
+            headers.push(("hookinbox-event-type".to_owned(), t.clone()));
+        }
+        if let Some(ct) = &rec.content_type {
+            headers.push(("content-type".to_owned(), ct.clone()));
+        }
+        for (name, value) in &rec.headers {
+            if self
+                .config
+                .forward_headers
+                .iter()
+                .any(|h| h.as_str().eq_ignore_ascii_case(name))
+            {
+                headers.push((name.clone(), value.clone()));
+            }
+        }
+        headers
     }
 
     /// Sends `event` once. Returns what happened and, on 429/503, the wait the
@@ -75,34 +135,40 @@ impl Destination {
         let started_ms = clock.now_ms();
         let timer = Instant::now();
         let rec = &event.record;
-        let timestamp = (started_ms / 1000) as i64;
-        let mut req = self
-            .client
-            .post(self.config.url.clone())
-            .header("webhook-id", &event.id)
-            .header("webhook-timestamp", timestamp.to_string())
-            .header(
-                "webhook-signature",
-                self.key.sign(&event.id, timestamp, &rec.body),
-            )
-            .header("hookinbox-source", &rec.source)
-            .header("hookinbox-event-id", &rec.event_id)
-            .header("hookinbox-attempt", attempt.to_string());
-        if let Some(t) = &rec.event_type {
-            req = req.header("hookinbox-event-type", t);
-        }
-        if let Some(ct) = &rec.content_type {
-            req = req.header(http::header::CONTENT_TYPE, ct);
-        }
-        for (name, value) in &rec.headers {
-            if self
-                .config
-                .forward_headers
-                .iter()
-                .any(|h| h.as_str().eq_ignore_ascii_case(name))
-            {
-                req = req.header(name.as_str(), value.as_str());
+        let headers = self.contract_headers(event, attempt, started_ms);
+        let client = match &self.transport {
+            Transport::Http(client) => client,
+            Transport::JetStream(link) => {
+                let mut map = async_nats::HeaderMap::new();
+                for (name, value) in headers {
+                    // A value NATS cannot carry (a line break) is left out
+                    // rather than allowed to break the message's framing.
+                    if !value.contains(['\r', '\n']) {
+                        map.insert(name.as_str(), value.as_str());
+                    }
+                }
+                // A replay is a new publish on purpose: outside the first
+                // round's id, so the stream's duplicate window keeps it.
+                let msg_id = match event.state.replays {
+                    0 => event.id.clone(),
+                    n => format!("{}.r{n}", event.id),
+                };
+                let subject = link.subject(&rec.source, rec.event_type.as_deref());
+                let published = link.publish(subject, &msg_id, map, rec.body.clone()).await;
+                let record = Attempt {
+                    started_ms,
+                    latency_ms: timer.elapsed().as_millis() as u64,
+                    class: published.class,
+                    status: None,
+                    error: published.error,
+                    response_snippet: published.answer,
+                };
+                return (record, None);
             }
+        };
+        let mut req = client.post(self.config.url.clone());
+        for (name, value) in &headers {
+            req = req.header(name.as_str(), value.as_str());
         }
         let sent = req.body(rec.body.clone()).send();
         // reqwest's own timeout covers the exchange; this one also bounds the

@@ -125,6 +125,7 @@ mod tests {
             url: "http://127.0.0.1:9/".parse().unwrap(),
             secret: StandardKey::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap(),
             ca: None,
+            jetstream: None,
             forward_headers: vec![],
             connect_timeout: Duration::from_secs(5),
             timeout: Duration::from_secs(30),

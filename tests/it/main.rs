@@ -13,6 +13,7 @@ mod destination;
 mod drills;
 mod hostile;
 mod ingest;
+mod jetstream;
 mod logs;
 mod monitoring;
 mod scale;
