@@ -8,8 +8,15 @@
 //!    `--seconds`) to a healthy destination; for each event, the time from
 //!    its 2xx ack reaching the sender to the destination receiving it.
 //!
-//! Everything runs in this process on loopback: the destination competes
-//! with hookinbox for the same 2 cores, as it would on a small VM.
+//! Both, again, with a NATS JetStream destination: a local `nats-server -js`
+//! (Debian's `nats-server`) with a file-backed stream on `webhooks.>`;
+//! "delivered" is the stream's ack, counted from the stream's state, and the
+//! latency is from the 2xx ack to a core subscriber on the subject seeing
+//! the message. Skipped when `nats-server` is not installed.
+//!
+//! Everything runs in this process (and the NATS server) on loopback: the
+//! destination competes with hookinbox for the same 2 cores, as it would on
+//! a small VM.
 //!
 //! Rerun: cargo bench --bench delivery -- [--quick] [--backlog N] [--rate R] [--seconds S]
 
@@ -75,22 +82,151 @@ fn pct(sorted: &[Duration], p: f64) -> String {
     format!("{:.2}", d.as_secs_f64() * 1e3)
 }
 
+/// Where the bench delivers.
+enum Target {
+    /// The axum sink on loopback.
+    Http,
+    /// A stream on a local JetStream server.
+    JetStream { url: String },
+}
+
+/// `nats-server -js` on a free loopback port, its store in a temp dir;
+/// killed on drop. `None` when it is not installed.
+struct NatsServer {
+    child: std::process::Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl NatsServer {
+    fn start() -> Option<NatsServer> {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new("nats-server")
+            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+            .arg(dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .ok()?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "nats-server did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(NatsServer {
+            child,
+            url: format!("nats://127.0.0.1:{port}"),
+            _dir: dir,
+        })
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let args = args();
+    println!(
+        "hookinbox delivery bench: body ≈{} B, max_concurrency {CONCURRENCY}, {} cores",
+        stripe_like_body(&event_id(0), 0).len(),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!();
+    println!("## to an HTTP app on loopback");
+    run(&args, Target::Http).await;
+    println!();
+    match NatsServer::start() {
+        Some(nats) => {
+            println!("## to a NATS JetStream stream (file storage) on loopback");
+            run(
+                &args,
+                Target::JetStream {
+                    url: nats.url.clone(),
+                },
+            )
+            .await;
+        }
+        None => println!("## JetStream: skipped (nats-server is not installed)"),
+    }
+    println!();
+    println!("targets: ≥ 10,000 deliveries/s; p50 ack → delivery under 20 ms");
+    println!(
+        "rerun: cargo bench --bench delivery -- --backlog {} --rate {} --seconds {}",
+        args.backlog, args.rate, args.seconds
+    );
+}
+
+/// Counts what reached the target: the HTTP sink's 2xx answers, or the
+/// stream's messages.
+async fn delivered(sink: &Sink, stream: Option<&async_nats::jetstream::Context>) -> usize {
+    match stream {
+        None => sink.delivered.load(Ordering::Relaxed),
+        Some(js) => match js.get_stream("WEBHOOKS").await {
+            Ok(mut s) => s.info().await.map_or(0, |i| i.state.messages as usize),
+            Err(_) => 0,
+        },
+    }
+}
+
+async fn run(args: &Args, target: Target) {
     let sink = Arc::new(Sink::default());
-    let dest = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let dest_addr = dest.local_addr().unwrap();
-    let router = axum::Router::new()
-        .route("/hook", axum::routing::post(receive))
-        .with_state(sink.clone());
-    tokio::spawn(async move { axum::serve(dest, router).await.unwrap() });
+    let (destination, stream) = match &target {
+        Target::Http => {
+            let dest = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let dest_addr = dest.local_addr().unwrap();
+            let router = axum::Router::new()
+                .route("/hook", axum::routing::post(receive))
+                .with_state(sink.clone());
+            tokio::spawn(async move { axum::serve(dest, router).await.unwrap() });
+            (format!("http://{dest_addr}/hook"), None)
+        }
+        Target::JetStream { url } => {
+            let client = async_nats::connect(url.as_str()).await.unwrap();
+            let js = async_nats::jetstream::new(client.clone());
+            js.create_stream(async_nats::jetstream::stream::Config {
+                name: "WEBHOOKS".into(),
+                subjects: vec!["webhooks.>".into()],
+                storage: async_nats::jetstream::stream::StorageType::File,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+            // Arrival times: a core subscriber sees each message as the
+            // server routes it to the stream.
+            let mut messages = client.subscribe("webhooks.>").await.unwrap();
+            let arrivals = sink.clone();
+            tokio::spawn(async move {
+                use futures_util::StreamExt;
+                while let Some(m) = messages.next().await {
+                    let at = Instant::now();
+                    if let Some(id) = m.headers.as_ref().and_then(|h| h.get("hookinbox-event-id")) {
+                        arrivals
+                            .arrivals
+                            .lock()
+                            .unwrap()
+                            .insert(id.as_str().to_owned(), at);
+                    }
+                }
+            });
+            (url.clone(), Some(js))
+        }
+    };
 
     let dir = tempfile::tempdir().unwrap();
     let config_text = format!(
         "[server]\nlisten = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:0\"\ndata_dir = {:?}\n\n\
          [[source]]\nname = \"bench\"\nkind = \"standard\"\nsecret = \"{SECRET}\"\n\
-         destination = \"http://{dest_addr}/hook\"\ndestination_secret = \"{SECRET}\"\n\
+         destination = \"{destination}\"\ndestination_secret = \"{SECRET}\"\n\
          max_concurrency = {CONCURRENCY}\npaused = true\n",
         dir.path().display().to_string()
     );
@@ -107,11 +243,6 @@ async fn main() {
     let app = App::start(config, listeners, Clock::system(), stop.clone())
         .await
         .unwrap();
-    println!(
-        "hookinbox delivery bench: body ≈{} B, max_concurrency {CONCURRENCY}, {} cores",
-        stripe_like_body(&event_id(0), 0).len(),
-        std::thread::available_parallelism().map_or(0, |n| n.get())
-    );
 
     // 1. Backlog.
     let loading = Instant::now();
@@ -140,11 +271,11 @@ async fn main() {
     let started = Instant::now();
     app.delivery().resume("bench").await.unwrap();
     let deadline = started + Duration::from_secs(300);
-    while sink.delivered.load(Ordering::Relaxed) < args.backlog && Instant::now() < deadline {
+    while delivered(&sink, stream.as_ref()).await < args.backlog && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let took = started.elapsed();
-    let done = sink.delivered.load(Ordering::Relaxed);
+    let done = delivered(&sink, stream.as_ref()).await;
     println!(
         "backlog: delivered {done} in {:.2}s = {:.0} deliveries/s{}",
         took.as_secs_f64(),
@@ -155,7 +286,6 @@ async fn main() {
             ""
         }
     );
-
     // 2. Ack → delivery under a steady load.
     let client = hookinbox::send::http_client(Duration::from_secs(10)).unwrap();
     let url = format!("http://{}/in/bench", app.ingest_addr());
@@ -188,7 +318,8 @@ async fn main() {
         t.await.unwrap();
     }
     let deadline = Instant::now() + Duration::from_secs(30);
-    while sink.delivered.load(Ordering::Relaxed) < args.backlog + total && Instant::now() < deadline
+    while delivered(&sink, stream.as_ref()).await < args.backlog + total
+        && Instant::now() < deadline
     {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -222,15 +353,13 @@ async fn main() {
         pct(&ack_latency, 0.99)
     );
     println!(
-        "| ack → destination receives | {} | {} |",
+        "| ack → {} | {} | {} |",
+        match target {
+            Target::Http => "destination receives",
+            Target::JetStream { .. } => "published to the stream (a subscriber sees it)",
+        },
         pct(&to_delivery, 0.5),
         pct(&to_delivery, 0.99)
-    );
-    println!();
-    println!("targets: ≥ 10,000 deliveries/s; p50 ack → delivery under 20 ms");
-    println!(
-        "rerun: cargo bench --bench delivery -- --backlog {} --rate {} --seconds {}",
-        args.backlog, args.rate, args.seconds
     );
     stop.cancel();
     app.wait().await.unwrap();
