@@ -896,7 +896,16 @@ mod tests {
         assert_eq!(t.render("shop", None), "webhooks.shop._");
         assert_eq!(t.render("shop", Some("a b*>")), "webhooks.shop.a_b__");
         assert_eq!(t.render("shop", Some("a..b.")), "webhooks.shop.a._.b._");
-        for bad in ["a..b", ".a", "a.", "a.{x}", "a.b*", "a.>", "x{source}", "a b"] {
+        for bad in [
+            "a..b",
+            ".a",
+            "a.",
+            "a.{x}",
+            "a.b*",
+            "a.>",
+            "x{source}",
+            "a b",
+        ] {
             assert!(SubjectTemplate::parse(bad).is_err(), "{bad}");
         }
     }
@@ -907,13 +916,22 @@ mod tests {
             format!("[[source]]\nname = \"s\"\nkind = \"github\"\nsecret = \"x\"\n{rest}")
         };
         let load = |rest: &str| Config::from_toml(&source(rest), "f.toml", None, &no_env);
-        let nats = load("destination = \"nats://127.0.0.1:4222\"\ndestination_subject = \"gh.{event_type}\"\n")
-            .unwrap();
+        let nats = load(
+            "destination = \"nats://127.0.0.1:4222\"\ndestination_subject = \"gh.{event_type}\"\n",
+        )
+        .unwrap();
         let dl = nats.sources[0].delivery.as_ref().unwrap();
         let js = dl.jetstream.as_ref().unwrap();
         assert_eq!(js.subject.render("s", Some("push")), "gh.push");
         let http = load("destination = \"http://127.0.0.1:9/\"\n").unwrap();
-        assert!(http.sources[0].delivery.as_ref().unwrap().jetstream.is_none());
+        assert!(
+            http.sources[0]
+                .delivery
+                .as_ref()
+                .unwrap()
+                .jetstream
+                .is_none()
+        );
         for (rest, key, words) in [
             (
                 "destination = \"http://127.0.0.1:9/\"\ndestination_subject = \"a\"\n",
