@@ -61,6 +61,9 @@ pub enum EventStatus {
     Dead,
     /// A person marked it ignored, with a note.
     Ignored,
+    /// Its destination's filter did not take it: never delivered unless
+    /// replayed.
+    Filtered,
 }
 
 impl EventStatus {
@@ -71,6 +74,7 @@ impl EventStatus {
             EventStatus::Delivered => "delivered",
             EventStatus::Dead => "dead",
             EventStatus::Ignored => "ignored",
+            EventStatus::Filtered => "filtered",
         }
     }
 }
@@ -273,7 +277,7 @@ pub struct SourceStats {
 }
 
 /// Stored events by status. `pending` and `retrying` are apart: an event is
-/// in exactly one of the six.
+/// in exactly one of the seven.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Counts {
     /// Waiting for their first attempt of this round.
@@ -284,6 +288,9 @@ pub struct Counts {
     pub delivered: u64,
     pub dead: u64,
     pub ignored: u64,
+    /// Not taken by the destination's filter (`filter_types`, `filter_match`).
+    #[serde(default)]
+    pub filtered: u64,
 }
 
 /// Counted by this process since it started.
@@ -424,9 +431,12 @@ impl std::str::FromStr for EventStatus {
             EventStatus::Delivered,
             EventStatus::Dead,
             EventStatus::Ignored,
+            EventStatus::Filtered,
         ]
         .into_iter()
         .find(|s| s.as_str() == text)
-        .ok_or_else(|| format!("{text:?}: expected pending, held, delivered, dead or ignored"))
+        .ok_or_else(|| {
+            format!("{text:?}: expected pending, held, delivered, dead, ignored or filtered")
+        })
     }
 }

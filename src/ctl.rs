@@ -60,7 +60,7 @@ pub struct Filter {
     /// The source's name, as in the config.
     #[arg(long)]
     pub source: Option<String>,
-    /// pending, held, delivered, dead or ignored.
+    /// pending, held, delivered, dead, ignored or filtered.
     #[arg(long)]
     pub status: Option<EventStatus>,
     /// The provider's event type.
@@ -948,6 +948,7 @@ fn stats_table(stats: &api::Stats) -> String {
                 c.delivered.to_string(),
                 c.dead.to_string(),
                 c.ignored.to_string(),
+                c.filtered.to_string(),
                 or_dash(s.success_rate.map(|r| format!("{:.1}%", r * 100.0))),
                 or_dash(
                     s.oldest_pending_age_ms
@@ -981,6 +982,7 @@ fn stats_table(stats: &api::Stats) -> String {
             "DELIVERED",
             "DEAD",
             "IGNORED",
+            "FILTERED",
             "SUCCESS",
             "OLDEST PENDING",
         ],

@@ -294,6 +294,7 @@ struct Inner {
     circuit_state: Family<SourceLabel, Gauge>,
     alerts: Family<AlertLabels, Counter>,
     held: Family<SourceLabel, Gauge>,
+    filtered: Family<SourceLabel, Counter>,
     store_file_bytes: Family<StoreFileLabel, Gauge>,
     filesystem_available_bytes: Gauge,
     filesystem_size_bytes: Gauge,
@@ -836,6 +837,12 @@ impl Metrics {
             "Events of a source without a destination, kept for the app to read, at the last scrape",
             held.clone(),
         );
+        let filtered = Family::<SourceLabel, Counter>::default();
+        registry.register(
+            "filtered",
+            "Events stored but not delivered: the destination's filter (filter_types, filter_match) did not take them",
+            filtered.clone(),
+        );
         let build_info = Family::<BuildLabels, Gauge>::default();
         registry.register(
             "build_info",
@@ -907,6 +914,7 @@ impl Metrics {
                 circuit_state,
                 alerts,
                 held,
+                filtered,
                 store_file_bytes,
                 filesystem_available_bytes,
                 filesystem_size_bytes,
@@ -1151,6 +1159,7 @@ impl Metrics {
                     &inner.dead_lettered,
                     &inner.replayed,
                     &inner.ignored,
+                    &inner.filtered,
                 ] {
                     let _ = family.get_or_create(&label);
                 }
@@ -1221,6 +1230,16 @@ impl Metrics {
                 source: destination.to_owned(),
             })
             .set(state.level());
+    }
+
+    /// A new event the destination's filter did not take.
+    pub fn filtered(&self, source: &str) {
+        self.inner
+            .filtered
+            .get_or_create(&SourceLabel {
+                source: source.to_owned(),
+            })
+            .inc();
     }
 
     /// Returns whether the dead letter's log line may be loud (within this

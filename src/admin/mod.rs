@@ -289,6 +289,7 @@ fn status_of(status: EventStatus) -> Status {
         EventStatus::Delivered => Status::Delivered,
         EventStatus::Dead => Status::Dead,
         EventStatus::Ignored => Status::Ignored,
+        EventStatus::Filtered => Status::Filtered,
     }
 }
 
@@ -299,6 +300,7 @@ fn status_on_wire(status: Status) -> EventStatus {
         Status::Delivered => EventStatus::Delivered,
         Status::Dead => EventStatus::Dead,
         Status::Ignored => EventStatus::Ignored,
+        Status::Filtered => EventStatus::Filtered,
     }
 }
 
@@ -781,6 +783,7 @@ async fn stats(State(state): State<AdminState>) -> Response {
         delivered: c.delivered,
         dead: c.dead,
         ignored: c.ignored,
+        filtered: c.filtered,
     };
     let percentiles = |p: Option<(f64, f64)>| p.map(|(p50, p99)| api::Percentiles { p50, p99 });
     let mut sources = std::collections::BTreeMap::new();

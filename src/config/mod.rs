@@ -373,6 +373,8 @@ pub struct DeliveryConfig<S: Stage = Resolved> {
     /// `Some`: a NATS JetStream destination (`nats://` or `tls://`);
     /// `None`: an HTTP(S) app.
     pub jetstream: Option<JetStreamTarget>,
+    /// `Some`: only the events it accepts are delivered.
+    pub filter: Option<DeliveryFilter>,
     /// Provider headers passed through to the app, beside hookinbox's own.
     pub forward_headers: Vec<http::HeaderName>,
     pub connect_timeout: Duration,
@@ -395,6 +397,57 @@ pub struct DeliveryConfig<S: Stage = Resolved> {
     pub breaker_failures: u32,
     /// How long an open circuit waits before one probe.
     pub breaker_cooldown: Duration,
+}
+
+/// Which events a destination takes; the others are stored as filtered,
+/// never delivered. Both parts must pass when both are set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryFilter {
+    /// The event's type matches one of these; `None`: any type.
+    pub types: Option<Vec<TypePattern>>,
+    /// The value at a JSON pointer in the body: `(pointer, value)`, with
+    /// the value compared as a JSON scalar or as a string's text.
+    pub matching: Option<(String, String)>,
+}
+
+/// An event type, or a pattern with `*` for any run of characters
+/// (`invoice.*`, `*.created`, `*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypePattern(String);
+
+impl TypePattern {
+    pub fn parse(text: &str) -> Result<TypePattern, String> {
+        if text.is_empty() || text.chars().any(char::is_control) {
+            return Err(format!("{text:?} is not an event type or pattern"));
+        }
+        Ok(TypePattern(text.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `event_type` matches: equal, or with each `*` standing for
+    /// any run of characters (none included).
+    pub fn matches(&self, event_type: &str) -> bool {
+        let mut parts = self.0.split('*');
+        let first = parts.next().unwrap_or("");
+        let Some(mut rest) = event_type.strip_prefix(first) else {
+            return false;
+        };
+        let parts: Vec<&str> = parts.collect();
+        let Some((last, middle)) = parts.split_last() else {
+            // No `*`: the whole type.
+            return rest.is_empty();
+        };
+        for part in middle {
+            match rest.find(part) {
+                Some(at) => rest = &rest[at + part.len()..],
+                None => return false,
+            }
+        }
+        rest.len() >= last.len() && rest.ends_with(last)
+    }
 }
 
 /// Where a JetStream destination publishes: `destination = "nats://…"`.
@@ -907,6 +960,84 @@ mod tests {
             "a b",
         ] {
             assert!(SubjectTemplate::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn type_patterns_match_whole_types_with_stars_for_any_run() {
+        let m = |p: &str, t: &str| TypePattern::parse(p).unwrap().matches(t);
+        assert!(m("invoice.paid", "invoice.paid"));
+        assert!(!m("invoice.paid", "invoice.paid.x"));
+        assert!(!m("invoice", "invoice.paid"));
+        assert!(m("invoice.*", "invoice.paid"));
+        assert!(m("invoice.*", "invoice.payment_failed.retry"));
+        assert!(!m("invoice.*", "invoice"));
+        assert!(!m("invoice.*", "charge.invoice.paid"));
+        assert!(m("*.created", "customer.created"));
+        assert!(!m("*.created", "customer.created.x"));
+        assert!(m("*", "anything"));
+        assert!(m("a*b*c", "a-b-c"));
+        assert!(m("a*b*c", "abc"));
+        assert!(!m("a*b*c", "a-c-b"));
+        assert!(!m("ab*ba", "aba"), "the start and end may not overlap");
+        assert!(TypePattern::parse("").is_err());
+    }
+
+    #[test]
+    fn filters_need_a_destination_and_say_what_is_wrong() {
+        let source = |rest: &str| {
+            format!("[[source]]\nname = \"s\"\nkind = \"github\"\nsecret = \"x\"\n{rest}")
+        };
+        let load = |rest: &str| Config::from_toml(&source(rest), "f.toml", None, &no_env);
+        let ok = load(
+            "destination = \"http://127.0.0.1:9/\"\nfilter_types = [\"push\", \"pull_request*\"]\n\
+             filter_match = \"/repository/private = false\"\n",
+        )
+        .unwrap();
+        let filter = ok.sources[0]
+            .delivery
+            .as_ref()
+            .unwrap()
+            .filter
+            .clone()
+            .unwrap();
+        assert_eq!(filter.types.unwrap().len(), 2);
+        assert_eq!(
+            filter.matching,
+            Some(("/repository/private".to_owned(), "false".to_owned()))
+        );
+        for (rest, key, words) in [
+            (
+                "filter_types = [\"push\"]\n",
+                "source[0].filter_types",
+                "with a destination",
+            ),
+            (
+                "destination = \"http://127.0.0.1:9/\"\nfilter_types = []\n",
+                "source[0].filter_types",
+                "every event",
+            ),
+            (
+                "destination = \"http://127.0.0.1:9/\"\nfilter_types = [\"\"]\n",
+                "source[0].filter_types",
+                "not an event type",
+            ),
+            (
+                "destination = \"http://127.0.0.1:9/\"\nfilter_match = \"livemode=true\"\n",
+                "source[0].filter_match",
+                "/json/pointer=value",
+            ),
+            (
+                "destination = \"http://127.0.0.1:9/\"\nfilter_match = \"/livemode\"\n",
+                "source[0].filter_match",
+                "/json/pointer=value",
+            ),
+        ] {
+            let err = load(rest).unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("f.toml: {key}: ")) && err.contains(words),
+                "{rest}: {err}"
+            );
         }
     }
 

@@ -37,7 +37,7 @@ const ALERT_KEYS: [&str; 8] = [
     "host",
     "dashboard_url",
 ];
-const SOURCE_KEYS: [&str; 41] = [
+const SOURCE_KEYS: [&str; 43] = [
     "name",
     "kind",
     "secret",
@@ -58,6 +58,8 @@ const SOURCE_KEYS: [&str; 41] = [
     "destination_ca_file",
     "destination_subject",
     "destination_creds_file",
+    "filter_types",
+    "filter_match",
     "connect_timeout",
     "timeout",
     "initial_interval",
@@ -148,7 +150,7 @@ fn value(key: &'static str) -> BoxedStrategy<String> {
         "signed_payload" => template.boxed(),
         "kind" => kind.boxed(),
         k if k.ends_with("_file") => file.boxed(),
-        "retry_statuses" | "forward_headers" | "secrets" => {
+        "retry_statuses" | "forward_headers" | "secrets" | "filter_types" => {
             proptest::collection::vec(scalar.clone(), 0..4)
                 .prop_map(|l| format!("[{}]", l.join(", ")))
                 .boxed()

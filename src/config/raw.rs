@@ -110,6 +110,8 @@ pub struct RawSource {
     pub destination_ca_file: Option<String>,
     pub destination_subject: Option<String>,
     pub destination_creds_file: Option<String>,
+    pub filter_types: Option<Vec<String>>,
+    pub filter_match: Option<String>,
     pub connect_timeout: Option<String>,
     pub timeout: Option<String>,
     pub initial_interval: Option<String>,

@@ -213,6 +213,7 @@ impl SourceConfig<Loaded> {
                     secret,
                     ca: dl.ca,
                     jetstream: dl.jetstream,
+                    filter: dl.filter,
                     forward_headers: dl.forward_headers,
                     connect_timeout: dl.connect_timeout,
                     timeout: dl.timeout,

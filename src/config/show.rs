@@ -145,6 +145,13 @@ fn source(s: &SourceConfig<Loaded>) -> RawSource {
             ) = place(key);
         }
         raw.destination_ca_file = dl.ca.as_ref().map(|ca| path(&ca.path));
+        if let Some(filter) = &dl.filter {
+            raw.filter_types = filter
+                .types
+                .as_ref()
+                .map(|t| t.iter().map(|p| p.as_str().to_owned()).collect());
+            raw.filter_match = filter.matching.as_ref().map(|(p, v)| format!("{p}={v}"));
+        }
         if let Some(js) = &dl.jetstream {
             raw.destination_subject = Some(js.subject.to_string());
             raw.destination_creds_file = js.creds_file.as_ref().map(|p| path(p));

@@ -13,10 +13,10 @@ use super::raw::{
     RawSource, default,
 };
 use super::{
-    AdminConfig, AlertConfig, CaFile, Config, ConfigError, DeliveryConfig, GivenSecret, HmacSpec,
-    JetStreamTarget, Kind, Loaded, Locator, LogConfig, OrderingConfig, PayloadPart,
-    RetentionConfig, Secret, SecretOrigin, SecretPlan, ServerConfig, SourceConfig, SourceName,
-    StatusPattern, SubjectTemplate, parse_duration, parse_size,
+    AdminConfig, AlertConfig, CaFile, Config, ConfigError, DeliveryConfig, DeliveryFilter,
+    GivenSecret, HmacSpec, JetStreamTarget, Kind, Loaded, Locator, LogConfig, OrderingConfig,
+    PayloadPart, RetentionConfig, Secret, SecretOrigin, SecretPlan, ServerConfig, SourceConfig,
+    SourceName, StatusPattern, SubjectTemplate, TypePattern, parse_duration, parse_size,
 };
 use crate::standard_webhooks::StandardKey;
 
@@ -774,6 +774,8 @@ fn validate_delivery(
             "destination_creds_file",
             rs.destination_creds_file.is_some(),
         ),
+        ("filter_types", rs.filter_types.is_some()),
+        ("filter_match", rs.filter_match.is_some()),
         ("connect_timeout", rs.connect_timeout.is_some()),
         ("timeout", rs.timeout.is_some()),
         ("initial_interval", rs.initial_interval.is_some()),
@@ -1008,11 +1010,45 @@ fn validate_delivery(
         }
         None => None,
     };
+    let types = match rs.filter_types.take() {
+        None => None,
+        Some(list) if list.is_empty() => {
+            return Err(cx.err(
+                key("filter_types"),
+                "is empty: it would filter out every event (leave it out to take every type)",
+            ));
+        }
+        Some(list) => Some(
+            list.iter()
+                .map(|t| TypePattern::parse(t))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|m| cx.err(key("filter_types"), m))?,
+        ),
+    };
+    let matching = match rs.filter_match.take() {
+        None => None,
+        Some(text) => {
+            match text.split_once('=') {
+                Some((pointer, value)) if pointer.trim().starts_with('/') => {
+                    Some((pointer.trim().to_owned(), value.trim().to_owned()))
+                }
+                _ => {
+                    return Err(cx.err(
+                    key("filter_match"),
+                    format!("{text:?} is not /json/pointer=value, like \"/data/object/livemode=true\""),
+                ));
+                }
+            }
+        }
+    };
+    let filter =
+        (types.is_some() || matching.is_some()).then_some(DeliveryFilter { types, matching });
     Ok(Some(DeliveryConfig {
         url,
         secret,
         ca,
         jetstream,
+        filter,
         forward_headers,
         connect_timeout: duration(
             "connect_timeout",

@@ -126,6 +126,7 @@ mod tests {
             secret: StandardKey::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap(),
             ca: None,
             jetstream: None,
+            filter: None,
             forward_headers: vec![],
             connect_timeout: Duration::from_secs(5),
             timeout: Duration::from_secs(30),

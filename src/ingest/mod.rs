@@ -21,7 +21,7 @@ use http_body_util::{BodyExt, Limited};
 use serde_json::json;
 
 use crate::clock::Clock;
-use crate::config::{Config, SourceName};
+use crate::config::{Config, DeliveryFilter, SourceName};
 use crate::metrics::{Metrics, RejectReason, UNKNOWN_SOURCE};
 use crate::store::{Ingested, Initial, Store, StoreError};
 use crate::verify::{self, Handshake, HandshakeReply, Rejection, Verified, Verifier};
@@ -38,6 +38,32 @@ struct Source {
     initial: Initial,
     /// The JSON pointer of the ordering key, for sources delivered in order.
     ordering_key: Option<String>,
+    /// Which events the destination takes; the others are stored filtered.
+    filter: Option<DeliveryFilter>,
+}
+
+/// Whether `filter` takes an event of `event_type` with `body`: its type
+/// matches a pattern (when patterns are set) and the body holds the value
+/// at the pointer (when one is set). Runs after verification, like all
+/// parsing.
+fn accepts(filter: &DeliveryFilter, event_type: Option<&str>, body: &[u8]) -> bool {
+    if let Some(patterns) = &filter.types {
+        let Some(t) = event_type else {
+            return false;
+        };
+        if !patterns.iter().any(|p| p.matches(t)) {
+            return false;
+        }
+    }
+    match &filter.matching {
+        None => true,
+        Some(pointer) => crate::store::PayloadMatch {
+            text: None,
+            pointer: Some(pointer.clone()),
+        }
+        .matcher()
+        .matches(body),
+    }
 }
 
 /// Longer keys are cut: a key names a line, it does not need to be whole.
@@ -135,6 +161,7 @@ impl IngestState {
                         .as_ref()
                         .and_then(|d| d.ordering.as_ref())
                         .map(|o| o.pointer.clone()),
+                    filter: s.delivery.as_ref().and_then(|d| d.filter.clone()),
                 },
             );
         }
@@ -313,13 +340,17 @@ async fn receive(State(state): State<IngestState>, request: Request) -> Response
 
     let event_id = event.event_id().as_str().to_owned();
     let event_type = event.event_type().map(str::to_owned);
-    let initial = match &source.ordering_key {
-        Some(pointer) => match ordering_key(event.body(), pointer) {
+    let initial = match (&source.filter, &source.ordering_key) {
+        (Some(filter), _) if !accepts(filter, event.event_type(), event.body()) => {
+            Initial::Filtered
+        }
+        (_, Some(pointer)) => match ordering_key(event.body(), pointer) {
             Some(key) => Initial::Ordered(key),
             None => source.initial.clone(),
         },
-        None => source.initial.clone(),
+        _ => source.initial.clone(),
     };
+    let filtered = initial == Initial::Filtered;
     let (id, duplicate) = match state.store.ingest(event, initial).await {
         Ok(Ingested::New { id }) => (id, false),
         Ok(Ingested::Duplicate { id }) => (id, true),
@@ -331,6 +362,9 @@ async fn receive(State(state): State<IngestState>, request: Request) -> Response
         state.metrics.duplicate(source.name.as_str(), kind, ack);
     } else {
         state.metrics.received(source.name.as_str(), kind, ack);
+        if filtered {
+            state.metrics.filtered(source.name.as_str());
+        }
     }
     tracing::debug!(
         source = source.name.as_str(),
@@ -338,6 +372,7 @@ async fn receive(State(state): State<IngestState>, request: Request) -> Response
         event_type,
         id,
         duplicate,
+        filtered,
         ack_ms = ack.as_secs_f64() * 1e3,
         "stored"
     );

@@ -38,16 +38,18 @@ pub enum Tally {
     Delivered,
     Dead,
     Ignored,
+    Filtered,
 }
 
 impl Tally {
-    pub const ALL: [Tally; 6] = [
+    pub const ALL: [Tally; 7] = [
         Tally::Pending,
         Tally::Retrying,
         Tally::Held,
         Tally::Delivered,
         Tally::Dead,
         Tally::Ignored,
+        Tally::Filtered,
     ];
 
     /// Its byte in `counts` keys. Stored: never renumber.
@@ -59,6 +61,7 @@ impl Tally {
             Tally::Delivered => 3,
             Tally::Dead => 4,
             Tally::Ignored => 5,
+            Tally::Filtered => 6,
         }
     }
 
@@ -74,6 +77,7 @@ impl Tally {
             Tally::Delivered => Status::Delivered,
             Tally::Dead => Status::Dead,
             Tally::Ignored => Status::Ignored,
+            Tally::Filtered => Status::Filtered,
         }
     }
 
@@ -85,6 +89,7 @@ impl Tally {
             Status::Delivered => Tally::Delivered,
             Status::Dead => Tally::Dead,
             Status::Ignored => Tally::Ignored,
+            Status::Filtered => Tally::Filtered,
         }
     }
 }

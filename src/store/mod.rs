@@ -58,6 +58,9 @@ pub enum Initial {
     Ordered(String),
     /// Its source has no destination: keep it in the inbox.
     Hold,
+    /// Its destination's filter does not take it: stored, never delivered,
+    /// swept after `payload_ttl` like a delivered event.
+    Filtered,
 }
 
 /// Where an ingested event landed.
@@ -280,6 +283,8 @@ pub struct Counts {
     pub delivered: u64,
     pub dead: u64,
     pub ignored: u64,
+    /// Not taken by the destination's filter.
+    pub filtered: u64,
 }
 
 impl Counts {
@@ -294,6 +299,7 @@ impl Counts {
             index::Tally::Delivered => self.delivered += n,
             index::Tally::Dead => self.dead += n,
             index::Tally::Ignored => self.ignored += n,
+            index::Tally::Filtered => self.filtered += n,
         }
     }
 }

@@ -132,15 +132,19 @@ pub enum Status {
     Dead,
     /// A person marked it ignored, with a note.
     Ignored,
+    /// Its destination's filter did not take it: never delivered (unless
+    /// replayed), swept like a delivered event.
+    Filtered,
 }
 
 impl Status {
-    pub const ALL: [Status; 5] = [
+    pub const ALL: [Status; 6] = [
         Status::Pending,
         Status::Held,
         Status::Delivered,
         Status::Dead,
         Status::Ignored,
+        Status::Filtered,
     ];
 
     /// Its byte in index keys. Stored: never renumber.
@@ -151,6 +155,7 @@ impl Status {
             Status::Delivered => 2,
             Status::Dead => 3,
             Status::Ignored => 4,
+            Status::Filtered => 5,
         }
     }
 
@@ -161,6 +166,7 @@ impl Status {
             Status::Delivered => "delivered",
             Status::Dead => "dead",
             Status::Ignored => "ignored",
+            Status::Filtered => "filtered",
         }
     }
 }

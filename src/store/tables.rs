@@ -130,7 +130,12 @@ impl<'t> Tables<'t> {
     /// Makes `at` the time the sweeper may delete the event. It is finished:
     /// a dedupe key kept past its TTL for it goes back to the log, where
     /// the next sweep lets it expire.
-    fn expire_at(&mut self, seq: u64, state: &mut EventState, at: u64) -> Result<(), WriteError> {
+    pub(super) fn expire_at(
+        &mut self,
+        seq: u64,
+        state: &mut EventState,
+        at: u64,
+    ) -> Result<(), WriteError> {
         if let Some(key) = self.dedupe_kept.remove(seq)? {
             let key = key.value();
             self.dedupe.insert(seq, key)?;
@@ -193,7 +198,8 @@ impl<'t> Tables<'t> {
                 continue;
             }
             match state.status {
-                Status::Delivered => swept.delivered += 1,
+                // Finished without a delivery: counted with the delivered.
+                Status::Delivered | Status::Filtered => swept.delivered += 1,
                 Status::Dead | Status::Ignored => swept.dead_or_ignored += 1,
                 Status::Pending | Status::Held => continue,
             }
@@ -358,7 +364,7 @@ impl<'t> Tables<'t> {
         }
         match change {
             Change::Replay => match state.status {
-                Status::Dead | Status::Delivered | Status::Ignored => {
+                Status::Dead | Status::Delivered | Status::Ignored | Status::Filtered => {
                     self.dlq.remove((state.source.as_str(), seq))?;
                     state.status = Status::Pending;
                     state.attempts = 0;
@@ -383,6 +389,11 @@ impl<'t> Tables<'t> {
                 }
                 Status::Delivered => {
                     return Ok(Err(ChangeError::Conflict("was already delivered")));
+                }
+                Status::Filtered => {
+                    return Ok(Err(ChangeError::Conflict(
+                        "was filtered out: it is not to be delivered",
+                    )));
                 }
                 Status::Ignored => return Ok(Err(ChangeError::Conflict("is already ignored"))),
             },

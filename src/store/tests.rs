@@ -376,6 +376,44 @@ async fn the_sweeper_takes_exactly_what_expired_and_never_a_pending_or_held_even
 }
 
 #[tokio::test]
+async fn a_filtered_event_is_counted_never_scheduled_and_swept_like_a_delivered_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = || StoreOptions {
+        payload_ttl: Duration::from_millis(7 * DAY),
+        ..options(dir.path())
+    };
+    let (store, writer) = Store::open(options()).unwrap();
+    let seq = new_seq(&store, "s", "f", Initial::Filtered).await;
+    let pending = new_seq(&store, "s", "p", Initial::Deliver).await;
+    close(store, writer).await;
+
+    let (store, writer) = Store::open(options()).unwrap();
+    let e = store.get(seq).unwrap().unwrap();
+    assert_eq!(e.state.status, schema::Status::Filtered);
+    assert_eq!(e.state.due_ms, None, "never on the schedule");
+    let received = e.record.received_at_ms;
+    assert_eq!(e.state.expires_ms, Some(received + 7 * DAY));
+    let counts = store.stats().unwrap()["s"].counts.clone();
+    assert_eq!((counts.filtered, counts.pending), (1, 1));
+    let filter = EventFilter {
+        status: Some(schema::Status::Filtered),
+        ..EventFilter::default()
+    };
+    let (listed, _) = store.list(&filter, None, 10).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].state.status, schema::Status::Filtered);
+
+    let early = store.sweep(received + 7 * DAY - 1, 100).await.unwrap();
+    assert_eq!(early.delivered, 0);
+    let week = store.sweep(received + 7 * DAY, 100).await.unwrap();
+    assert_eq!(week.delivered, 1, "counted with the delivered");
+    assert!(store.get(seq).unwrap().is_none());
+    assert!(store.get(pending).unwrap().is_some());
+    assert_eq!(store.stats().unwrap()["s"].counts.filtered, 0);
+    close(store, writer).await;
+}
+
+#[tokio::test]
 async fn expired_dedupe_keys_go_in_bounded_steps_and_their_ids_are_new_again() {
     let dir = tempfile::tempdir().unwrap();
     let (store, writer) = Store::open(options(dir.path())).unwrap();

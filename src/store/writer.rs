@@ -665,7 +665,7 @@ impl Writer {
             event_type: ev.event_type(),
             received,
         };
-        store_event(t, &stored, &self.record_buf, initial)
+        store_event(t, &stored, &self.record_buf, initial, &self.ttls())
     }
 
     /// After a failed commit redb refuses further writes (and reads) until
@@ -722,6 +722,7 @@ fn store_event(
     at: &StoredAs<'_>,
     record: &[u8],
     initial: &Initial,
+    ttls: &Ttls,
 ) -> Result<(), WriteError> {
     let (seq, source, received) = (at.seq, at.source, at.received);
     t.events.insert(seq, record)?;
@@ -729,15 +730,16 @@ fn store_event(
         Initial::Deliver => (Status::Pending, None),
         Initial::Ordered(key) => (Status::Pending, Some(key.clone())),
         Initial::Hold => (Status::Held, None),
+        Initial::Filtered => (Status::Filtered, None),
     };
     if let Some(key) = &key {
         t.ordered.insert((source, key.as_str(), seq), ())?;
     }
-    t.put_state(
-        seq,
-        None,
-        &EventState::new(source, at.event_type, status, received, key),
-    )?;
+    let mut state = EventState::new(source, at.event_type, status, received, key);
+    if status == Status::Filtered {
+        t.expire_at(seq, &mut state, received.saturating_add(ttls.payload_ms))?;
+    }
+    t.put_state(seq, None, &state)?;
     t.index.count_minute(received, source, MinuteKind::Received);
     t.dedupe.insert(seq, (at.fp, received))?;
     if status == Status::Pending {
@@ -836,7 +838,7 @@ fn replay(t: &mut Tables<'_>, entry: Entry<'_>, ttls: &Ttls) -> Result<(), Write
                 event_type: event.event_type.as_deref(),
                 received: event.received_at_ms,
             };
-            store_event(t, &at, &record, &initial)
+            store_event(t, &at, &record, &initial, ttls)
         }
         Entry::Duplicate {
             received_ms,

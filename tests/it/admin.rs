@@ -773,7 +773,7 @@ async fn stats_count_by_source_type_and_status() {
     let shop = &r.json["sources"]["shop"];
     assert_eq!(
         shop["stored"],
-        json!({"pending": 0, "retrying": 0, "held": 0, "delivered": 2, "dead": 1, "ignored": 0})
+        json!({"pending": 0, "retrying": 0, "held": 0, "delivered": 2, "dead": 1, "ignored": 0, "filtered": 0})
     );
     assert!((shop["success_rate"].as_f64().unwrap() - 2.0 / 3.0).abs() < 1e-9);
     assert_eq!(shop["by_type"]["order.paid"]["delivered"], 2);

@@ -11,6 +11,7 @@ mod dashboard;
 mod delivery;
 mod destination;
 mod drills;
+mod filters;
 mod hostile;
 mod ingest;
 mod jetstream;

@@ -7,7 +7,7 @@
 const TOKEN_KEY = 'hookinbox.admin_token';
 const REFRESH_MS = 10000;
 const LIVE_MS = 3000;
-const STATUSES = ['pending', 'held', 'delivered', 'dead', 'ignored'];
+const STATUSES = ['pending', 'held', 'delivered', 'dead', 'ignored', 'filtered'];
 
 const view = document.getElementById('view');
 const nav = document.getElementById('nav');
@@ -219,7 +219,7 @@ function route() {
 
 // ---- overview ---------------------------------------------------------------
 
-const COUNT_KEYS = ['delivered', 'pending', 'retrying', 'dead', 'ignored', 'held'];
+const COUNT_KEYS = ['delivered', 'pending', 'retrying', 'dead', 'ignored', 'held', 'filtered'];
 
 function countCells(counts) {
   return COUNT_KEYS.map((k) => h('td', { class: 'num', 'data-k': k, text: counts[k] }));
@@ -368,7 +368,7 @@ async function overview() {
     body.replaceChildren(
       h('h2', { text: 'Sources and event types' }),
       table(['Source / type', 'Received*', 'Duplicates*', 'Delivered', 'Pending', 'Retrying',
-        'Dead', 'Ignored', 'Held', 'Success', 'Oldest pending'].map((x, i) =>
+        'Dead', 'Ignored', 'Held', 'Filtered', 'Success', 'Oldest pending'].map((x, i) =>
         h('th', { scope: 'col', class: i ? 'num' : null, text: x })),
       sources.flatMap(([name, s]) => sourceRows(name, s)), { id: 'sources' }),
       h('p', { class: 'muted', text: '* since hookinbox started; the other counts are what the store holds now. ' +
@@ -533,6 +533,8 @@ function whatHappened(ev) {
         (ev.next_attempt_at ? `; next attempt at ${fmtClock(ev.next_attempt_at)}.` : '.');
     case 'held':
       return 'Held: its source has no destination, so it is kept and not delivered.';
+    case 'filtered':
+      return 'Filtered: its destination’s filter does not take it, so it is kept and not delivered (replay sends it anyway).';
     case 'ignored':
       return `Ignored at ${fmtClock(ev.note && ev.note.at)}: “${ev.note ? ev.note.text : ''}”`;
     default:
@@ -582,7 +584,7 @@ async function detail(id) {
       }),
       h('button', {
         type: 'button', id: 'ignore', class: 'quiet', text: 'Ignore…',
-        disabled: ev.status === 'delivered' || ev.status === 'ignored',
+        disabled: ev.status === 'delivered' || ev.status === 'ignored' || ev.status === 'filtered',
         onclick: () => act('Ignore this event?',
           'It will not be delivered and leaves the dead-letter queue. The note is kept with the event.',
           'Ignore', async (note) => { await api('POST', `${path}/ignore`, { note }); return `Ignored ${ev.event_id}.`; },

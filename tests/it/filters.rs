@@ -1,0 +1,140 @@
+//! A destination's filter (`filter_types`, `filter_match`) through the real
+//! server: what it takes is delivered; the rest is stored as `filtered`,
+//! counted, listed, never sent unless an operator replays it.
+
+use std::time::{Duration, Instant};
+
+use hookinbox::clock::Clock;
+use serde_json::json;
+
+use crate::destination::{Destination, Mode};
+use crate::support::{STANDARD_SECRET, TestServer, server_section, standard_headers};
+
+const TOKEN: &str = "test-admin-token-0123456789";
+
+async fn send(server: &TestServer, id: &str, body: serde_json::Value) -> (String, bool) {
+    let body = body.to_string().into_bytes();
+    let a = server
+        .post("/in/shop", &standard_headers(id, &body), body)
+        .await;
+    assert_eq!(a.status, 200, "{:?}", a.json);
+    (a.id().to_owned(), a.is_duplicate())
+}
+
+async fn status(server: &TestServer, id: &str) -> String {
+    let a = server
+        .admin("GET", &format!("/api/events/{id}"), Some(TOKEN), None)
+        .await;
+    a.json["status"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn only_what_the_filter_takes_is_delivered_and_the_rest_is_kept_as_filtered() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Ok).await;
+    let text = format!(
+        "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
+         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
+         destination = \"{}\"\nfilter_types = [\"invoice.*\", \"customer.created\"]\n\
+         filter_match = \"/livemode=true\"\n",
+        server_section(dir.path()),
+        dest.url()
+    );
+    let server = TestServer::start(&text, Clock::system()).await;
+    let (paid, _) = send(
+        &server,
+        "e1",
+        json!({"type": "invoice.paid", "livemode": true}),
+    )
+    .await;
+    let (test_mode, _) = send(
+        &server,
+        "e2",
+        json!({"type": "invoice.paid", "livemode": false}),
+    )
+    .await;
+    let (other_type, _) = send(
+        &server,
+        "e3",
+        json!({"type": "charge.succeeded", "livemode": true}),
+    )
+    .await;
+    let (no_type, _) = send(&server, "e4", json!({"livemode": true})).await;
+    let (customer, _) = send(
+        &server,
+        "e5",
+        json!({"type": "customer.created", "livemode": true}),
+    )
+    .await;
+    // A provider's retry of a filtered event is a duplicate like any other.
+    let (again, duplicate) = send(
+        &server,
+        "e2",
+        json!({"type": "invoice.paid", "livemode": false}),
+    )
+    .await;
+    assert!(duplicate);
+    assert_eq!(again, test_mode);
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while status(&server, &paid).await != "delivered"
+        || status(&server, &customer).await != "delivered"
+    {
+        assert!(Instant::now() < deadline, "not delivered");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for id in [&test_mode, &other_type, &no_type] {
+        assert_eq!(status(&server, id).await, "filtered", "{id}");
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let delivered: Vec<String> = dest
+        .received()
+        .iter()
+        .map(|r| r.header("webhook-id").to_owned())
+        .collect();
+    assert_eq!(delivered.len(), 2, "{delivered:?}");
+    assert!(delivered.contains(&paid) && delivered.contains(&customer));
+
+    let stats = server.admin("GET", "/api/stats", Some(TOKEN), None).await;
+    assert_eq!(stats.json["sources"]["shop"]["stored"]["filtered"], 3);
+    assert_eq!(stats.json["sources"]["shop"]["stored"]["delivered"], 2);
+    let listed = server
+        .admin("GET", "/api/events?status=filtered", Some(TOKEN), None)
+        .await;
+    assert_eq!(listed.json["events"].as_array().unwrap().len(), 3);
+    let metrics = server
+        .metrics()
+        .encode(hookinbox::metrics::Exposition::Prometheus);
+    assert!(
+        metrics.contains("hookinbox_filtered_total{source=\"shop\"} 3\n"),
+        "{metrics}"
+    );
+
+    // Ignoring it makes no sense: it was never to be delivered.
+    let ignored = server
+        .admin(
+            "POST",
+            &format!("/api/events/{other_type}/ignore"),
+            Some(TOKEN),
+            Some(json!({"note": "x"})),
+        )
+        .await;
+    assert_eq!(ignored.status, 409, "{:?}", ignored.json);
+    // An operator's replay sends it anyway.
+    let replayed = server
+        .admin(
+            "POST",
+            &format!("/api/events/{other_type}/replay"),
+            Some(TOKEN),
+            None,
+        )
+        .await;
+    assert_eq!(replayed.status, 200, "{:?}", replayed.json);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while status(&server, &other_type).await != "delivered" {
+        assert!(Instant::now() < deadline, "the replay was not delivered");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(dest.count(), 3);
+    server.stop().await;
+}
