@@ -132,6 +132,19 @@ async fn stream_count(js: &jetstream::Context) -> u64 {
     stream.info().await.unwrap().state.messages
 }
 
+/// Waits until the stream holds at least `n` messages.
+async fn wait_for_stream(js: &jetstream::Context, n: usize, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while stream_count(js).await < n as u64 {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {n} in the stream",
+            stream_count(js).await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 fn header<'a>(m: &'a jetstream::Message, name: &str) -> &'a str {
     m.headers
         .as_ref()
@@ -225,14 +238,8 @@ async fn events_are_published_with_the_contract_headers_and_consumed_back_byte_f
         )
         .await;
     assert_eq!(replayed.status, 200, "{:?}", replayed.json);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while stream_count(&js).await < 21 {
-        assert!(
-            Instant::now() < deadline,
-            "the replay did not reach the stream"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // The replay reaches the stream as a 21st message.
+    wait_for_stream(&js, 21, Duration::from_secs(10)).await;
     let again = consume_all(&js, 1).await;
     assert_eq!(header(&again[0], "webhook-id"), first);
     assert_eq!(header(&again[0], "Nats-Msg-Id"), format!("{first}.r1"));
@@ -306,15 +313,7 @@ async fn kill_9_while_publishing_leaves_each_event_in_the_stream_exactly_once() 
     // The restart finds the leases of attempts in flight (recorded as
     // interrupted) and publishes them again under the same message id.
     let _server = BinaryServer::start(&config, &[], None);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while stream_count(&js).await < EVENTS as u64 {
-        assert!(
-            Instant::now() < deadline,
-            "{} of {EVENTS} in the stream",
-            stream_count(&js).await
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for_stream(&js, EVENTS, Duration::from_secs(60)).await;
     // Nothing more arrives: no event was published twice.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(stream_count(&js).await, EVENTS as u64);
@@ -350,11 +349,7 @@ async fn the_server_down_then_back_opens_the_circuit_and_loses_nothing() {
         .post("/in/shop", &standard_headers("up_0", &body), body)
         .await;
     assert_eq!(a.status, 200);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while stream_count(&js).await < 1 {
-        assert!(Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for_stream(&js, 1, Duration::from_secs(10)).await;
     drop(js);
 
     nats.stop();
@@ -381,15 +376,7 @@ async fn the_server_down_then_back_opens_the_circuit_and_loses_nothing() {
 
     nats.restart();
     let (js, _) = nats.stream().await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while stream_count(&js).await < EVENTS as u64 {
-        assert!(
-            Instant::now() < deadline,
-            "{} of {EVENTS} in the stream",
-            stream_count(&js).await
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_for_stream(&js, EVENTS, Duration::from_secs(60)).await;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let stats = server.store().stats().unwrap();
