@@ -21,9 +21,9 @@ use http_body_util::{BodyExt, Limited};
 use serde_json::json;
 
 use crate::clock::Clock;
-use crate::config::{Config, DeliveryFilter, SourceName};
+use crate::config::{Config, DeliveryFilter, SourceName, TypePattern};
 use crate::metrics::{Metrics, RejectReason, UNKNOWN_SOURCE};
-use crate::store::{Ingested, Initial, Store, StoreError};
+use crate::store::{Ingested, Initial, PayloadMatch, Store, StoreError};
 use crate::verify::{self, Handshake, HandshakeReply, Rejection, Verified, Verifier};
 
 /// Seconds a provider is told to wait after a 503. Short: a full disk or a
@@ -39,30 +39,43 @@ struct Source {
     /// The JSON pointer of the ordering key, for sources delivered in order.
     ordering_key: Option<String>,
     /// Which events the destination takes; the others are stored filtered.
-    filter: Option<DeliveryFilter>,
+    filter: Option<Filter>,
 }
 
-/// Whether `filter` takes an event of `event_type` with `body`: its type
-/// matches a pattern (when patterns are set) and the body holds the value
-/// at the pointer (when one is set). Runs after verification, like all
-/// parsing.
-fn accepts(filter: &DeliveryFilter, event_type: Option<&str>, body: &[u8]) -> bool {
-    if let Some(patterns) = &filter.types {
-        let Some(t) = event_type else {
-            return false;
-        };
-        if !patterns.iter().any(|p| p.matches(t)) {
-            return false;
+/// A destination's filter, made once per source: its type patterns and its
+/// pointer condition as the search's payload test.
+struct Filter {
+    types: Option<Vec<TypePattern>>,
+    payload: Option<PayloadMatch>,
+}
+
+impl Filter {
+    fn new(filter: &DeliveryFilter) -> Filter {
+        Filter {
+            types: filter.types.clone(),
+            payload: filter.matching.clone().map(|pointer| PayloadMatch {
+                text: None,
+                pointer: Some(pointer),
+            }),
         }
     }
-    match &filter.matching {
-        None => true,
-        Some(pointer) => crate::store::PayloadMatch {
-            text: None,
-            pointer: Some(pointer.clone()),
+
+    /// Whether it takes an event of `event_type` with `body`: its type
+    /// matches a pattern (when patterns are set) and the body holds the
+    /// value at the pointer (when one is set). Runs after verification,
+    /// like all parsing.
+    fn accepts(&self, event_type: Option<&str>, body: &[u8]) -> bool {
+        if let Some(patterns) = &self.types {
+            let Some(t) = event_type else {
+                return false;
+            };
+            if !patterns.iter().any(|p| p.matches(t)) {
+                return false;
+            }
         }
-        .matcher()
-        .matches(body),
+        self.payload
+            .as_ref()
+            .is_none_or(|m| m.matcher().matches(body))
     }
 }
 
@@ -161,7 +174,11 @@ impl IngestState {
                         .as_ref()
                         .and_then(|d| d.ordering.as_ref())
                         .map(|o| o.pointer.clone()),
-                    filter: s.delivery.as_ref().and_then(|d| d.filter.clone()),
+                    filter: s
+                        .delivery
+                        .as_ref()
+                        .and_then(|d| d.filter.as_ref())
+                        .map(Filter::new),
                 },
             );
         }
@@ -341,9 +358,7 @@ async fn receive(State(state): State<IngestState>, request: Request) -> Response
     let event_id = event.event_id().as_str().to_owned();
     let event_type = event.event_type().map(str::to_owned);
     let initial = match (&source.filter, &source.ordering_key) {
-        (Some(filter), _) if !accepts(filter, event.event_type(), event.body()) => {
-            Initial::Filtered
-        }
+        (Some(filter), _) if !filter.accepts(event.event_type(), event.body()) => Initial::Filtered,
         (_, Some(pointer)) => match ordering_key(event.body(), pointer) {
             Some(key) => Initial::Ordered(key),
             None => source.initial.clone(),
