@@ -251,16 +251,23 @@ async fn the_json_format_repeats_a_lasting_alert_once_per_window_and_retries_a_r
     assert_eq!(repeat["status"], "firing");
     assert_eq!(repeat["started_at"], first["started_at"]);
     assert!(started.elapsed() >= Duration::from_millis(1500));
-    let metrics = server
-        .metrics()
-        .encode(hookinbox::metrics::Exposition::Prometheus);
+    // The receiver has the post before the alerter has read its answer and
+    // counted it: wait for the count.
     let value = |series: &str| -> f64 {
-        metrics
+        server
+            .metrics()
+            .encode(hookinbox::metrics::Exposition::Prometheus)
             .lines()
             .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
             .unwrap_or_else(|| panic!("no {series}"))
     };
+    let sent = "hookinbox_alerts_total{kind=\"dlq\",status=\"firing\",sent=\"true\"}";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while value(sent) < 2.0 {
+        assert!(Instant::now() < deadline, "{sent}: {}", value(sent));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert!(value("hookinbox_alerts_total{kind=\"dlq\",status=\"firing\",sent=\"false\"}") >= 2.0);
-    assert!(value("hookinbox_alerts_total{kind=\"dlq\",status=\"firing\",sent=\"true\"}") >= 2.0);
+    assert!(value(sent) >= 2.0);
     server.stop().await;
 }
