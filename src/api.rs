@@ -61,8 +61,7 @@ pub enum EventStatus {
     Dead,
     /// A person marked it ignored, with a note.
     Ignored,
-    /// Its destination's filter did not take it: never delivered unless
-    /// replayed.
+    /// No destination's filter took it: never delivered unless replayed.
     Filtered,
 }
 
@@ -88,6 +87,11 @@ impl EventStatus {
 pub struct EventQuery {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// A destination's name (its source's name, or `source.name`): events
+    /// routed to it. With `status`, the status of that delivery.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
+    /// Events with a delivery in this status (held and filtered: the event's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<EventStatus>,
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
@@ -122,7 +126,11 @@ impl EventQuery {
     }
 }
 
-/// One event in a list.
+/// One event in a list. `status` is the event's as a whole (pending while
+/// any destination's delivery is, then dead, held, delivered, ignored,
+/// filtered); the fields from `attempts` to `replays` are those of the
+/// delivery the query matched (the first, without a destination), and
+/// `deliveries` has each destination's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct EventSummary {
     /// hookinbox's id: the `webhook-id` the app receives.
@@ -131,6 +139,10 @@ pub struct EventSummary {
     pub event_id: String,
     pub event_type: Option<String>,
     pub status: EventStatus,
+    /// The destination of the fields below (absent for a held or filtered
+    /// event of a source without a destination of its own name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
     pub received_at: Timestamp,
     /// Attempts in the current round (a replay starts a new one).
     pub attempts: u32,
@@ -141,6 +153,35 @@ pub struct EventSummary {
     pub replays: u32,
     /// Its payload and headers were deleted on request; the note says why.
     pub erased: Option<Note>,
+    /// One per destination it was routed to (one for a held or filtered
+    /// event: the source's own).
+    #[serde(default)]
+    pub deliveries: Vec<DeliverySummary>,
+}
+
+/// One delivery of an event: its state at one destination.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct DeliverySummary {
+    /// The destination's name: its source's name, or `source.name`.
+    pub destination: String,
+    pub status: EventStatus,
+    /// Attempts in the current round (a replay starts a new one).
+    pub attempts: u32,
+    pub next_attempt_at: Option<Timestamp>,
+    pub delivered_at: Option<Timestamp>,
+    pub dead_letter: Option<DeadLetter>,
+    pub note: Option<Note>,
+    pub replays: u32,
+}
+
+/// Which delivery of an event a replay or an ignore is for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct DeliveryQuery {
+    /// A destination's name. Absent: every delivery the change applies to
+    /// (for a held or filtered event, the source's one destination).
+    pub destination: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -206,7 +247,10 @@ pub enum PayloadEncoding {
 /// One delivery attempt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct AttemptRecord {
-    /// 1 for the first attempt ever made for the event.
+    /// The destination it went to.
+    #[serde(default)]
+    pub destination: String,
+    /// 1 for the first attempt ever made for the event at that destination.
     pub n: u32,
     pub started_at: Timestamp,
     pub latency_ms: u64,
@@ -274,10 +318,22 @@ pub struct SourceStats {
     /// How long the oldest pending event has waited.
     pub oldest_pending_age_ms: Option<u64>,
     pub since_start: SinceStart,
+    /// `stored` by destination: each destination's deliveries (held and
+    /// filtered events count under the source's own name).
+    #[serde(default)]
+    pub destinations: BTreeMap<String, DestinationStats>,
+}
+
+/// What is stored for one destination.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct DestinationStats {
+    pub stored: Counts,
+    pub oldest_pending_age_ms: Option<u64>,
 }
 
 /// Stored events by status. `pending` and `retrying` are apart: an event is
-/// in exactly one of the seven.
+/// in exactly one of the seven. For a source with several destinations these
+/// count deliveries: an event routed to two counts once in each.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Counts {
     /// Waiting for their first attempt of this round.
@@ -288,7 +344,7 @@ pub struct Counts {
     pub delivered: u64,
     pub dead: u64,
     pub ignored: u64,
-    /// Not taken by the destination's filter (`filter_types`, `filter_match`).
+    /// Taken by no destination's filter (`filter_types`, `filter_match`).
     #[serde(default)]
     pub filtered: u64,
 }
@@ -355,7 +411,10 @@ pub struct Destinations {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct DestinationState {
+    /// Its source's name, or `source.name`.
     pub name: String,
+    #[serde(default)]
+    pub source: String,
     /// Without credentials.
     pub url: String,
     pub paused: bool,

@@ -82,7 +82,7 @@ impl App {
             .iter()
             .map(|s| Declared {
                 name: s.name.as_str(),
-                delivers: s.delivery.is_some(),
+                delivers: !s.destinations.is_empty(),
             })
             .collect();
         metrics.declare(&declared);
@@ -99,9 +99,10 @@ impl App {
         let destinations = config
             .sources
             .iter()
-            .filter_map(|s| {
-                let dl = s.delivery.clone()?;
-                Some(Destination::new(s.name.clone(), dl).map_err(AppError::Source))
+            .flat_map(|s| {
+                s.destinations.iter().map(|dl| {
+                    Destination::new(s.name.clone(), dl.clone()).map_err(AppError::Source)
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
         let paused_states = store.paused_states()?;

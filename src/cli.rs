@@ -301,9 +301,8 @@ fn print_generated_secret(
              Use it as: Authorization: Bearer <token> on the admin listener.\n"
         ),
         SecretPurpose::Destination(name) => println!(
-            "\nhookinbox generated the key that signs deliveries of source {name:?}, kept in {path} (mode 0600){value}\n\
+            "\nhookinbox generated the key that signs deliveries to destination {name:?}, kept in {path} (mode 0600){value}\n\
              Verify deliveries in your app with any Standard Webhooks library and this key.\n",
-            name = name.as_str(),
         ),
         SecretPurpose::Ingest(name) => {
             let argument = if to_terminal {
@@ -334,7 +333,7 @@ fn log_generated_secret(generated: &GeneratedSecret, addr: std::net::SocketAddr)
         ),
         SecretPurpose::Destination(name) => tracing::info!(
             secret = "destination_key",
-            source = name.as_str(),
+            destination = name.as_str(),
             path,
             "generated the key that signs deliveries: verify them in the app with any Standard Webhooks library and this key"
         ),

@@ -308,6 +308,7 @@ fn status_on_wire(status: Status) -> EventStatus {
 fn filter_of(query: &EventQuery) -> Result<(EventFilter, PayloadMatch), AdminError> {
     let filter = EventFilter {
         source: query.source.clone(),
+        destination: query.destination.clone(),
         status: query.status.map(status_of),
         event_type: query.event_type.clone(),
         event_id: query.event_id.clone(),
@@ -347,15 +348,26 @@ fn note_on_wire(note: &schema::Note) -> api::Note {
     }
 }
 
-fn summary(e: &StoredEvent) -> api::EventSummary {
-    let s = &e.state;
-    api::EventSummary {
-        id: e.id.clone(),
-        source: s.source.clone(),
-        event_id: e.record.event_id.clone(),
-        event_type: e.record.event_type.clone(),
+/// The event's status as a whole: pending while any delivery is, then
+/// dead, held, delivered, ignored, filtered.
+fn overall(e: &StoredEvent) -> Status {
+    let has = |status| e.deliveries.iter().any(|d| d.state.status == status);
+    [
+        Status::Pending,
+        Status::Dead,
+        Status::Held,
+        Status::Delivered,
+        Status::Ignored,
+    ]
+    .into_iter()
+    .find(|&s| has(s))
+    .unwrap_or(Status::Filtered)
+}
+
+fn delivery_on_wire(s: &schema::EventState) -> api::DeliverySummary {
+    api::DeliverySummary {
+        destination: s.source.clone(),
         status: status_on_wire(s.status),
-        received_at: Timestamp(e.record.received_at_ms),
         attempts: s.attempts,
         next_attempt_at: s.due_ms.map(Timestamp),
         delivered_at: s.delivered_ms.map(Timestamp),
@@ -366,12 +378,37 @@ fn summary(e: &StoredEvent) -> api::EventSummary {
         }),
         note: s.note.as_ref().map(note_on_wire),
         replays: s.replays,
-        erased: e.erased.as_ref().map(note_on_wire),
     }
 }
 
-fn attempt_on_wire(n: usize, a: &Attempt) -> api::AttemptRecord {
+fn summary(e: &StoredEvent) -> api::EventSummary {
+    let s = delivery_on_wire(&e.state);
+    api::EventSummary {
+        id: e.id.clone(),
+        source: e.record.source.clone(),
+        event_id: e.record.event_id.clone(),
+        event_type: e.record.event_type.clone(),
+        status: status_on_wire(overall(e)),
+        destination: Some(s.destination),
+        received_at: Timestamp(e.record.received_at_ms),
+        attempts: s.attempts,
+        next_attempt_at: s.next_attempt_at,
+        delivered_at: s.delivered_at,
+        dead_letter: s.dead_letter,
+        note: s.note,
+        replays: s.replays,
+        erased: e.erased.as_ref().map(note_on_wire),
+        deliveries: e
+            .deliveries
+            .iter()
+            .map(|d| delivery_on_wire(&d.state))
+            .collect(),
+    }
+}
+
+fn attempt_on_wire(destination: &str, n: usize, a: &Attempt) -> api::AttemptRecord {
     api::AttemptRecord {
+        destination: destination.to_owned(),
         n: n as u32 + 1,
         started_at: Timestamp(a.started_ms),
         latency_ms: a.latency_ms,
@@ -443,7 +480,17 @@ fn find(state: &AdminState, id: &str) -> Result<StoredEvent, AdminError> {
 async fn show_event(State(state): State<AdminState>, Path(id): Path<String>) -> Response {
     let run = || -> Result<api::EventDetail, AdminError> {
         let e = find(&state, &id)?;
-        let attempts = state.store.attempts(e.seq)?;
+        let mut attempt_history = Vec::new();
+        for d in &e.deliveries {
+            let attempts = state.store.attempts(d.key)?;
+            attempt_history.extend(
+                attempts
+                    .iter()
+                    .enumerate()
+                    .map(|(n, a)| attempt_on_wire(&d.state.source, n, a)),
+            );
+        }
+        attempt_history.sort_by_key(|a| a.started_at);
         let payload = match std::str::from_utf8(&e.record.body) {
             Ok(text) => api::Payload {
                 encoding: api::PayloadEncoding::Text,
@@ -459,11 +506,7 @@ async fn show_event(State(state): State<AdminState>, Path(id): Path<String>) -> 
             content_type: e.record.content_type.clone(),
             headers: e.record.headers.clone(),
             payload,
-            attempt_history: attempts
-                .iter()
-                .enumerate()
-                .map(|(n, a)| attempt_on_wire(n, a))
-                .collect(),
+            attempt_history,
         })
     };
     match run() {
@@ -472,44 +515,186 @@ async fn show_event(State(state): State<AdminState>, Path(id): Path<String>) -> 
     }
 }
 
+/// Which deliveries of `e` a person's replay or ignore goes to, and as
+/// what change: `destination` names one; without it, every delivery the
+/// change applies to (or the first, for the store to say why not).
+fn plan(
+    state: &AdminState,
+    e: &StoredEvent,
+    change: &Change,
+    destination: Option<&str>,
+) -> Result<Vec<(u64, Change)>, AdminError> {
+    let replay = matches!(change, Change::Replay);
+    let lanes = state.delivery.destinations();
+    let ours: Vec<&str> = lanes
+        .iter()
+        .filter(|l| l.source == e.record.source)
+        .map(|l| l.name.as_str())
+        .collect();
+    // A held or filtered event has one delivery, on its source's own route;
+    // a replay sends it to a destination of the source.
+    let unrouted = match e.deliveries.as_slice() {
+        [only] if matches!(only.state.status, Status::Held | Status::Filtered) => Some(only),
+        _ => None,
+    };
+    if let Some(name) = destination {
+        if let Some(d) = e.deliveries.iter().find(|d| d.state.source == name) {
+            if replay && !ours.contains(&name) {
+                return Err(AdminError::Conflict(format!(
+                    "destination {name:?} is not configured now: nothing would deliver the replay"
+                )));
+            }
+            return Ok(vec![(d.key, change.clone())]);
+        }
+        if !ours.contains(&name) {
+            return Err(AdminError::NotFound(format!(
+                "source {:?} has no destination {name:?}",
+                e.record.source
+            )));
+        }
+        return match unrouted {
+            Some(only) if replay => Ok(vec![(
+                only.key,
+                Change::ReplayTo {
+                    destination: name.to_owned(),
+                },
+            )]),
+            _ => Err(AdminError::Conflict(format!(
+                "the event was not routed to {name:?}"
+            ))),
+        };
+    }
+    if let Some(only) = unrouted
+        && replay
+    {
+        return match ours.as_slice() {
+            // No destination: the store refuses a held event's replay.
+            [] => Ok(vec![(only.key, Change::Replay)]),
+            _ if ours.contains(&only.state.source.as_str()) => Ok(vec![(only.key, Change::Replay)]),
+            [one] => Ok(vec![(
+                only.key,
+                Change::ReplayTo {
+                    destination: (*one).to_owned(),
+                },
+            )]),
+            many => Err(AdminError::Conflict(format!(
+                "name a destination to replay it to: one of {}",
+                many.join(", ")
+            ))),
+        };
+    }
+    let applies = |s: Status| match change {
+        Change::Replay => matches!(s, Status::Dead | Status::Delivered | Status::Ignored),
+        _ => matches!(s, Status::Pending | Status::Dead | Status::Held),
+    };
+    let mut keys: Vec<(u64, Change)> = e
+        .deliveries
+        .iter()
+        .filter(|d| applies(d.state.status))
+        .map(|d| (d.key, change.clone()))
+        .collect();
+    if keys.is_empty()
+        && let Some(first) = e.deliveries.first()
+    {
+        keys.push((first.key, change.clone()));
+    }
+    if replay {
+        for (key, _) in &keys {
+            let route = e.deliveries.iter().find(|d| d.key == *key);
+            if let Some(d) = route
+                && !ours.contains(&d.state.source.as_str())
+            {
+                return Err(AdminError::Conflict(format!(
+                    "destination {:?} is not configured now: nothing would deliver the replay",
+                    d.state.source
+                )));
+            }
+        }
+    }
+    Ok(keys)
+}
+
 async fn change(
     state: &AdminState,
     id: &str,
     change: Change,
+    destination: Option<&str>,
 ) -> Result<api::EventSummary, AdminError> {
     let e = find(state, id)?;
-    let done = state
-        .store
-        .change(e.seq, change.clone(), state.clock.now_ms())
-        .await?;
-    match done {
-        Ok(()) => {}
-        Err(ChangeError::NotFound) => return Err(AdminError::NotFound(format!("no event {id:?}"))),
-        Err(refused) => return Err(AdminError::Conflict(refused.to_string())),
-    }
-    let action = match change {
-        Change::Replay => {
-            state.metrics.replayed(&e.state.source);
-            "replayed"
-        }
-        Change::Ignore { .. } => {
-            state.metrics.ignored(&e.state.source);
-            "ignored"
-        }
-        Change::Erase { .. } => "payload erased",
+    let targets = match &change {
+        Change::Erase { .. } => vec![(e.seq, change.clone())],
+        _ => plan(state, &e, &change, destination)?,
     };
-    tracing::info!(source = %e.state.source, id, event_id = %e.record.event_id, action, "event changed by an operator");
+    let now = state.clock.now_ms();
+    let source = e.record.source.as_str();
+    let mut refused = None;
+    let mut changed = Vec::new();
+    for (key, c) in targets {
+        match state.store.change(key, c.clone(), now).await? {
+            Ok(()) => changed.push((key, c)),
+            Err(ChangeError::NotFound) => {
+                return Err(AdminError::NotFound(format!("no event {id:?}")));
+            }
+            Err(why) => {
+                refused.get_or_insert(why);
+            }
+        }
+    }
+    if changed.is_empty()
+        && let Some(why) = refused
+    {
+        return Err(AdminError::Conflict(why.to_string()));
+    }
+    for (key, c) in &changed {
+        let to = e
+            .deliveries
+            .iter()
+            .find(|d| d.key == *key)
+            .map_or("", |d| d.state.source.as_str());
+        let (action, to) = match c {
+            Change::Replay => {
+                state.metrics.replayed(source);
+                ("replayed", to)
+            }
+            Change::ReplayTo { destination } => {
+                state.metrics.replayed(source);
+                ("replayed", destination.as_str())
+            }
+            Change::Ignore { .. } => {
+                state.metrics.ignored(source);
+                ("ignored", to)
+            }
+            Change::Erase { .. } => ("payload erased", ""),
+        };
+        tracing::info!(source, destination = to, id, event_id = %e.record.event_id, action, "event changed by an operator");
+    }
     let after = find(state, id)?;
     Ok(summary(&after))
 }
 
+/// The `destination` of a replay or an ignore, from the query string.
+fn destination_of(
+    query: Result<Query<api::DeliveryQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Option<String>, AdminError> {
+    let Query(query) = query.map_err(|e| AdminError::BadRequest(e.body_text()))?;
+    Ok(query.destination)
+}
+
 #[utoipa::path(post, path = "/api/events/{id}/replay", tag = "events",
-    params(("id" = String, Path, description = "hookinbox's id")),
-    responses((status = 200, description = "Pending again: attempts reset, same webhook-id", body = api::EventSummary),
-              (status = 404, description = "No such event", body = api::ApiError),
+    params(("id" = String, Path, description = "hookinbox's id"), api::DeliveryQuery),
+    responses((status = 200, description = "Pending again at the destination (each that finished, without one): attempts reset, same webhook-id", body = api::EventSummary),
+              (status = 404, description = "No such event, or no such destination of its source", body = api::ApiError),
               (status = 409, description = "Pending, held or in flight", body = api::ApiError), (status = 401, description = "No or a wrong bearer token", body = api::ApiError), (status = 503, description = "The store cannot answer now (a full disk, a reopen): retry", body = api::ApiError)))]
-async fn replay_event(State(state): State<AdminState>, Path(id): Path<String>) -> Response {
-    match change(&state, &id, Change::Replay).await {
+async fn replay_event(
+    State(state): State<AdminState>,
+    Path(id): Path<String>,
+    query: Result<Query<api::DeliveryQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let run = async {
+        let destination = destination_of(query)?;
+        change(&state, &id, Change::Replay, destination.as_deref()).await
+    };
+    match run.await {
         Ok(body) => Json(body).into_response(),
         Err(e) => e.respond(&state.metrics),
     }
@@ -526,19 +711,29 @@ fn note_text(note: Option<&str>, what: &str) -> Result<String, AdminError> {
 }
 
 #[utoipa::path(post, path = "/api/events/{id}/ignore", tag = "events",
-    params(("id" = String, Path, description = "hookinbox's id")), request_body = api::NoteRequest,
-    responses((status = 200, description = "Ignored, with the note", body = api::EventSummary),
+    params(("id" = String, Path, description = "hookinbox's id"), api::DeliveryQuery), request_body = api::NoteRequest,
+    responses((status = 200, description = "Ignored at the destination (each still to deliver, without one), with the note", body = api::EventSummary),
               (status = 400, description = "No note", body = api::ApiError),
-              (status = 404, description = "No such event", body = api::ApiError),
+              (status = 404, description = "No such event, or no such destination of its source", body = api::ApiError),
               (status = 409, description = "Delivered, already ignored, or in flight", body = api::ApiError), (status = 401, description = "No or a wrong bearer token", body = api::ApiError), (status = 503, description = "The store cannot answer now (a full disk, a reopen): retry", body = api::ApiError)))]
 async fn ignore_event(
     State(state): State<AdminState>,
     Path(id): Path<String>,
+    query: Result<Query<api::DeliveryQuery>, axum::extract::rejection::QueryRejection>,
     body: Result<Json<api::NoteRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
-    noted_change(&state, &id, body, "this event is ignored", |note| {
-        Change::Ignore { note }
-    })
+    let destination = match destination_of(query) {
+        Ok(d) => d,
+        Err(e) => return e.respond(&state.metrics),
+    };
+    noted_change(
+        &state,
+        &id,
+        destination.as_deref(),
+        body,
+        "this event is ignored",
+        |note| Change::Ignore { note },
+    )
     .await
 }
 
@@ -547,6 +742,7 @@ async fn ignore_event(
 async fn noted_change(
     state: &AdminState,
     id: &str,
+    destination: Option<&str>,
     body: Result<Json<api::NoteRequest>, axum::extract::rejection::JsonRejection>,
     why: &str,
     change_with: fn(String) -> Change,
@@ -559,7 +755,7 @@ async fn noted_change(
             ))
         })?;
         let note = note_text(Some(&body.note), why)?;
-        change(state, id, change_with(note)).await
+        change(state, id, change_with(note), destination).await
     };
     match run.await {
         Ok(body) => Json(body).into_response(),
@@ -581,7 +777,7 @@ async fn erase_event(
     Path(id): Path<String>,
     body: Result<Json<api::NoteRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
-    noted_change(&state, &id, body, "the payload is deleted", |note| {
+    noted_change(&state, &id, None, body, "the payload is deleted", |note| {
         Change::Erase { note }
     })
     .await
@@ -614,8 +810,14 @@ async fn bulk(
             note: note_text(body.note.as_deref(), "these events are ignored")?,
         }
     };
-    // Ids and sources only: 100k matches never load 100k payloads.
+    // Keys and routes only: 100k matches never load 100k payloads.
     let (matched, more) = state.store.matching_ids(&filter, MAX_BULK)?;
+    let lanes: std::collections::HashSet<String> = state
+        .delivery
+        .destinations()
+        .into_iter()
+        .map(|l| l.name)
+        .collect();
     if more {
         return Err(AdminError::BadRequest(format!(
             "more than {MAX_BULK} events match: narrow the filter (source, status, from, to)"
@@ -632,21 +834,33 @@ async fn bulk(
     let now = state.clock.now_ms();
     let mut changed = 0;
     let mut refused = Vec::new();
+    let mut refusals = 0u64;
     // 256 at a time in flight: the writer group-commits what is queued.
     let mut results = Vec::with_capacity(matched.len());
     for chunk in matched.chunks(256) {
         let calls: Vec<_> = chunk
             .iter()
-            .map(|(seq, _)| {
+            .map(|(seq, route)| {
                 let (store, change, seq) = (state.store.clone(), change.clone(), *seq);
-                tokio::spawn(async move { store.change(seq, change, now).await })
+                // A replay to a destination no longer configured would wait
+                // on a queue nothing serves.
+                let orphan = replay && !lanes.contains(route);
+                tokio::spawn(async move {
+                    if orphan {
+                        return Ok(Err(ChangeError::Conflict(
+                            "is routed to a destination that is not configured now",
+                        )));
+                    }
+                    store.change(seq, change, now).await
+                })
             })
             .collect();
         for call in calls {
             results.push(call.await?);
         }
     }
-    for ((seq, source), result) in matched.iter().zip(results) {
+    for ((seq, route), result) in matched.iter().zip(results) {
+        let source = schema::route_source(route);
         match result? {
             Ok(()) => {
                 changed += 1;
@@ -656,16 +870,22 @@ async fn bulk(
                     state.metrics.ignored(source);
                 }
             }
-            Err(why) => refused.push(api::Refusal {
-                id: state.store.public_id(*seq),
-                reason: why.to_string(),
-            }),
+            Err(why) => {
+                refusals += 1;
+                // The answer lists the first 100: look up only their ids.
+                if refused.len() < 100 {
+                    refused.push(api::Refusal {
+                        id: state.store.public_id_of_delivery(*seq)?,
+                        reason: why.to_string(),
+                    });
+                }
+            }
         }
     }
     tracing::info!(
         matched = matched.len(),
         changed,
-        refused = refused.len(),
+        refused = refusals,
         action = if replay { "replay" } else { "ignore" },
         "bulk change by an operator"
     );
@@ -786,10 +1006,33 @@ async fn stats(State(state): State<AdminState>) -> Response {
         filtered: c.filtered,
     };
     let percentiles = |p: Option<(f64, f64)>| p.map(|(p50, p99)| api::Percentiles { p50, p99 });
+    let lanes = state.delivery.destinations();
     let mut sources = std::collections::BTreeMap::new();
     for name in names {
         let s = held.get(&name).cloned().unwrap_or_default();
         let finished = s.counts.delivered + s.counts.dead;
+        // Every destination of the source, quiet ones too, and any route
+        // the store still holds deliveries of.
+        let mut destinations: std::collections::BTreeMap<String, api::DestinationStats> = lanes
+            .iter()
+            .filter(|l| l.source == name)
+            .map(|l| {
+                let empty = api::DestinationStats {
+                    stored: api::Counts::default(),
+                    oldest_pending_age_ms: None,
+                };
+                (l.name.clone(), empty)
+            })
+            .collect();
+        for (route, r) in &s.routes {
+            destinations.insert(
+                route.clone(),
+                api::DestinationStats {
+                    stored: counts(&r.counts),
+                    oldest_pending_age_ms: r.oldest_pending_ms.map(|t| now.saturating_sub(t)),
+                },
+            );
+        }
         sources.insert(
             name.clone(),
             api::SourceStats {
@@ -801,6 +1044,7 @@ async fn stats(State(state): State<AdminState>) -> Response {
                     .collect(),
                 success_rate: (finished > 0).then(|| s.counts.delivered as f64 / finished as f64),
                 oldest_pending_age_ms: s.oldest_pending_ms.map(|t| now.saturating_sub(t)),
+                destinations,
                 since_start: api::SinceStart {
                     received: state.metrics.received_count(&name),
                     duplicates: state.metrics.duplicate_count(&name),
@@ -907,6 +1151,7 @@ async fn destinations(State(state): State<AdminState>) -> Response {
         .destinations()
         .into_iter()
         .map(|d| api::DestinationState {
+            source: d.source.clone(),
             name: d.name,
             url: d.url,
             paused: d.paused,

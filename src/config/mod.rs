@@ -355,15 +355,21 @@ pub struct SourceConfig<S: Stage = Resolved> {
     /// Meta's subscription check (`GET …?hub.verify_token=…`): the token
     /// typed into the app's webhook settings. Set for kind `meta` only.
     pub verify_token: Option<GivenSecret<Secret>>,
-    /// Where and how events are delivered; `None`: events are held.
-    pub delivery: Option<DeliveryConfig<S>>,
+    /// Where and how events are delivered, each destination on its own
+    /// queue; none: events are held.
+    pub destinations: Vec<DeliveryConfig<S>>,
     pub hmac: Option<HmacSpec>,
 }
 
-/// A source's destination and the rules for delivering to it. The
-/// destination is named after its source (one destination per source).
+/// One destination of a source and the rules for delivering to it.
 #[derive(Debug, Clone)]
 pub struct DeliveryConfig<S: Stage = Resolved> {
+    /// The table's `name`; `None`: the source's own destination (the
+    /// one-URL form, or the one table without a name).
+    pub name: Option<String>,
+    /// Its queue's name, which the store, the admin API and the metrics
+    /// know it by: the source's name, or `source.name`.
+    pub route: String,
     pub url: reqwest::Url,
     /// The Standard Webhooks key that signs deliveries.
     pub secret: S::DestinationKey,
@@ -994,13 +1000,7 @@ mod tests {
              filter_match = \"/repository/private = false\"\n",
         )
         .unwrap();
-        let filter = ok.sources[0]
-            .delivery
-            .as_ref()
-            .unwrap()
-            .filter
-            .clone()
-            .unwrap();
+        let filter = ok.sources[0].destinations[0].filter.clone().unwrap();
         assert_eq!(filter.types.unwrap().len(), 2);
         assert_eq!(
             filter.matching,
@@ -1042,6 +1042,113 @@ mod tests {
     }
 
     #[test]
+    fn destination_tables_give_each_destination_its_own_route_and_keys() {
+        let source = |rest: &str| {
+            format!("[[source]]\nname = \"s\"\nkind = \"github\"\nsecret = \"x\"\n{rest}")
+        };
+        let load = |rest: &str| Config::from_toml(&source(rest), "f.toml", None, &no_env);
+        let ok = load(
+            "[[source.destination]]\nurl = \"http://127.0.0.1:9/app\"\nmax_concurrency = 2\n\
+             [[source.destination]]\nname = \"billing\"\nurl = \"http://127.0.0.1:9/b\"\n\
+             filter_types = [\"invoice.*\"]\nordering_key = \"/customer\"\n\
+             [[source.destination]]\nname = \"stream\"\nurl = \"nats://127.0.0.1:4222\"\n\
+             subject = \"gh.{event_type}\"\n",
+        )
+        .unwrap();
+        let d = &ok.sources[0].destinations;
+        let routes: Vec<&str> = d.iter().map(|d| d.route.as_str()).collect();
+        assert_eq!(routes, ["s", "s.billing", "s.stream"]);
+        assert_eq!((d[0].max_concurrency, d[1].max_concurrency), (2, 8));
+        assert!(d[0].filter.is_none() && d[1].filter.is_some());
+        assert!(d[1].ordering.is_some() && d[0].ordering.is_none());
+        assert!(d[2].jetstream.is_some());
+        // `config check` writes them back as tables, which load the same.
+        let shown = ok.to_redacted_toml();
+        assert!(shown.contains("[[source.destination]]"), "{shown}");
+        let again = Config::from_toml(&shown, "shown.toml", None, &no_env).unwrap();
+        let again: Vec<&str> = again.sources[0]
+            .destinations
+            .iter()
+            .map(|d| d.route.as_str())
+            .collect();
+        assert_eq!(again, routes);
+        // The one-URL form stays one: shown back flat.
+        let flat = load("destination = \"http://127.0.0.1:9/\"\ntimeout = \"5s\"\n").unwrap();
+        assert_eq!(flat.sources[0].destinations[0].route, "s");
+        assert!(!flat.to_redacted_toml().contains("[[source.destination]]"));
+
+        let table = |body: &str| format!("[[source.destination]]\n{body}\n");
+        for (rest, key, words) in [
+            (
+                format!(
+                    "timeout = \"5s\"\n{}",
+                    table("url = \"http://127.0.0.1:9/\"")
+                ),
+                "source[0].timeout",
+                "set it in each table",
+            ),
+            (
+                table("name = \"a\""),
+                "source[0].destination[0].url",
+                "is required",
+            ),
+            (
+                table("name = \"Bad.Name\"\nurl = \"http://127.0.0.1:9/\""),
+                "source[0].destination[0].name",
+                "not a valid destination name",
+            ),
+            (
+                format!(
+                    "{}{}",
+                    table("name = \"a\"\nurl = \"http://127.0.0.1:9/\""),
+                    table("name = \"a\"\nurl = \"http://127.0.0.1:9/x\"")
+                ),
+                "source[0].destination[1].name",
+                "another destination",
+            ),
+            (
+                format!(
+                    "{}{}",
+                    table("url = \"http://127.0.0.1:9/\""),
+                    table("url = \"http://127.0.0.1:9/x\"")
+                ),
+                "source[0].destination[1].name",
+                "at most one destination goes without a name",
+            ),
+            (
+                table("url = \"http://127.0.0.1:9/\"\ndestination_secret = \"x\""),
+                "source[0].destination[0].destination_secret",
+                "unknown field",
+            ),
+            (
+                table("url = \"http://127.0.0.1:9/\"\nsubject = \"a\""),
+                "source[0].destination[0].subject",
+                "nats://",
+            ),
+            (
+                "destination = []\n".to_owned(),
+                "source[0].destination",
+                "holds no table",
+            ),
+            (
+                "destination = 5\n".to_owned(),
+                "source[0].destination",
+                "a URL, or [[source.destination]] tables",
+            ),
+            (
+                (0..17)
+                    .map(|i| table(&format!("name = \"d{i}\"\nurl = \"http://127.0.0.1:9/\"")))
+                    .collect::<String>(),
+                "source[0].destination",
+                "at most 16",
+            ),
+        ] {
+            let err = load(&rest).unwrap_err().to_string();
+            assert!(err.contains(key) && err.contains(words), "{rest}: {err}");
+        }
+    }
+
+    #[test]
     fn jetstream_keys_fit_only_their_kind_of_destination() {
         let source = |rest: &str| {
             format!("[[source]]\nname = \"s\"\nkind = \"github\"\nsecret = \"x\"\n{rest}")
@@ -1051,18 +1158,11 @@ mod tests {
             "destination = \"nats://127.0.0.1:4222\"\ndestination_subject = \"gh.{event_type}\"\n",
         )
         .unwrap();
-        let dl = nats.sources[0].delivery.as_ref().unwrap();
+        let dl = &nats.sources[0].destinations[0];
         let js = dl.jetstream.as_ref().unwrap();
         assert_eq!(js.subject.render("s", Some("push")), "gh.push");
         let http = load("destination = \"http://127.0.0.1:9/\"\n").unwrap();
-        assert!(
-            http.sources[0]
-                .delivery
-                .as_ref()
-                .unwrap()
-                .jetstream
-                .is_none()
-        );
+        assert!(http.sources[0].destinations[0].jetstream.is_none());
         for (rest, key, words) in [
             (
                 "destination = \"http://127.0.0.1:9/\"\ndestination_subject = \"a\"\n",
@@ -1312,7 +1412,7 @@ mod tests {
             "kind = \"standard\"\ngenerate_secret = true\n".to_owned(),
             "# the secret of source \"demo\": generated on first start into ./hookinbox-data/secrets/demo.secret\n"
                 .to_owned(),
-            "# the key that signs deliveries of source \"demo\": generated on first start into ./hookinbox-data/secrets/demo.destination.secret\n"
+            "# the key that signs deliveries to destination \"demo\": generated on first start into ./hookinbox-data/secrets/demo.destination.secret\n"
                 .to_owned(),
         ] {
             assert!(shown.contains(&line), "no {line:?} in\n{shown}");

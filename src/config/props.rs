@@ -223,7 +223,7 @@ fn durations(c: &Config<Loaded>) -> Vec<(String, Duration)> {
         if let Some(t) = s.tolerance {
             all.push(("tolerance".into(), t));
         }
-        if let Some(d) = &s.delivery {
+        for d in &s.destinations {
             all.push(("connect_timeout".into(), d.connect_timeout));
             all.push(("timeout".into(), d.timeout));
             all.push(("initial_interval".into(), d.initial_interval));

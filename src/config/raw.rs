@@ -102,7 +102,9 @@ pub struct RawSource {
     pub verify_token: Option<String>,
     pub verify_token_env: Option<String>,
     pub verify_token_file: Option<String>,
-    pub destination: Option<String>,
+    /// A URL (one destination, set by the `destination_*` and delivery
+    /// keys beside it) or `[[source.destination]]` tables.
+    pub destination: Option<RawDestinations>,
     pub destination_secret: Option<String>,
     pub destination_secret_env: Option<String>,
     pub destination_secret_file: Option<String>,
@@ -132,6 +134,178 @@ pub struct RawSource {
     pub prefix: Option<String>,
     pub signed_payload: Option<String>,
     pub timestamp_header: Option<String>,
+}
+
+/// `destination = "…"`, or `[[source.destination]]` tables.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum RawDestinations {
+    Url(String),
+    Tables(Vec<RawDestination>),
+}
+
+/// Read by hand rather than `untagged`: an untagged enum would hide a
+/// table's own error (an unknown key, a value of the wrong type) behind
+/// "did not match any variant".
+impl<'de> Deserialize<'de> for RawDestinations {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Shape;
+        impl<'de> serde::de::Visitor<'de> for Shape {
+            type Value = RawDestinations;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a URL, or [[source.destination]] tables")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, url: &str) -> Result<RawDestinations, E> {
+                Ok(RawDestinations::Url(url.to_owned()))
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<RawDestinations, A::Error> {
+                let mut tables = Vec::new();
+                while let Some(table) = seq.next_element::<RawDestination>()? {
+                    tables.push(table);
+                }
+                Ok(RawDestinations::Tables(tables))
+            }
+        }
+        deserializer.deserialize_any(Shape)
+    }
+}
+
+/// One `[[source.destination]]` table: the delivery keys of the one-URL
+/// form, without their `destination_` prefix, and a name.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDestination {
+    pub name: Option<String>,
+    pub url: Option<String>,
+    pub secret: Option<String>,
+    pub secret_env: Option<String>,
+    pub secret_file: Option<String>,
+    pub ca_file: Option<String>,
+    pub subject: Option<String>,
+    pub creds_file: Option<String>,
+    pub forward_headers: Option<Vec<String>>,
+    pub filter_types: Option<Vec<String>>,
+    pub filter_match: Option<String>,
+    pub connect_timeout: Option<String>,
+    pub timeout: Option<String>,
+    pub initial_interval: Option<String>,
+    pub max_interval: Option<String>,
+    pub max_attempts: Option<u32>,
+    pub max_age: Option<String>,
+    pub retry_statuses: Option<Vec<CodeOrText>>,
+    pub max_concurrency: Option<usize>,
+    pub max_rate: Option<f64>,
+    pub paused: Option<bool>,
+    pub breaker_failures: Option<u32>,
+    pub breaker_cooldown: Option<String>,
+    pub ordering_key: Option<String>,
+    pub ordering_on_dead_letter: Option<OnDeadLetter>,
+}
+
+impl RawSource {
+    /// Moves the one-URL form's keys (`destination_secret`, `timeout`, …)
+    /// into a table, each under its table name; returns the names of those
+    /// that were set, to refuse them beside `[[source.destination]]` tables.
+    pub fn take_flat_destination(&mut self) -> (RawDestination, Vec<&'static str>) {
+        let mut set = Vec::new();
+        macro_rules! take {
+            ($($flat:ident => $table:ident),* $(,)?) => {
+                RawDestination {
+                    name: None,
+                    url: None,
+                    $($table: {
+                        let v = self.$flat.take();
+                        if v.is_some() {
+                            set.push(stringify!($flat));
+                        }
+                        v
+                    },)*
+                }
+            };
+        }
+        let table = take!(
+            destination_secret => secret,
+            destination_secret_env => secret_env,
+            destination_secret_file => secret_file,
+            destination_ca_file => ca_file,
+            destination_subject => subject,
+            destination_creds_file => creds_file,
+            forward_headers => forward_headers,
+            filter_types => filter_types,
+            filter_match => filter_match,
+            connect_timeout => connect_timeout,
+            timeout => timeout,
+            initial_interval => initial_interval,
+            max_interval => max_interval,
+            max_attempts => max_attempts,
+            max_age => max_age,
+            retry_statuses => retry_statuses,
+            max_concurrency => max_concurrency,
+            max_rate => max_rate,
+            paused => paused,
+            breaker_failures => breaker_failures,
+            breaker_cooldown => breaker_cooldown,
+            ordering_key => ordering_key,
+            ordering_on_dead_letter => ordering_on_dead_letter,
+        );
+        (table, set)
+    }
+}
+
+impl RawSource {
+    /// The inverse of [`RawSource::take_flat_destination`]: a table's keys
+    /// written back in the one-URL form (`config check` shows a source the
+    /// way it can be written).
+    pub fn put_flat_destination(&mut self, table: RawDestination) {
+        macro_rules! put {
+            ($($flat:ident => $table:ident),* $(,)?) => {
+                $(self.$flat = table.$table;)*
+            };
+        }
+        self.destination = table.url.map(RawDestinations::Url);
+        put!(
+            destination_secret => secret,
+            destination_secret_env => secret_env,
+            destination_secret_file => secret_file,
+            destination_ca_file => ca_file,
+            destination_subject => subject,
+            destination_creds_file => creds_file,
+            forward_headers => forward_headers,
+            filter_types => filter_types,
+            filter_match => filter_match,
+            connect_timeout => connect_timeout,
+            timeout => timeout,
+            initial_interval => initial_interval,
+            max_interval => max_interval,
+            max_attempts => max_attempts,
+            max_age => max_age,
+            retry_statuses => retry_statuses,
+            max_concurrency => max_concurrency,
+            max_rate => max_rate,
+            paused => paused,
+            breaker_failures => breaker_failures,
+            breaker_cooldown => breaker_cooldown,
+            ordering_key => ordering_key,
+            ordering_on_dead_letter => ordering_on_dead_letter,
+        );
+    }
+}
+
+/// The one-URL form's name of a table key (`secret` → `destination_secret`).
+pub fn flat_key(table_key: &str) -> String {
+    match table_key {
+        "url" => "destination".to_owned(),
+        "secret" | "secret_env" | "secret_file" | "ca_file" | "subject" | "creds_file" => {
+            format!("destination_{table_key}")
+        }
+        other => other.to_owned(),
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

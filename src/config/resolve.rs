@@ -81,8 +81,9 @@ pub struct GeneratedSecret {
 pub enum SecretPurpose {
     /// The secret a source's sender signs with; ingest verifies.
     Ingest(SourceName),
-    /// The key hookinbox signs a source's deliveries with; the app verifies.
-    Destination(SourceName),
+    /// The key hookinbox signs a destination's deliveries with (named by
+    /// its route: the source's name, or `source.name`); the app verifies.
+    Destination(String),
     /// The admin API's bearer token.
     Admin,
 }
@@ -108,8 +109,8 @@ impl fmt::Display for SecretPurpose {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SecretPurpose::Ingest(source) => write!(f, "the secret of source {source:?}"),
-            SecretPurpose::Destination(source) => {
-                write!(f, "the key that signs deliveries of source {source:?}")
+            SecretPurpose::Destination(route) => {
+                write!(f, "the key that signs deliveries to destination {route:?}")
             }
             SecretPurpose::Admin => f.write_str("the admin token"),
         }
@@ -190,47 +191,47 @@ impl SourceConfig<Loaded> {
                 vec![keep(data_dir, purpose, self.kind, generated)?]
             }
         };
-        let delivery = match self.delivery {
-            None => None,
-            Some(dl) => {
-                let secret = match dl.secret {
-                    SecretPlan::Given(key) => key.value,
-                    SecretPlan::Generated => {
-                        let purpose = SecretPurpose::Destination(self.name.clone());
-                        let text = keep(data_dir, purpose.clone(), Kind::Standard, generated)?;
-                        // Generated text always parses; a file edited by hand may not.
-                        StandardKey::parse(text.expose()).map_err(|cause| {
-                            ResolveError::UnusableKey {
-                                path: purpose.path(data_dir),
-                                purpose,
-                                cause,
-                            }
-                        })?
-                    }
-                };
-                Some(DeliveryConfig {
-                    url: dl.url,
-                    secret,
-                    ca: dl.ca,
-                    jetstream: dl.jetstream,
-                    filter: dl.filter,
-                    forward_headers: dl.forward_headers,
-                    connect_timeout: dl.connect_timeout,
-                    timeout: dl.timeout,
-                    initial_interval: dl.initial_interval,
-                    max_interval: dl.max_interval,
-                    max_attempts: dl.max_attempts,
-                    max_age: dl.max_age,
-                    retry_statuses: dl.retry_statuses,
-                    max_concurrency: dl.max_concurrency,
-                    max_rate: dl.max_rate,
-                    paused: dl.paused,
-                    ordering: dl.ordering,
-                    breaker_failures: dl.breaker_failures,
-                    breaker_cooldown: dl.breaker_cooldown,
-                })
-            }
-        };
+        let mut destinations = Vec::with_capacity(self.destinations.len());
+        for dl in self.destinations {
+            let secret = match dl.secret {
+                SecretPlan::Given(key) => key.value,
+                SecretPlan::Generated => {
+                    let purpose = SecretPurpose::Destination(dl.route.clone());
+                    let text = keep(data_dir, purpose.clone(), Kind::Standard, generated)?;
+                    // Generated text always parses; a file edited by hand may not.
+                    StandardKey::parse(text.expose()).map_err(|cause| {
+                        ResolveError::UnusableKey {
+                            path: purpose.path(data_dir),
+                            purpose,
+                            cause,
+                        }
+                    })?
+                }
+            };
+            destinations.push(DeliveryConfig {
+                name: dl.name,
+                route: dl.route,
+                url: dl.url,
+                secret,
+                ca: dl.ca,
+                jetstream: dl.jetstream,
+                filter: dl.filter,
+                forward_headers: dl.forward_headers,
+                connect_timeout: dl.connect_timeout,
+                timeout: dl.timeout,
+                initial_interval: dl.initial_interval,
+                max_interval: dl.max_interval,
+                max_attempts: dl.max_attempts,
+                max_age: dl.max_age,
+                retry_statuses: dl.retry_statuses,
+                max_concurrency: dl.max_concurrency,
+                max_rate: dl.max_rate,
+                paused: dl.paused,
+                ordering: dl.ordering,
+                breaker_failures: dl.breaker_failures,
+                breaker_cooldown: dl.breaker_cooldown,
+            });
+        }
         Ok(SourceConfig {
             name: self.name,
             kind: self.kind,
@@ -241,7 +242,7 @@ impl SourceConfig<Loaded> {
             event_type: self.event_type,
             public_url: self.public_url,
             verify_token: self.verify_token,
-            delivery,
+            destinations,
             hmac: self.hmac,
         })
     }
@@ -310,7 +311,7 @@ mod tests {
             [
                 "the admin token",
                 "the secret of source \"demo\"",
-                "the key that signs deliveries of source \"demo\"",
+                "the key that signs deliveries to destination \"demo\"",
             ]
         );
         for g in &generated {
@@ -345,7 +346,7 @@ mod tests {
         assert!(matches!(err, ResolveError::UnusableKey { .. }), "{err:?}");
         let shown = err.to_string();
         assert!(
-            shown.contains("source \"shop\"") && shown.contains(&path.display().to_string()),
+            shown.contains("destination \"shop\"") && shown.contains(&path.display().to_string()),
             "{shown}"
         );
     }

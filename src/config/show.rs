@@ -12,12 +12,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::raw::{
-    CodeOrText, OneOrMany, RawAdmin, RawAlerts, RawConfig, RawLog, RawRetention, RawServer,
-    RawSize, RawSource,
+    CodeOrText, OneOrMany, RawAdmin, RawAlerts, RawConfig, RawDestination, RawDestinations, RawLog,
+    RawRetention, RawServer, RawSize, RawSource,
 };
 use super::{
-    Config, GivenSecret, Loaded, Locator, PayloadPart, SecretOrigin, SecretPlan, SecretPurpose,
-    SourceConfig, StatusPattern, redact_url,
+    Config, DeliveryConfig, GivenSecret, Loaded, Locator, PayloadPart, SecretOrigin, SecretPlan,
+    SecretPurpose, SourceConfig, StatusPattern, redact_url,
 };
 
 /// What stands for a secret written inline.
@@ -135,52 +135,13 @@ fn source(s: &SourceConfig<Loaded>) -> RawSource {
             raw.verify_token_file,
         ) = place(token);
     }
-    if let Some(dl) = &s.delivery {
-        raw.destination = Some(redact_url(&dl.url));
-        if let SecretPlan::Given(key) = &dl.secret {
-            (
-                raw.destination_secret,
-                raw.destination_secret_env,
-                raw.destination_secret_file,
-            ) = place(key);
-        }
-        raw.destination_ca_file = dl.ca.as_ref().map(|ca| path(&ca.path));
-        if let Some(filter) = &dl.filter {
-            raw.filter_types = filter
-                .types
-                .as_ref()
-                .map(|t| t.iter().map(|p| p.as_str().to_owned()).collect());
-            raw.filter_match = filter.matching.as_ref().map(|(p, v)| format!("{p}={v}"));
-        }
-        if let Some(js) = &dl.jetstream {
-            raw.destination_subject = Some(js.subject.to_string());
-            raw.destination_creds_file = js.creds_file.as_ref().map(|p| path(p));
-        }
-        raw.forward_headers = Some(dl.forward_headers.iter().map(|h| h.to_string()).collect());
-        raw.connect_timeout = Some(human(dl.connect_timeout));
-        raw.timeout = Some(human(dl.timeout));
-        raw.initial_interval = Some(human(dl.initial_interval));
-        raw.max_interval = Some(human(dl.max_interval));
-        raw.max_attempts = Some(dl.max_attempts);
-        raw.max_age = Some(human(dl.max_age));
-        // A JetStream destination has no statuses to retry on.
-        raw.retry_statuses = dl.jetstream.is_none().then(|| {
-            dl.retry_statuses
-                .iter()
-                .map(|p| match p {
-                    StatusPattern::Code(code) => CodeOrText::Code(*code),
-                    StatusPattern::Class(_) => CodeOrText::Text(p.to_string()),
-                })
-                .collect()
-        });
-        raw.max_concurrency = Some(dl.max_concurrency);
-        raw.max_rate = dl.max_rate;
-        raw.paused = Some(dl.paused);
-        raw.breaker_failures = Some(dl.breaker_failures);
-        raw.breaker_cooldown = Some(human(dl.breaker_cooldown));
-        if let Some(ordering) = &dl.ordering {
-            raw.ordering_key = Some(ordering.pointer.clone());
-            raw.ordering_on_dead_letter = Some(ordering.on_dead_letter);
+    match s.destinations.as_slice() {
+        [] => {}
+        [one] if one.name.is_none() => raw.put_flat_destination(raw_destination(one)),
+        many => {
+            raw.destination = Some(RawDestinations::Tables(
+                many.iter().map(raw_destination).collect(),
+            ))
         }
     }
     if let Some(h) = &s.hmac {
@@ -215,10 +176,10 @@ fn left_to_data_dir(config: &Config<Loaded>) -> Vec<SecretPurpose> {
         if let SecretPlan::Generated = s.secrets {
             left.push(SecretPurpose::Ingest(s.name.clone()));
         }
-        if let Some(dl) = &s.delivery
-            && let SecretPlan::Generated = dl.secret
-        {
-            left.push(SecretPurpose::Destination(s.name.clone()));
+        for dl in &s.destinations {
+            if let SecretPlan::Generated = dl.secret {
+                left.push(SecretPurpose::Destination(dl.route.clone()));
+            }
         }
     }
     left
@@ -258,4 +219,55 @@ fn path(p: &Path) -> String {
 
 fn locators(list: &[Locator]) -> OneOrMany {
     OneOrMany::Many(list.iter().map(|l| l.to_string()).collect())
+}
+
+/// One destination as a `[[source.destination]]` table would write it.
+fn raw_destination(dl: &DeliveryConfig<Loaded>) -> RawDestination {
+    let mut raw = RawDestination {
+        url: Some(redact_url(&dl.url)),
+        name: dl.name.clone(),
+        ..RawDestination::default()
+    };
+    if let SecretPlan::Given(key) = &dl.secret {
+        (raw.secret, raw.secret_env, raw.secret_file) = place(key);
+    }
+    raw.ca_file = dl.ca.as_ref().map(|ca| path(&ca.path));
+    if let Some(filter) = &dl.filter {
+        raw.filter_types = filter
+            .types
+            .as_ref()
+            .map(|t| t.iter().map(|p| p.as_str().to_owned()).collect());
+        raw.filter_match = filter.matching.as_ref().map(|(p, v)| format!("{p}={v}"));
+    }
+    if let Some(js) = &dl.jetstream {
+        raw.subject = Some(js.subject.to_string());
+        raw.creds_file = js.creds_file.as_ref().map(|p| path(p));
+    }
+    raw.forward_headers = Some(dl.forward_headers.iter().map(|h| h.to_string()).collect());
+    raw.connect_timeout = Some(human(dl.connect_timeout));
+    raw.timeout = Some(human(dl.timeout));
+    raw.initial_interval = Some(human(dl.initial_interval));
+    raw.max_interval = Some(human(dl.max_interval));
+    raw.max_attempts = Some(dl.max_attempts);
+    raw.max_age = Some(human(dl.max_age));
+    // A JetStream destination has no statuses to retry on.
+    raw.retry_statuses = dl.jetstream.is_none().then(|| {
+        dl.retry_statuses
+            .iter()
+            .map(|p| match p {
+                StatusPattern::Code(code) => CodeOrText::Code(*code),
+                StatusPattern::Class(_) => CodeOrText::Text(p.to_string()),
+            })
+            .collect()
+    });
+    raw.max_concurrency = Some(dl.max_concurrency);
+    raw.max_rate = dl.max_rate;
+    raw.paused = Some(dl.paused);
+    raw.breaker_failures = Some(dl.breaker_failures);
+    raw.breaker_cooldown = Some(human(dl.breaker_cooldown));
+    if let Some(ordering) = &dl.ordering {
+        raw.ordering_key = Some(ordering.pointer.clone());
+        raw.ordering_on_dead_letter = Some(ordering.on_dead_letter);
+    }
+    raw
 }

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::raw::{
-    CodeOrText, OneOrMany, RawAdmin, RawAlerts, RawConfig, RawRetention, RawServer, RawSize,
-    RawSource, default,
+    self, CodeOrText, OneOrMany, RawAdmin, RawAlerts, RawConfig, RawDestination, RawDestinations,
+    RawRetention, RawServer, RawSize, RawSource, default,
 };
 use super::{
     AdminConfig, AlertConfig, CaFile, Config, ConfigError, DeliveryConfig, DeliveryFilter,
@@ -280,8 +280,10 @@ pub fn validate(
         sources.push(source);
     }
     for (i, source) in sources.iter().enumerate() {
-        if let Some(d) = &source.delivery
-            && retention.dedupe_ttl < d.max_age
+        if let Some(d) = source
+            .destinations
+            .iter()
+            .find(|d| retention.dedupe_ttl < d.max_age)
         {
             cx.warnings.push(format!(
                 "{origin}: retention.dedupe_ttl ({}) is shorter than source[{i}].max_age ({}): \
@@ -667,7 +669,7 @@ fn validate_source(
         None => None,
     };
     let verify_token = validate_verify_token(cx, i, kind, &mut rs)?;
-    let delivery = validate_delivery(cx, i, &mut rs)?;
+    let destinations = validate_destinations(cx, i, &name, &mut rs)?;
 
     let hmac_keys = [
         ("signature_header", rs.signature_header.is_some()),
@@ -705,7 +707,7 @@ fn validate_source(
         event_type,
         public_url,
         verify_token,
-        delivery,
+        destinations,
         hmac,
     })
 }
@@ -750,65 +752,110 @@ fn validate_verify_token(
     }
 }
 
-/// The delivery keys of `source[i]`: all of them need `destination`.
-fn validate_delivery(
+/// At most this many destinations per source: a delivery key per
+/// destination is written with each event.
+pub const MAX_DESTINATIONS: usize = 16;
+
+/// The destinations of `source[i]`: the one-URL form (`destination = "…"`
+/// with the delivery keys beside it, which all need it), or
+/// `[[source.destination]]` tables (and then none of those keys beside).
+fn validate_destinations(
     cx: &mut Ctx<'_>,
     i: usize,
+    source: &SourceName,
     rs: &mut RawSource,
-) -> Result<Option<DeliveryConfig<Loaded>>, ConfigError> {
-    let key = |k: &str| format!("source[{i}].{k}");
-    let set = [
-        ("destination_secret", rs.destination_secret.is_some()),
-        (
-            "destination_secret_env",
-            rs.destination_secret_env.is_some(),
-        ),
-        (
-            "destination_secret_file",
-            rs.destination_secret_file.is_some(),
-        ),
-        ("forward_headers", rs.forward_headers.is_some()),
-        ("destination_ca_file", rs.destination_ca_file.is_some()),
-        ("destination_subject", rs.destination_subject.is_some()),
-        (
-            "destination_creds_file",
-            rs.destination_creds_file.is_some(),
-        ),
-        ("filter_types", rs.filter_types.is_some()),
-        ("filter_match", rs.filter_match.is_some()),
-        ("connect_timeout", rs.connect_timeout.is_some()),
-        ("timeout", rs.timeout.is_some()),
-        ("initial_interval", rs.initial_interval.is_some()),
-        ("max_interval", rs.max_interval.is_some()),
-        ("max_attempts", rs.max_attempts.is_some()),
-        ("max_age", rs.max_age.is_some()),
-        ("retry_statuses", rs.retry_statuses.is_some()),
-        ("max_concurrency", rs.max_concurrency.is_some()),
-        ("max_rate", rs.max_rate.is_some()),
-        ("paused", rs.paused.is_some()),
-        ("breaker_failures", rs.breaker_failures.is_some()),
-        ("breaker_cooldown", rs.breaker_cooldown.is_some()),
-        ("ordering_key", rs.ordering_key.is_some()),
-        (
-            "ordering_on_dead_letter",
-            rs.ordering_on_dead_letter.is_some(),
-        ),
-    ];
-    let Some(url) = rs.destination.take() else {
-        if let Some((k, _)) = set.iter().find(|(_, is_set)| *is_set) {
-            return Err(cx.err(key(k), "applies only to a source with a destination"));
+) -> Result<Vec<DeliveryConfig<Loaded>>, ConfigError> {
+    let (flat, set) = rs.take_flat_destination();
+    let tables = match rs.destination.take() {
+        None => {
+            if let Some(k) = set.first() {
+                return Err(cx.err(
+                    format!("source[{i}].{k}"),
+                    "applies only to a source with a destination",
+                ));
+            }
+            return Ok(Vec::new());
         }
-        return Ok(None);
+        Some(RawDestinations::Url(url)) => {
+            let table = RawDestination {
+                url: Some(url),
+                ..flat
+            };
+            let key = |k: &str| format!("source[{i}].{}", raw::flat_key(k));
+            return Ok(vec![validate_destination(cx, &key, source, table)?]);
+        }
+        Some(RawDestinations::Tables(tables)) => tables,
+    };
+    if let Some(k) = set.first() {
+        return Err(cx.err(
+            format!("source[{i}].{k}"),
+            "cannot stand beside [[source.destination]] tables: set it in each table",
+        ));
+    }
+    if tables.is_empty() {
+        return Err(cx.err(
+            format!("source[{i}].destination"),
+            "holds no table: leave it out to hold events, or add a [[source.destination]] with a url",
+        ));
+    }
+    if tables.len() > MAX_DESTINATIONS {
+        return Err(cx.err(
+            format!("source[{i}].destination"),
+            format!("has {} tables: at most {MAX_DESTINATIONS}", tables.len()),
+        ));
+    }
+    let mut out: Vec<DeliveryConfig<Loaded>> = Vec::new();
+    for (j, table) in tables.into_iter().enumerate() {
+        let key = |k: &str| format!("source[{i}].destination[{j}].{k}");
+        let d = validate_destination(cx, &key, source, table)?;
+        if out.iter().any(|o| o.route == d.route) {
+            let message = match &d.name {
+                Some(name) => format!("{name:?} names another destination of this source too"),
+                None => "is left out in another table too: at most one destination goes \
+                         without a name (it is named after its source)"
+                    .to_owned(),
+            };
+            return Err(cx.err(key("name"), message));
+        }
+        out.push(d);
+    }
+    Ok(out)
+}
+
+/// One destination, from a table (or the one-URL form moved into one);
+/// `key` names a table key the way the file wrote it.
+fn validate_destination(
+    cx: &mut Ctx<'_>,
+    key: &dyn Fn(&str) -> String,
+    source: &SourceName,
+    mut rs: RawDestination,
+) -> Result<DeliveryConfig<Loaded>, ConfigError> {
+    let name = match rs.name.take() {
+        None => None,
+        Some(name) => Some(SourceName::parse(&name).map_err(|_| {
+            cx.err(
+                key("name"),
+                format!("{name:?} is not a valid destination name: use 1 to 64 characters of a-z, 0-9, '_' and '-'"),
+            )
+        })?),
+    };
+    let route = match &name {
+        None => source.to_string(),
+        Some(name) => format!("{source}.{name}"),
+    };
+    let name = name.map(|n| n.to_string());
+    let Some(url) = rs.url.take() else {
+        return Err(cx.err(key("url"), "is required: where this destination is"));
     };
     // The error names the key, not the text: a URL can hold a credential.
-    let url = reqwest::Url::parse(&url)
-        .map_err(|e| cx.err(key("destination"), format!("is not a URL: {e}")))?;
+    let url =
+        reqwest::Url::parse(&url).map_err(|e| cx.err(key("url"), format!("is not a URL: {e}")))?;
     let nats = match url.scheme() {
         "http" | "https" => false,
         "nats" | "tls" => true,
         other => {
             return Err(cx.err(
-                key("destination"),
+                key("url"),
                 format!(
                     "scheme {other:?}: use http or https (an app), or nats or tls (NATS JetStream)"
                 ),
@@ -817,7 +864,7 @@ fn validate_delivery(
     };
     let jetstream = if nats {
         if url.host_str().is_none_or(str::is_empty) {
-            return Err(cx.err(key("destination"), "names no NATS server host"));
+            return Err(cx.err(key("url"), "names no NATS server host"));
         }
         if rs.retry_statuses.is_some() {
             return Err(cx.err(
@@ -826,18 +873,17 @@ fn validate_delivery(
             ));
         }
         let template = rs
-            .destination_subject
+            .subject
             .take()
             .unwrap_or_else(|| default::DESTINATION_SUBJECT.to_owned());
-        let subject =
-            SubjectTemplate::parse(&template).map_err(|m| cx.err(key("destination_subject"), m))?;
-        let creds_file = match rs.destination_creds_file.take() {
+        let subject = SubjectTemplate::parse(&template).map_err(|m| cx.err(key("subject"), m))?;
+        let creds_file = match rs.creds_file.take() {
             None => None,
             Some(path) => {
                 let path = cx.path(&path);
                 std::fs::metadata(&path).map_err(|e| {
                     cx.err(
-                        key("destination_creds_file"),
+                        key("creds_file"),
                         format!("cannot read {}: {e}", path.display()),
                     )
                 })?;
@@ -850,11 +896,8 @@ fn validate_delivery(
         })
     } else {
         for (k, set) in [
-            ("destination_subject", rs.destination_subject.is_some()),
-            (
-                "destination_creds_file",
-                rs.destination_creds_file.is_some(),
-            ),
+            ("subject", rs.subject.is_some()),
+            ("creds_file", rs.creds_file.is_some()),
         ] {
             if set {
                 return Err(cx.err(key(k), "applies only to a nats:// (JetStream) destination"));
@@ -864,10 +907,10 @@ fn validate_delivery(
     };
 
     let found = cx.read_secret(SecretSetting {
-        key: key("destination_secret"),
-        inline: rs.destination_secret.take().into_iter().collect(),
-        env: rs.destination_secret_env.take(),
-        file: rs.destination_secret_file.take(),
+        key: key("secret"),
+        inline: rs.secret.take().into_iter().collect(),
+        env: rs.secret_env.take(),
+        file: rs.secret_file.take(),
     })?;
     let secret = match found {
         None => SecretPlan::Generated,
@@ -878,13 +921,13 @@ fn validate_delivery(
         }),
     };
 
-    let ca = match rs.destination_ca_file.take() {
+    let ca = match rs.ca_file.take() {
         None => None,
         Some(path) => {
             let path = cx.path(&path);
             let pem = std::fs::read(&path).map_err(|e| {
                 cx.err(
-                    key("destination_ca_file"),
+                    key("ca_file"),
                     format!("cannot read {}: {e}", path.display()),
                 )
             })?;
@@ -892,7 +935,7 @@ fn validate_delivery(
                 Ok(certs) if !certs.is_empty() => {}
                 _ => {
                     return Err(cx.err(
-                        key("destination_ca_file"),
+                        key("ca_file"),
                         format!("{} holds no PEM certificate", path.display()),
                     ));
                 }
@@ -1043,7 +1086,9 @@ fn validate_delivery(
     };
     let filter =
         (types.is_some() || matching.is_some()).then_some(DeliveryFilter { types, matching });
-    Ok(Some(DeliveryConfig {
+    Ok(DeliveryConfig {
+        name,
+        route,
         url,
         secret,
         ca,
@@ -1073,7 +1118,7 @@ fn validate_delivery(
             default::BREAKER_COOLDOWN,
             longest::INTERVAL,
         )?,
-    }))
+    })
 }
 
 fn validate_hmac(cx: &Ctx<'_>, i: usize, rs: RawSource) -> Result<HmacSpec, ConfigError> {

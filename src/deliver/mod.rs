@@ -32,7 +32,8 @@ const READ_CAP: usize = 64 * 1024;
 
 /// A source's destination, ready to send to.
 pub struct Destination {
-    pub name: SourceName,
+    /// The source whose events it receives.
+    pub source: SourceName,
     pub config: DeliveryConfig,
     key: StandardKey,
     transport: Transport,
@@ -47,12 +48,18 @@ enum Transport {
 }
 
 impl Destination {
-    pub fn new(name: SourceName, config: DeliveryConfig) -> Result<Destination, String> {
+    /// Its name: its queue's, the route (the source's name, or `source.name`).
+    pub fn name(&self) -> &str {
+        &self.config.route
+    }
+
+    pub fn new(source: SourceName, config: DeliveryConfig) -> Result<Destination, String> {
         let key = config.secret.clone();
+        let name = config.route.clone();
         if let Some(target) = config.jetstream.clone() {
             let link = jetstream::Link::new(&config, target);
             return Ok(Destination {
-                name,
+                source,
                 config,
                 key,
                 transport: Transport::JetStream(Box::new(link)),
@@ -63,7 +70,7 @@ impl Destination {
         let mut builder = reqwest::Client::builder();
         if let Some(ca) = &config.ca {
             let roots = reqwest::Certificate::from_pem_bundle(&ca.pem)
-                .map_err(|e| format!("source {name}: destination_ca_file: {e}"))?;
+                .map_err(|e| format!("destination {name}: ca_file: {e}"))?;
             builder = builder.tls_certs_merge(roots);
         }
         let client = builder
@@ -75,9 +82,9 @@ impl Destination {
             .user_agent(concat!("hookinbox/", env!("CARGO_PKG_VERSION")))
             .pool_max_idle_per_host(config.max_concurrency)
             .build()
-            .map_err(|e| format!("source {name}: cannot build the HTTP client: {e}"))?;
+            .map_err(|e| format!("destination {name}: cannot build the HTTP client: {e}"))?;
         Ok(Destination {
-            name,
+            source,
             config,
             key,
             transport: Transport::Http(client),

@@ -122,6 +122,8 @@ mod tests {
 
     fn config() -> DeliveryConfig {
         DeliveryConfig {
+            name: None,
+            route: "s".into(),
             url: "http://127.0.0.1:9/".parse().unwrap(),
             secret: StandardKey::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap(),
             ca: None,

@@ -23,7 +23,7 @@ use serde_json::json;
 use crate::clock::Clock;
 use crate::config::{Config, DeliveryFilter, SourceName, TypePattern};
 use crate::metrics::{Metrics, RejectReason, UNKNOWN_SOURCE};
-use crate::store::{Ingested, Initial, PayloadMatch, Store, StoreError};
+use crate::store::{Ingested, Initial, PayloadMatch, Route, Store, StoreError};
 use crate::verify::{self, Handshake, HandshakeReply, Rejection, Verified, Verifier};
 
 /// Seconds a provider is told to wait after a 503. Short: a full disk or a
@@ -35,15 +35,54 @@ struct Source {
     name: SourceName,
     verifier: Verifier,
     max_body: usize,
-    initial: Initial,
-    /// The JSON pointer of the ordering key, for sources delivered in order.
+    /// Where its events may go; none: they are held.
+    destinations: Vec<Destination>,
+}
+
+/// What ingest needs of one destination to route an event to it.
+struct Destination {
+    /// Its queue's name.
+    route: String,
+    /// The JSON pointer of the ordering key, for a destination that takes
+    /// events in order.
     ordering_key: Option<String>,
-    /// Which events the destination takes; the others are stored filtered.
+    /// Which events it takes; `None`: all.
     filter: Option<Filter>,
 }
 
-/// A destination's filter, made once per source: its type patterns and its
-/// pointer condition as the search's payload test.
+impl Source {
+    /// How a verified event starts: held (no destination), filtered (no
+    /// destination takes it), or due at each destination that takes it.
+    fn route(&self, event_type: Option<&str>, body: &[u8]) -> Initial {
+        if self.destinations.is_empty() {
+            return Initial::Hold;
+        }
+        let routes: Vec<Route> = self
+            .destinations
+            .iter()
+            .filter(|d| {
+                d.filter
+                    .as_ref()
+                    .is_none_or(|f| f.accepts(event_type, body))
+            })
+            .map(|d| Route {
+                destination: d.route.clone(),
+                ordering_key: d
+                    .ordering_key
+                    .as_deref()
+                    .and_then(|p| ordering_key(body, p)),
+            })
+            .collect();
+        if routes.is_empty() {
+            Initial::Filtered
+        } else {
+            Initial::Routes(routes)
+        }
+    }
+}
+
+/// A destination's filter, made once: its type patterns and its pointer
+/// condition as the search's payload test.
 struct Filter {
     types: Option<Vec<TypePattern>>,
     payload: Option<PayloadMatch>,
@@ -157,28 +196,22 @@ impl IngestState {
         for s in &config.sources {
             let verifier =
                 Verifier::new(s).map_err(|e| format!("source {:?}: {e}", s.name.as_str()))?;
-            let initial = if s.delivery.is_some() {
-                Initial::Deliver
-            } else {
-                Initial::Hold
-            };
+            let destinations = s
+                .destinations
+                .iter()
+                .map(|d| Destination {
+                    route: d.route.clone(),
+                    ordering_key: d.ordering.as_ref().map(|o| o.pointer.clone()),
+                    filter: d.filter.as_ref().map(Filter::new),
+                })
+                .collect();
             sources.insert(
                 s.name.as_str().to_owned(),
                 Source {
                     name: s.name.clone(),
                     verifier,
                     max_body: s.max_body,
-                    initial,
-                    ordering_key: s
-                        .delivery
-                        .as_ref()
-                        .and_then(|d| d.ordering.as_ref())
-                        .map(|o| o.pointer.clone()),
-                    filter: s
-                        .delivery
-                        .as_ref()
-                        .and_then(|d| d.filter.as_ref())
-                        .map(Filter::new),
+                    destinations,
                 },
             );
         }
@@ -357,14 +390,7 @@ async fn receive(State(state): State<IngestState>, request: Request) -> Response
 
     let event_id = event.event_id().as_str().to_owned();
     let event_type = event.event_type().map(str::to_owned);
-    let initial = match (&source.filter, &source.ordering_key) {
-        (Some(filter), _) if !filter.accepts(event.event_type(), event.body()) => Initial::Filtered,
-        (_, Some(pointer)) => match ordering_key(event.body(), pointer) {
-            Some(key) => Initial::Ordered(key),
-            None => source.initial.clone(),
-        },
-        _ => source.initial.clone(),
-    };
+    let initial = source.route(event.event_type(), event.body());
     let filtered = initial == Initial::Filtered;
     let (id, duplicate) = match state.store.ingest(event, initial).await {
         Ok(Ingested::New { id }) => (id, false),

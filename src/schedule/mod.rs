@@ -48,7 +48,9 @@ pub struct DeliveryHandle {
 /// What the scheduler knows of one destination right now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaneStatus {
+    /// The route: the source's name, or `source.name`.
     pub name: String,
+    pub source: String,
     pub url: String,
     pub paused: bool,
     pub circuit: CircuitState,
@@ -219,11 +221,11 @@ impl Scheduler {
             .into_iter()
             .map(|d| {
                 let initial = paused_states
-                    .get(d.name.as_str())
+                    .get(d.name())
                     .copied()
                     .unwrap_or(d.config.paused);
                 let flag = Arc::new(AtomicBool::new(initial));
-                paused.insert(d.name.to_string(), flag.clone());
+                paused.insert(d.name().to_owned(), flag.clone());
                 Lane {
                     breaker: Breaker::new(d.config.breaker_failures, d.config.breaker_cooldown),
                     rate: d.config.max_rate.map(Rate::new),
@@ -313,7 +315,8 @@ impl Scheduler {
             .map(|lane| {
                 let d = &lane.destination;
                 LaneStatus {
-                    name: d.name.to_string(),
+                    name: d.name().to_owned(),
+                    source: d.source.to_string(),
                     // The query or the user info may carry a credential: never shown.
                     url: crate::config::redact_url(&d.config.url),
                     paused: lane.paused.load(Ordering::Relaxed),
@@ -394,7 +397,7 @@ impl Scheduler {
                 continue;
             }
             let ordered = lane.destination.config.ordering.is_some();
-            let name = lane.destination.name.as_str();
+            let name = lane.destination.name();
             let mut due: Vec<Due> = Vec::new();
             let mut next = None;
             // Events waiting for an earlier one of their key stay due; step
@@ -465,7 +468,7 @@ impl Scheduler {
 }
 
 fn log_circuit(metrics: &Metrics, lane: &Lane, state: CircuitState) {
-    let destination = lane.destination.name.as_str();
+    let destination = lane.destination.name();
     metrics.circuit(destination, state.into());
     match state {
         CircuitState::Open => tracing::warn!(
@@ -513,13 +516,14 @@ impl Attempt {
     /// Returns whether the destination looked healthy, or `None` if no
     /// attempt was made.
     async fn deliver(&self) -> Result<(Option<bool>, Option<String>), StoreError> {
-        let source = self.destination.name.as_str();
+        let source = self.destination.source.as_str();
+        let destination = self.destination.name();
         // Read first, lease second: once the lease is on disk nothing may
         // fail before the outcome is recorded, or the lease would hold the
         // event until a restart (and the restart would call it interrupted).
         // The record is immutable, so reading it before the lease is safe;
         // the claim checks that the event is still pending.
-        let Some(event) = self.store.get(self.seq)? else {
+        let Some(event) = self.store.delivery(self.seq)? else {
             return Ok((None, None));
         };
         let started_ms = self.clock.now_ms();
@@ -559,16 +563,16 @@ impl Attempt {
                     source,
                     Duration::from_millis(now_ms.saturating_sub(claimed.round_started_ms)),
                 );
-                tracing::debug!(source, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, latency_ms = attempt.latency_ms, "delivered");
+                tracing::debug!(source, destination, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, latency_ms = attempt.latency_ms, "delivered");
             }
             Next::RetryAt { due_ms } => tracing::debug!(
-                source, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt,
+                source, destination, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt,
                 latency_ms = attempt.latency_ms, %outcome,
                 retry_in_ms = due_ms.saturating_sub(now_ms), "attempt failed; will retry"
             ),
             Next::Dead { reason, .. } => {
                 let loud = self.metrics.dead_lettered(source);
-                crate::loud_or_debug!(loud, warn, source, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, %reason, "dead-lettered");
+                crate::loud_or_debug!(loud, warn, source, destination, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, %reason, "dead-lettered");
             }
         }
         let attempt_class = attempt.class;
@@ -588,7 +592,7 @@ impl Attempt {
                 }
                 // Closed: shutting down; the lease is recovered at the next start.
                 Err(e) if e.is_transient() && !matches!(e, StoreError::Closed) => {
-                    tracing::error!(source, seq = self.seq, cause = %e.report(), "cannot record a delivery outcome; retrying");
+                    tracing::error!(source, destination, seq = self.seq, cause = %e.report(), "cannot record a delivery outcome; retrying");
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(Duration::from_secs(5));
                 }

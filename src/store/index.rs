@@ -350,11 +350,11 @@ pub fn counts(txn: &ReadTransaction) -> Result<CountRows, redb::Error> {
     Ok(out)
 }
 
-/// When the oldest pending event of `source` began its round, if any.
-pub fn oldest_pending(txn: &ReadTransaction, source: &str) -> Result<Option<u64>, redb::Error> {
+/// When the oldest pending delivery of `route` began its round, if any.
+pub fn oldest_pending(txn: &ReadTransaction, route: &str) -> Result<Option<u64>, redb::Error> {
     let table = txn.open_table(PENDING_SINCE)?;
     let first = table
-        .range((source, 0, 0)..=(source, u64::MAX, u64::MAX))?
+        .range((route, 0, 0)..=(route, u64::MAX, u64::MAX))?
         .next()
         .transpose()?;
     Ok(first.map(|(key, _)| key.value().1))
@@ -387,26 +387,40 @@ pub struct SeqRange {
     pub hi: u64,
 }
 
-/// The seqs that match `source`, `status` and `event_type` (each optional),
-/// in `range`, newest first. With none of them: `state` in seq order. Else
-/// the `by_type` ranges of every (source, type, status) that `counts` says
-/// holds events and the filter allows, merged: one range per pair when a
-/// status or type is given, a handful per pair otherwise.
+/// What an index walk selects; `None` matches all.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Which<'a> {
+    pub source: Option<&'a str>,
+    /// A route: one destination's deliveries.
+    pub destination: Option<&'a str>,
+    pub status: Option<Status>,
+    pub event_type: Option<&'a str>,
+}
+
+/// The delivery keys that `which` selects, in `range`, newest first. With
+/// nothing selected: `state` in key order. Else the `by_type` ranges of
+/// every (route, type, status) that `counts` says holds deliveries and the
+/// filter allows, merged: one range per pair when a status or type is
+/// given, a handful per pair otherwise.
 pub fn matching(
     txn: &ReadTransaction,
     counts: &CountRows,
-    source: Option<&str>,
-    status: Option<Status>,
-    event_type: Option<&str>,
+    which: Which<'_>,
     range: SeqRange,
 ) -> Result<Merged, redb::Error> {
+    let Which {
+        source,
+        destination,
+        status,
+        event_type,
+    } = which;
     let SeqRange { lo, hi } = range;
     let mut streams: Vec<Seqs> = Vec::new();
     if lo >= hi {
         return Merged::new(streams);
     }
     let last = hi - 1;
-    if source.is_none() && status.is_none() && event_type.is_none() {
+    if source.is_none() && destination.is_none() && status.is_none() && event_type.is_none() {
         let table = txn.open_table(STATE)?;
         streams.push(Box::new(
             table
@@ -421,7 +435,8 @@ pub fn matching(
         .iter()
         .filter(|(s, t, tally, n)| {
             *n > 0
-                && source.is_none_or(|want| want == s)
+                && source.is_none_or(|want| want == super::schema::route_source(s))
+                && destination.is_none_or(|want| want == s)
                 && event_type.is_none_or(|want| want == t)
                 && status.is_none_or(|want| want == tally.status())
         })
@@ -442,9 +457,10 @@ pub fn matching(
     Merged::new(streams)
 }
 
-/// Several newest-first seq streams as one, newest first. Each stream holds
-/// distinct seqs and no seq is in two streams (an event has one source, type
-/// and status), so the merge never repeats one. A heap of the streams'
+/// Several newest-first key streams as one, newest first. Each stream holds
+/// distinct keys and no key is in two streams (a delivery has one route,
+/// type and status), so the merge never repeats one; an event's deliveries
+/// come out side by side (its block holds no other event's keys). A heap of the streams'
 /// heads: a page costs its length × log(streams), whatever the store holds.
 pub struct Merged {
     streams: Vec<Seqs>,

@@ -49,18 +49,59 @@ pub const DB_FILE: &str = "hookinbox.redb";
 /// How stats name the event type of events that have none.
 pub const NO_TYPE: &str = "(none)";
 
-/// How an event starts its life.
+/// How an event starts its life. Logged in the write-ahead log: variants
+/// are only ever added at the end.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Initial {
-    /// Deliver it: it goes on the schedule, due now.
+    /// Schema 5's form of `Routes` with one route, the source's own: read
+    /// from a log an older build wrote.
     Deliver,
-    /// Deliver it after every earlier event with this ordering key.
+    /// Schema 5's ordered `Deliver`, read from an older build's log.
     Ordered(String),
     /// Its source has no destination: keep it in the inbox.
     Hold,
-    /// Its destination's filter does not take it: stored, never delivered,
-    /// swept after `payload_ttl` like a delivered event.
+    /// No destination's filter takes it: stored, never delivered, swept
+    /// after `payload_ttl` like a delivered event.
     Filtered,
+    /// Deliver it to each of these destinations (at least one), each due
+    /// now on its own queue: one delivery key per route, in this order.
+    Routes(Vec<Route>),
+}
+
+/// One destination an event goes to, for [`Initial::Routes`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Route {
+    /// The destination's queue name (see [`schema::route_source`]).
+    pub destination: String,
+    /// Deliver it after every earlier event of this key to this destination.
+    pub ordering_key: Option<String>,
+}
+
+impl Initial {
+    /// The routes of a new event of `source`, as delivery keys will follow
+    /// them: `(route, status, ordering key)`, one for each key of its block.
+    pub fn starts<'a>(
+        &'a self,
+        source: &'a str,
+    ) -> Vec<(&'a str, schema::Status, Option<&'a str>)> {
+        use schema::Status;
+        match self {
+            Initial::Deliver => vec![(source, Status::Pending, None)],
+            Initial::Ordered(key) => vec![(source, Status::Pending, Some(key.as_str()))],
+            Initial::Hold => vec![(source, Status::Held, None)],
+            Initial::Filtered => vec![(source, Status::Filtered, None)],
+            Initial::Routes(routes) => routes
+                .iter()
+                .map(|r| {
+                    (
+                        r.destination.as_str(),
+                        Status::Pending,
+                        r.ordering_key.as_deref(),
+                    )
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Where an ingested event landed.
@@ -106,7 +147,8 @@ pub enum Next {
     },
 }
 
-/// A person's change to an event.
+/// A person's change to one delivery of an event (`Erase`: to the event).
+/// Logged in the write-ahead log: variants are only ever added at the end.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum Change {
     /// Deliver again: attempts reset, history kept, same `webhook-id`.
@@ -118,6 +160,9 @@ pub enum Change {
     /// resend is still a duplicate. What was still to be delivered is
     /// ignored with the same note.
     Erase { note: String },
+    /// Deliver a held or filtered event to this destination (its route
+    /// becomes the destination's), or replay a delivery already on it.
+    ReplayTo { destination: String },
 }
 
 /// Why a change was refused. Nothing was changed.
@@ -132,9 +177,13 @@ pub enum ChangeError {
 }
 
 /// Which events a listing (or a bulk change) takes. Empty fields match all.
+/// `destination` and `status` are one delivery's: an event matches when one
+/// of its deliveries does.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EventFilter {
     pub source: Option<String>,
+    /// A route (a destination's queue name).
+    pub destination: Option<String>,
     pub status: Option<schema::Status>,
     pub event_type: Option<String>,
     pub event_id: Option<String>,
@@ -149,8 +198,7 @@ impl EventFilter {
     /// candidates; this keeps the answer exact where an index is coarser
     /// (the time bounds, found by binary search over seq).
     fn matches(&self, record: &EventRecord, state: &EventState) -> bool {
-        self.source.as_ref().is_none_or(|s| *s == state.source)
-            && self.status.is_none_or(|s| s == state.status)
+        self.takes(state)
             && self
                 .event_type
                 .as_ref()
@@ -159,22 +207,33 @@ impl EventFilter {
             && self.from_ms.is_none_or(|f| record.received_at_ms >= f)
             && self.to_ms.is_none_or(|t| record.received_at_ms < t)
     }
+
+    /// The delivery's part of the filter: source, destination and status.
+    fn takes(&self, state: &EventState) -> bool {
+        self.source
+            .as_ref()
+            .is_none_or(|s| s == schema::route_source(&state.source))
+            && self.destination.as_ref().is_none_or(|d| *d == state.source)
+            && self.status.is_none_or(|s| s == state.status)
+    }
 }
 
 /// One row of `events`, borrowed from the read snapshot.
 type EventRow = redb::AccessGuard<'static, &'static [u8]>;
 
-/// The `events` rows of newest-first candidate seqs. Near candidates (a
-/// filter that matches many events) are reached by stepping a cursor down
-/// `events`, far ones by a fresh lookup: a step is a fraction of a lookup.
+/// The `events` rows of the events that newest-first candidate delivery
+/// keys belong to, each event once: a candidate's event is the last `events`
+/// row at or below it (see [`schema`]). Near candidates (a filter that
+/// matches many events) are reached by stepping a cursor down `events`, far
+/// ones by a fresh lookup: a step is a fraction of a lookup.
 struct Rows {
     events: redb::ReadOnlyTable<u64, &'static [u8]>,
     candidates: Box<dyn Iterator<Item = Result<u64, redb::Error>>>,
     cursor: Option<std::iter::Rev<redb::Range<'static, u64, &'static [u8]>>>,
-    /// A row the cursor read past a candidate that was not there.
-    peeked: Option<(u64, EventRow)>,
     /// The seq of the cursor's last row.
     at: Option<u64>,
+    /// The last event returned: candidates in its block are skipped.
+    last: Option<u64>,
 }
 
 impl Rows {
@@ -182,9 +241,6 @@ impl Rows {
     const MAX_STEPS: usize = 16;
 
     fn step(&mut self) -> Result<Option<(u64, EventRow)>, StoreError> {
-        if let Some(row) = self.peeked.take() {
-            return Ok(Some(row));
-        }
         let Some(cursor) = &mut self.cursor else {
             return Ok(None);
         };
@@ -201,55 +257,92 @@ impl Rows {
         }
     }
 
-    /// Event `seq`'s row, if the snapshot holds it. Seqs are dense in
-    /// `events` (only swept ones leave holes), so the distance from the
-    /// cursor's last row in seq is about the rows to step over.
-    fn row(&mut self, seq: u64) -> Result<Option<EventRow>, StoreError> {
+    /// The row of the event whose block holds delivery `key`, if the
+    /// snapshot holds one. Seqs are dense in `events` (blocks of a few
+    /// keys; swept events leave holes), so the distance from the cursor's
+    /// last row is about the rows to step over.
+    fn row(&mut self, key: u64) -> Result<Option<(u64, EventRow)>, StoreError> {
         let near = self
             .at
-            .is_some_and(|at| at > seq && at - seq <= Self::MAX_STEPS as u64);
+            .is_some_and(|at| at > key && at - key <= Self::MAX_STEPS as u64);
         if near {
             for _ in 0..Self::MAX_STEPS {
                 match self.step()? {
-                    Some((k, row)) if k == seq => return Ok(Some(row)),
-                    Some((k, _)) if k > seq => continue,
-                    Some(row) => {
-                        // Past it: not stored. The row may be the next one asked.
-                        self.peeked = Some(row);
-                        return Ok(None);
-                    }
-                    None => break,
+                    Some((k, _)) if k > key => continue,
+                    found => return Ok(found),
                 }
             }
         }
-        self.peeked = None;
-        self.cursor = Some(self.events.range(..=seq)?.rev());
-        match self.step()? {
-            Some((k, row)) if k == seq => Ok(Some(row)),
-            Some(row) => {
-                self.peeked = Some(row);
-                Ok(None)
-            }
-            None => Ok(None),
-        }
+        self.cursor = Some(self.events.range(..=key)?.rev());
+        self.step()
     }
 }
 
 impl Iterator for Rows {
-    type Item = Result<(u64, EventRow), StoreError>;
+    /// (the event's seq, the candidate that led to it, its row)
+    type Item = Result<(u64, u64, EventRow), StoreError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            let seq = match self.candidates.next()? {
-                Ok(seq) => seq,
+            let key = match self.candidates.next()? {
+                Ok(key) => key,
                 Err(e) => return Some(Err(e.into())),
             };
-            match self.row(seq) {
-                Ok(Some(row)) => return Some(Ok((seq, row))),
+            if self.last.is_some_and(|last| key >= last) {
+                continue;
+            }
+            match self.row(key) {
+                Ok(Some((seq, row))) => {
+                    self.last = Some(seq);
+                    return Some(Ok((seq, key, row)));
+                }
                 Ok(None) => continue,
                 Err(e) => return Some(Err(e)),
             }
         }
+    }
+}
+
+/// One delivery of an event: its key and state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub key: u64,
+    pub state: EventState,
+}
+
+/// The deliveries of event `seq`: the `state` rows of its block, from `seq`
+/// up to the next event's seq.
+fn block<E>(
+    events: &impl ReadableTable<u64, &'static [u8]>,
+    states: &impl ReadableTable<u64, &'static [u8]>,
+    seq: u64,
+) -> Result<Vec<Delivery>, E>
+where
+    E: From<redb::StorageError> + From<schema::DecodeError>,
+{
+    let end = match events.range(seq.saturating_add(1)..)?.next() {
+        Some(row) => row?.0.value(),
+        None => u64::MAX,
+    };
+    let mut out = Vec::new();
+    for row in states.range(seq..end)? {
+        let (key, raw) = row?;
+        out.push(Delivery {
+            key: key.value(),
+            state: schema::decode(raw.value())?,
+        });
+    }
+    Ok(out)
+}
+
+/// The seq of the event whose block holds delivery `key`.
+fn event_of<E>(events: &impl ReadableTable<u64, &'static [u8]>, key: u64) -> Result<Option<u64>, E>
+where
+    E: From<redb::StorageError>,
+{
+    match events.range(..=key)?.next_back() {
+        Some(row) => Ok(Some(row?.0.value())),
+        None => Ok(None),
     }
 }
 
@@ -304,12 +397,23 @@ impl Counts {
     }
 }
 
-/// What the store holds for one source.
+/// What the store holds for one source. Counts are deliveries: an event
+/// sent to two destinations counts once in each (held and filtered events
+/// once, on the source's own route).
 #[derive(Debug, Clone, Default)]
 pub struct SourceStats {
     pub counts: Counts,
     pub by_type: std::collections::BTreeMap<String, Counts>,
-    /// When the oldest pending event was received (or replayed).
+    /// When the oldest pending delivery was received (or replayed).
+    pub oldest_pending_ms: Option<u64>,
+    /// The same by route (the source's own, then `source.name` ones).
+    pub routes: std::collections::BTreeMap<String, RouteStats>,
+}
+
+/// What the store holds for one route (one destination's queue).
+#[derive(Debug, Clone, Default)]
+pub struct RouteStats {
+    pub counts: Counts,
     pub oldest_pending_ms: Option<u64>,
 }
 
@@ -515,7 +619,11 @@ pub struct StoredEvent {
     pub seq: u64,
     pub id: String,
     pub record: EventRecord,
+    /// The delivery asked about ([`Store::delivery`]), else the first: the
+    /// only one of an event with one destination (or held, or filtered).
     pub state: EventState,
+    /// Every delivery of the event, by key (at least one).
+    pub deliveries: Vec<Delivery>,
     /// Its payload and headers were deleted on request, and why.
     pub erased: Option<schema::Note>,
 }
@@ -889,25 +997,25 @@ impl Store {
         let erased = txn.open_table(schema::ERASED)?;
         let rows = Rows {
             events: txn.open_table(EVENTS)?,
-            candidates: self.candidates(&txn, &events, filter, before)?,
+            candidates: self.candidates(&txn, &events, &states, filter, before)?,
             cursor: None,
-            peeked: None,
             at: None,
+            last: None,
         };
         let matcher = payload.matcher();
         let searching = !payload.is_empty();
         let mut scratch = Vec::new();
         let mut page = SearchPage::default();
         for row in rows {
-            let (seq, raw_event) = row?;
+            let (seq, key, raw_event) = row?;
             if page.events.len() == limit {
-                page.cursor = Some(seq + 1);
+                page.cursor = Some(key + 1);
                 return Ok(page);
             }
             if let Some(budget) = &budget
                 && (page.examined >= budget.events || started.elapsed() >= budget.time)
             {
-                page.cursor = Some(seq + 1);
+                page.cursor = Some(key + 1);
                 return Ok(page);
             }
             if searching {
@@ -920,28 +1028,30 @@ impl Store {
                     continue;
                 }
             }
-            let Some(raw_state) = states.get(seq)? else {
+            let deliveries: Vec<Delivery> = block::<StoreError>(&events, &states, seq)?;
+            let record = schema::decode_event(raw_event.value())?;
+            let Some(first) = deliveries
+                .iter()
+                .find(|d| filter.matches(&record, &d.state))
+            else {
                 continue;
             };
-            let record = schema::decode_event(raw_event.value())?;
-            let state: EventState = schema::decode(raw_state.value())?;
-            if filter.matches(&record, &state) {
-                page.events.push(StoredEvent {
-                    seq,
-                    id: self.public_id(seq),
-                    record,
-                    state,
-                    erased: erased_note(&erased, seq)?,
-                });
-            }
+            page.events.push(StoredEvent {
+                seq,
+                id: self.public_id(seq),
+                record,
+                state: first.state.clone(),
+                deliveries,
+                erased: erased_note(&erased, seq)?,
+            });
         }
         Ok(page)
     }
 
-    /// The seq and source of each event matching `filter`, newest first, at
-    /// most `limit` (and whether more match): what a bulk change needs. It
-    /// reads state rows, and a record only to check a time bound, never
-    /// 100k payloads for 100k matches.
+    /// The delivery key and route of each delivery matching `filter`,
+    /// newest first, at most `limit` (and whether more match): what a bulk
+    /// change needs. It reads state rows, and a record only to check a time
+    /// bound, never 100k payloads for 100k matches.
     pub fn matching_ids(
         &self,
         filter: &EventFilter,
@@ -953,22 +1063,22 @@ impl Store {
         let states = txn.open_table(STATE)?;
         let timed = filter.from_ms.is_some() || filter.to_ms.is_some();
         let mut out = Vec::new();
-        for seq in self.candidates(&txn, &events, filter, None)? {
-            let seq = seq?;
-            let Some(raw) = states.get(seq)? else {
+        for key in self.candidates(&txn, &events, &states, filter, None)? {
+            let key = key?;
+            let Some(raw) = states.get(key)? else {
                 continue;
             };
             let state: EventState = schema::decode(raw.value())?;
             let matches = if timed {
-                match events.get(seq)? {
+                let event = event_of::<StoreError>(&events, key)?;
+                match event.map(|seq| events.get(seq)).transpose()?.flatten() {
                     Some(raw) => filter.matches(&schema::decode_event(raw.value())?, &state),
                     None => false,
                 }
             } else {
                 // Source, status and type come exactly from the index, the
                 // event id from the dedupe index: the state confirms.
-                filter.source.as_ref().is_none_or(|s| *s == state.source)
-                    && filter.status.is_none_or(|s| s == state.status)
+                filter.takes(&state)
                     && filter
                         .event_type
                         .as_ref()
@@ -980,18 +1090,20 @@ impl Store {
             if out.len() == limit {
                 return Ok((out, true));
             }
-            out.push((seq, state.source));
+            out.push((key, state.source));
         }
         Ok((out, false))
     }
 
-    /// The seqs that may match `filter` below `before`, newest first: one
-    /// probe of the dedupe index per source for an event id, else the
-    /// `by_type` ranges that `counts` says hold matching events.
+    /// The delivery keys that may match `filter` below `before`, newest
+    /// first: for an event id, the deliveries of what one probe of the
+    /// dedupe index per source finds; else the `by_type` ranges that
+    /// `counts` says hold matching deliveries.
     fn candidates(
         &self,
         txn: &redb::ReadTransaction,
         events: &redb::ReadOnlyTable<u64, &'static [u8]>,
+        states: &redb::ReadOnlyTable<u64, &'static [u8]>,
         filter: &EventFilter,
         before: Option<u64>,
     ) -> Result<Box<dyn Iterator<Item = Result<u64, redb::Error>>>, StoreError> {
@@ -1000,24 +1112,40 @@ impl Store {
         if let Some(event_id) = &filter.event_id {
             let mut names: Vec<&str> = match &filter.source {
                 Some(source) => vec![source.as_str()],
-                None => counts.iter().map(|(source, ..)| source.as_str()).collect(),
+                None => counts
+                    .iter()
+                    .map(|(route, ..)| schema::route_source(route))
+                    .collect(),
             };
+            names.sort_unstable();
             names.dedup();
-            let index = self.shared.dedupe.read().unwrap_or_else(|p| p.into_inner());
-            let mut seqs: Vec<u64> = names
-                .iter()
-                .filter_map(|name| index.get(fingerprint(name, event_id)))
-                .filter(|seq| (range.lo..range.hi).contains(seq))
-                .collect();
-            seqs.sort_unstable_by(|a, b| b.cmp(a));
-            return Ok(Box::new(seqs.into_iter().map(Ok)));
+            let seqs: Vec<u64> = {
+                let index = self.shared.dedupe.read().unwrap_or_else(|p| p.into_inner());
+                names
+                    .iter()
+                    .filter_map(|name| index.get(fingerprint(name, event_id)))
+                    .collect()
+            };
+            let mut keys = Vec::new();
+            for seq in seqs {
+                for d in block::<StoreError>(events, states, seq)? {
+                    if (range.lo..range.hi).contains(&d.key) {
+                        keys.push(d.key);
+                    }
+                }
+            }
+            keys.sort_unstable_by(|a, b| b.cmp(a));
+            return Ok(Box::new(keys.into_iter().map(Ok)));
         }
         Ok(Box::new(index::matching(
             txn,
             &counts,
-            filter.source.as_deref(),
-            filter.status,
-            filter.event_type.as_deref(),
+            index::Which {
+                source: filter.source.as_deref(),
+                destination: filter.destination.as_deref(),
+                status: filter.status,
+                event_type: filter.event_type.as_deref(),
+            },
             range,
         )?))
     }
@@ -1089,9 +1217,12 @@ impl Store {
         let db = self.db()?;
         let txn = db.begin_read()?;
         let mut out: std::collections::BTreeMap<String, SourceStats> = Default::default();
-        for (source, event_type, tally, n) in index::counts(&txn)? {
-            let stats = out.entry(source).or_default();
+        for (route, event_type, tally, n) in index::counts(&txn)? {
+            let stats = out
+                .entry(schema::route_source(&route).to_owned())
+                .or_default();
             stats.counts.add(tally, n);
+            stats.routes.entry(route).or_default().counts.add(tally, n);
             let kind = if event_type.is_empty() {
                 NO_TYPE.to_owned()
             } else {
@@ -1099,8 +1230,14 @@ impl Store {
             };
             stats.by_type.entry(kind).or_default().add(tally, n);
         }
-        for (source, stats) in out.iter_mut() {
-            stats.oldest_pending_ms = index::oldest_pending(&txn, source)?;
+        for stats in out.values_mut() {
+            for (route, r) in stats.routes.iter_mut() {
+                r.oldest_pending_ms = index::oldest_pending(&txn, route)?;
+                stats.oldest_pending_ms = match (stats.oldest_pending_ms, r.oldest_pending_ms) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
         }
         Ok(out)
     }
@@ -1111,7 +1248,14 @@ impl Store {
     pub fn activity(&self, from_ms: u64) -> Result<Vec<index::MinuteRow>, StoreError> {
         let db = self.db()?;
         let txn = db.begin_read()?;
-        Ok(index::minutes(&txn, from_ms)?)
+        let mut rows = index::minutes(&txn, from_ms)?;
+        // Delivered and dead-lettered are counted by route: by source here.
+        for row in &mut rows {
+            if let Some((source, _)) = row.1.split_once('.') {
+                row.1 = source.to_owned();
+            }
+        }
+        Ok(rows)
     }
 
     /// Whether event `seq` must wait for an earlier event of its ordering
@@ -1166,6 +1310,15 @@ impl Store {
         public_id(self.shared.tag, seq)
     }
 
+    /// The public id of the event that delivery `key` belongs to.
+    pub fn public_id_of_delivery(&self, key: u64) -> Result<String, StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read()?;
+        let events = txn.open_table(EVENTS)?;
+        let seq = event_of::<StoreError>(&events, key)?.unwrap_or(key);
+        Ok(self.public_id(seq))
+    }
+
     /// The `seq` behind a public id of this database.
     pub fn parse_public_id(&self, id: &str) -> Option<u64> {
         let rest = id.strip_prefix("hbx_")?;
@@ -1185,6 +1338,22 @@ impl Store {
 
     /// The event stored under `seq`.
     pub fn get(&self, seq: u64) -> Result<Option<StoredEvent>, StoreError> {
+        self.read_event(seq, None)
+    }
+
+    /// The event that delivery `key` belongs to, with `state` that
+    /// delivery's: what an attempt sends.
+    pub fn delivery(&self, key: u64) -> Result<Option<StoredEvent>, StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read()?;
+        let events = txn.open_table(EVENTS)?;
+        match event_of::<StoreError>(&events, key)? {
+            Some(seq) => self.read_event(seq, Some(key)),
+            None => Ok(None),
+        }
+    }
+
+    fn read_event(&self, seq: u64, key: Option<u64>) -> Result<Option<StoredEvent>, StoreError> {
         let db = self.db()?;
         let txn = db.begin_read()?;
         let events = txn.open_table(EVENTS)?;
@@ -1193,9 +1362,16 @@ impl Store {
             return Ok(None);
         };
         let record = schema::decode_event(raw.value())?;
-        let state = match states.get(seq)? {
-            Some(s) => schema::decode(s.value())?,
-            None => return Err(StoreError::MissingState { seq }),
+        let deliveries: Vec<Delivery> = block::<StoreError>(&events, &states, seq)?;
+        let state = match key {
+            None => deliveries.first(),
+            Some(key) => match deliveries.iter().find(|d| d.key == key) {
+                Some(d) => Some(d),
+                None => return Ok(None),
+            },
+        };
+        let Some(state) = state.map(|d| d.state.clone()) else {
+            return Err(StoreError::MissingState { seq });
         };
         let erased = txn.open_table(schema::ERASED)?;
         Ok(Some(StoredEvent {
@@ -1203,6 +1379,7 @@ impl Store {
             id: self.public_id(seq),
             record,
             state,
+            deliveries,
             erased: erased_note(&erased, seq)?,
         }))
     }
@@ -1232,12 +1409,18 @@ impl Store {
         for row in events.range(after.saturating_add(1)..)?.take(limit) {
             let (k, v) = row?;
             let seq = k.value();
-            let state = states.get(seq)?.ok_or(StoreError::MissingState { seq })?;
+            let deliveries: Vec<Delivery> = block::<StoreError>(&events, &states, seq)?;
+            let state = deliveries
+                .first()
+                .ok_or(StoreError::MissingState { seq })?
+                .state
+                .clone();
             out.push(StoredEvent {
                 seq,
                 id: self.public_id(seq),
                 record: schema::decode_event(v.value())?,
-                state: schema::decode(state.value())?,
+                state,
+                deliveries,
                 erased: erased_note(&erased, seq)?,
             });
         }
@@ -1370,13 +1553,17 @@ fn init_meta(db: &Database) -> Result<Result<u32, u8>, WriteError> {
 }
 
 /// The newest stored event's seq and receipt time.
+/// The last key in use (an event's last delivery may be past its seq)
+/// and the newest event's receipt time.
 fn last_event(db: &Database) -> Result<Option<(u64, u64)>, StoreError> {
     let txn = db.begin_read()?;
     let events = txn.open_table(EVENTS)?;
+    let states = txn.open_table(STATE)?;
+    let last_key = states.last()?.map(|(k, _)| k.value());
     match events.last()? {
         Some((seq, raw)) => {
             let received = schema::decode_event(raw.value())?.received_at_ms;
-            Ok(Some((seq.value(), received)))
+            Ok(Some((seq.value().max(last_key.unwrap_or(0)), received)))
         }
         None => Ok(None),
     }
@@ -1440,6 +1627,20 @@ const MIGRATION_STEP: usize = 50_000;
 /// and counts from `state`, in durable steps. 4 → 5: drops the two indexes
 /// schema 5 no longer keeps, in one transaction.
 fn migrate(db: &Database, from: u8) -> Result<(), WriteError> {
+    if from == 5 {
+        // A schema-5 event is a block of one delivery: no row changes.
+        let mut txn = db.begin_write()?;
+        txn.set_quick_repair(true);
+        txn.open_table(META)?
+            .insert(META_SCHEMA, [SCHEMA_VERSION].as_slice())?;
+        txn.commit()?;
+        tracing::info!(
+            from,
+            to = SCHEMA_VERSION,
+            "migrated the database: each event is now a block of deliveries"
+        );
+        return Ok(());
+    }
     if from == 4 {
         let started = std::time::Instant::now();
         let mut txn = db.begin_write()?;

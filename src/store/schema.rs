@@ -1,14 +1,31 @@
 //! The on-disk shape: tables, keys and record encodings.
 //!
-//! Every hot query is a range scan or a point lookup on a small key:
+//! Every hot query is a range scan or a point lookup on a small key.
+//!
+//! An event owns a block of consecutive keys: its seq `e` and one key per
+//! delivery, `e`, `e + 1`, … (one for each destination that takes it; one,
+//! `e` itself, for a held or filtered event). The next event's seq follows
+//! the block. So the deliveries of `e` are the `state` rows from `e` up to the
+//! next `events` key, the event of a delivery key `k` is the last `events`
+//! key at or below `k`, and every table keyed by a delivery key keeps one
+//! event's deliveries side by side. A schema-5 event (one destination) is a
+//! block of one: its seq is its delivery key, so old data reads unchanged.
+//! Rows of a delivery exist only while its event's `events` row does: an
+//! event is swept whole.
+//!
 //! - `events`   seq → record. Sequential keys: inserts append to the rightmost
 //!   leaf instead of dirtying a random page each. Immutable once written.
-//! - `state`    seq → small mutable delivery state, so status changes never
-//!   rewrite the payload.
+//! - `state`    delivery key → small mutable delivery state, so status
+//!   changes never rewrite the payload. Its `source` field is the route: the
+//!   destination's queue name (see [`route_source`]).
 //! - `dedupe`   seq → (fingerprint, received_ms). The durable log of dedupe
 //!   keys, appended in seq order (see [`super::dedupe`] for why it is not
 //!   keyed by event id). Seq order is receipt order, so it doubles as the
 //!   sweeper's expiry index for dedupe keys: expired keys are a prefix.
+//!
+//! Below, "seq" in a key is the delivery key except in `events`, `dedupe`,
+//! `dedupe_kept` and `erased`, which are per event.
+//!
 //! - `schedule` (destination, due_ms, seq) → (). Each destination's queue:
 //!   the scheduler ranges from its start to now, one destination at a time,
 //!   so a paused or failing destination's backlog is never walked.
@@ -71,9 +88,11 @@ pub const ERASED: TableDefinition<u64, &[u8]> = TableDefinition::new("erased");
 
 /// The schema this build writes. Bump it with a migration when a table's key
 /// or a record's layout changes.
-pub const SCHEMA_VERSION: u8 = 5;
-/// The oldest schema this build migrates at open: 3 → 5 builds the indexes
-/// and counts; 4 → 5 drops [`DROPPED_IN_5`].
+pub const SCHEMA_VERSION: u8 = 6;
+/// The oldest schema this build migrates at open: 3 → 6 builds the indexes
+/// and counts; 4 → 6 drops [`DROPPED_IN_5`]; 5 → 6 changes no row (a
+/// schema-5 event is a block of one delivery) but marks the file, so a
+/// schema-5 build refuses it instead of misreading a block of several.
 pub const MIGRATES_FROM: u8 = 3;
 /// Index tables of schema 4 that schema 5 answers from `by_type` and `counts`.
 pub const DROPPED_IN_5: [&str; 2] = ["by_status", "by_source"];
@@ -132,8 +151,8 @@ pub enum Status {
     Dead,
     /// A person marked it ignored, with a note.
     Ignored,
-    /// Its destination's filter did not take it: never delivered (unless
-    /// replayed), swept like a delivered event.
+    /// No destination's filter took it: never delivered (unless replayed),
+    /// swept like a delivered event.
     Filtered,
 }
 
@@ -159,6 +178,11 @@ impl Status {
         }
     }
 
+    /// Still to be delivered or kept: never swept, its dedupe key live.
+    pub fn is_live(self) -> bool {
+        matches!(self, Status::Pending | Status::Held)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Pending => "pending",
@@ -171,11 +195,21 @@ impl Status {
     }
 }
 
-/// The mutable part of an event, small so that updates are cheap.
+/// The source of a route: a source's own route (its unnamed destination,
+/// and its held and filtered events) is its name; a named destination's is
+/// `source.name` (source names hold no `.`).
+pub fn route_source(route: &str) -> &str {
+    route.split_once('.').map_or(route, |(source, _)| source)
+}
+
+/// The mutable part of one delivery of an event (one destination's), small
+/// so that updates are cheap.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EventState {
     pub status: Status,
-    /// The source, which names its destination's queue.
+    /// The route: the destination's queue name, which `schedule`, `dlq`,
+    /// `ordered` and the indexes are keyed by ([`route_source`] gives the
+    /// source). Named `source` since schema 1, when the two were one.
     pub source: String,
     /// The provider's event type, copied here so stats never read payloads.
     pub event_type: Option<String>,

@@ -1,11 +1,12 @@
 //! Every table of one write transaction, and the state changes the writer
 //! makes with them. Each method keeps the cross-table invariants together:
-//! an event is `Pending` iff it has a `schedule` entry at `state.due_ms`;
-//! `Dead` iff it has a `dlq` entry; a lease exists only on a pending event;
+//! a delivery is `Pending` iff it has a `schedule` entry at `state.due_ms`;
+//! `Dead` iff it has a `dlq` entry; a lease exists only on a pending one;
+//! an event is deleted whole, never one delivery of it;
 //! the indexes and counts follow every `state` row (`put_state`,
 //! `delete_event` and [`super::index`]).
 
-use redb::{ReadableTable, Table, WriteTransaction};
+use redb::{ReadableTable, ReadableTableMetadata, Table, WriteTransaction};
 
 use super::dedupe::Fingerprint;
 use super::index::{IndexTables, Indexed, MinuteKind};
@@ -13,7 +14,7 @@ use super::schema::{
     self, ATTEMPTS, Attempt, AttemptClass, DEDUPE, DLQ, DeadLetter, ERASED, EVENTS, EXPIRY,
     EventRecord, EventRecordRef, EventState, LEASES, META, Note, ORDERED, SCHEDULE, STATE, Status,
 };
-use super::{Change, ChangeError, Claimed, Finish, Next, Swept, WriteError};
+use super::{Change, ChangeError, Claimed, Delivery, Finish, Next, Swept, WriteError};
 
 /// Retention, in ms, as the writer applies it.
 pub(super) struct Ttls {
@@ -80,6 +81,16 @@ impl<'t> Tables<'t> {
         }
     }
 
+    /// The seq of the event whose block holds delivery `key`.
+    fn event_of(&self, key: u64) -> Result<Option<u64>, WriteError> {
+        super::event_of(&self.events, key)
+    }
+
+    /// Every delivery of event `seq`.
+    fn block(&self, seq: u64) -> Result<Vec<Delivery>, WriteError> {
+        super::block(&self.events, &self.states, seq)
+    }
+
     fn add_attempt(
         &mut self,
         seq: u64,
@@ -127,18 +138,28 @@ impl<'t> Tables<'t> {
         Ok(())
     }
 
-    /// Makes `at` the time the sweeper may delete the event. It is finished:
-    /// a dedupe key kept past its TTL for it goes back to the log, where
-    /// the next sweep lets it expire.
+    /// Makes `at` the time the sweeper may delete delivery `seq` (and its
+    /// event, once every delivery's time has come). It is finished: if its
+    /// event's other deliveries are too, a dedupe key kept past its TTL for
+    /// the event goes back to the log, where the next sweep lets it expire.
     pub(super) fn expire_at(
         &mut self,
         seq: u64,
         state: &mut EventState,
         at: u64,
     ) -> Result<(), WriteError> {
-        if let Some(key) = self.dedupe_kept.remove(seq)? {
+        // Almost always empty: then no event lookup on the delivery path.
+        if !self.dedupe_kept.is_empty()?
+            && let Some(event) = self.event_of(seq)?
+            && self.dedupe_kept.get(event)?.is_some()
+            && self
+                .block(event)?
+                .iter()
+                .all(|d| d.key == seq || !d.state.status.is_live())
+            && let Some(key) = self.dedupe_kept.remove(event)?
+        {
             let key = key.value();
-            self.dedupe.insert(seq, key)?;
+            self.dedupe.insert(event, key)?;
         }
         self.keep(seq, state)?;
         self.expiry.insert((at, seq), ())?;
@@ -155,16 +176,22 @@ impl<'t> Tables<'t> {
     }
 
     /// Deletes event `seq` and everything of it but its dedupe key (which
-    /// expires on its own clock).
-    fn delete_event(&mut self, seq: u64, state: &EventState) -> Result<(), WriteError> {
+    /// expires on its own clock): every delivery in `deliveries` (its block).
+    fn delete_event(&mut self, seq: u64, deliveries: &[Delivery]) -> Result<(), WriteError> {
         self.events.remove(seq)?;
-        self.states.remove(seq)?;
         self.erased.remove(seq)?;
-        self.index.reindex(seq, Some(&Indexed::of(state)), None)?;
-        self.attempts
-            .retain_in((seq, 0)..=(seq, u32::MAX), |_, _| false)?;
-        self.dlq.remove((state.source.as_str(), seq))?;
-        self.leave_line(seq, state)?;
+        for Delivery { key, state } in deliveries {
+            let key = *key;
+            self.states.remove(key)?;
+            self.index.reindex(key, Some(&Indexed::of(state)), None)?;
+            self.attempts
+                .retain_in((key, 0)..=(key, u32::MAX), |_, _| false)?;
+            self.dlq.remove((state.source.as_str(), key))?;
+            self.leave_line(key, state)?;
+            if let Some(at) = state.expires_ms {
+                self.expiry.remove((at, key))?;
+            }
+        }
         Ok(())
     }
 
@@ -188,22 +215,36 @@ impl<'t> Tables<'t> {
             }
             due.push(key.value());
         }
-        for &(at, seq) in &due {
-            self.expiry.remove((at, seq))?;
-            let Some(state) = self.state(seq)? else {
+        for &(at, key) in &due {
+            self.expiry.remove((at, key))?;
+            let Some(state) = self.state(key)? else {
                 continue;
             };
-            // A stale entry (the event was replayed since) is just dropped.
+            // A stale entry (the delivery was replayed since) is just dropped.
             if state.expires_ms != Some(at) {
                 continue;
             }
-            match state.status {
-                // Finished without a delivery: counted with the delivered.
-                Status::Delivered | Status::Filtered => swept.delivered += 1,
-                Status::Dead | Status::Ignored => swept.dead_or_ignored += 1,
-                Status::Pending | Status::Held => continue,
+            let Some(seq) = self.event_of(key)? else {
+                continue;
+            };
+            // The event goes whole, at the last of its deliveries' times: an
+            // earlier one's entry is dropped, the last one's deletes it.
+            let deliveries = self.block(seq)?;
+            let done = deliveries.iter().all(|d| {
+                !d.state.status.is_live() && d.state.expires_ms.is_some_and(|t| t <= now_ms)
+            });
+            if !done {
+                continue;
             }
-            self.delete_event(seq, &state)?;
+            for d in &deliveries {
+                match d.state.status {
+                    // Finished without a delivery: counted with the delivered.
+                    Status::Delivered | Status::Filtered => swept.delivered += 1,
+                    Status::Dead | Status::Ignored => swept.dead_or_ignored += 1,
+                    Status::Pending | Status::Held => {}
+                }
+            }
+            self.delete_event(seq, &deliveries)?;
         }
         let room = limit.saturating_sub(due.len());
         let mut expired = Vec::new();
@@ -226,9 +267,7 @@ impl<'t> Tables<'t> {
         let mut forgotten = Vec::new();
         for &(seq, key) in &expired {
             self.dedupe.remove(seq)?;
-            let live = self
-                .state(seq)?
-                .is_some_and(|s| matches!(s.status, Status::Pending | Status::Held));
+            let live = self.block(seq)?.iter().any(|d| d.state.status.is_live());
             if live {
                 self.dedupe_kept.insert(seq, key)?;
             } else {
@@ -346,8 +385,9 @@ impl<'t> Tables<'t> {
         self.put_state(seq, Some(&before), &state)
     }
 
-    /// A person's replay or ignore. Errors inside `Ok` are refusals that
-    /// change nothing; `Err` is a storage failure.
+    /// A person's replay or ignore of delivery `seq`, or erasure of its
+    /// event. Errors inside `Ok` are refusals that change nothing; `Err` is
+    /// a storage failure.
     pub fn change(
         &mut self,
         seq: u64,
@@ -363,26 +403,16 @@ impl<'t> Tables<'t> {
             return Ok(Err(ChangeError::InFlight));
         }
         match change {
-            Change::Replay => match state.status {
-                Status::Dead | Status::Delivered | Status::Ignored | Status::Filtered => {
-                    self.dlq.remove((state.source.as_str(), seq))?;
-                    state.status = Status::Pending;
-                    state.attempts = 0;
-                    state.round_started_ms = now_ms;
-                    state.dead = None;
-                    state.delivered_ms = None;
-                    state.replays += 1;
-                    self.keep(seq, &mut state)?;
-                    self.reschedule(seq, &mut state, now_ms)?;
-                    self.join_line(seq, &state)?;
+            Change::Replay => {
+                if let Err(refused) = self.replay(seq, &mut state, None, now_ms)? {
+                    return Ok(Err(refused));
                 }
-                Status::Pending => return Ok(Err(ChangeError::Conflict("is already pending"))),
-                Status::Held => {
-                    return Ok(Err(ChangeError::Conflict(
-                        "is held: its source has no destination",
-                    )));
+            }
+            Change::ReplayTo { destination } => {
+                if let Err(refused) = self.replay(seq, &mut state, Some(destination), now_ms)? {
+                    return Ok(Err(refused));
                 }
-            },
+            }
             Change::Ignore { note } => match state.status {
                 Status::Pending | Status::Dead | Status::Held => {
                     self.ignore(seq, &mut state, note, now_ms, ttls)?;
@@ -398,24 +428,91 @@ impl<'t> Tables<'t> {
                 Status::Ignored => return Ok(Err(ChangeError::Conflict("is already ignored"))),
             },
             Change::Erase { note } => {
-                if self.erased.get(seq)?.is_some() {
+                let Some(event) = self.event_of(seq)? else {
+                    return Ok(Err(ChangeError::NotFound));
+                };
+                if self.erased.get(event)?.is_some() {
                     return Ok(Err(ChangeError::Conflict("is already erased")));
                 }
-                self.erase_payload(seq)?;
+                let deliveries = self.block(event)?;
+                for d in &deliveries {
+                    if d.key != seq && self.leases.get(d.key)?.is_some() {
+                        return Ok(Err(ChangeError::InFlight));
+                    }
+                }
+                self.erase_payload(event)?;
                 let at = Note {
                     text: note.clone(),
                     at_ms: now_ms,
                 };
                 schema::encode(&at, &mut self.buf);
-                self.erased.insert(seq, self.buf.as_slice())?;
-                // Nothing may deliver an empty body: what was still to go
-                // is ignored with the same note.
+                self.erased.insert(event, self.buf.as_slice())?;
+                // Nothing may deliver an empty body: what was still to go,
+                // to any destination, is ignored with the same note.
+                for Delivery {
+                    key,
+                    state: mut other,
+                } in deliveries
+                {
+                    if key == seq
+                        || !matches!(other.status, Status::Pending | Status::Dead | Status::Held)
+                    {
+                        continue;
+                    }
+                    let was = Indexed::of(&other).into_owned();
+                    self.ignore(key, &mut other, note, now_ms, ttls)?;
+                    self.put_state(key, Some(&was), &other)?;
+                }
                 if matches!(state.status, Status::Pending | Status::Dead | Status::Held) {
                     self.ignore(seq, &mut state, note, now_ms, ttls)?;
                 }
             }
         }
         self.put_state(seq, Some(&before), &state)?;
+        Ok(Ok(()))
+    }
+
+    /// Makes delivery `seq` pending again, from now; `to`: on that route
+    /// (only a held or filtered event may change its route).
+    fn replay(
+        &mut self,
+        seq: u64,
+        state: &mut EventState,
+        to: Option<&str>,
+        now_ms: u64,
+    ) -> Result<Result<(), ChangeError>, WriteError> {
+        let moves = to.is_some_and(|route| route != state.source);
+        match state.status {
+            Status::Pending => return Ok(Err(ChangeError::Conflict("is already pending"))),
+            Status::Held if !moves => {
+                return Ok(Err(ChangeError::Conflict(
+                    "is held: its source has no destination",
+                )));
+            }
+            Status::Dead | Status::Delivered | Status::Ignored if moves => {
+                return Ok(Err(ChangeError::Conflict(
+                    "was never routed to that destination",
+                )));
+            }
+            Status::Held
+            | Status::Dead
+            | Status::Delivered
+            | Status::Ignored
+            | Status::Filtered => {}
+        }
+        self.dlq.remove((state.source.as_str(), seq))?;
+        if let Some(route) = to {
+            state.source = route.to_owned();
+        }
+        state.status = Status::Pending;
+        state.attempts = 0;
+        state.round_started_ms = now_ms;
+        state.dead = None;
+        state.delivered_ms = None;
+        state.replays += 1;
+        self.keep(seq, state)?;
+        self.reschedule(seq, state, now_ms)?;
+        self.join_line(seq, state)?;
         Ok(Ok(()))
     }
 

@@ -413,6 +413,227 @@ async fn a_filtered_event_is_counted_never_scheduled_and_swept_like_a_delivered_
     close(store, writer).await;
 }
 
+fn routes(names: &[&str]) -> Initial {
+    Initial::Routes(
+        names
+            .iter()
+            .map(|n| Route {
+                destination: (*n).to_owned(),
+                ordering_key: None,
+            })
+            .collect(),
+    )
+}
+
+/// An event to three destinations is a block of three deliveries, each on
+/// its own queue; each finishes on its own; a replay touches one; the event
+/// is swept whole, at the last delivery's time; the next event follows the
+/// block, also after a reopen.
+#[tokio::test]
+async fn an_event_to_several_destinations_has_a_delivery_each_and_goes_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = || StoreOptions {
+        payload_ttl: Duration::from_millis(7 * DAY),
+        dlq_ttl: Duration::from_millis(30 * DAY),
+        ..options(dir.path())
+    };
+    let (store, writer) = Store::open(options()).unwrap();
+    let seq = new_seq(&store, "s", "fan", routes(&["s", "s.b", "s.c"])).await;
+    let e = store.get(seq).unwrap().unwrap();
+    let keys: Vec<u64> = e.deliveries.iter().map(|d| d.key).collect();
+    assert_eq!(keys, [seq, seq + 1, seq + 2]);
+    let routes_of: Vec<&str> = e
+        .deliveries
+        .iter()
+        .map(|d| d.state.source.as_str())
+        .collect();
+    assert_eq!(routes_of, ["s", "s.b", "s.c"]);
+    for (route, key) in [("s", seq), ("s.b", seq + 1), ("s.c", seq + 2)] {
+        let (due, _) = store.due(route, u64::MAX, 10, |_| false).unwrap();
+        assert_eq!(
+            due.iter().map(|d| d.seq).collect::<Vec<_>>(),
+            [key],
+            "{route}"
+        );
+        let d = store.delivery(key).unwrap().unwrap();
+        assert_eq!((d.seq, d.state.source.as_str()), (seq, route));
+    }
+    close(store, writer).await;
+
+    // The next event's seq follows the block, after a reopen too.
+    let (store, writer) = Store::open(options()).unwrap();
+    let next = new_seq(&store, "s", "after", Initial::Deliver).await;
+    assert_eq!(next, seq + 3);
+    let received = store.get(seq).unwrap().unwrap().record.received_at_ms;
+    deliver(&store, seq, received).await;
+    store.claim(seq + 1, received).await.unwrap().unwrap();
+    store
+        .finish(Finish {
+            seq: seq + 1,
+            attempt: attempt(schema::AttemptClass::RejectedStatus, Some(400)),
+            next: Next::Dead {
+                reason: "400".into(),
+                at_ms: received,
+                release_key: true,
+            },
+        })
+        .await
+        .unwrap();
+    let stats = &store.stats().unwrap()["s"];
+    assert_eq!(
+        (
+            stats.counts.delivered,
+            stats.counts.dead,
+            stats.counts.pending
+        ),
+        (1, 1, 2),
+        "deliveries are counted: three of one event, one of the next"
+    );
+    assert_eq!(stats.routes["s.b"].counts.dead, 1);
+    assert_eq!(stats.routes["s.c"].counts.pending, 1);
+    assert_eq!(store.dead_letters("s.b").unwrap(), [seq + 1]);
+    let by_destination = EventFilter {
+        destination: Some("s.b".into()),
+        status: Some(schema::Status::Dead),
+        ..EventFilter::default()
+    };
+    let (listed, _) = store.list(&by_destination, None, 10).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (listed[0].seq, listed[0].state.source.as_str()),
+        (seq, "s.b")
+    );
+    let (all, _) = store.list(&EventFilter::default(), None, 10).unwrap();
+    assert_eq!(
+        all.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        [next, seq],
+        "one row per event, not per delivery"
+    );
+
+    // A replay of one delivery leaves the others as they are.
+    store
+        .change(seq + 1, Change::Replay, received)
+        .await
+        .unwrap()
+        .unwrap();
+    let e = store.get(seq).unwrap().unwrap();
+    let statuses: Vec<schema::Status> = e.deliveries.iter().map(|d| d.state.status).collect();
+    use schema::Status::{Delivered, Ignored, Pending};
+    assert_eq!(statuses, [Delivered, Pending, Pending]);
+    assert_eq!(e.deliveries[1].state.replays, 1);
+    assert_eq!(e.deliveries[0].state.replays, 0);
+
+    // Ignore the other two: the event goes when the last expiry comes.
+    for key in [seq + 1, seq + 2] {
+        store
+            .change(key, Change::Ignore { note: "n".into() }, received + DAY)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let e = store.get(seq).unwrap().unwrap();
+    let statuses: Vec<schema::Status> = e.deliveries.iter().map(|d| d.state.status).collect();
+    assert_eq!(statuses, [Delivered, Ignored, Ignored]);
+    let week = store.sweep(received + 7 * DAY, 100).await.unwrap();
+    assert_eq!(week.delivered + week.dead_or_ignored, 0, "the ignored wait");
+    assert!(store.get(seq).unwrap().is_some());
+    let month = store.sweep(received + 31 * DAY, 100).await.unwrap();
+    assert_eq!((month.delivered, month.dead_or_ignored), (1, 2));
+    assert!(store.get(seq).unwrap().is_none());
+    for key in [seq, seq + 1, seq + 2] {
+        assert!(store.delivery(key).unwrap().is_none());
+        assert!(store.attempts(key).unwrap().is_empty());
+    }
+    assert!(store.get(next).unwrap().is_some(), "pending: never swept");
+    let db = store.db().unwrap();
+    index::check(&db.begin_read().unwrap()).unwrap();
+    close(store, writer).await;
+}
+
+/// A filtered event moves to the destination an operator replays it to;
+/// an erasure ignores what every destination still had to deliver.
+#[tokio::test]
+async fn a_filtered_event_replays_to_a_named_destination_and_erasure_ignores_every_delivery() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    let filtered = new_seq(&store, "s", "f", Initial::Filtered).await;
+    let now = store.get(filtered).unwrap().unwrap().record.received_at_ms;
+    let moved = Change::ReplayTo {
+        destination: "s.b".into(),
+    };
+    store
+        .change(filtered, moved.clone(), now)
+        .await
+        .unwrap()
+        .unwrap();
+    let e = store.get(filtered).unwrap().unwrap();
+    assert_eq!(
+        (e.state.source.as_str(), e.state.status),
+        ("s.b", schema::Status::Pending)
+    );
+    let (due, _) = store.due("s.b", u64::MAX, 10, |_| false).unwrap();
+    assert_eq!(due.len(), 1);
+    assert_eq!(store.stats().unwrap()["s"].routes["s.b"].counts.pending, 1);
+    // Delivered to s.b, it is not moved again.
+    deliver(&store, filtered, now).await;
+    let again = Change::ReplayTo {
+        destination: "s.c".into(),
+    };
+    assert!(store.change(filtered, again, now).await.unwrap().is_err());
+
+    let seq = new_seq(&store, "s", "gdpr", routes(&["s", "s.b"])).await;
+    deliver(&store, seq, now).await;
+    store
+        .change(
+            seq + 1,
+            Change::Erase {
+                note: "privacy".into(),
+            },
+            now,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let e = store.get(seq).unwrap().unwrap();
+    assert!(e.erased.is_some());
+    assert!(e.record.body.is_empty());
+    let statuses: Vec<schema::Status> = e.deliveries.iter().map(|d| d.state.status).collect();
+    assert_eq!(
+        statuses,
+        [schema::Status::Delivered, schema::Status::Ignored]
+    );
+    let db = store.db().unwrap();
+    index::check(&db.begin_read().unwrap()).unwrap();
+    close(store, writer).await;
+}
+
+/// A dedupe key past its TTL stays live while any destination still has
+/// the event to deliver.
+#[tokio::test]
+async fn a_dedupe_key_stays_live_until_every_destination_is_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    let seq = new_seq(&store, "s", "k", routes(&["s", "s.b"])).await;
+    let received = store.get(seq).unwrap().unwrap().record.received_at_ms;
+    let later = received + 2 * 3600 * 1000;
+    deliver(&store, seq, later).await;
+    let swept = store.sweep(later, 100).await.unwrap();
+    assert_eq!(swept.dedupe_keys, 0, "s.b is still pending");
+    assert_eq!(
+        store
+            .ingest(event("s", "k"), Initial::Deliver)
+            .await
+            .unwrap(),
+        Ingested::Duplicate {
+            id: store.public_id(seq)
+        }
+    );
+    deliver(&store, seq + 1, later).await;
+    let swept = store.sweep(later + 1, 100).await.unwrap();
+    assert_eq!(swept.dedupe_keys, 1, "both done: the key expires");
+    close(store, writer).await;
+}
+
 #[tokio::test]
 async fn expired_dedupe_keys_go_in_bounded_steps_and_their_ids_are_new_again() {
     let dir = tempfile::tempdir().unwrap();
@@ -777,6 +998,7 @@ async fn every_filter_combination_pages_through_exactly_the_matching_events() {
                 for (from_ms, to_ms) in times {
                     let filter = EventFilter {
                         source: source.map(str::to_owned),
+                        destination: None,
                         status: *status,
                         event_type: event_type.map(str::to_owned),
                         event_id: None,
@@ -1119,6 +1341,9 @@ mod props {
             event_type: u8,
             hold: bool,
             key: Option<u8>,
+            /// Destinations it goes to: 0 is schema 5's one (`Deliver`,
+            /// `Ordered`), 1–3 a block of that many routes.
+            fan: u8,
         },
         Deliver(usize),
         Retry(usize),
@@ -1133,8 +1358,8 @@ mod props {
 
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
-            4 => (0..2u8, 0..10u8, 0..3u8, any::<bool>(), proptest::option::of(0..2u8)).prop_map(
-                |(source, id, event_type, hold, key)| Op::Ingest { source, id, event_type, hold, key }
+            4 => (0..2u8, 0..10u8, 0..3u8, any::<bool>(), proptest::option::of(0..2u8), 0..4u8).prop_map(
+                |(source, id, event_type, hold, key, fan)| Op::Ingest { source, id, event_type, hold, key, fan }
             ),
             2 => any::<usize>().prop_map(Op::Deliver),
             2 => any::<usize>().prop_map(Op::Retry),
@@ -1151,7 +1376,29 @@ mod props {
         let db = store.db().map_err(|e| e.to_string())?;
         let txn = db.begin_read().map_err(|e| e.to_string())?;
         index::check(&txn)?;
+        blocks_are_whole(&txn)?;
         lists_agree_with_a_recount(store)
+    }
+
+    /// Every delivery belongs to a stored event, and every event has one.
+    fn blocks_are_whole(txn: &redb::ReadTransaction) -> Result<(), String> {
+        let events = txn.open_table(EVENTS).map_err(|e| e.to_string())?;
+        let states = txn.open_table(STATE).map_err(|e| e.to_string())?;
+        let mut in_blocks = 0;
+        for row in events.iter().map_err(|e| e.to_string())? {
+            let seq = row.map_err(|e| e.to_string())?.0.value();
+            let block: Vec<Delivery> = super::super::block::<StoreError>(&events, &states, seq)
+                .map_err(|e| e.to_string())?;
+            if block.is_empty() || block[0].key != seq {
+                return Err(format!("event {seq} has deliveries {block:?}"));
+            }
+            in_blocks += block.len() as u64;
+        }
+        let all = states.len().map_err(|e| e.to_string())?;
+        if in_blocks != all {
+            return Err(format!("{all} state rows, {in_blocks} in events' blocks"));
+        }
+        Ok(())
     }
 
     /// Every list, walked by cursor three at a time, returns what filtering
@@ -1160,6 +1407,7 @@ mod props {
     fn lists_agree_with_a_recount(store: &Store) -> Result<(), String> {
         let all = store.scan(0, usize::MAX).map_err(|e| e.to_string())?;
         let sources = [None, Some("s0"), Some("s1")];
+        let destinations = [None, Some("s0"), Some("s1.b")];
         let types = [None, Some("t0"), Some("t2")];
         let statuses = [
             None,
@@ -1167,11 +1415,15 @@ mod props {
             Some(schema::Status::Dead),
             Some(schema::Status::Delivered),
         ];
-        for source in sources {
+        for (source, destination) in sources
+            .into_iter()
+            .flat_map(|s| destinations.map(|d| (s, d)))
+        {
             for event_type in types {
                 for status in statuses {
                     let filter = EventFilter {
                         source: source.map(str::to_owned),
+                        destination: destination.map(str::to_owned),
                         event_type: event_type.map(str::to_owned),
                         status,
                         ..EventFilter::default()
@@ -1179,7 +1431,11 @@ mod props {
                     let want: Vec<(u64, String)> = all
                         .iter()
                         .rev()
-                        .filter(|e| filter.matches(&e.record, &e.state))
+                        .filter(|e| {
+                            e.deliveries
+                                .iter()
+                                .any(|d| filter.matches(&e.record, &d.state))
+                        })
                         .map(|e| (e.seq, e.record.event_id.clone()))
                         .collect();
                     let mut got = Vec::new();
@@ -1224,17 +1480,30 @@ mod props {
                     event_type,
                     hold,
                     key,
+                    fan,
                 } => {
-                    let initial = match (hold, key) {
-                        (true, _) => Initial::Hold,
-                        (false, Some(k)) => Initial::Ordered(format!("k{k}")),
-                        (false, None) => Initial::Deliver,
-                    };
                     let source = format!("s{source}");
+                    let initial = match (hold, key, fan) {
+                        (true, _, _) => Initial::Hold,
+                        (false, Some(k), 0) => Initial::Ordered(format!("k{k}")),
+                        (false, None, 0) => Initial::Deliver,
+                        (false, key, fan) => Initial::Routes(
+                            [source.clone(), format!("{source}.b"), format!("{source}.c")]
+                                [..fan as usize]
+                                .iter()
+                                .map(|route| Route {
+                                    destination: route.clone(),
+                                    ordering_key: key.map(|k| format!("k{k}")),
+                                })
+                                .collect(),
+                        ),
+                    };
                     let event =
                         event_of_type(&source, &format!("e{id}"), &format!("t{event_type}"));
                     if let Ingested::New { id } = store.ingest(event, initial).await.unwrap() {
-                        seqs.push(store.parse_public_id(&id).unwrap());
+                        let seq = store.parse_public_id(&id).unwrap();
+                        let stored = store.get(seq).unwrap().unwrap();
+                        seqs.extend(stored.deliveries.iter().map(|d| d.key));
                     }
                 }
                 Op::Deliver(i) | Op::Retry(i) | Op::Kill(i, _) => {

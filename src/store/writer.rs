@@ -546,18 +546,19 @@ impl Writer {
                     }
                     None => {
                         let seq = self.next_seq;
-                        self.insert_event(t, seq, fp, &event, &initial).map(|()| {
-                            self.next_seq += 1;
-                            keys.added.insert(fp, seq);
-                            self.wal.push(&Entry::Ingest {
-                                seq,
-                                initial: Cow::Borrowed(&initial),
-                                record: Cow::Borrowed(&self.record_buf),
-                            });
-                            Ingested::New {
-                                id: public_id(self.shared.tag, seq),
-                            }
-                        })
+                        self.insert_event(t, seq, fp, &event, &initial)
+                            .map(|taken| {
+                                self.next_seq += taken;
+                                keys.added.insert(fp, seq);
+                                self.wal.push(&Entry::Ingest {
+                                    seq,
+                                    initial: Cow::Borrowed(&initial),
+                                    record: Cow::Borrowed(&self.record_buf),
+                                });
+                                Ingested::New {
+                                    id: public_id(self.shared.tag, seq),
+                                }
+                            })
                     }
                 };
                 settle(reply, result, ready, Ready::Ingested)
@@ -640,7 +641,7 @@ impl Writer {
         fp: Fingerprint,
         ev: &VerifiedEvent,
         initial: &Initial,
-    ) -> Result<(), WriteError> {
+    ) -> Result<u64, WriteError> {
         // Verified a moment apart, queued in another order: keep the stored
         // times in seq order (a clock stepping back waits here too).
         let received = ev.received_at_ms().max(self.last_received_ms);
@@ -715,37 +716,36 @@ struct StoredAs<'a> {
     received: u64,
 }
 
-/// Stores a new event: its encoded `record`, state, indexes, dedupe key and
-/// place in its destination's queue.
+/// Stores a new event: its encoded `record`, dedupe key, and per delivery
+/// (`initial`'s routes, keys `seq`, `seq + 1`, …) its state, indexes and
+/// place in its destination's queue. Returns how many keys the event took.
 fn store_event(
     t: &mut Tables<'_>,
     at: &StoredAs<'_>,
     record: &[u8],
     initial: &Initial,
     ttls: &Ttls,
-) -> Result<(), WriteError> {
+) -> Result<u64, WriteError> {
     let (seq, source, received) = (at.seq, at.source, at.received);
     t.events.insert(seq, record)?;
-    let (status, key) = match initial {
-        Initial::Deliver => (Status::Pending, None),
-        Initial::Ordered(key) => (Status::Pending, Some(key.clone())),
-        Initial::Hold => (Status::Held, None),
-        Initial::Filtered => (Status::Filtered, None),
-    };
-    if let Some(key) = &key {
-        t.ordered.insert((source, key.as_str(), seq), ())?;
-    }
-    let mut state = EventState::new(source, at.event_type, status, received, key);
-    if status == Status::Filtered {
-        t.expire_at(seq, &mut state, received.saturating_add(ttls.payload_ms))?;
-    }
-    t.put_state(seq, None, &state)?;
     t.index.count_minute(received, source, MinuteKind::Received);
     t.dedupe.insert(seq, (at.fp, received))?;
-    if status == Status::Pending {
-        t.schedule.insert((source, received, seq), ())?;
+    let starts = initial.starts(source);
+    for (key, (route, status, ordering)) in (seq..).zip(&starts) {
+        let ordering = ordering.map(str::to_owned);
+        if let Some(line) = &ordering {
+            t.ordered.insert((*route, line.as_str(), key), ())?;
+        }
+        let mut state = EventState::new(route, at.event_type, *status, received, ordering);
+        if *status == Status::Filtered {
+            t.expire_at(key, &mut state, received.saturating_add(ttls.payload_ms))?;
+        }
+        t.put_state(key, None, &state)?;
+        if *status == Status::Pending {
+            t.schedule.insert((*route, received, key), ())?;
+        }
     }
-    Ok(())
+    Ok(starts.len() as u64)
 }
 
 pub(super) fn ttls(options: &StoreOptions) -> Ttls {
@@ -838,7 +838,7 @@ fn replay(t: &mut Tables<'_>, entry: Entry<'_>, ttls: &Ttls) -> Result<(), Write
                 event_type: event.event_type.as_deref(),
                 received: event.received_at_ms,
             };
-            store_event(t, &at, &record, &initial, ttls)
+            store_event(t, &at, &record, &initial, ttls).map(drop)
         }
         Entry::Duplicate {
             received_ms,
