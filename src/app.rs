@@ -82,7 +82,7 @@ impl App {
             .iter()
             .map(|s| Declared {
                 name: s.name.as_str(),
-                delivers: !s.destinations.is_empty(),
+                destinations: s.destinations.iter().map(|d| d.route.as_str()).collect(),
             })
             .collect();
         metrics.declare(&declared);

@@ -60,6 +60,10 @@ pub struct Filter {
     /// The source's name, as in the config.
     #[arg(long)]
     pub source: Option<String>,
+    /// A destination's name (its source's name, or source.name): events
+    /// routed to it; with --status, that delivery's status.
+    #[arg(long)]
+    pub destination: Option<String>,
     /// pending, held, delivered, dead, ignored or filtered.
     #[arg(long)]
     pub status: Option<EventStatus>,
@@ -81,6 +85,7 @@ impl Filter {
     fn query(self) -> EventQuery {
         EventQuery {
             source: self.source,
+            destination: self.destination,
             status: self.status,
             event_type: self.event_type,
             event_id: self.event_id,
@@ -132,15 +137,24 @@ pub enum EventsCommand {
         /// hookinbox's id of the event (hbx_…: the webhook-id the app received).
         id: String,
     },
-    /// Deliver one event again (same webhook-id).
+    /// Deliver one event again (same webhook-id): to one destination, or to
+    /// each that is done with it.
     Replay {
         /// hookinbox's id of the event (hbx_…: the webhook-id the app received).
         id: String,
+        /// Only to this destination (its source's name, or source.name); for
+        /// a held or filtered event, the destination to send it to.
+        #[arg(long)]
+        destination: Option<String>,
     },
-    /// Stop delivering one event; the note is required.
+    /// Stop delivering one event (to one destination, or to each); the note
+    /// is required.
     Ignore {
         /// hookinbox's id of the event (hbx_…: the webhook-id the app received).
         id: String,
+        /// Only at this destination (its source's name, or source.name).
+        #[arg(long)]
+        destination: Option<String>,
         /// Why: kept with the event for whoever looks at it later (at most 2000 bytes).
         #[arg(long)]
         note: String,
@@ -174,6 +188,9 @@ pub enum DlqCommand {
         /// Only this source's dead-lettered events.
         #[arg(long)]
         source: Option<String>,
+        /// Only those dead at this destination (its source's name, or source.name).
+        #[arg(long)]
+        destination: Option<String>,
         #[command(flatten)]
         paging: Paging,
     },
@@ -204,12 +221,12 @@ pub enum DestinationsCommand {
     List,
     /// Stop delivering to it; events accumulate.
     Pause {
-        /// The destination's name: its source's name.
+        /// The destination's name: its source's name, or source.name.
         name: String,
     },
     /// Deliver again; what accumulated goes out oldest first.
     Resume {
-        /// The destination's name: its source's name.
+        /// The destination's name: its source's name, or source.name.
         name: String,
     },
 }
@@ -294,7 +311,7 @@ impl Client {
         &self,
         method: reqwest::Method,
         path: &str,
-        query: Option<&EventQuery>,
+        query: Option<&impl Serialize>,
         body: Option<&impl Serialize>,
     ) -> Result<reqwest::Response, Failure> {
         let url = format!("{}{path}", self.base);
@@ -352,7 +369,21 @@ impl Client {
         path: &str,
         body: Option<&impl Serialize>,
     ) -> Result<T, Failure> {
-        let res = self.call(reqwest::Method::POST, path, None, body).await?;
+        let res = self.call(reqwest::Method::POST, path, NO_BODY, body).await?;
+        answer(res).await
+    }
+
+    /// A replay or an ignore of one event, at one destination or at each.
+    async fn change<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        destination: Option<String>,
+        body: Option<&impl Serialize>,
+    ) -> Result<T, Failure> {
+        let query = api::DeliveryQuery { destination };
+        let res = self
+            .call(reqwest::Method::POST, path, Some(&query), body)
+            .await?;
         answer(res).await
     }
 
@@ -362,7 +393,7 @@ impl Client {
         body: &impl Serialize,
     ) -> Result<T, Failure> {
         let res = self
-            .call(reqwest::Method::DELETE, path, None, Some(body))
+            .call(reqwest::Method::DELETE, path, NO_BODY, Some(body))
             .await?;
         answer(res).await
     }
@@ -486,17 +517,22 @@ pub async fn run(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
             let event: api::EventDetail = client.get(&format!("/api/events/{id}"), None).await?;
             Output::new(&event, event_detail(&event))
         }
-        OpsCommand::Events(EventsCommand::Replay { id }) => {
+        OpsCommand::Events(EventsCommand::Replay { id, destination }) => {
             let event: api::EventSummary = client
-                .post(&format!("/api/events/{id}/replay"), NO_BODY)
+                .change(&format!("/api/events/{id}/replay"), destination, NO_BODY)
                 .await?;
             let text = format!("{id}: replayed, now {}\n", event.status.as_str());
             Output::new(&event, text)
         }
-        OpsCommand::Events(EventsCommand::Ignore { id, note }) => {
+        OpsCommand::Events(EventsCommand::Ignore {
+            id,
+            destination,
+            note,
+        }) => {
             let event: api::EventSummary = client
-                .post(
+                .change(
                     &format!("/api/events/{id}/ignore"),
+                    destination,
                     Some(&api::NoteRequest { note }),
                 )
                 .await?;
@@ -512,9 +548,14 @@ pub async fn run(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
             );
             Output::new(&event, text)
         }
-        OpsCommand::Dlq(DlqCommand::List { source, paging }) => {
+        OpsCommand::Dlq(DlqCommand::List {
+            source,
+            destination,
+            paging,
+        }) => {
             let filter = EventQuery {
                 source,
+                destination,
                 status: Some(EventStatus::Dead),
                 ..EventQuery::default()
             };
@@ -708,7 +749,7 @@ async fn list(client: &Client, query: EventQuery, all: bool) -> Result<Output, F
 /// Streams the backup into `out` through a temp file, renamed when whole.
 async fn backup(client: &Client, out: &std::path::Path) -> Result<u64, Failure> {
     let mut res = client
-        .call(reqwest::Method::GET, "/api/backup", None, NO_BODY)
+        .call(reqwest::Method::GET, "/api/backup", NO_BODY, NO_BODY)
         .await?;
     let partial = out.with_extension("partial");
     let io = |e: std::io::Error| fail(EXIT_FAILURE, anyhow!("{}: {e}", out.display()));
@@ -867,12 +908,44 @@ fn event_detail(e: &api::EventDetail) -> String {
             erased.text
         ));
     }
+    if s.deliveries.len() > 1 {
+        out.push_str("\ndeliveries:\n");
+        let rows = s
+            .deliveries
+            .iter()
+            .map(|d| {
+                vec![
+                    d.destination.clone(),
+                    d.status.as_str().to_owned(),
+                    d.attempts.to_string(),
+                    or_dash(d.next_attempt_at.map(time)),
+                    or_dash(d.delivered_at.map(time)),
+                    or_dash(d.dead_letter.as_ref().map(|x| x.reason.as_str()))
+                        .chars()
+                        .take(60)
+                        .collect(),
+                ]
+            })
+            .collect();
+        out.push_str(&table(
+            &[
+                "DESTINATION",
+                "STATUS",
+                "ATTEMPTS",
+                "NEXT ATTEMPT",
+                "DELIVERED",
+                "WHY DEAD",
+            ],
+            rows,
+        ));
+    }
     out.push_str("\nattempts:\n");
     let rows = e
         .attempt_history
         .iter()
         .map(|a| {
             vec![
+                a.destination.clone(),
                 a.n.to_string(),
                 time(a.started_at),
                 a.outcome.as_str().to_owned(),
@@ -886,7 +959,7 @@ fn event_detail(e: &api::EventDetail) -> String {
         })
         .collect();
     out.push_str(&table(
-        &["#", "STARTED", "OUTCOME", "STATUS", "MS", "DETAIL"],
+        &["DESTINATION", "#", "STARTED", "OUTCOME", "STATUS", "MS", "DETAIL"],
         rows,
     ));
     let encoding = match e.payload.encoding {
@@ -935,28 +1008,46 @@ fn stats_table(stats: &api::Stats) -> String {
     let ms = |p: Option<api::Percentiles>| {
         p.map_or_else(|| "-".to_owned(), |p| format!("{:.1}/{:.1}", p.p50, p.p99))
     };
-    let stored = stats
-        .sources
-        .iter()
-        .map(|(name, s)| {
-            let c = &s.stored;
-            vec![
-                name.clone(),
-                c.pending.to_string(),
-                c.retrying.to_string(),
-                c.held.to_string(),
-                c.delivered.to_string(),
-                c.dead.to_string(),
-                c.ignored.to_string(),
-                c.filtered.to_string(),
-                or_dash(s.success_rate.map(|r| format!("{:.1}%", r * 100.0))),
-                or_dash(
-                    s.oldest_pending_age_ms
-                        .map(|ms| humantime::format_duration(Duration::from_secs(ms / 1000))),
-                ),
-            ]
-        })
-        .collect();
+    let age = |ms: Option<u64>| {
+        or_dash(ms.map(|ms| humantime::format_duration(Duration::from_secs(ms / 1000))))
+    };
+    let row = |name: String, c: &api::Counts, success: Option<f64>, oldest: Option<u64>| {
+        vec![
+            name,
+            c.pending.to_string(),
+            c.retrying.to_string(),
+            c.held.to_string(),
+            c.delivered.to_string(),
+            c.dead.to_string(),
+            c.ignored.to_string(),
+            c.filtered.to_string(),
+            or_dash(success.map(|r| format!("{:.1}%", r * 100.0))),
+            age(oldest),
+        ]
+    };
+    let mut stored = Vec::new();
+    for (name, s) in &stats.sources {
+        stored.push(row(
+            name.clone(),
+            &s.stored,
+            s.success_rate,
+            s.oldest_pending_age_ms,
+        ));
+        // A source with several destinations: one indented row each.
+        if s.destinations.len() > 1 {
+            for (destination, d) in &s.destinations {
+                let finished = d.stored.delivered + d.stored.dead;
+                let success =
+                    (finished > 0).then(|| d.stored.delivered as f64 / finished as f64);
+                stored.push(row(
+                    format!("  → {destination}"),
+                    &d.stored,
+                    success,
+                    d.oldest_pending_age_ms,
+                ));
+            }
+        }
+    }
     let since = stats
         .sources
         .iter()

@@ -243,15 +243,34 @@ pub struct RejectedLabels {
     pub reason: RejectReason,
 }
 
+/// A destination's series: its source and its name (the source's name for
+/// the one-URL form, `source.name` for a `[[source.destination]]` table).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DestinationLabel {
+    pub source: String,
+    pub destination: String,
+}
+
+impl DestinationLabel {
+    pub fn new(source: &str, destination: &str) -> DestinationLabel {
+        DestinationLabel {
+            source: source.to_owned(),
+            destination: destination.to_owned(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
     pub source: String,
+    pub destination: String,
     pub outcome: AttemptOutcome,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CircuitLabels {
     pub source: String,
+    pub destination: String,
     pub state: Circuit,
 }
 
@@ -276,22 +295,22 @@ struct Inner {
     rejected: Family<RejectedLabels, Counter>,
     ack_seconds: Family<SourceLabel, Histogram, fn() -> Histogram>,
     attempts: Family<OutcomeLabels, Counter>,
-    delivered: Family<SourceLabel, Counter>,
-    dead_lettered: Family<SourceLabel, Counter>,
+    delivered: Family<DestinationLabel, Counter>,
+    dead_lettered: Family<DestinationLabel, Counter>,
     circuit: Family<CircuitLabels, Counter>,
-    attempt_seconds: Family<SourceLabel, Histogram, fn() -> Histogram>,
+    attempt_seconds: Family<DestinationLabel, Histogram, fn() -> Histogram>,
     replayed: Family<SourceLabel, Counter>,
     ignored: Family<SourceLabel, Counter>,
     admin_rejected: Family<ReasonLabel, Counter>,
     swept: Family<KindLabel, Counter>,
-    received_to_delivered: Family<SourceLabel, Histogram, fn() -> Histogram>,
+    received_to_delivered: Family<DestinationLabel, Histogram, fn() -> Histogram>,
     commit_batch: Histogram,
     commit_seconds: Histogram,
     pending: Family<SourceLabel, Gauge>,
     retrying: Family<SourceLabel, Gauge>,
     dlq_size: Family<SourceLabel, Gauge>,
     oldest_pending_seconds: Family<SourceLabel, Gauge>,
-    circuit_state: Family<SourceLabel, Gauge>,
+    circuit_state: Family<DestinationLabel, Gauge>,
     alerts: Family<AlertLabels, Counter>,
     held: Family<SourceLabel, Gauge>,
     filtered: Family<SourceLabel, Counter>,
@@ -581,8 +600,8 @@ impl prometheus_client::collector::Collector for ProcessCollector {
 /// series an alert rule reads exists at 0 (not "no data").
 pub struct Declared<'a> {
     pub name: &'a str,
-    /// It has a destination: its delivery and circuit series exist too.
-    pub delivers: bool,
+    /// Its destinations' names: their delivery and circuit series exist too.
+    pub destinations: Vec<&'a str>,
 }
 
 /// What the store holds of one source, set just before a scrape.
@@ -697,10 +716,10 @@ impl Metrics {
             ack_seconds.clone(),
         );
         let attempts = Family::<OutcomeLabels, Counter>::default();
-        let delivered = Family::<SourceLabel, Counter>::default();
-        let dead_lettered = Family::<SourceLabel, Counter>::default();
+        let delivered = Family::<DestinationLabel, Counter>::default();
+        let dead_lettered = Family::<DestinationLabel, Counter>::default();
         let circuit = Family::<CircuitLabels, Counter>::default();
-        let attempt_seconds: Family<SourceLabel, Histogram, fn() -> Histogram> =
+        let attempt_seconds: Family<DestinationLabel, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(|| Histogram::new(ack_buckets()));
         registry.register(
             "delivery_attempts",
@@ -745,7 +764,7 @@ impl Metrics {
             "Admin API requests refused or failed, by reason",
             admin_rejected.clone(),
         );
-        let received_to_delivered: Family<SourceLabel, Histogram, fn() -> Histogram> =
+        let received_to_delivered: Family<DestinationLabel, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(|| {
                 // 10 ms to ~2 days: from a healthy app to a long outage.
                 Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
@@ -775,7 +794,7 @@ impl Metrics {
         let retrying = Family::<SourceLabel, Gauge>::default();
         let dlq_size = Family::<SourceLabel, Gauge>::default();
         let oldest_pending_seconds = Family::<SourceLabel, Gauge>::default();
-        let circuit_state = Family::<SourceLabel, Gauge>::default();
+        let circuit_state = Family::<DestinationLabel, Gauge>::default();
         registry.register(
             "pending",
             "Events waiting for delivery (including retrying), at the last scrape",
@@ -1031,38 +1050,34 @@ impl Metrics {
         self.inner.loud_rejections.take()
     }
 
-    pub fn attempt(&self, source: &str, outcome: AttemptOutcome, took: std::time::Duration) {
+    pub fn attempt(&self, to: &DestinationLabel, outcome: AttemptOutcome, took: std::time::Duration) {
         if outcome != AttemptOutcome::Delivered {
             Totals::add(&self.inner.totals.failed_attempts);
         }
         self.inner
             .attempts
             .get_or_create(&OutcomeLabels {
-                source: source.to_owned(),
+                source: to.source.clone(),
+                destination: to.destination.clone(),
                 outcome,
             })
             .inc();
         self.inner
             .attempt_seconds
-            .get_or_create(&SourceLabel {
-                source: source.to_owned(),
-            })
+            .get_or_create(to)
             .observe(took.as_secs_f64());
     }
 
-    pub fn delivered(&self, source: &str, since_received: std::time::Duration) {
-        let label = SourceLabel {
-            source: source.to_owned(),
-        };
-        self.inner.delivered.get_or_create(&label).inc();
+    pub fn delivered(&self, to: &DestinationLabel, since_received: std::time::Duration) {
+        self.inner.delivered.get_or_create(to).inc();
         Totals::add(&self.inner.totals.delivered);
         self.inner
             .received_to_delivered
-            .get_or_create(&label)
+            .get_or_create(to)
             .observe(since_received.as_secs_f64());
         self.inner
             .recent_deliveries
-            .remember(source, since_received);
+            .remember(&to.source, since_received);
     }
 
     /// One durable commit of `jobs` jobs that took `took`.
@@ -1152,28 +1167,30 @@ impl Metrics {
             ] {
                 let _ = family.get_or_create(&label);
             }
-            if source.delivers {
-                let _ = inner.circuit_state.get_or_create(&label);
-                for family in [
-                    &inner.delivered,
-                    &inner.dead_lettered,
-                    &inner.replayed,
-                    &inner.ignored,
-                    &inner.filtered,
-                ] {
+            if !source.destinations.is_empty() {
+                for family in [&inner.replayed, &inner.ignored, &inner.filtered] {
                     let _ = family.get_or_create(&label);
                 }
-                let _ = inner.attempt_seconds.get_or_create(&label);
-                let _ = inner.received_to_delivered.get_or_create(&label);
+            }
+            for &destination in &source.destinations {
+                let to = DestinationLabel::new(source.name, destination);
+                let _ = inner.circuit_state.get_or_create(&to);
+                for family in [&inner.delivered, &inner.dead_lettered] {
+                    let _ = family.get_or_create(&to);
+                }
+                let _ = inner.attempt_seconds.get_or_create(&to);
+                let _ = inner.received_to_delivered.get_or_create(&to);
                 for &outcome in AttemptOutcome::ALL {
                     let _ = inner.attempts.get_or_create(&OutcomeLabels {
                         source: source.name.to_owned(),
+                        destination: destination.to_owned(),
                         outcome,
                     });
                 }
                 for &state in Circuit::ALL {
                     let _ = inner.circuit.get_or_create(&CircuitLabels {
                         source: source.name.to_owned(),
+                        destination: destination.to_owned(),
                         state,
                     });
                 }
@@ -1223,12 +1240,10 @@ impl Metrics {
             .inc();
     }
 
-    pub fn set_circuit_state(&self, destination: &str, state: Circuit) {
+    pub fn set_circuit_state(&self, to: &DestinationLabel, state: Circuit) {
         self.inner
             .circuit_state
-            .get_or_create(&SourceLabel {
-                source: destination.to_owned(),
-            })
+            .get_or_create(to)
             .set(state.level());
     }
 
@@ -1245,20 +1260,18 @@ impl Metrics {
     /// Returns whether the dead letter's log line may be loud (within this
     /// minute's [`crate::logs::Budget`]).
     #[must_use = "says at which level to log the dead letter"]
-    pub fn dead_lettered(&self, source: &str) -> bool {
-        let label = SourceLabel {
-            source: source.to_owned(),
-        };
-        self.inner.dead_lettered.get_or_create(&label).inc();
+    pub fn dead_lettered(&self, to: &DestinationLabel) -> bool {
+        self.inner.dead_lettered.get_or_create(to).inc();
         Totals::add(&self.inner.totals.dead_lettered);
         self.inner.loud_dead_letters.take()
     }
 
-    pub fn circuit(&self, source: &str, state: Circuit) {
+    pub fn circuit(&self, to: &DestinationLabel, state: Circuit) {
         self.inner
             .circuit
             .get_or_create(&CircuitLabels {
-                source: source.to_owned(),
+                source: to.source.clone(),
+                destination: to.destination.clone(),
                 state,
             })
             .inc();
@@ -1299,21 +1312,24 @@ impl Metrics {
             .get()
     }
 
-    pub fn attempt_count(&self, source: &str, outcome: AttemptOutcome) -> u64 {
+    /// Attempts at `destination` (a source's own is named after it).
+    pub fn attempt_count(&self, source: &str, destination: &str, outcome: AttemptOutcome) -> u64 {
         self.inner
             .attempts
             .get_or_create(&OutcomeLabels {
                 source: source.to_owned(),
+                destination: destination.to_owned(),
                 outcome,
             })
             .get()
     }
 
-    pub fn circuit_count(&self, source: &str, state: Circuit) -> u64 {
+    pub fn circuit_count(&self, source: &str, destination: &str, state: Circuit) -> u64 {
         self.inner
             .circuit
             .get_or_create(&CircuitLabels {
                 source: source.to_owned(),
+                destination: destination.to_owned(),
                 state,
             })
             .get()
@@ -1413,17 +1429,18 @@ mod tests {
         metrics.admin_rejected(AdminReason::StoreUnavailable);
         let _ = metrics.rejected(UNKNOWN_SOURCE, RejectReason::UnknownSource);
         let _ = metrics.rejected("shop", RejectReason::StaleTimestamp);
-        metrics.attempt("shop", AttemptOutcome::RetryableStatus, Default::default());
-        metrics.circuit("shop", Circuit::HalfOpen);
-        metrics.set_circuit_state("shop", Circuit::Open);
+        let shop = DestinationLabel::new("shop", "shop.app");
+        metrics.attempt(&shop, AttemptOutcome::RetryableStatus, Default::default());
+        metrics.circuit(&shop, Circuit::HalfOpen);
+        metrics.set_circuit_state(&shop, Circuit::Open);
         let text = metrics.encode(Exposition::OpenMetrics);
         assert_eq!(
             lines(&text, "hookinbox_delivery_attempts_total{"),
-            ["hookinbox_delivery_attempts_total{source=\"shop\",outcome=\"retryable_status\"} 1"]
+            ["hookinbox_delivery_attempts_total{source=\"shop\",destination=\"shop.app\",outcome=\"retryable_status\"} 1"]
         );
         assert_eq!(
             lines(&text, "hookinbox_circuit_transitions_total{"),
-            ["hookinbox_circuit_transitions_total{source=\"shop\",state=\"half_open\"} 1"]
+            ["hookinbox_circuit_transitions_total{source=\"shop\",destination=\"shop.app\",state=\"half_open\"} 1"]
         );
         // `Listener` derives its encoding, which prints the variant's name,
         // not its `as_str` (the logs' word). Pinned: changing it renames
@@ -1437,7 +1454,7 @@ mod tests {
         );
         assert_eq!(
             lines(&text, "hookinbox_circuit_state{"),
-            ["hookinbox_circuit_state{source=\"shop\"} 2"]
+            ["hookinbox_circuit_state{source=\"shop\",destination=\"shop.app\"} 2"]
         );
         assert_eq!(
             lines(&text, "hookinbox_rejected_total{"),

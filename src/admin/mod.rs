@@ -271,7 +271,8 @@ async fn metrics(State(state): State<AdminState>, headers: axum::http::HeaderMap
         }
     }
     for d in state.delivery.destinations() {
-        state.metrics.set_circuit_state(&d.name, d.circuit.into());
+        let to = crate::metrics::DestinationLabel::new(&d.source, &d.name);
+        state.metrics.set_circuit_state(&to, d.circuit.into());
     }
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let format = Exposition::negotiate(accept);

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::Clock;
 use crate::deliver::breaker::{Allow, Breaker, CircuitState};
 use crate::deliver::{Destination, policy};
-use crate::metrics::Metrics;
+use crate::metrics::{DestinationLabel, Metrics};
 use crate::store::schema::AttemptClass;
 use crate::store::{Due, Finish, Next, Store, StoreError};
 use crate::supervise::TaskError;
@@ -160,6 +160,8 @@ impl Rate {
 
 struct Lane {
     destination: Arc<Destination>,
+    /// Its metrics' labels.
+    label: Arc<DestinationLabel>,
     in_flight: HashSet<u64>,
     breaker: Breaker,
     rate: Option<Rate>,
@@ -227,6 +229,7 @@ impl Scheduler {
                 let flag = Arc::new(AtomicBool::new(initial));
                 paused.insert(d.name().to_owned(), flag.clone());
                 Lane {
+                    label: Arc::new(DestinationLabel::new(d.source.as_str(), d.name())),
                     breaker: Breaker::new(d.config.breaker_failures, d.config.breaker_cooldown),
                     rate: d.config.max_rate.map(Rate::new),
                     in_flight: HashSet::new(),
@@ -456,6 +459,7 @@ impl Scheduler {
                     metrics: self.metrics.clone(),
                     clock: self.clock.clone(),
                     destination: lane.destination.clone(),
+                    label: lane.label.clone(),
                     lane: index,
                     seq: entry.seq,
                     done: done_tx.clone(),
@@ -469,7 +473,7 @@ impl Scheduler {
 
 fn log_circuit(metrics: &Metrics, lane: &Lane, state: CircuitState) {
     let destination = lane.destination.name();
-    metrics.circuit(destination, state.into());
+    metrics.circuit(&lane.label, state.into());
     match state {
         CircuitState::Open => tracing::warn!(
             destination,
@@ -489,6 +493,7 @@ struct Attempt {
     metrics: Metrics,
     clock: Clock,
     destination: Arc<Destination>,
+    label: Arc<DestinationLabel>,
     lane: usize,
     seq: u64,
     done: mpsc::UnboundedSender<Done>,
@@ -552,7 +557,7 @@ impl Attempt {
                 | AttemptClass::Transport
         );
         self.metrics.attempt(
-            source,
+            &self.label,
             attempt.class.into(),
             Duration::from_millis(attempt.latency_ms),
         );
@@ -560,7 +565,7 @@ impl Attempt {
         match &next {
             Next::Delivered { .. } => {
                 self.metrics.delivered(
-                    source,
+                    &self.label,
                     Duration::from_millis(now_ms.saturating_sub(claimed.round_started_ms)),
                 );
                 tracing::debug!(source, destination, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, latency_ms = attempt.latency_ms, "delivered");
@@ -571,7 +576,7 @@ impl Attempt {
                 retry_in_ms = due_ms.saturating_sub(now_ms), "attempt failed; will retry"
             ),
             Next::Dead { reason, .. } => {
-                let loud = self.metrics.dead_lettered(source);
+                let loud = self.metrics.dead_lettered(&self.label);
                 crate::loud_or_debug!(loud, warn, source, destination, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, %reason, "dead-lettered");
             }
         }

@@ -423,7 +423,7 @@ async fn destinations_are_listed_paused_and_resumed() {
     assert_eq!(
         list.json["destinations"],
         json!([{
-            "name": "shop", "url": dest.url(), "paused": false, "circuit": "closed",
+            "name": "shop", "source": "shop", "url": dest.url(), "paused": false, "circuit": "closed",
             "in_flight": 0, "max_concurrency": 8, "last_failure": null,
         }])
     );

@@ -367,7 +367,7 @@ async fn the_server_down_then_back_opens_the_circuit_and_loses_nothing() {
     let deadline = Instant::now() + Duration::from_secs(20);
     while server
         .metrics()
-        .circuit_count("shop", hookinbox::metrics::Circuit::Open)
+        .circuit_count("shop", "shop", hookinbox::metrics::Circuit::Open)
         == 0
     {
         assert!(Instant::now() < deadline, "the circuit did not open");
