@@ -369,7 +369,9 @@ impl Client {
         path: &str,
         body: Option<&impl Serialize>,
     ) -> Result<T, Failure> {
-        let res = self.call(reqwest::Method::POST, path, NO_BODY, body).await?;
+        let res = self
+            .call(reqwest::Method::POST, path, NO_BODY, body)
+            .await?;
         answer(res).await
     }
 
@@ -959,7 +961,15 @@ fn event_detail(e: &api::EventDetail) -> String {
         })
         .collect();
     out.push_str(&table(
-        &["DESTINATION", "#", "STARTED", "OUTCOME", "STATUS", "MS", "DETAIL"],
+        &[
+            "DESTINATION",
+            "#",
+            "STARTED",
+            "OUTCOME",
+            "STATUS",
+            "MS",
+            "DETAIL",
+        ],
         rows,
     ));
     let encoding = match e.payload.encoding {
@@ -1037,8 +1047,7 @@ fn stats_table(stats: &api::Stats) -> String {
         if s.destinations.len() > 1 {
             for (destination, d) in &s.destinations {
                 let finished = d.stored.delivered + d.stored.dead;
-                let success =
-                    (finished > 0).then(|| d.stored.delivered as f64 / finished as f64);
+                let success = (finished > 0).then(|| d.stored.delivered as f64 / finished as f64);
                 stored.push(row(
                     format!("  → {destination}"),
                     &d.stored,

@@ -1050,7 +1050,12 @@ impl Metrics {
         self.inner.loud_rejections.take()
     }
 
-    pub fn attempt(&self, to: &DestinationLabel, outcome: AttemptOutcome, took: std::time::Duration) {
+    pub fn attempt(
+        &self,
+        to: &DestinationLabel,
+        outcome: AttemptOutcome,
+        took: std::time::Duration,
+    ) {
         if outcome != AttemptOutcome::Delivered {
             Totals::add(&self.inner.totals.failed_attempts);
         }
@@ -1436,11 +1441,15 @@ mod tests {
         let text = metrics.encode(Exposition::OpenMetrics);
         assert_eq!(
             lines(&text, "hookinbox_delivery_attempts_total{"),
-            ["hookinbox_delivery_attempts_total{source=\"shop\",destination=\"shop.app\",outcome=\"retryable_status\"} 1"]
+            [
+                "hookinbox_delivery_attempts_total{source=\"shop\",destination=\"shop.app\",outcome=\"retryable_status\"} 1"
+            ]
         );
         assert_eq!(
             lines(&text, "hookinbox_circuit_transitions_total{"),
-            ["hookinbox_circuit_transitions_total{source=\"shop\",destination=\"shop.app\",state=\"half_open\"} 1"]
+            [
+                "hookinbox_circuit_transitions_total{source=\"shop\",destination=\"shop.app\",state=\"half_open\"} 1"
+            ]
         );
         // `Listener` derives its encoding, which prints the variant's name,
         // not its `as_str` (the logs' word). Pinned: changing it renames

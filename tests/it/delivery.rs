@@ -305,7 +305,11 @@ async fn an_open_circuit_stops_spending_attempts_and_a_probe_closes_it() {
     dest.wait_for(3, Duration::from_secs(10)).await;
     // Open: the count stops growing although both events are due every 40 ms.
     let deadline = Instant::now() + Duration::from_secs(5);
-    while server.metrics().circuit_count("shop", "shop", Circuit::Open) == 0 {
+    while server
+        .metrics()
+        .circuit_count("shop", "shop", Circuit::Open)
+        == 0
+    {
         assert!(Instant::now() < deadline, "the circuit never opened");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -321,8 +325,18 @@ async fn an_open_circuit_stops_spending_attempts_and_a_probe_closes_it() {
     for id in &ids {
         wait_status(&server, id, Status::Delivered, Duration::from_secs(10)).await;
     }
-    assert!(server.metrics().circuit_count("shop", "shop", Circuit::HalfOpen) >= 1);
-    assert!(server.metrics().circuit_count("shop", "shop", Circuit::Closed) >= 1);
+    assert!(
+        server
+            .metrics()
+            .circuit_count("shop", "shop", Circuit::HalfOpen)
+            >= 1
+    );
+    assert!(
+        server
+            .metrics()
+            .circuit_count("shop", "shop", Circuit::Closed)
+            >= 1
+    );
     server.stop().await;
 }
 

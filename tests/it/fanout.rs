@@ -1,0 +1,331 @@
+//! Several destinations per source through the real server: each event goes
+//! to every destination whose filter takes it, each delivery on its own
+//! queue with its own retries, pause, circuit and dead letters; lists,
+//! stats, replay and ignore work per (event, destination).
+
+use std::time::{Duration, Instant};
+
+use hookinbox::clock::Clock;
+use serde_json::{Value, json};
+
+use crate::destination::{Destination, Mode};
+use crate::support::{STANDARD_SECRET, TestServer, server_section, standard_headers};
+
+const TOKEN: &str = "test-admin-token-0123456789";
+
+async fn send(server: &TestServer, id: &str, event_type: &str) -> String {
+    let body = json!({"type": event_type, "n": id})
+        .to_string()
+        .into_bytes();
+    let a = server
+        .post("/in/shop", &standard_headers(id, &body), body)
+        .await;
+    assert_eq!(a.status, 200, "{:?}", a.json);
+    a.id().to_owned()
+}
+
+async fn event(server: &TestServer, id: &str) -> Value {
+    let a = server
+        .admin("GET", &format!("/api/events/{id}"), Some(TOKEN), None)
+        .await;
+    assert_eq!(a.status, 200, "{:?}", a.json);
+    a.json
+}
+
+/// `destination → status` of each delivery of event `id`.
+async fn deliveries(server: &TestServer, id: &str) -> Vec<(String, String)> {
+    event(server, id).await["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["destination"].as_str().unwrap().to_owned(),
+                d["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+async fn wait_for(server: &TestServer, id: &str, want: &[(&str, &str)]) {
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(d, s)| ((*d).to_owned(), (*s).to_owned()))
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let got = deliveries(server, id).await;
+        if got == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{id}: {got:?}, want {want:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn ids(dest: &Destination) -> Vec<String> {
+    dest.received()
+        .iter()
+        .map(|r| r.header("webhook-id").to_owned())
+        .collect()
+}
+
+async fn listed(server: &TestServer, query: &str) -> Vec<String> {
+    let a = server
+        .admin("GET", &format!("/api/events?{query}"), Some(TOKEN), None)
+        .await;
+    assert_eq!(a.status, 200, "{query}: {:?}", a.json);
+    a.json["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn each_destination_gets_what_it_takes_and_fails_replays_and_resumes_on_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = Destination::start(Mode::Ok).await;
+    let billing = Destination::start(Mode::Status(500, "down")).await;
+    let analytics = Destination::start(Mode::Ok).await;
+    let text = format!(
+        "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
+         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
+         [[source.destination]]\nurl = \"{}\"\n\
+         [[source.destination]]\nname = \"billing\"\nurl = \"{}\"\n\
+         filter_types = [\"invoice.*\"]\nmax_attempts = 1\n\
+         [[source.destination]]\nname = \"analytics\"\nurl = \"{}\"\npaused = true\n",
+        server_section(dir.path()),
+        app.url(),
+        billing.url(),
+        analytics.url(),
+    );
+    let server = TestServer::start(&text, Clock::system()).await;
+    let invoice = send(&server, "e1", "invoice.paid").await;
+    let customer = send(&server, "e2", "customer.created").await;
+
+    wait_for(
+        &server,
+        &invoice,
+        &[
+            ("shop", "delivered"),
+            ("shop.billing", "dead"),
+            ("shop.analytics", "pending"),
+        ],
+    )
+    .await;
+    wait_for(
+        &server,
+        &customer,
+        &[("shop", "delivered"), ("shop.analytics", "pending")],
+    )
+    .await;
+    assert_eq!(ids(&app), [invoice.clone(), customer.clone()]);
+    assert_eq!(ids(&billing), [invoice.clone()], "its filter took e1 only");
+    assert!(ids(&analytics).is_empty(), "paused");
+    // The event as a whole is pending while one destination still has it.
+    let shown = event(&server, &invoice).await;
+    assert_eq!(shown["status"], "pending");
+    let destinations: Vec<&str> = shown["attempt_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["destination"].as_str().unwrap())
+        .collect();
+    assert_eq!(destinations, ["shop", "shop.billing"]);
+
+    // Lists and stats by destination.
+    assert_eq!(
+        listed(&server, "destination=shop.billing&status=dead").await,
+        [invoice.clone()]
+    );
+    assert_eq!(
+        listed(&server, "destination=shop.analytics&status=pending").await,
+        [customer.clone(), invoice.clone()]
+    );
+    assert_eq!(
+        listed(&server, "source=shop").await,
+        [customer.clone(), invoice.clone()],
+        "one row per event"
+    );
+    let stats = server.admin("GET", "/api/stats", Some(TOKEN), None).await;
+    let shop = &stats.json["sources"]["shop"];
+    assert_eq!(shop["destinations"]["shop.billing"]["stored"]["dead"], 1);
+    assert_eq!(
+        shop["destinations"]["shop.analytics"]["stored"]["pending"],
+        2
+    );
+    assert_eq!(shop["destinations"]["shop"]["stored"]["delivered"], 2);
+    assert_eq!(shop["stored"]["delivered"], 2);
+
+    // Resuming one destination sends its backlog there and nowhere else.
+    let resumed = server
+        .admin(
+            "POST",
+            "/api/destinations/shop.analytics/resume",
+            Some(TOKEN),
+            None,
+        )
+        .await;
+    assert_eq!(resumed.status, 200, "{:?}", resumed.json);
+    wait_for(
+        &server,
+        &customer,
+        &[("shop", "delivered"), ("shop.analytics", "delivered")],
+    )
+    .await;
+    wait_for(
+        &server,
+        &invoice,
+        &[
+            ("shop", "delivered"),
+            ("shop.billing", "dead"),
+            ("shop.analytics", "delivered"),
+        ],
+    )
+    .await;
+    assert_eq!(ids(&analytics), [invoice.clone(), customer.clone()]);
+
+    // A replay to one destination re-sends it there only.
+    billing.set(Mode::Ok);
+    let unknown = server
+        .admin(
+            "POST",
+            &format!("/api/events/{invoice}/replay?destination=shop.nope"),
+            Some(TOKEN),
+            None,
+        )
+        .await;
+    assert_eq!(unknown.status, 404, "{:?}", unknown.json);
+    let replayed = server
+        .admin(
+            "POST",
+            &format!("/api/events/{invoice}/replay?destination=shop.billing"),
+            Some(TOKEN),
+            None,
+        )
+        .await;
+    assert_eq!(replayed.status, 200, "{:?}", replayed.json);
+    wait_for(
+        &server,
+        &invoice,
+        &[
+            ("shop", "delivered"),
+            ("shop.billing", "delivered"),
+            ("shop.analytics", "delivered"),
+        ],
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(ids(&billing), [invoice.clone(), invoice.clone()]);
+    assert_eq!(ids(&app).len(), 2, "the app got nothing again");
+    assert_eq!(ids(&analytics).len(), 2, "analytics got nothing again");
+    let shown = event(&server, &invoice).await;
+    assert_eq!(shown["status"], "delivered");
+    let billing_delivery = shown["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["destination"] == "shop.billing")
+        .unwrap()
+        .clone();
+    assert_eq!(billing_delivery["replays"], 1);
+
+    // Each destination signs with its own key, under the same webhook-id.
+    let a = &app.received()[0];
+    let b = &billing.received()[1];
+    assert_eq!(a.header("webhook-id"), b.header("webhook-id"));
+    assert_ne!(a.header("webhook-signature"), b.header("webhook-signature"));
+
+    // Metrics carry the destination.
+    let metrics = server
+        .metrics()
+        .encode(hookinbox::metrics::Exposition::Prometheus);
+    for line in [
+        "hookinbox_delivered_total{source=\"shop\",destination=\"shop.analytics\"} 2\n",
+        "hookinbox_delivered_total{source=\"shop\",destination=\"shop.billing\"} 1\n",
+        "hookinbox_dead_lettered_total{source=\"shop\",destination=\"shop.billing\"} 1\n",
+        "hookinbox_delivered_total{source=\"shop\",destination=\"shop\"} 2\n",
+    ] {
+        assert!(metrics.contains(line), "no {line:?} in\n{metrics}");
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_event_no_destination_takes_is_filtered_and_replays_to_the_one_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Destination::start(Mode::Ok).await;
+    let b = Destination::start(Mode::Ok).await;
+    let text = format!(
+        "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
+         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
+         [[source.destination]]\nname = \"a\"\nurl = \"{}\"\nfilter_types = [\"a.*\"]\n\
+         [[source.destination]]\nname = \"b\"\nurl = \"{}\"\nfilter_types = [\"b.*\"]\n",
+        server_section(dir.path()),
+        a.url(),
+        b.url(),
+    );
+    let server = TestServer::start(&text, Clock::system()).await;
+    let filtered = send(&server, "e1", "c.created").await;
+    let pending_to_a = send(&server, "e2", "a.created").await;
+    wait_for(&server, &pending_to_a, &[("shop.a", "delivered")]).await;
+    assert_eq!(
+        deliveries(&server, &filtered).await,
+        [("shop".to_owned(), "filtered".to_owned())]
+    );
+    assert_eq!(event(&server, &filtered).await["status"], "filtered");
+
+    // Two destinations could take it: the operator names one.
+    let ambiguous = server
+        .admin(
+            "POST",
+            &format!("/api/events/{filtered}/replay"),
+            Some(TOKEN),
+            None,
+        )
+        .await;
+    assert_eq!(ambiguous.status, 409, "{:?}", ambiguous.json);
+    assert!(
+        ambiguous.json["reason"]
+            .as_str()
+            .unwrap()
+            .contains("shop.a, shop.b"),
+        "{:?}",
+        ambiguous.json
+    );
+    let sent = server
+        .admin(
+            "POST",
+            &format!("/api/events/{filtered}/replay?destination=shop.b"),
+            Some(TOKEN),
+            None,
+        )
+        .await;
+    assert_eq!(sent.status, 200, "{:?}", sent.json);
+    wait_for(&server, &filtered, &[("shop.b", "delivered")]).await;
+    assert_eq!(ids(&b), [filtered.clone()]);
+    assert_eq!(ids(&a), [pending_to_a.clone()]);
+
+    // Ignore at one destination: refused when that one is done.
+    let done = server
+        .admin(
+            "POST",
+            &format!("/api/events/{pending_to_a}/ignore?destination=shop.a"),
+            Some(TOKEN),
+            Some(json!({"note": "x"})),
+        )
+        .await;
+    assert_eq!(done.status, 409, "{:?}", done.json);
+    let wrong = server
+        .admin(
+            "POST",
+            &format!("/api/events/{pending_to_a}/ignore?destination=shop.b"),
+            Some(TOKEN),
+            Some(json!({"note": "x"})),
+        )
+        .await;
+    assert_eq!(wrong.status, 409, "not routed there: {:?}", wrong.json);
+    server.stop().await;
+}

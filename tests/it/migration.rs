@@ -1,0 +1,209 @@
+//! Databases written by the previous version (schema 5, commit 7e1936a:
+//! `tests/fixtures/schema5/`, made by its `make.sh`) open with this one: the
+//! events, their states, ids and dedupe keys are all there; what was pending
+//! is delivered; a crash's write-ahead log written by the old build is
+//! replayed; and the same source, given a second destination, fans out new
+//! events while the old ones keep their one delivery.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use hookinbox::clock::Clock;
+use serde_json::{Value, json};
+
+use crate::destination::{Destination, Mode};
+use crate::support::{STANDARD_SECRET, TestServer, server_section, standard_headers};
+
+const TOKEN: &str = "fixture-admin-token-0123456789";
+const DESTINATION_SECRET: &str = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
+
+fn copy_fixture(name: &str, to: &Path) {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/schema5")
+        .join(name);
+    for entry in std::fs::read_dir(&from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
+
+/// The fixture's sources, now with `shop` sent to a second, named
+/// destination, and nothing paused.
+fn config(dir: &Path, app: &Destination, audit: &Destination) -> String {
+    let source = |name: &str| {
+        format!(
+            "[[source]]\nname = \"{name}\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n"
+        )
+    };
+    format!(
+        "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
+         {}[[source.destination]]\nurl = \"{app}\"\nsecret = \"{DESTINATION_SECRET}\"\n\
+         filter_types = [\"order.*\"]\n\
+         [[source.destination]]\nname = \"audit\"\nurl = \"{audit}\"\n\n\
+         {}destination = \"{app}\"\ndestination_secret = \"{DESTINATION_SECRET}\"\n\n\
+         {}\n\
+         {}destination = \"{app}\"\ndestination_secret = \"{DESTINATION_SECRET}\"\n\
+         ordering_key = \"/customer\"\n",
+        server_section(dir),
+        source("shop"),
+        source("later"),
+        source("inbox"),
+        source("keyed"),
+        app = app.url(),
+        audit = audit.url(),
+    )
+}
+
+async fn find(server: &TestServer, source: &str, event_id: &str) -> Value {
+    let a = server
+        .admin(
+            "GET",
+            &format!("/api/events?source={source}&event_id={event_id}"),
+            Some(TOKEN),
+            None,
+        )
+        .await;
+    assert_eq!(a.status, 200, "{:?}", a.json);
+    let events = a.json["events"].as_array().unwrap();
+    assert_eq!(events.len(), 1, "{source}/{event_id}: {events:?}");
+    events[0].clone()
+}
+
+async fn wait_status(server: &TestServer, source: &str, event_id: &str, want: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let e = find(server, source, event_id).await;
+        if e["status"] == want {
+            return e;
+        }
+        assert!(Instant::now() < deadline, "{event_id}: {e}, want {want}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn schema_version(data_dir: &Path) -> u8 {
+    let db = redb::Database::open(data_dir.join("hookinbox.redb")).unwrap();
+    let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
+    let meta = txn
+        .open_table(redb::TableDefinition::<&str, &[u8]>::new("meta"))
+        .unwrap();
+    let version = redb::ReadableTable::get(&meta, "schema_version")
+        .unwrap()
+        .unwrap();
+    version.value()[0]
+}
+
+async fn opens_and_keeps_everything(fixture: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    copy_fixture(fixture, dir.path());
+    assert_eq!(schema_version(dir.path()), 5, "the fixture is schema 5");
+    let app = Destination::start(Mode::Ok).await;
+    let audit = Destination::start(Mode::Ok).await;
+    let server = TestServer::start(&config(dir.path(), &app, &audit), Clock::system()).await;
+
+    // Finished events keep their status, their one delivery and their ids.
+    let mut old_ids = Vec::new();
+    for (source, event_id, status) in [
+        ("shop", "evt_ok_1", "delivered"),
+        ("shop", "evt_ok_2", "delivered"),
+        ("shop", "evt_ok_3", "delivered"),
+        ("shop", "evt_refuse_1", "dead"),
+        ("shop", "evt_filtered_1", "filtered"),
+        ("inbox", "evt_held_1", "held"),
+    ] {
+        let e = find(&server, source, event_id).await;
+        assert_eq!(e["status"], status, "{event_id}: {e}");
+        let deliveries = e["deliveries"].as_array().unwrap();
+        assert_eq!(deliveries.len(), 1, "{event_id}: {e}");
+        assert_eq!(deliveries[0]["destination"], source);
+        old_ids.push(e["id"].as_str().unwrap().to_owned());
+    }
+    // What was pending goes out now (to the destination it was routed to),
+    // a key's events in received order; the crashed fixture's keyed events
+    // come from the old build's write-ahead log.
+    for (source, event_id) in [
+        ("later", "evt_later_1"),
+        ("later", "evt_later_2"),
+        ("keyed", "evt_keyed_1"),
+        ("keyed", "evt_keyed_2"),
+    ] {
+        let e = wait_status(&server, source, event_id, "delivered").await;
+        old_ids.push(e["id"].as_str().unwrap().to_owned());
+    }
+    let received: Vec<String> = app
+        .received()
+        .iter()
+        .map(|r| r.header("webhook-id").to_owned())
+        .collect();
+    assert_eq!(received.len(), 4, "{received:?}");
+    let keyed: Vec<&String> = received
+        .iter()
+        .filter(|id| old_ids[8..].contains(id))
+        .collect();
+    assert_eq!(keyed, [&old_ids[8], &old_ids[9]], "in received order");
+    assert!(
+        audit.received().is_empty(),
+        "old events keep their one route"
+    );
+
+    // The dedupe keys came along: a provider's retry is a duplicate.
+    let body = json!({"id": "evt_ok_1", "type": "order.created", "ok": true})
+        .to_string()
+        .into_bytes();
+    let again = server
+        .post("/in/shop", &standard_headers("evt_ok_1", &body), body)
+        .await;
+    assert_eq!(again.status, 200);
+    assert!(again.is_duplicate());
+    assert_eq!(again.id(), old_ids[0]);
+
+    // The dead one replays to its destination.
+    let dead = &old_ids[3];
+    let replayed = server
+        .admin(
+            "POST",
+            &format!("/api/events/{dead}/replay"),
+            Some(TOKEN),
+            None,
+        )
+        .await;
+    assert_eq!(replayed.status, 200, "{:?}", replayed.json);
+    wait_status(&server, "shop", "evt_refuse_1", "delivered").await;
+
+    // A new event fans out to both destinations, under a new id.
+    let body = json!({"id": "evt_new", "type": "order.created", "ok": true})
+        .to_string()
+        .into_bytes();
+    let new = server
+        .post("/in/shop", &standard_headers("evt_new", &body), body)
+        .await;
+    assert_eq!(new.status, 200, "{:?}", new.json);
+    assert!(!old_ids.contains(&new.id().to_owned()));
+    assert_eq!(&new.id()[..12], &old_ids[0][..12], "the database's tag");
+    let e = wait_status(&server, "shop", "evt_new", "delivered").await;
+    let routes: Vec<&str> = e["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["destination"].as_str().unwrap())
+        .collect();
+    assert_eq!(routes, ["shop", "shop.audit"]);
+    assert_eq!(audit.received().len(), 1);
+    server.stop().await;
+    assert_eq!(schema_version(dir.path()), 6, "marked as migrated");
+
+    // And it opens again as it is.
+    let server = TestServer::start(&config(dir.path(), &app, &audit), Clock::system()).await;
+    assert_eq!(server.events().len(), 11);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_database_the_previous_version_closed_opens_with_every_event() {
+    opens_and_keeps_everything("clean").await;
+}
+
+#[tokio::test]
+async fn a_database_the_previous_version_crashed_on_replays_its_log() {
+    opens_and_keeps_everything("crashed").await;
+}
