@@ -14,6 +14,12 @@
 //! latency is from the 2xx ack to a core subscriber on the subject seeing
 //! the message. Skipped when `nats-server` is not installed.
 //!
+//! 3. Fan-out: the same backlog for a source with three HTTP destinations
+//!    (three sinks on loopback, each `max_concurrency` 64), all paused, then
+//!    resumed at once: deliveries per second over the three, and fairness —
+//!    each destination's share when half of all deliveries are done, and
+//!    when each finished.
+//!
 //! Everything runs in this process (and the NATS server) on loopback: the
 //! destination competes with hookinbox for the same 2 cores, as it would on
 //! a small VM.
@@ -34,7 +40,7 @@ use axum::http::HeaderMap;
 use hookinbox::app::App;
 use hookinbox::clock::Clock;
 use hookinbox::config::Config;
-use hookinbox::store::Initial;
+use hookinbox::store::{Initial, Route};
 use hookinbox::verify::Verifier;
 use support::{Flags, SECRET, event_id, make_events, signed_headers, stripe_like_body, unix_now};
 
@@ -158,6 +164,9 @@ async fn main() {
         }
         None => println!("## JetStream: skipped (nats-server is not installed)"),
     }
+    println!();
+    println!("## fan-out: one source, three HTTP destinations on loopback");
+    fan_out(&args).await;
     println!();
     println!("targets: ≥ 10,000 deliveries/s; p50 ack → delivery under 20 ms");
     println!(
@@ -363,4 +372,141 @@ async fn run(args: &Args, target: Target) {
     );
     stop.cancel();
     app.wait().await.unwrap();
+}
+
+/// The fan-out case: `args.backlog` events, each to three destinations.
+async fn fan_out(args: &Args) {
+    const NAMES: [&str; 3] = ["bench", "bench.b", "bench.c"];
+    let mut sinks = Vec::new();
+    let mut tables = String::new();
+    for name in NAMES {
+        let sink = Arc::new(Sink::default());
+        let dest = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = dest.local_addr().unwrap();
+        let router = axum::Router::new()
+            .route("/hook", axum::routing::post(count))
+            .with_state(sink.clone());
+        tokio::spawn(async move { axum::serve(dest, router).await.unwrap() });
+        sinks.push(sink);
+        let named = name
+            .split_once('.')
+            .map(|(_, n)| format!("name = \"{n}\"\n"))
+            .unwrap_or_default();
+        tables.push_str(&format!(
+            "[[source.destination]]\n{named}url = \"http://{addr}/hook\"\n\
+             secret = \"{SECRET}\"\nmax_concurrency = {CONCURRENCY}\npaused = true\n"
+        ));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config_text = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:0\"\ndata_dir = {:?}\n\n\
+         [[source]]\nname = \"bench\"\nkind = \"standard\"\nsecret = \"{SECRET}\"\n{tables}",
+        dir.path().display().to_string()
+    );
+    let (config, _generated) = Config::from_toml(&config_text, "bench", None, &|_| None)
+        .unwrap()
+        .resolve()
+        .unwrap();
+    let verifier = Verifier::new(&config.sources[0]).unwrap();
+    let listeners = hookinbox::app::Listeners {
+        ingest: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        admin: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+    };
+    let stop = tokio_util::sync::CancellationToken::new();
+    let app = App::start(config, listeners, Clock::system(), stop.clone())
+        .await
+        .unwrap();
+    let routes = Initial::Routes(
+        NAMES
+            .iter()
+            .map(|n| Route {
+                destination: (*n).to_owned(),
+                ordering_key: None,
+            })
+            .collect(),
+    );
+    let loading = Instant::now();
+    let mut events = make_events(&verifier, 0, args.backlog);
+    let per = args.backlog.div_ceil(64);
+    let mut tasks = Vec::new();
+    while !events.is_empty() {
+        let rest = events.split_off(per.min(events.len()));
+        let chunk = std::mem::replace(&mut events, rest);
+        let (store, routes) = (app.store().clone(), routes.clone());
+        tasks.push(tokio::spawn(async move {
+            for e in chunk {
+                store.ingest(e, routes.clone()).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    println!(
+        "backlog: {} events × 3 destinations stored in {:.1}s",
+        args.backlog,
+        loading.elapsed().as_secs_f64()
+    );
+    let total = 3 * args.backlog;
+    let counts = || -> Vec<usize> {
+        sinks
+            .iter()
+            .map(|s| s.delivered.load(Ordering::Relaxed))
+            .collect()
+    };
+    let started = Instant::now();
+    for name in NAMES {
+        app.delivery().resume(name).await.unwrap();
+    }
+    let deadline = started + Duration::from_secs(600);
+    let mut at_half: Option<Vec<usize>> = None;
+    let mut finished: [Option<Duration>; 3] = [None; 3];
+    loop {
+        let now = counts();
+        if at_half.is_none() && now.iter().sum::<usize>() * 2 >= total {
+            at_half = Some(now.clone());
+        }
+        for (i, n) in now.iter().enumerate() {
+            if *n >= args.backlog && finished[i].is_none() {
+                finished[i] = Some(started.elapsed());
+            }
+        }
+        if finished.iter().all(Option::is_some) || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let took = started.elapsed();
+    let done: usize = counts().iter().sum();
+    println!(
+        "fan-out: delivered {done} of {total} in {:.2}s = {:.0} deliveries/s ({:.0} events/s to all three){}",
+        took.as_secs_f64(),
+        done as f64 / took.as_secs_f64(),
+        done as f64 / 3.0 / took.as_secs_f64(),
+        if done < total {
+            " (stopped at the 600 s limit)"
+        } else {
+            ""
+        }
+    );
+    let half = at_half.unwrap_or_default();
+    println!();
+    println!("| destination | share at half of all deliveries | done after |");
+    println!("|---|---:|---:|");
+    for (i, name) in NAMES.iter().enumerate() {
+        let share = half.get(i).copied().unwrap_or(0) as f64 / (total as f64 / 2.0);
+        println!(
+            "| {name} | {:.1} % | {} |",
+            share * 100.0,
+            finished[i].map_or("-".into(), |d| format!("{:.2}s", d.as_secs_f64()))
+        );
+    }
+    stop.cancel();
+    app.wait().await.unwrap();
+}
+
+/// A fan-out sink: counts what it answered 200.
+async fn count(State(sink): State<Arc<Sink>>) -> &'static str {
+    sink.delivered.fetch_add(1, Ordering::Relaxed);
+    "ok"
 }

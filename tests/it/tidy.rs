@@ -143,6 +143,10 @@ fn the_packaged_configs_load_and_the_example_has_every_kind() {
             "the example has no source of kind {kind}"
         );
     }
+    assert!(
+        config.sources.iter().any(|s| s.destinations.len() > 1),
+        "the example shows no source with several destinations"
+    );
 
     let installed = std::fs::read_to_string(root().join("packaging/hookinbox.toml")).unwrap();
     let config = Config::from_toml(&installed, "hookinbox.toml", None, &|_| None)
