@@ -622,7 +622,8 @@ pub struct StoredEvent {
     /// The delivery asked about ([`Store::delivery`]), else the first: the
     /// only one of an event with one destination (or held, or filtered).
     pub state: EventState,
-    /// Every delivery of the event, by key (at least one).
+    /// Every delivery of the event, by key (at least one); from
+    /// [`Store::delivery`], only the one asked about.
     pub deliveries: Vec<Delivery>,
     /// Its payload and headers were deleted on request, and why.
     pub erased: Option<schema::Note>,
@@ -1336,24 +1337,39 @@ impl Store {
         slot.clone().ok_or(StoreError::Reopening)
     }
 
-    /// The event stored under `seq`.
-    pub fn get(&self, seq: u64) -> Result<Option<StoredEvent>, StoreError> {
-        self.read_event(seq, None)
-    }
-
     /// The event that delivery `key` belongs to, with `state` that
-    /// delivery's: what an attempt sends.
+    /// delivery's (and `deliveries` that one only): what an attempt sends.
+    /// One snapshot, two lookups beside the record's: the event's seq (the
+    /// last `events` key at or below `key`) and the state row.
     pub fn delivery(&self, key: u64) -> Result<Option<StoredEvent>, StoreError> {
         let db = self.db()?;
         let txn = db.begin_read()?;
         let events = txn.open_table(EVENTS)?;
-        match event_of::<StoreError>(&events, key)? {
-            Some(seq) => self.read_event(seq, Some(key)),
-            None => Ok(None),
-        }
+        let Some((seq, raw)) = events.range(..=key)?.next_back().transpose()? else {
+            return Ok(None);
+        };
+        let seq = seq.value();
+        let states = txn.open_table(STATE)?;
+        let Some(state) = states.get(key)? else {
+            return Ok(None);
+        };
+        let state: EventState = schema::decode(state.value())?;
+        let erased = txn.open_table(schema::ERASED)?;
+        Ok(Some(StoredEvent {
+            seq,
+            id: self.public_id(seq),
+            record: schema::decode_event(raw.value())?,
+            deliveries: vec![Delivery {
+                key,
+                state: state.clone(),
+            }],
+            state,
+            erased: erased_note(&erased, seq)?,
+        }))
     }
 
-    fn read_event(&self, seq: u64, key: Option<u64>) -> Result<Option<StoredEvent>, StoreError> {
+    /// The event stored under `seq`, with every delivery.
+    pub fn get(&self, seq: u64) -> Result<Option<StoredEvent>, StoreError> {
         let db = self.db()?;
         let txn = db.begin_read()?;
         let events = txn.open_table(EVENTS)?;
@@ -1363,14 +1379,7 @@ impl Store {
         };
         let record = schema::decode_event(raw.value())?;
         let deliveries: Vec<Delivery> = block::<StoreError>(&events, &states, seq)?;
-        let state = match key {
-            None => deliveries.first(),
-            Some(key) => match deliveries.iter().find(|d| d.key == key) {
-                Some(d) => Some(d),
-                None => return Ok(None),
-            },
-        };
-        let Some(state) = state.map(|d| d.state.clone()) else {
+        let Some(state) = deliveries.first().map(|d| d.state.clone()) else {
             return Err(StoreError::MissingState { seq });
         };
         let erased = txn.open_table(schema::ERASED)?;

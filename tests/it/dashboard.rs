@@ -510,3 +510,92 @@ async fn the_dashboard_is_served_without_the_token_and_only_loads_its_own_assets
     assert_eq!(r.status(), 401);
     assert!(server.terminate().success());
 }
+
+/// A source with two destinations: the overview has a row for each, and an
+/// event's page shows each delivery and replays it at one destination only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_shows_each_destination_and_replays_at_one() {
+    let driver = Driver::start();
+    let dir = tempfile::tempdir().unwrap();
+    let app = Destination::start(Mode::Ok).await;
+    let billing = Destination::start(Mode::Status(422, "no such customer")).await;
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
+             [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
+             [[source.destination]]\nurl = \"{}\"\n\
+             [[source.destination]]\nname = \"billing\"\nurl = \"{}\"\n\n",
+            server_section(&dir.path().join("data")),
+            app.url(),
+            billing.url()
+        ),
+    );
+    let mut server = BinaryServer::start(&config, &[], None);
+    let body = br#"{"type":"invoice.paid","data":{"object":{"id":"in_1"}}}"#.to_vec();
+    let mut request = client().post(server.url("/in/shop")).body(body.clone());
+    for (k, v) in standard_headers("evt_fan", &body) {
+        request = request.header(k, v);
+    }
+    let answer: Value = request.send().await.unwrap().json().await.unwrap();
+    let id = answer["id"].as_str().unwrap().to_owned();
+    api_until(&server, "/api/stats", |s| {
+        let d = &s["sources"]["shop"]["destinations"];
+        d["shop"]["stored"]["delivered"] == 1 && d["shop.billing"]["stored"]["dead"] == 1
+    })
+    .await;
+
+    let b = driver.browser().await;
+    b.goto(&format!("{}/", server.admin)).await.unwrap();
+    type_into(&b, "#token", &format!("{TOKEN}\u{E007}")).await;
+    text_until(&b, "main h1", |t| t == "Overview").await;
+    text_until(
+        &b,
+        "#sources tr[data-destination='shop.billing'] td[data-k=dead]",
+        |t| t == "1",
+    )
+    .await;
+    text_until(
+        &b,
+        "#sources tr[data-destination='shop'] td[data-k=delivered]",
+        |t| t == "1",
+    )
+    .await;
+
+    b.goto(&format!("{}/#/event/{id}", server.admin))
+        .await
+        .unwrap();
+    text_until(&b, "#deliveries tr[data-destination='shop.billing']", |t| {
+        t.contains("dead") && t.contains("422")
+    })
+    .await;
+    text_until(&b, "#deliveries tr[data-destination='shop']", |t| {
+        t.contains("delivered")
+    })
+    .await;
+    text_until(&b, "#what-happened", |t| {
+        t == "Delivered to shop; dead at shop.billing (answered 422, after 1 attempt)."
+    })
+    .await;
+    screenshot(&b, "event-deliveries").await;
+    billing.set(Mode::Ok);
+    click(
+        &b,
+        "#deliveries tr[data-destination='shop.billing'] button[aria-label='Replay to shop.billing']",
+    )
+    .await;
+    click(&b, "#dialog-confirm").await;
+    text_until(&b, "#flash", |t| t == "Replayed evt_fan to shop.billing.").await;
+    api_until(&server, &format!("/api/events/{id}"), |e| {
+        e["status"] == "delivered"
+    })
+    .await;
+    text_until(&b, "#deliveries tr[data-destination='shop.billing']", |t| {
+        t.contains("delivered")
+    })
+    .await;
+    assert_eq!(app.count(), 1, "the other destination got nothing again");
+    assert_eq!(billing.count(), 2);
+    b.close().await.unwrap();
+    assert!(server.terminate().success(), "{}", server.log_text());
+}

@@ -234,6 +234,19 @@ function sourceRows(name, s) {
     countCells(s.stored),
     h('td', { class: 'num', 'data-k': 'success_rate', text: rate }),
     h('td', { class: 'num', 'data-k': 'oldest_pending', text: fmtAge(s.oldest_pending_age_ms) }))];
+  // A source with several destinations: a row each, what it holds.
+  const destinations = Object.entries(s.destinations || {});
+  if (destinations.length > 1) {
+    for (const [dest, d] of destinations) {
+      const done = d.stored.delivered + d.stored.dead;
+      rows.push(h('tr', { class: 'sub', 'data-source': name, 'data-destination': dest },
+        h('td', { text: `→ ${dest}` }),
+        h('td', {}), h('td', {}),
+        countCells(d.stored),
+        h('td', { class: 'num', text: done ? `${(d.stored.delivered / done * 100).toFixed(1)} %` : '—' }),
+        h('td', { class: 'num', text: fmtAge(d.oldest_pending_age_ms) })));
+    }
+  }
   // Every type stored now or received since the start.
   const seen = s.since_start.by_type || {};
   const types = [...new Set([...Object.keys(s.by_type), ...Object.keys(seen)])].sort();
@@ -515,7 +528,29 @@ async function events(params) {
 
 // ---- event detail ---------------------------------------------------------------
 
+// One clause per destination, for an event with several.
+function whatHappenedAt(d) {
+  const n = plural(d.attempts, 'attempt');
+  switch (d.status) {
+    case 'delivered': return `delivered to ${d.destination}`;
+    case 'dead': {
+      const dl = d.dead_letter || {};
+      const why = dl.last_status ? `answered ${dl.last_status}` : (dl.reason || 'failed');
+      return `dead at ${d.destination} (${why}, after ${n})`;
+    }
+    case 'pending':
+      return d.attempts ? `retrying at ${d.destination} (${n} failed)` : `pending at ${d.destination}`;
+    case 'ignored': return `ignored at ${d.destination}`;
+    default: return `${d.status} at ${d.destination}`;
+  }
+}
+
 function whatHappened(ev) {
+  const deliveries = ev.deliveries || [];
+  if (deliveries.length > 1) {
+    const text = deliveries.map(whatHappenedAt).join('; ');
+    return `${text.charAt(0).toUpperCase()}${text.slice(1)}.`;
+  }
   const n = plural(ev.attempts, 'attempt');
   const last = ev.attempt_history[ev.attempt_history.length - 1];
   switch (ev.status) {
@@ -534,7 +569,7 @@ function whatHappened(ev) {
     case 'held':
       return 'Held: its source has no destination, so it is kept and not delivered.';
     case 'filtered':
-      return 'Filtered: its destination’s filter does not take it, so it is kept and not delivered (replay sends it anyway).';
+      return 'Filtered: no destination’s filter takes it, so it is kept and not delivered (replay sends it anyway).';
     case 'ignored':
       return `Ignored at ${fmtClock(ev.note && ev.note.at)}: “${ev.note ? ev.note.text : ''}”`;
     default:
@@ -548,6 +583,46 @@ function payloadText(ev) {
   try { return JSON.stringify(JSON.parse(p.data), null, 2); } catch (e) { return p.data; }
 }
 
+// Each destination's delivery of an event with several, with a replay and an
+// ignore that touch that destination only.
+function deliveriesSection(ev, path, act) {
+  const deliveries = ev.deliveries || [];
+  if (deliveries.length < 2) return [];
+  const rows = deliveries.map((d) => {
+    const at = `?destination=${encodeURIComponent(d.destination)}`;
+    return h('tr', { 'data-destination': d.destination },
+      h('th', { scope: 'row', text: d.destination }),
+      h('td', {}, statusBadge(d.status)),
+      h('td', { class: 'num', text: d.attempts }),
+      h('td', { class: 'mono', text: d.next_attempt_at ? fmtTime(d.next_attempt_at) : '—' }),
+      h('td', { class: 'mono', text: d.delivered_at ? fmtTime(d.delivered_at) : '—' }),
+      h('td', { text: d.dead_letter ? d.dead_letter.reason : (d.note ? d.note.text : '') }),
+      h('td', {},
+        h('button', {
+          type: 'button', class: 'quiet', text: 'Replay here',
+          'aria-label': `Replay to ${d.destination}`,
+          disabled: d.status === 'pending' || Boolean(ev.erased),
+          onclick: () => act(`Replay to ${d.destination}?`,
+            'hookinbox delivers it to this destination again; the others get nothing.',
+            'Replay', async () => { await api('POST', `${path}/replay${at}`); return `Replayed ${ev.event_id} to ${d.destination}.`; }),
+        }),
+        h('button', {
+          type: 'button', class: 'quiet', text: 'Ignore here…',
+          'aria-label': `Ignore at ${d.destination}`,
+          disabled: !['pending', 'dead'].includes(d.status),
+          onclick: () => act(`Ignore at ${d.destination}?`,
+            'It will not be delivered to this destination; the others are not touched. The note is kept.',
+            'Ignore', async (note) => { await api('POST', `${path}/ignore${at}`, { note }); return `Ignored ${ev.event_id} at ${d.destination}.`; },
+            { note: 'Why (required)' }),
+        })));
+  });
+  return [
+    h('h2', { text: 'Destinations' }),
+    table(['Destination', 'Status', h('th', { class: 'num', text: 'Attempts' }), 'Next attempt', 'Delivered', 'Why', ''],
+      rows, { id: 'deliveries' }),
+  ];
+}
+
 async function detail(id) {
   const ev = await api('GET', `/api/events/${encodeURIComponent(id)}`);
   const path = `/api/events/${encodeURIComponent(id)}`;
@@ -559,14 +634,19 @@ async function detail(id) {
       await detail(id);
     } catch (e) { showError(e); }
   };
-  const facts = [
-    ['hookinbox id', ev.id], ['Source', ev.source], ['Event type', ev.event_type || '—'],
-    ['Provider event id', ev.event_id], ['Received', fmtTime(ev.received_at)],
+  const several = (ev.deliveries || []).length > 1;
+  // With several destinations, each delivery's facts are in its own row.
+  const delivery = several ? [] : [
     ['Attempts (this round)', ev.attempts], ['Replays', ev.replays],
     ['Next attempt', ev.next_attempt_at ? fmtTime(ev.next_attempt_at) : null],
     ['Delivered', ev.delivered_at ? fmtTime(ev.delivered_at) : null],
     ['Dead-letter reason', ev.dead_letter ? ev.dead_letter.reason : null],
     ['Note', ev.note ? `${ev.note.text} (${fmtTime(ev.note.at)})` : null],
+  ];
+  const facts = [
+    ['hookinbox id', ev.id], ['Source', ev.source], ['Event type', ev.event_type || '—'],
+    ['Provider event id', ev.event_id], ['Received', fmtTime(ev.received_at)],
+    ...delivery,
     ['Payload deleted', ev.erased ? `${ev.erased.text} (${fmtTime(ev.erased.at)})` : null],
   ].filter(([, v]) => v !== null && v !== undefined);
   const text = payloadText(ev);
@@ -579,7 +659,9 @@ async function detail(id) {
         type: 'button', id: 'replay', text: 'Replay', disabled: ev.status === 'pending' || Boolean(ev.erased),
         title: ev.status === 'pending' ? 'It is waiting for delivery already.' : null,
         onclick: () => act('Replay this event?',
-          'hookinbox delivers it to its destination again, as a new round of attempts.',
+          several
+            ? 'hookinbox delivers it again to each destination that is done with it, as a new round of attempts. To send it to one only, use the buttons under Destinations.'
+            : 'hookinbox delivers it to its destination again, as a new round of attempts.',
           'Replay', async () => { await api('POST', `${path}/replay`); return `Replayed ${ev.event_id}: it is pending delivery.`; }),
       }),
       h('button', {
@@ -598,6 +680,7 @@ async function detail(id) {
           { note: 'Why (required)', danger: true }),
       })),
     h('dl', { class: 'facts' }, facts.flatMap(([k, v]) => [h('dt', { text: k }), h('dd', { text: v })])),
+    ...deliveriesSection(ev, path, act),
     h('h2', { text: 'Payload' }),
     h('div', { class: 'actions' },
       h('button', {
@@ -615,8 +698,9 @@ async function detail(id) {
       : h('p', { class: 'muted', text: 'None kept.' }),
     h('h2', { text: 'Attempts' }),
     ev.attempt_history.length
-      ? table(['#', 'Started', 'Outcome', 'Status', h('th', { class: 'num', text: 'Latency' }), 'Error', 'Answer'],
+      ? table([...(several ? ['Destination'] : []), '#', 'Started', 'Outcome', 'Status', h('th', { class: 'num', text: 'Latency' }), 'Error', 'Answer'],
         ev.attempt_history.map((a) => h('tr', {},
+          several ? h('td', { text: a.destination }) : null,
           h('td', { text: a.n }), h('td', { class: 'mono', text: fmtTime(a.started_at) }),
           h('td', { text: a.outcome.replace(/_/g, ' ') }), h('td', { text: a.status || '—' }),
           h('td', { class: 'num', text: `${a.latency_ms} ms` }), h('td', { text: a.error || '' }),
@@ -635,43 +719,54 @@ function payloadSummary(cell, id) {
 
 async function dlq(params) {
   const sources = await sourceNames();
+  const destinations = (await api('GET', '/api/destinations')).destinations.map((d) => d.name);
   const filter = { status: 'dead' };
   if (params.get('source')) filter.source = params.get('source');
+  if (params.get('destination')) filter.destination = params.get('destination');
   if (params.get('type')) filter.type = params.get('type');
-  const describe = ['dead', filter.source && `from ${filter.source}`, filter.type && `of type ${filter.type}`]
+  const describe = ['dead', filter.destination && `at ${filter.destination}`,
+    filter.source && `from ${filter.source}`, filter.type && `of type ${filter.type}`]
     .filter(Boolean).join(' ');
   const form = h('form', {
     class: 'filters panel', 'aria-label': 'Filters',
     onsubmit: (ev) => {
       ev.preventDefault();
       const next = new URLSearchParams();
-      for (const k of ['source', 'type']) if (form.elements[k].value.trim()) next.set(k, form.elements[k].value.trim());
+      for (const k of ['source', 'destination', 'type']) if (form.elements[k].value.trim()) next.set(k, form.elements[k].value.trim());
       location.hash = `#/dlq?${next}`;
     },
   },
   select('source', 'Source', [['', 'all sources'], ...sources.map((s) => [s, s])], filter.source || ''),
+  select('destination', 'Destination', [['', 'all destinations'], ...destinations.map((d) => [d, d])], filter.destination || ''),
   textInput('type', 'Event type', filter.type || ''),
   h('div', { class: 'actions' }, h('button', { type: 'submit', text: 'Filter' })));
 
   const filterOnly = {};
   if (filter.source) filterOnly.source = filter.source;
+  if (filter.destination) filterOnly.destination = filter.destination;
   if (filter.type) filterOnly.type = filter.type;
   const query = new URLSearchParams(filter);
   if (params.get('cursor')) query.set('cursor', params.get('cursor'));
   const page = await api('GET', `/api/events?${query}`);
   const boxes = [];
+  // Where each listed event is dead: what a replay or an ignore here touches.
+  const deadAt = new Map();
   const rows = page.events.map((ev) => {
     const box = h('input', { type: 'checkbox', value: ev.id, 'aria-label': `Select ${ev.event_id}` });
     boxes.push(box);
+    const dead = (ev.deliveries || []).filter((d) => d.status === 'dead' &&
+      (!filter.destination || d.destination === filter.destination));
+    deadAt.set(ev.id, dead.map((d) => d.destination));
+    const letter = (dead[0] && dead[0].dead_letter) || ev.dead_letter;
     const summary = h('td', { class: 'mono hide-narrow', text: '…' });
     payloadSummary(summary, ev.id);
     return h('tr', { 'data-id': ev.id },
       h('td', {}, box),
-      h('td', { class: 'mono', text: fmtTime(ev.dead_letter ? ev.dead_letter.at : ev.received_at) }),
-      h('td', { text: ev.source }),
+      h('td', { class: 'mono', text: fmtTime(letter ? letter.at : ev.received_at) }),
+      h('td', { text: dead.map((d) => d.destination).join(', ') || ev.source }),
       h('td', { text: ev.event_type || '—' }),
       h('td', { class: 'mono' }, h('a', { href: `#/event/${encodeURIComponent(ev.id)}`, text: ev.event_id })),
-      h('td', { text: ev.dead_letter ? ev.dead_letter.reason : '' }),
+      h('td', { text: letter ? letter.reason : '' }),
       summary);
   });
   const all = h('input', {
@@ -694,7 +789,11 @@ async function dlq(params) {
     const failed = [];
     for (const id of ids) {
       try {
-        await api('POST', `/api/events/${encodeURIComponent(id)}/${verb}`, verb === 'ignore' ? { note } : undefined);
+        // At each destination where it is dead, not at those that have it.
+        for (const at of deadAt.get(id) || []) {
+          await api('POST', `/api/events/${encodeURIComponent(id)}/${verb}?destination=${encodeURIComponent(at)}`,
+            verb === 'ignore' ? { note } : undefined);
+        }
         done++;
       } catch (e) { if (e.status === 401) return; failed.push(e.message); }
     }
@@ -735,7 +834,7 @@ async function dlq(params) {
       h('button', { type: 'button', id: 'replay-matching', onclick: () => onMatching('replay'), text: 'Replay all matching…' }),
       h('button', { type: 'button', id: 'ignore-matching', class: 'quiet', onclick: () => onMatching('ignore'), text: 'Ignore all matching…' })),
     rows.length
-      ? table([h('th', {}, all), 'Dead since', 'Source', 'Type', 'Event id', 'Reason', h('th', { class: 'hide-narrow', text: 'Payload' })],
+      ? table([h('th', {}, all), 'Dead since', 'Destination', 'Type', 'Event id', 'Reason', h('th', { class: 'hide-narrow', text: 'Payload' })],
         rows, { id: 'dlq' })
       : h('p', { class: 'muted', id: 'dlq-empty', text: 'The dead-letter queue is empty.' }),
     h('div', { class: 'actions' },
