@@ -989,3 +989,123 @@ async fn a_backup_restored_as_documented_serves_the_same_events_and_dedupes() {
     assert_eq!(a.id(), ids[3]);
     assert!(server.terminate().success());
 }
+
+/// The operator commands on a source with two destinations: lists, the DLQ
+/// and stats by destination, an event's deliveries, and a replay at one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_commands_work_per_destination() {
+    use crate::destination::{Destination, Mode};
+    let dir = tempfile::tempdir().unwrap();
+    let token = "cli-test-token-0123456789";
+    let app = Destination::start(Mode::Ok).await;
+    let billing = Destination::start(Mode::RejectBodyWith("refund")).await;
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "{}[admin]\ntoken = \"{token}\"\n\n{}\
+             [[source.destination]]\nurl = \"{}\"\n\
+             [[source.destination]]\nname = \"billing\"\nurl = \"{}\"\n",
+            server_section(&dir.path().join("data")),
+            standard_source("shop"),
+            app.url(),
+            billing.url()
+        ),
+    );
+    let server = BinaryServer::start(&config, &[], None);
+    let http = crate::support::client();
+    let mut ids = Vec::new();
+    for (i, kind) in ["paid", "refund"].iter().enumerate() {
+        let body = format!("{{\"type\":\"order.{kind}\"}}").into_bytes();
+        let a = crate::support::post(
+            &http,
+            &server.url("/in/shop"),
+            &crate::support::standard_headers(&format!("fan_{i}"), &body),
+            body,
+        )
+        .await;
+        ids.push(a.id().to_owned());
+    }
+    app.wait_for(2, Duration::from_secs(10)).await;
+    billing.wait_for(2, Duration::from_secs(10)).await;
+    let admin = server.admin.clone();
+    let run = move |args: &[&str]| {
+        let (admin, args) = (
+            admin.clone(),
+            args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+        );
+        async move {
+            tokio::task::spawn_blocking(move || ops(&admin, token, &args))
+                .await
+                .unwrap()
+        }
+    };
+    let refund = ids[1].as_str();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (code, out, _) = run(&[
+            "events",
+            "list",
+            "--destination",
+            "shop.billing",
+            "--status",
+            "dead",
+            "--json",
+        ])
+        .await;
+        assert_eq!(code, 0, "{out}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let listed: Vec<&str> = v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["id"].as_str().unwrap())
+            .collect();
+        if listed == [refund] {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{out}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (code, out, _) = run(&["dlq", "list", "--destination", "shop"]).await;
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "no events\n"),
+        "dead at billing only"
+    );
+    let (code, out, _) = run(&["stats"]).await;
+    assert_eq!(code, 0, "{out}");
+    let row = |name: &str| -> Vec<String> {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(&format!("→ {name} ")))
+            .unwrap_or_else(|| panic!("no row for {name} in\n{out}"))
+            .split_whitespace()
+            .skip(1)
+            .take(6)
+            .map(str::to_owned)
+            .collect()
+    };
+    // destination, pending, retrying, held, delivered, dead
+    assert_eq!(
+        row("shop.billing"),
+        ["shop.billing", "0", "0", "0", "1", "1"]
+    );
+    assert_eq!(row("shop"), ["shop", "0", "0", "0", "2", "0"]);
+    let (code, out, _) = run(&["events", "show", refund]).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("deliveries:") && out.contains("shop.billing"),
+        "{out}"
+    );
+
+    let (code, _, err) = run(&["events", "replay", refund, "--destination", "shop.nope"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("404") && err.contains("shop.nope"), "{err}");
+    billing.set(Mode::Ok);
+    let (code, out, err) =
+        run(&["events", "replay", refund, "--destination", "shop.billing"]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    billing.wait_for(3, Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(app.count(), 2, "the app got nothing again");
+    drop(server);
+}
