@@ -320,7 +320,19 @@ fn block<E>(
 where
     E: From<redb::StorageError> + From<schema::DecodeError>,
 {
-    let end = match events.range(seq.saturating_add(1)..)?.next() {
+    let next = seq.saturating_add(1);
+    // Most events have one destination: the next event follows at once, and
+    // two point lookups answer without building a range.
+    if events.get(next)?.is_some() {
+        return Ok(match states.get(seq)? {
+            Some(raw) => vec![Delivery {
+                key: seq,
+                state: schema::decode(raw.value())?,
+            }],
+            None => Vec::new(),
+        });
+    }
+    let end = match events.range(next..)?.next() {
         Some(row) => row?.0.value(),
         None => u64::MAX,
     };
