@@ -239,39 +239,11 @@ async fn run(args: &Args, target: Target) {
          max_concurrency = {CONCURRENCY}\npaused = true\n",
         dir.path().display().to_string()
     );
-    let (config, _generated) = Config::from_toml(&config_text, "bench", None, &|_| None)
-        .unwrap()
-        .resolve()
-        .unwrap();
-    let verifier = Verifier::new(&config.sources[0]).unwrap();
-    let listeners = hookinbox::app::Listeners {
-        ingest: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
-        admin: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
-    };
-    let stop = tokio_util::sync::CancellationToken::new();
-    let app = App::start(config, listeners, Clock::system(), stop.clone())
-        .await
-        .unwrap();
+    let (app, verifier, stop) = start(&config_text).await;
 
     // 1. Backlog.
     let loading = Instant::now();
-    let events = make_events(&verifier, 0, args.backlog);
-    let per = args.backlog.div_ceil(64);
-    let mut tasks = Vec::new();
-    let mut events = events;
-    while !events.is_empty() {
-        let rest = events.split_off(per.min(events.len()));
-        let chunk = std::mem::replace(&mut events, rest);
-        let store = app.store().clone();
-        tasks.push(tokio::spawn(async move {
-            for e in chunk {
-                store.ingest(e, Initial::Deliver).await.unwrap();
-            }
-        }));
-    }
-    for t in tasks {
-        t.await.unwrap();
-    }
+    load(&app, &verifier, args.backlog, Initial::Deliver).await;
     println!(
         "backlog: {} due events stored in {:.1}s",
         args.backlog,
@@ -403,19 +375,7 @@ async fn fan_out(args: &Args) {
          [[source]]\nname = \"bench\"\nkind = \"standard\"\nsecret = \"{SECRET}\"\n{tables}",
         dir.path().display().to_string()
     );
-    let (config, _generated) = Config::from_toml(&config_text, "bench", None, &|_| None)
-        .unwrap()
-        .resolve()
-        .unwrap();
-    let verifier = Verifier::new(&config.sources[0]).unwrap();
-    let listeners = hookinbox::app::Listeners {
-        ingest: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
-        admin: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
-    };
-    let stop = tokio_util::sync::CancellationToken::new();
-    let app = App::start(config, listeners, Clock::system(), stop.clone())
-        .await
-        .unwrap();
+    let (app, verifier, stop) = start(&config_text).await;
     let routes = Initial::Routes(
         NAMES
             .iter()
@@ -426,22 +386,7 @@ async fn fan_out(args: &Args) {
             .collect(),
     );
     let loading = Instant::now();
-    let mut events = make_events(&verifier, 0, args.backlog);
-    let per = args.backlog.div_ceil(64);
-    let mut tasks = Vec::new();
-    while !events.is_empty() {
-        let rest = events.split_off(per.min(events.len()));
-        let chunk = std::mem::replace(&mut events, rest);
-        let (store, routes) = (app.store().clone(), routes.clone());
-        tasks.push(tokio::spawn(async move {
-            for e in chunk {
-                store.ingest(e, routes.clone()).await.unwrap();
-            }
-        }));
-    }
-    for t in tasks {
-        t.await.unwrap();
-    }
+    load(&app, &verifier, args.backlog, routes).await;
     println!(
         "backlog: {} events × 3 destinations stored in {:.1}s",
         args.backlog,
@@ -509,4 +454,44 @@ async fn fan_out(args: &Args) {
 async fn count(State(sink): State<Arc<Sink>>) -> &'static str {
     sink.delivered.fetch_add(1, Ordering::Relaxed);
     "ok"
+}
+
+/// Starts the app with `config_text`; returns it, its first source's
+/// verifier (to sign and verify events as ingest would) and its stop token.
+async fn start(config_text: &str) -> (App, Verifier, tokio_util::sync::CancellationToken) {
+    let (config, _generated) = Config::from_toml(config_text, "bench", None, &|_| None)
+        .unwrap()
+        .resolve()
+        .unwrap();
+    let verifier = Verifier::new(&config.sources[0]).unwrap();
+    let listeners = hookinbox::app::Listeners {
+        ingest: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        admin: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+    };
+    let stop = tokio_util::sync::CancellationToken::new();
+    let app = App::start(config, listeners, Clock::system(), stop.clone())
+        .await
+        .unwrap();
+    (app, verifier, stop)
+}
+
+/// Stores `n` events through `Store::ingest`, each starting as `initial`,
+/// from 64 tasks at once (the writer group-commits them).
+async fn load(app: &App, verifier: &Verifier, n: usize, initial: Initial) {
+    let mut events = make_events(verifier, 0, n);
+    let per = n.div_ceil(64);
+    let mut tasks = Vec::new();
+    while !events.is_empty() {
+        let rest = events.split_off(per.min(events.len()));
+        let chunk = std::mem::replace(&mut events, rest);
+        let (store, initial) = (app.store().clone(), initial.clone());
+        tasks.push(tokio::spawn(async move {
+            for e in chunk {
+                store.ingest(e, initial.clone()).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
 }

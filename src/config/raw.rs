@@ -208,6 +208,39 @@ pub struct RawDestination {
     pub ordering_on_dead_letter: Option<OnDeadLetter>,
 }
 
+/// Calls `$callback!` with every delivery key of the one-URL form, each
+/// paired with its name in a `[[source.destination]]` table: the one list
+/// both directions use.
+macro_rules! flat_keys {
+    ($callback:ident) => {
+        $callback!(
+            destination_secret => secret,
+            destination_secret_env => secret_env,
+            destination_secret_file => secret_file,
+            destination_ca_file => ca_file,
+            destination_subject => subject,
+            destination_creds_file => creds_file,
+            forward_headers => forward_headers,
+            filter_types => filter_types,
+            filter_match => filter_match,
+            connect_timeout => connect_timeout,
+            timeout => timeout,
+            initial_interval => initial_interval,
+            max_interval => max_interval,
+            max_attempts => max_attempts,
+            max_age => max_age,
+            retry_statuses => retry_statuses,
+            max_concurrency => max_concurrency,
+            max_rate => max_rate,
+            paused => paused,
+            breaker_failures => breaker_failures,
+            breaker_cooldown => breaker_cooldown,
+            ordering_key => ordering_key,
+            ordering_on_dead_letter => ordering_on_dead_letter,
+        )
+    };
+}
+
 impl RawSource {
     /// Moves the one-URL form's keys (`destination_secret`, `timeout`, …)
     /// into a table, each under its table name; returns the names of those
@@ -229,36 +262,10 @@ impl RawSource {
                 }
             };
         }
-        let table = take!(
-            destination_secret => secret,
-            destination_secret_env => secret_env,
-            destination_secret_file => secret_file,
-            destination_ca_file => ca_file,
-            destination_subject => subject,
-            destination_creds_file => creds_file,
-            forward_headers => forward_headers,
-            filter_types => filter_types,
-            filter_match => filter_match,
-            connect_timeout => connect_timeout,
-            timeout => timeout,
-            initial_interval => initial_interval,
-            max_interval => max_interval,
-            max_attempts => max_attempts,
-            max_age => max_age,
-            retry_statuses => retry_statuses,
-            max_concurrency => max_concurrency,
-            max_rate => max_rate,
-            paused => paused,
-            breaker_failures => breaker_failures,
-            breaker_cooldown => breaker_cooldown,
-            ordering_key => ordering_key,
-            ordering_on_dead_letter => ordering_on_dead_letter,
-        );
+        let table = flat_keys!(take);
         (table, set)
     }
-}
 
-impl RawSource {
     /// The inverse of [`RawSource::take_flat_destination`]: a table's keys
     /// written back in the one-URL form (`config check` shows a source the
     /// way it can be written).
@@ -269,31 +276,7 @@ impl RawSource {
             };
         }
         self.destination = table.url.map(RawDestinations::Url);
-        put!(
-            destination_secret => secret,
-            destination_secret_env => secret_env,
-            destination_secret_file => secret_file,
-            destination_ca_file => ca_file,
-            destination_subject => subject,
-            destination_creds_file => creds_file,
-            forward_headers => forward_headers,
-            filter_types => filter_types,
-            filter_match => filter_match,
-            connect_timeout => connect_timeout,
-            timeout => timeout,
-            initial_interval => initial_interval,
-            max_interval => max_interval,
-            max_attempts => max_attempts,
-            max_age => max_age,
-            retry_statuses => retry_statuses,
-            max_concurrency => max_concurrency,
-            max_rate => max_rate,
-            paused => paused,
-            breaker_failures => breaker_failures,
-            breaker_cooldown => breaker_cooldown,
-            ordering_key => ordering_key,
-            ordering_on_dead_letter => ordering_on_dead_letter,
-        );
+        flat_keys!(put);
     }
 }
 

@@ -1644,30 +1644,21 @@ const META_INDEXED_UP_TO: &str = "migration_indexed_up_to";
 const MIGRATION_STEP: usize = 50_000;
 
 /// Brings a database of schema `from` (≥ [`MIGRATES_FROM`]) to
-/// [`SCHEMA_VERSION`], before the writer starts. 3 → 5: builds the indexes
-/// and counts from `state`, in durable steps. 4 → 5: drops the two indexes
-/// schema 5 no longer keeps, in one transaction.
+/// [`SCHEMA_VERSION`], before the writer starts. From 3: builds the indexes
+/// and counts from `state`, in durable steps. From 4: drops the two indexes
+/// schema 5 no longer kept, in one transaction. From 5: marks the file 6
+/// (an event of schema 5 is a block of one delivery: no row changes).
 fn migrate(db: &Database, from: u8) -> Result<(), WriteError> {
-    if from == 5 {
-        // A schema-5 event is a block of one delivery: no row changes.
-        let mut txn = db.begin_write()?;
-        txn.set_quick_repair(true);
-        txn.open_table(META)?
-            .insert(META_SCHEMA, [SCHEMA_VERSION].as_slice())?;
-        txn.commit()?;
-        tracing::info!(
-            from,
-            to = SCHEMA_VERSION,
-            "migrated the database: each event is now a block of deliveries"
-        );
-        return Ok(());
-    }
-    if from == 4 {
+    if from >= 4 {
+        // 4: drop the indexes `by_type` answers. 5: a schema-5 event is a
+        // block of one delivery, so no row changes. Both: mark the file.
         let started = std::time::Instant::now();
         let mut txn = db.begin_write()?;
         txn.set_quick_repair(true);
-        for name in schema::DROPPED_IN_5 {
-            txn.delete_table(redb::TableDefinition::<(), ()>::new(name))?;
+        if from == 4 {
+            for name in schema::DROPPED_IN_5 {
+                txn.delete_table(redb::TableDefinition::<(), ()>::new(name))?;
+            }
         }
         txn.open_table(META)?
             .insert(META_SCHEMA, [SCHEMA_VERSION].as_slice())?;
@@ -1676,7 +1667,7 @@ fn migrate(db: &Database, from: u8) -> Result<(), WriteError> {
             from,
             to = SCHEMA_VERSION,
             seconds = started.elapsed().as_secs_f64(),
-            "migrated the database: dropped indexes that by_type answers"
+            "migrated the database"
         );
         return Ok(());
     }

@@ -489,9 +489,14 @@ async fn metrics_are_prometheus_text_that_matches_what_happened() {
         value("hookinbox_rejected_total{source=\"shop\",reason=\"missing_signature\"}"),
         1.0
     );
-    assert_eq!(value("hookinbox_delivered_total{source=\"shop\"}"), 1.0);
     assert_eq!(
-        value("hookinbox_delivery_attempts_total{source=\"shop\",outcome=\"delivered\"}"),
+        value("hookinbox_delivered_total{source=\"shop\",destination=\"shop\"}"),
+        1.0
+    );
+    assert_eq!(
+        value(
+            "hookinbox_delivery_attempts_total{source=\"shop\",destination=\"shop\",outcome=\"delivered\"}"
+        ),
         1.0
     );
     assert_eq!(
@@ -827,7 +832,7 @@ async fn stats_count_by_source_type_and_status() {
         "{text}"
     );
     assert!(
-        text.contains("hookinbox_dead_lettered_total{source=\"shop\"} 1\n"),
+        text.contains("hookinbox_dead_lettered_total{source=\"shop\",destination=\"shop\"} 1\n"),
         "{text}"
     );
     server.stop().await;

@@ -590,6 +590,8 @@ async fn the_dashboard_shows_each_destination_and_replays_at_one() {
         e["status"] == "delivered"
     })
     .await;
+    // The page shows what it read after the replay: load it again.
+    b.refresh().await.unwrap();
     text_until(&b, "#deliveries tr[data-destination='shop.billing']", |t| {
         t.contains("delivered")
     })
