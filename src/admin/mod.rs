@@ -29,7 +29,8 @@ use crate::schedule::{DeliveryHandle, PauseError};
 use crate::store::index::MinuteKind;
 use crate::store::schema::{self, Attempt, Status};
 use crate::store::{
-    Budget, Change, ChangeError, EventFilter, PayloadMatch, Store, StoreError, StoredEvent,
+    Budget, Change, ChangeError, Delivery, EventFilter, PayloadMatch, Store, StoreError,
+    StoredEvent,
 };
 use crate::sweep::SweepHandle;
 
@@ -541,9 +542,7 @@ fn plan(
     if let Some(name) = destination {
         if let Some(d) = e.deliveries.iter().find(|d| d.state.source == name) {
             if replay && !ours.contains(&name) {
-                return Err(AdminError::Conflict(format!(
-                    "destination {name:?} is not configured now: nothing would deliver the replay"
-                )));
+                return Err(unconfigured(name));
             }
             return Ok(vec![(d.key, change.clone())]);
         }
@@ -586,33 +585,32 @@ fn plan(
     }
     let applies = |s: Status| match change {
         Change::Replay => matches!(s, Status::Dead | Status::Delivered | Status::Ignored),
-        _ => matches!(s, Status::Pending | Status::Dead | Status::Held),
+        _ => s.is_undelivered(),
     };
-    let mut keys: Vec<(u64, Change)> = e
+    let mut targets: Vec<&Delivery> = e
         .deliveries
         .iter()
         .filter(|d| applies(d.state.status))
-        .map(|d| (d.key, change.clone()))
         .collect();
-    if keys.is_empty()
-        && let Some(first) = e.deliveries.first()
+    if targets.is_empty() {
+        targets.extend(e.deliveries.first());
+    }
+    if replay
+        && let Some(d) = targets
+            .iter()
+            .find(|d| !ours.contains(&d.state.source.as_str()))
     {
-        keys.push((first.key, change.clone()));
+        return Err(unconfigured(&d.state.source));
     }
-    if replay {
-        for (key, _) in &keys {
-            let route = e.deliveries.iter().find(|d| d.key == *key);
-            if let Some(d) = route
-                && !ours.contains(&d.state.source.as_str())
-            {
-                return Err(AdminError::Conflict(format!(
-                    "destination {:?} is not configured now: nothing would deliver the replay",
-                    d.state.source
-                )));
-            }
-        }
-    }
-    Ok(keys)
+    Ok(targets.iter().map(|d| (d.key, change.clone())).collect())
+}
+
+/// A replay to a destination the config no longer has would wait on a
+/// queue nothing serves.
+fn unconfigured(destination: &str) -> AdminError {
+    AdminError::Conflict(format!(
+        "destination {destination:?} is not configured now: nothing would deliver the replay"
+    ))
 }
 
 async fn change(

@@ -183,6 +183,12 @@ impl Status {
         matches!(self, Status::Pending | Status::Held)
     }
 
+    /// Not delivered yet and meant to be: what an ignore (or an erasure)
+    /// stops.
+    pub fn is_undelivered(self) -> bool {
+        matches!(self, Status::Pending | Status::Dead | Status::Held)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Pending => "pending",

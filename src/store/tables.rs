@@ -217,19 +217,20 @@ impl<'t> Tables<'t> {
         }
         for &(at, key) in &due {
             self.expiry.remove((at, key))?;
-            let Some(state) = self.state(key)? else {
-                continue;
-            };
-            // A stale entry (the delivery was replayed since) is just dropped.
-            if state.expires_ms != Some(at) {
-                continue;
-            }
             let Some(seq) = self.event_of(key)? else {
                 continue;
             };
+            let deliveries = self.block(seq)?;
+            // A stale entry (the delivery was replayed since, or its event
+            // is gone) is just dropped.
+            let current = deliveries
+                .iter()
+                .any(|d| d.key == key && d.state.expires_ms == Some(at));
+            if !current {
+                continue;
+            }
             // The event goes whole, at the last of its deliveries' times: an
             // earlier one's entry is dropped, the last one's deletes it.
-            let deliveries = self.block(seq)?;
             let done = deliveries.iter().all(|d| {
                 !d.state.status.is_live() && d.state.expires_ms.is_some_and(|t| t <= now_ms)
             });
@@ -454,16 +455,14 @@ impl<'t> Tables<'t> {
                     state: mut other,
                 } in deliveries
                 {
-                    if key == seq
-                        || !matches!(other.status, Status::Pending | Status::Dead | Status::Held)
-                    {
+                    if key == seq || !other.status.is_undelivered() {
                         continue;
                     }
                     let was = Indexed::of(&other).into_owned();
                     self.ignore(key, &mut other, note, now_ms, ttls)?;
                     self.put_state(key, Some(&was), &other)?;
                 }
-                if matches!(state.status, Status::Pending | Status::Dead | Status::Held) {
+                if state.status.is_undelivered() {
                     self.ignore(seq, &mut state, note, now_ms, ttls)?;
                 }
             }
