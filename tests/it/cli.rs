@@ -344,8 +344,11 @@ async fn send_under_concurrency_stores_each_event_once_and_reports_refused_conne
     assert!(server.terminate().success(), "{}", server.log_text());
     assert_eq!(read_all(&data).await.len(), 300);
 
-    // Nothing listens there any more: every request is an error, exit 1.
-    let url = server.url("/in/demo");
+    // Nothing listens there: every request is an error, exit 1. The port
+    // stays bound (not listening) meanwhile, so no other test's server can
+    // take it, as one once took the stopped server's port.
+    let closed = crate::destination::Destination::reserve();
+    let url = format!("http://{}/in/demo", closed.addr);
     let out = hookinbox(&[
         "send",
         "--provider",
