@@ -204,23 +204,40 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .context("cannot start the async runtime")?)
 }
 
+/// Connections the kernel completes and queues for `accept` at most (Linux
+/// caps it at `net.core.somaxconn`, 4096 by default). A burst of new
+/// connections past it is dropped, and each client retries its SYN only
+/// after a second: a deep queue lets a provider's connection that arrives
+/// during a flood wait milliseconds for the accept loop instead.
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// A listening socket on `addr` with [`LISTEN_BACKLOG`] (tokio's `bind`
+/// gives 1024).
+fn bind(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    // As std and tokio do: a restart can bind while old connections linger
+    // in TIME_WAIT.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 async fn serve(config: Config<Loaded>) -> Result<(), Failure> {
     let stop = shutdown_signal()?;
     // Registered before listening: SIGHUP's default action ends the process.
     let mut hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         .context("cannot handle SIGHUP")?;
     let listen = config.server.listen;
-    let ingest = tokio::net::TcpListener::bind(listen)
-        .await
+    let ingest = bind(listen)
         .with_context(|| format!("cannot listen on {listen} (server.listen / HOOKINBOX_LISTEN)"))?;
     let admin_listen = config.server.admin_listen;
-    let admin = tokio::net::TcpListener::bind(admin_listen)
-        .await
-        .with_context(|| {
-            format!(
-                "cannot listen on {admin_listen} (server.admin_listen / HOOKINBOX_ADMIN_LISTEN)"
-            )
-        })?;
+    let admin = bind(admin_listen).with_context(|| {
+        format!("cannot listen on {admin_listen} (server.admin_listen / HOOKINBOX_ADMIN_LISTEN)")
+    })?;
     let stopping = tokio_util::sync::CancellationToken::new();
     let signalled = {
         let stopping = stopping.clone();

@@ -289,6 +289,7 @@ struct Inner {
     registry: Mutex<Registry>,
     open_connections: Family<ListenerLabel, Gauge>,
     connection_limit_waits: Family<ListenerLabel, Counter>,
+    connections_evicted: Family<ListenerLabel, Counter>,
     tls_handshake_failures: Family<ListenerLabel, Counter>,
     received: Family<SourceLabel, Counter>,
     duplicates: Family<SourceLabel, Counter>,
@@ -841,8 +842,14 @@ impl Metrics {
         let connection_limit_waits = Family::<ListenerLabel, Counter>::default();
         registry.register(
             "connection_limit_waits",
-            "Times the listener had max_connections open and left new connections waiting",
+            "Times the listener had max_connections open, each with a request in progress, and left a new connection waiting",
             connection_limit_waits.clone(),
+        );
+        let connections_evicted = Family::<ListenerLabel, Counter>::default();
+        registry.register(
+            "connections_evicted",
+            "Connections closed to admit a new one past max_connections: each had waited longest for a request head (a slow client, or idle between requests)",
+            connections_evicted.clone(),
         );
         let tls_handshake_failures = Family::<ListenerLabel, Counter>::default();
         registry.register(
@@ -903,12 +910,14 @@ impl Metrics {
             let _ = tls_handshake_failures.get_or_create(&label);
             let _ = open_connections.get_or_create(&label);
             let _ = connection_limit_waits.get_or_create(&label);
+            let _ = connections_evicted.get_or_create(&label);
         }
         Metrics {
             inner: Arc::new(Inner {
                 registry: Mutex::new(root),
                 open_connections,
                 connection_limit_waits,
+                connections_evicted,
                 tls_handshake_failures,
                 received,
                 duplicates,
@@ -960,6 +969,14 @@ impl Metrics {
     pub fn tls_handshake_failed(&self, listener: Listener) {
         self.inner
             .tls_handshake_failures
+            .get_or_create(&ListenerLabel { listener })
+            .inc();
+    }
+
+    /// A waiting connection was closed to admit a new one.
+    pub fn connection_evicted(&self, listener: Listener) {
+        self.inner
+            .connections_evicted
             .get_or_create(&ListenerLabel { listener })
             .inc();
     }

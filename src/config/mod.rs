@@ -65,10 +65,11 @@ pub struct ServerConfig {
     pub header_read_timeout: Duration,
     pub body_read_timeout: Duration,
     pub shutdown_timeout: Duration,
-    /// Open ingest connections at most; past it new ones wait in the
-    /// kernel's backlog while open ones keep working.
+    /// Open ingest connections at most; past it a new one closes the open
+    /// one that has waited longest for a request head.
     pub max_connections: usize,
-    /// Request bodies held in memory at once, over all ingest requests.
+    /// Request bodies held in memory at once, over all ingest requests
+    /// (bodies of at most 64 KiB have a further quarter of it reserved).
     pub max_buffered_body: usize,
     /// TLS on the ingest listener (the admin listener stays on loopback).
     pub tls: Option<crate::tls::TlsFiles>,

@@ -156,31 +156,57 @@ pub struct IngestState {
 /// be memory again (each holds a connection, which `max_connections` bounds).
 const BUDGET_WAIT: Duration = Duration::from_secs(1);
 
-/// The bytes of request bodies held in memory at once, over all requests
-/// (`server.max_buffered_body`). A request reserves what it may buffer (its
-/// Content-Length, or its source's `max_body` without one) before reading a
-/// byte, and holds it until it is answered — through verification and the
-/// store's queue, where the body still lives.
+/// A body of at most this many bytes is an ordinary webhook (nearly every
+/// provider's event is a few KiB): it may use the reserve that large bodies
+/// cannot take.
+const SMALL_BODY: usize = 64 << 10;
+
+/// The bytes of request bodies held in memory at once
+/// (`server.max_buffered_body`), plus a reserve of a quarter of that for
+/// bodies of at most [`SMALL_BODY`]. A request reserves what it may buffer
+/// (its Content-Length, or its source's `max_body` without one) before
+/// reading a byte, and holds it until it is answered — through
+/// verification and the store's queue, where the body still lives.
+///
+/// The reserve is why clients that declare large bodies and stall cannot
+/// refuse a provider's ordinary event: they exhaust the shared budget only.
 #[derive(Clone)]
 struct BodyBudget {
     /// Permits are KiB, so a reservation fits `acquire_many`'s u32.
-    kib: Arc<tokio::sync::Semaphore>,
+    shared: Arc<tokio::sync::Semaphore>,
+    /// Only for bodies of at most [`SMALL_BODY`].
+    small: Arc<tokio::sync::Semaphore>,
 }
 
 impl BodyBudget {
     fn new(bytes: usize) -> BodyBudget {
+        let kib = bytes.div_ceil(1024);
         BodyBudget {
-            kib: Arc::new(tokio::sync::Semaphore::new(bytes.div_ceil(1024))),
+            shared: Arc::new(tokio::sync::Semaphore::new(kib)),
+            small: Arc::new(tokio::sync::Semaphore::new(kib.div_ceil(4))),
         }
     }
 
     /// Room for `bytes`, or `None` if none frees up within [`BUDGET_WAIT`].
+    /// A small body takes the reserve first and the shared budget when the
+    /// reserve is full; a large one only the shared budget.
     async fn reserve(&self, bytes: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
         let kib = u32::try_from(bytes.div_ceil(1024).max(1)).ok()?;
-        tokio::time::timeout(BUDGET_WAIT, self.kib.clone().acquire_many_owned(kib))
-            .await
-            .ok()?
-            .ok()
+        let shared = self.shared.clone().acquire_many_owned(kib);
+        if bytes > SMALL_BODY {
+            return tokio::time::timeout(BUDGET_WAIT, shared).await.ok()?.ok();
+        }
+        if let Ok(permit) = self.small.clone().try_acquire_many_owned(kib) {
+            return Some(permit);
+        }
+        let small = self.small.clone().acquire_many_owned(kib);
+        let either = async {
+            tokio::select! {
+                permit = small => permit,
+                permit = shared => permit,
+            }
+        };
+        tokio::time::timeout(BUDGET_WAIT, either).await.ok()?.ok()
     }
 }
 

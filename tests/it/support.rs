@@ -244,7 +244,11 @@ impl BinaryServer {
         env: &[(&str, &str)],
         pre_exec: Option<fn() -> std::io::Result<()>>,
     ) -> BinaryServer {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookinbox"));
+        // HOOKINBOX_TEST_BINARY runs another build (an earlier one, to
+        // measure a fix before and after with the same test).
+        let binary = std::env::var_os("HOOKINBOX_TEST_BINARY")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_hookinbox").into());
+        let mut cmd = Command::new(binary);
         cmd.args(["serve", "--config"]).arg(config_path);
         cmd.env("HOOKINBOX_LOG_FORMAT", "json")
             .env("HOOKINBOX_LOG_LEVEL", "info");
