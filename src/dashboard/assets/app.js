@@ -446,10 +446,10 @@ function eventRow(ev, fresh) {
   const lines = (cell) => h('ul', { class: 'per-destination' }, deliveries.map((d) =>
     h('li', { 'data-destination': d.destination }, cell(d))));
   return h('tr', { 'data-id': ev.id, class: fresh ? 'fresh' : null },
-    h('td', { class: 'mono', text: fmtTime(ev.received_at) }),
+    h('td', { class: 'mono time', text: fmtTime(ev.received_at) }),
     h('td', { text: ev.source }),
-    h('td', { text: ev.event_type || '—' }),
-    h('td', { class: 'mono' }, h('a', { href: `#/event/${encodeURIComponent(ev.id)}`, text: ev.event_id })),
+    h('td', { class: 'wrap', text: ev.event_type || '—' }),
+    h('td', { class: 'mono wrap' }, h('a', { href: `#/event/${encodeURIComponent(ev.id)}`, text: ev.event_id })),
     h('td', {}, several ? lines((d) => [statusBadge(d.status), ` at ${d.destination}`]) : statusBadge(ev.status)),
     h('td', { class: 'num' }, several ? lines((d) => String(d.attempts)) : String(ev.attempts)));
 }
