@@ -1,5 +1,5 @@
-//! The web dashboard: a page, a script and a style sheet, compiled into the
-//! binary and served on the admin listener at `/`.
+//! The web dashboard: a page, a script, a style sheet and an icon, compiled
+//! into the binary and served on the admin listener at `/`.
 //!
 //! It is a client of the admin API like `ctl`: everything it shows or
 //! changes goes through `/api/…` with the admin token, which the page keeps
@@ -15,6 +15,9 @@ use axum::routing::get;
 const INDEX: &str = include_str!("assets/index.html");
 const SCRIPT: &str = include_str!("assets/app.js");
 const STYLE: &str = include_str!("assets/app.css");
+/// The tab's icon, linked from the page. Browsers that ask for
+/// `/favicon.ico` on their own get it too, rather than a 404 in the console.
+const ICON: &str = include_str!("assets/favicon.svg");
 
 /// Only this origin's own script, style and API; no frames, no inline code.
 const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
@@ -35,6 +38,14 @@ pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
         .route(
             "/ui/app.css",
             get(|| async { asset(STYLE, "text/css; charset=utf-8") }),
+        )
+        .route(
+            "/ui/favicon.svg",
+            get(|| async { asset(ICON, "image/svg+xml") }),
+        )
+        .route(
+            "/favicon.ico",
+            get(|| async { asset(ICON, "image/svg+xml") }),
         )
 }
 

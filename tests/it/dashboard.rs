@@ -1,7 +1,8 @@
 //! The dashboard in a real browser: headless Chromium driven over WebDriver
 //! (Debian's `chromium` and `chromium-driver`), against the real binary and
 //! a destination that fails and then recovers. Screenshots of each page go
-//! to `target/dashboard/`.
+//! to `target/dashboard/`. The regressions of one walk through it, with
+//! axe-core on every page, are in `walk`.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -14,6 +15,8 @@ use crate::destination::{Destination, Mode};
 use crate::support::{
     BinaryServer, STANDARD_SECRET, client, server_section, standard_headers, write_config,
 };
+
+mod walk;
 
 const TOKEN: &str = "dashboard-test-token-0123456789";
 
@@ -258,7 +261,7 @@ async fn the_dashboard_finds_replays_ignores_and_bulk_replays_dead_events_in_a_b
     type_into(&b, "#q", "cus_alpha").await;
     click(&b, "form.filters button[type=submit]").await;
     text_until(&b, "#search-progress", |t| {
-        t.contains("Searched every stored event")
+        t.starts_with("Search complete: 6 payloads read in all")
     })
     .await;
     let rows = text_until(&b, "#events tbody", |t| t.contains("evt_alpha")).await;
@@ -472,6 +475,9 @@ async fn the_dashboard_is_served_without_the_token_and_only_loads_its_own_assets
         ("/", "text/html"),
         ("/ui/app.js", "text/javascript"),
         ("/ui/app.css", "text/css"),
+        // A new tab asks for /favicon.ico: a 404 there was a console error.
+        ("/ui/favicon.svg", "image/svg+xml"),
+        ("/favicon.ico", "image/svg+xml"),
     ] {
         let r = client()
             .get(format!("{}{path}", server.admin))
@@ -496,6 +502,15 @@ async fn the_dashboard_is_served_without_the_token_and_only_loads_its_own_assets
             .await
             .unwrap()
             .replace("http://www.w3.org/2000/svg", "");
+        if path == "/" {
+            assert!(
+                body.contains(r#"<link rel="icon" href="/ui/favicon.svg""#),
+                "the page names its icon"
+            );
+        }
+        if path.contains("favicon") {
+            assert!(body.starts_with("<svg"), "{path}: {body}");
+        }
         assert!(
             !body.contains("http://") && !body.contains("https://"),
             "{path} names another origin"
@@ -581,7 +596,7 @@ async fn the_dashboard_shows_each_destination_and_replays_at_one() {
     billing.set(Mode::Ok);
     click(
         &b,
-        "#deliveries tr[data-destination='shop.billing'] button[aria-label='Replay to shop.billing']",
+        "#deliveries tr[data-destination='shop.billing'] button[aria-label='Replay here: shop.billing']",
     )
     .await;
     click(&b, "#dialog-confirm").await;

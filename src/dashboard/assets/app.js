@@ -74,12 +74,31 @@ function statusBadge(status) {
   return h('span', { class: `status ${status}`, text: status });
 }
 
-function table(headers, rows, attrs) {
-  return h('div', { class: 'table-wrap' },
+// A table in a box that scrolls sideways when the table is wider than the
+// screen: the box is a named region a keyboard can reach and scroll.
+function table(label, headers, rows, attrs) {
+  const focus = attrs && attrs.id ? `table:${attrs.id}` : null;
+  return h('div', { class: 'table-wrap', role: 'region', 'aria-label': label, tabindex: '0', 'data-focus': focus },
     h('table', attrs || {},
       h('thead', {}, h('tr', {}, headers.map((x) =>
         typeof x === 'string' ? h('th', { scope: 'col', text: x }) : x))),
       h('tbody', {}, rows)));
+}
+
+// What to focus again after `root` is rebuilt: the `data-focus` key or id
+// of the element that has focus now, if it is inside.
+function focusKey(root) {
+  const el = document.activeElement;
+  if (!el || el === root || !root.contains(el)) return null;
+  return el.dataset.focus ? { focus: el.dataset.focus } : (el.id ? { id: el.id } : null);
+}
+
+function restoreFocus(root, key) {
+  if (!key) return;
+  const el = key.focus
+    ? [...root.querySelectorAll('[data-focus]')].find((x) => x.dataset.focus === key.focus)
+    : document.getElementById(key.id);
+  if (el && root.contains(el)) el.focus({ preventScroll: true });
 }
 
 // ---- the admin API --------------------------------------------------------
@@ -274,7 +293,7 @@ function destinationRow(d, refresh) {
   else if (d.circuit === 'half_open') { state = 'circuit half-open (probing)'; cls = 'half_open'; }
   const verb = d.paused ? 'resume' : 'pause';
   const button = h('button', {
-    type: 'button', class: 'quiet', text: d.paused ? 'Resume' : 'Pause',
+    type: 'button', class: 'quiet', text: d.paused ? 'Resume' : 'Pause', 'data-focus': `pause:${d.name}`,
     'aria-label': `${d.paused ? 'Resume' : 'Pause'} deliveries to ${d.name}`,
     onclick: async () => {
       const yes = await ask({
@@ -374,13 +393,19 @@ async function overview() {
       api('GET', '/api/destinations'),
       api('GET', `/api/activity?hours=${hours}`),
     ]);
+    // Not under an open dialog: closing it gives focus back to the button
+    // that opened it, which must still be in the page.
+    if (document.querySelector('dialog[open]')) return;
     const sources = Object.entries(stats.sources);
     const c = chart(activity.minutes, hours);
     // Colours of the legend, set from code: the policy allows no inline style.
     c.querySelectorAll('.legend span').forEach((el, i) => el.style.setProperty('--c', SERIES[i][1]));
+    // The page is rebuilt: whatever had focus gets it back (else the
+    // keyboard's place would fall to the start of the page every 10 s).
+    const focused = focusKey(body);
     body.replaceChildren(
       h('h2', { text: 'Sources and event types' }),
-      table(['Source / type', 'Received*', 'Duplicates*', 'Delivered', 'Pending', 'Retrying',
+      table('Sources and event types', ['Source / type', 'Received*', 'Duplicates*', 'Delivered', 'Pending', 'Retrying',
         'Dead', 'Ignored', 'Held', 'Filtered', 'Success', 'Oldest pending'].map((x, i) =>
         h('th', { scope: 'col', class: i ? 'num' : null, text: x })),
       sources.flatMap(([name, s]) => sourceRows(name, s)), { id: 'sources' }),
@@ -388,12 +413,13 @@ async function overview() {
         'Success: delivered / (delivered + dead).' }),
       h('h2', { text: 'Destinations' }),
       dests.destinations.length
-        ? table(['Destination', h('th', { class: 'hide-narrow', text: 'URL' }), 'State', 'In flight', ''],
+        ? table('Destinations', ['Destination', h('th', { class: 'hide-narrow', text: 'URL' }), 'State', 'In flight', 'Action'],
           dests.destinations.map((d) => destinationRow(d, render)), { id: 'destinations' })
         : h('p', { class: 'muted', text: 'No destination is configured: events are held.' }),
       h('h2', { text: `The last ${hours} hours, per minute` }),
       c,
       h('p', { class: 'muted', text: `Updated ${fmtTime(new Date().toISOString())}; refreshes every ${REFRESH_MS / 1000} s.` }));
+    restoreFocus(body, focused);
   };
   await render();
   every(REFRESH_MS, render);
@@ -401,7 +427,7 @@ async function overview() {
 
 // ---- events -------------------------------------------------------------------
 
-const FILTER_KEYS = ['source', 'status', 'type', 'event_id', 'from', 'to', 'q', 'match'];
+const FILTER_KEYS = ['source', 'destination', 'status', 'type', 'event_id', 'from', 'to', 'q', 'match'];
 
 function toLocalInput(iso) {
   if (!iso) return '';
@@ -411,19 +437,30 @@ function toLocalInput(iso) {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
 
+// An event routed to several destinations has a status at each (dead at
+// one while pending at another): a line each, in the status and attempts
+// cells alike.
 function eventRow(ev, fresh) {
+  const deliveries = ev.deliveries || [];
+  const several = deliveries.length > 1;
+  const lines = (cell) => h('ul', { class: 'per-destination' }, deliveries.map((d) =>
+    h('li', { 'data-destination': d.destination }, cell(d))));
   return h('tr', { 'data-id': ev.id, class: fresh ? 'fresh' : null },
-    h('td', { class: 'mono', text: fmtTime(ev.received_at) }),
+    h('td', { class: 'mono time', text: fmtTime(ev.received_at) }),
     h('td', { text: ev.source }),
-    h('td', { text: ev.event_type || '—' }),
-    h('td', { class: 'mono' }, h('a', { href: `#/event/${encodeURIComponent(ev.id)}`, text: ev.event_id })),
-    h('td', {}, statusBadge(ev.status)),
-    h('td', { class: 'num', text: ev.attempts }));
+    h('td', { class: 'wrap', text: ev.event_type || '—' }),
+    h('td', { class: 'mono wrap' }, h('a', { href: `#/event/${encodeURIComponent(ev.id)}`, text: ev.event_id })),
+    h('td', {}, several ? lines((d) => [statusBadge(d.status), ` at ${d.destination}`]) : statusBadge(ev.status)),
+    h('td', { class: 'num' }, several ? lines((d) => String(d.attempts)) : String(ev.attempts)));
 }
 
 async function sourceNames() {
   const stats = await api('GET', '/api/stats');
   return Object.keys(stats.sources);
+}
+
+async function destinationNames() {
+  return (await api('GET', '/api/destinations')).destinations.map((d) => d.name);
 }
 
 function select(id, label, options, value) {
@@ -437,6 +474,7 @@ function textInput(id, label, value, attrs) {
 
 async function events(params) {
   const sources = await sourceNames();
+  const destinations = await destinationNames();
   const get = (k) => params.get(k) || '';
   const live = h('input', { type: 'checkbox', id: 'live' });
   const form = h('form', {
@@ -453,6 +491,7 @@ async function events(params) {
     },
   },
   select('source', 'Source', [['', 'all sources'], ...sources.map((s) => [s, s])], get('source')),
+  select('destination', 'Destination', [['', 'all destinations'], ...destinations.map((d) => [d, d])], get('destination')),
   select('status', 'Status', [['', 'any status'], ...STATUSES.map((s) => [s, s])], get('status')),
   textInput('type', 'Event type', get('type'), { placeholder: 'invoice.paid' }),
   textInput('event_id', 'Provider event id', get('event_id'), { placeholder: 'evt_…' }),
@@ -473,20 +512,29 @@ async function events(params) {
   const more = h('div', { class: 'actions' });
   const shown = new Set();
   let cursor = null;
+  // Payloads a search has read over all its steps: each answer counts its own.
+  let read = 0;
+  const narrowed = ['source', 'destination', 'status', 'type', 'event_id', 'from', 'to'].some((k) => query.has(k));
 
   const load = async (append) => {
     const q = new URLSearchParams(query);
     if (append && cursor !== null) q.set('cursor', cursor);
     const page = await api('GET', `/api/events?${q}`);
-    if (!append) { tbody.replaceChildren(); shown.clear(); }
+    if (!append) { tbody.replaceChildren(); shown.clear(); read = 0; }
+    // The note of an empty step is about that step: rows make it untrue.
+    const note = tbody.querySelector('tr.empty');
+    if (note) note.remove();
     for (const ev of page.events) { shown.add(ev.id); tbody.append(eventRow(ev)); }
     cursor = page.next_cursor;
     more.replaceChildren();
     if (searching && page.search) {
+      read += page.search.examined;
       const back = page.search.scanned_back_to;
+      const counts = `${plural(read, 'payload')} read`;
+      const step = `${page.search.examined} in this step`;
       progress.textContent = cursor === null
-        ? `Searched every stored event (${page.search.examined} payloads in this step).`
-        : `Scanned back to ${fmtTime(back)} (${page.search.examined} payloads in this step).`;
+        ? `Search complete: ${counts} in all (${step}); every stored event${narrowed ? ' the other filters allow' : ''} was searched.`
+        : `${back ? `Scanned back to ${fmtTime(back)}` : 'Scanned'}: ${counts} so far (${step}).`;
     }
     if (cursor !== null) {
       more.append(h('button', {
@@ -496,7 +544,7 @@ async function events(params) {
       }));
     }
     if (!tbody.children.length) {
-      tbody.append(h('tr', {}, h('td', { colspan: '6', class: 'muted',
+      tbody.append(h('tr', { class: 'empty' }, h('td', { colspan: '6', class: 'muted',
         text: searching && cursor !== null ? 'No match yet in what was scanned.' : 'No events match.' })));
     }
   };
@@ -509,8 +557,8 @@ async function events(params) {
       const page = await api('GET', `/api/events?${query}`);
       const fresh = page.events.filter((ev) => !shown.has(ev.id));
       for (const ev of fresh.reverse()) { shown.add(ev.id); tbody.prepend(eventRow(ev, true)); }
-      const empty = tbody.querySelector('td[colspan]');
-      if (fresh.length && empty) empty.parentElement.remove();
+      const empty = tbody.querySelector('tr.empty');
+      if (fresh.length && empty) empty.remove();
     });
   });
 
@@ -519,7 +567,7 @@ async function events(params) {
     form,
     h('div', { class: 'actions' }, h('label', { class: 'inline' }, live, 'Live: show new events as they arrive')),
     progress,
-    table(['Received', 'Source', 'Type', 'Event id', 'Status', h('th', { class: 'num', text: 'Attempts' })], [],
+    table('Events', ['Received', 'Source', 'Type', 'Event id', 'Status', h('th', { class: 'num', text: 'Attempts' })], [],
       { id: 'events' }),
     more);
   view.querySelector('#events tbody').replaceWith(tbody);
@@ -577,10 +625,49 @@ function whatHappened(ev) {
   }
 }
 
+// JSON text re-indented two spaces a level, each number and string exactly
+// as written: JSON.stringify(JSON.parse(…)) would round an integer past
+// 2^53 (820982911946154508 → …500), rewrite 2.0 as 2 and decode escapes.
+// JSON.parse only checks that it is one JSON document (else null); the
+// output is the input's own tokens, with whitespace only between them.
+function prettyJson(text) {
+  try { JSON.parse(text); } catch (e) { return null; }
+  const space = ' \t\n\r';
+  let out = '';
+  let depth = 0;
+  const newline = () => `\n${'  '.repeat(depth)}`;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      // A string, escapes and all: up to the first quote not escaped.
+      let j = i + 1;
+      while (text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      out += text.slice(i, j + 1);
+      i = j;
+    } else if (c === '{' || c === '[') {
+      let j = i + 1;
+      while (space.includes(text[j])) j++;
+      if (text[j] === (c === '{' ? '}' : ']')) { out += c + text[j]; i = j; }
+      else { depth++; out += c + newline(); }
+    } else if (c === '}' || c === ']') {
+      depth--;
+      out += newline() + c;
+    } else if (c === ',') {
+      out += `,${newline()}`;
+    } else if (c === ':') {
+      out += ': ';
+    } else if (!space.includes(c)) {
+      out += c;
+    }
+  }
+  return out;
+}
+
 function payloadText(ev) {
   const p = ev.payload;
   if (p.encoding !== 'text') return `(binary, base64) ${p.data}`;
-  try { return JSON.stringify(JSON.parse(p.data), null, 2); } catch (e) { return p.data; }
+  const pretty = prettyJson(p.data);
+  return pretty === null ? p.data : pretty;
 }
 
 // Each destination's delivery of an event with several, with a replay and an
@@ -600,7 +687,7 @@ function deliveriesSection(ev, path, act) {
       h('td', {},
         h('button', {
           type: 'button', class: 'quiet', text: 'Replay here',
-          'aria-label': `Replay to ${d.destination}`,
+          'aria-label': `Replay here: ${d.destination}`,
           disabled: d.status === 'pending' || Boolean(ev.erased),
           onclick: () => act(`Replay to ${d.destination}?`,
             'hookinbox delivers it to this destination again; the others get nothing.',
@@ -608,7 +695,7 @@ function deliveriesSection(ev, path, act) {
         }),
         h('button', {
           type: 'button', class: 'quiet', text: 'Ignore here…',
-          'aria-label': `Ignore at ${d.destination}`,
+          'aria-label': `Ignore here: ${d.destination}`,
           disabled: !['pending', 'dead'].includes(d.status),
           onclick: () => act(`Ignore at ${d.destination}?`,
             'It will not be delivered to this destination; the others are not touched. The note is kept.',
@@ -618,7 +705,7 @@ function deliveriesSection(ev, path, act) {
   });
   return [
     h('h2', { text: 'Destinations' }),
-    table(['Destination', 'Status', h('th', { class: 'num', text: 'Attempts' }), 'Next attempt', 'Delivered', 'Why', ''],
+    table('Destinations', ['Destination', 'Status', h('th', { class: 'num', text: 'Attempts' }), 'Next attempt', 'Delivered', 'Why', 'Actions'],
       rows, { id: 'deliveries' }),
   ];
 }
@@ -694,11 +781,11 @@ async function detail(id) {
     h('pre', { class: 'payload', id: 'payload', tabindex: '0', text }),
     h('h2', { text: 'Headers' }),
     ev.headers.length
-      ? table(['Name', 'Value'], ev.headers.map(([k, v]) => h('tr', {}, h('td', { class: 'mono', text: k }), h('td', { class: 'mono', text: v }))))
+      ? table('Headers', ['Name', 'Value'], ev.headers.map(([k, v]) => h('tr', {}, h('td', { class: 'mono', text: k }), h('td', { class: 'mono', text: v }))))
       : h('p', { class: 'muted', text: 'None kept.' }),
     h('h2', { text: 'Attempts' }),
     ev.attempt_history.length
-      ? table([...(several ? ['Destination'] : []), '#', 'Started', 'Outcome', 'Status', h('th', { class: 'num', text: 'Latency' }), 'Error', 'Answer'],
+      ? table('Attempts', [...(several ? ['Destination'] : []), '#', 'Started', 'Outcome', 'Status', h('th', { class: 'num', text: 'Latency' }), 'Error', 'Answer'],
         ev.attempt_history.map((a) => h('tr', {},
           several ? h('td', { text: a.destination }) : null,
           h('td', { text: a.n }), h('td', { class: 'mono', text: fmtTime(a.started_at) }),
@@ -719,7 +806,7 @@ function payloadSummary(cell, id) {
 
 async function dlq(params) {
   const sources = await sourceNames();
-  const destinations = (await api('GET', '/api/destinations')).destinations.map((d) => d.name);
+  const destinations = await destinationNames();
   const filter = { status: 'dead' };
   if (params.get('source')) filter.source = params.get('source');
   if (params.get('destination')) filter.destination = params.get('destination');
@@ -834,7 +921,7 @@ async function dlq(params) {
       h('button', { type: 'button', id: 'replay-matching', onclick: () => onMatching('replay'), text: 'Replay all matching…' }),
       h('button', { type: 'button', id: 'ignore-matching', class: 'quiet', onclick: () => onMatching('ignore'), text: 'Ignore all matching…' })),
     rows.length
-      ? table([h('th', {}, all), 'Dead since', 'Destination', 'Type', 'Event id', 'Reason', h('th', { class: 'hide-narrow', text: 'Payload' })],
+      ? table('Dead letters', [h('th', {}, all), 'Dead since', 'Destination', 'Type', 'Event id', 'Reason', h('th', { class: 'hide-narrow', text: 'Payload' })],
         rows, { id: 'dlq' })
       : h('p', { class: 'muted', id: 'dlq-empty', text: 'The dead-letter queue is empty.' }),
     h('div', { class: 'actions' },
