@@ -643,11 +643,16 @@ impl std::fmt::Display for StatusPattern {
 #[derive(Debug, thiserror::Error)]
 pub struct ConfigError {
     pub origin: String,
-    /// Where in the file; `None` for what validation finds (the key says it).
+    /// Where in the file: the parser's place, or the value of the key that
+    /// validation refused (`None` when the text cannot tell, as for a
+    /// variable).
     pub position: Option<Position>,
     /// The key path, like `source[0].tolerance`; empty when there is none
     /// (a syntax error, a file that cannot be read).
     pub key: String,
+    /// The name of the source the key belongs to, as the file gives it:
+    /// `source[3]` alone makes the reader count tables.
+    pub source_name: Option<String>,
     pub message: String,
 }
 
@@ -660,8 +665,74 @@ impl fmt::Display for ConfigError {
         if !self.key.is_empty() {
             write!(f, ": {}", self.key)?;
         }
+        if let Some(source) = &self.source_name {
+            write!(f, " (source {source:?})")?;
+        }
         write!(f, ": {}", self.message)
     }
+}
+
+impl ConfigError {
+    /// Adds what the file's `text` tells about the key: where its value is
+    /// (validation finds a bad value in the typed structs, which have
+    /// forgotten it), and the name of the source it is in. A key the file
+    /// does not have (a value that is missing) is placed at the nearest
+    /// table that holds it.
+    fn locate(mut self, text: &str) -> ConfigError {
+        if self.key.is_empty() {
+            return self;
+        }
+        let Ok(document) = toml::de::DeTable::parse(text) else {
+            return self;
+        };
+        let mut at = None;
+        let mut table = Some(document.get_ref());
+        for segment in self.key.split('.') {
+            let (name, index) = match segment.split_once('[') {
+                Some((name, rest)) => (name, rest.trim_end_matches(']').parse::<usize>().ok()),
+                None => (segment, None),
+            };
+            let Some(found) = table.and_then(|t| member(t, name)) else {
+                break;
+            };
+            let mut value = found;
+            if let (Some(i), toml::de::DeValue::Array(items)) = (index, found.get_ref()) {
+                value = items.get(i).unwrap_or(found);
+                if name == "source" && self.source_name.is_none() {
+                    self.source_name = items
+                        .get(i)
+                        .and_then(|s| match s.get_ref() {
+                            toml::de::DeValue::Table(t) => member(t, "name"),
+                            _ => None,
+                        })
+                        .and_then(|n| match n.get_ref() {
+                            toml::de::DeValue::String(n) => Some(n.to_string()),
+                            _ => None,
+                        });
+                }
+            }
+            at = Some(value.span().start);
+            table = match value.get_ref() {
+                toml::de::DeValue::Table(t) => Some(t),
+                _ => None,
+            };
+        }
+        if self.position.is_none() {
+            self.position = at.map(|offset| Position::of(text, offset));
+        }
+        self
+    }
+}
+
+/// The value of `key` in a parsed table.
+fn member<'t, 'i>(
+    table: &'t toml::de::DeTable<'i>,
+    key: &str,
+) -> Option<&'t toml::Spanned<toml::de::DeValue<'i>>> {
+    table
+        .iter()
+        .find(|(k, _)| &**k.get_ref() == key)
+        .map(|(_, v)| v)
 }
 
 /// A place in a config file, both counted from 1; the column in characters.
@@ -701,6 +772,7 @@ fn read_config_file(path: &Path) -> Result<(String, String), ConfigError> {
         origin: origin.clone(),
         position: None,
         key: String::new(),
+        source_name: None,
         message: format!("cannot read the config file: {e}"),
     })?;
     Ok((text, origin))
@@ -742,10 +814,11 @@ impl OperatorView {
             Some(path) => read_config_file(path)?,
             None => (DEFAULT_TOML.to_owned(), EMBEDDED_ORIGIN.to_owned()),
         };
-        let mut file = raw::parse(&text, &origin)?;
+        let mut file = raw::parse(&text, &origin).map_err(|e| e.locate(&text))?;
         raw::apply_env(&mut file, env)?;
         let (server, admin) =
-            validate::validate_operator(file, &origin, path.and_then(Path::parent), env)?;
+            validate::validate_operator(file, &origin, path.and_then(Path::parent), env)
+                .map_err(|e| e.locate(&text))?;
         Ok(OperatorView {
             origin,
             admin_listen: server.admin_listen,
@@ -829,9 +902,9 @@ impl Config<Loaded> {
         base_dir: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Config<Loaded>, ConfigError> {
-        let mut file = raw::parse(text, origin)?;
+        let mut file = raw::parse(text, origin).map_err(|e| e.locate(text))?;
         raw::apply_env(&mut file, env)?;
-        validate::validate(file, origin, base_dir, env)
+        validate::validate(file, origin, base_dir, env).map_err(|e| e.locate(text))
     }
 
     /// The effective configuration as TOML, secrets redacted: what `config check` prints.
@@ -1035,7 +1108,9 @@ mod tests {
         ] {
             let err = load(rest).unwrap_err().to_string();
             assert!(
-                err.starts_with(&format!("f.toml: {key}: ")) && err.contains(words),
+                err.starts_with("f.toml:")
+                    && err.contains(&format!(": {key} (source \"s\"): "))
+                    && err.contains(words),
                 "{rest}: {err}"
             );
         }
@@ -1192,7 +1267,9 @@ mod tests {
         ] {
             let err = load(rest).unwrap_err().to_string();
             assert!(
-                err.starts_with(&format!("f.toml: {key}: ")) && err.contains(words),
+                err.starts_with("f.toml:")
+                    && err.contains(&format!(": {key} (source \"s\"): "))
+                    && err.contains(words),
                 "{rest}: {err}"
             );
         }
@@ -1226,7 +1303,10 @@ mod tests {
         let err = Config::from_toml(text, "f.toml", None, &no_env)
             .unwrap_err()
             .to_string();
-        assert!(err.starts_with("f.toml: source[0].tolerance: "), "{err}");
+        assert!(
+            err.starts_with("f.toml:5:13: source[0].tolerance (source \"s\"): "),
+            "{err}"
+        );
 
         let text = "[[source]]\nname = \"s\"\nkind = \"paypal\"\nsecret = \"x\"\n";
         let err = Config::from_toml(text, "f.toml", None, &no_env)
@@ -1276,7 +1356,7 @@ mod tests {
                 "[[source]]\nname = \"a\"\nkind = \"github\"\nsecret = \"x\"\n\n\
                  [[source]]\nname = \"b\"\nkind = \"paypal\"\n"
             ),
-            "f.toml:8:8: source[1].kind: unknown variant `paypal`, expected one of \
+            "f.toml:8:8: source[1].kind (source \"b\"): unknown variant `paypal`, expected one of \
              `stripe`, `github`, `shopify`, `slack`, `standard`, `standard-webhooks`, \
              `standardwebhooks`, `svix`, `paddle`, `linear`, `twilio`, `gitlab`, `twitch`, `zoom`, `facebook`, `instagram`, `meta`, `whatsapp`, `hmac`"
         );
@@ -1288,7 +1368,7 @@ mod tests {
         // In a list, toml's position is the list's; the path names the item.
         assert_eq!(
             error("[[source]]\nname = \"s\"\nretry_statuses = [429, true]\n"),
-            "f.toml:3:18: source[0].retry_statuses[1]: expected a status code like 429 or a class like \"5xx\""
+            "f.toml:3:18: source[0].retry_statuses[1] (source \"s\"): expected a status code like 429 or a class like \"5xx\""
         );
         assert_eq!(
             error("[server\nlisten = 1\n"),
@@ -1437,12 +1517,12 @@ mod tests {
         };
         let err = error(meta, &env);
         assert!(
-            err.contains("source[0].verify_token: is required for kind = \"meta\""),
+            err.contains("source[0].verify_token (source \"wa\"): is required for kind = \"meta\""),
             "{err}"
         );
         let err = error(&format!("{meta}verify_token_env = \"EMPTY\"\n"), &env);
         assert!(
-            err.contains("source[0].verify_token_env: is empty"),
+            err.contains("source[0].verify_token_env (source \"wa\"): is empty"),
             "{err}"
         );
         let err = error(
@@ -1472,7 +1552,9 @@ mod tests {
             &env,
         );
         assert!(
-            err.contains("source[0].verify_token: applies only to kind = \"meta\", not github"),
+            err.starts_with(
+                "f.toml:5:16: source[0].verify_token (source \"gh\"): applies only to kind = \"meta\", not github"
+            ),
             "{err}"
         );
     }

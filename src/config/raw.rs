@@ -391,6 +391,7 @@ pub fn parse(text: &str, origin: &str) -> Result<RawConfig, ConfigError> {
         origin: origin.to_owned(),
         position: error.span().map(|span| Position::of(text, span.start)),
         key,
+        source_name: None,
         message: error.message().trim_end().replace('\n', "; "),
     };
     let document = toml::de::Deserializer::parse(text).map_err(|e| located(e, String::new()))?;
@@ -410,6 +411,7 @@ pub fn apply_env(
     let err = |name: &str, message: String| ConfigError {
         origin: "environment".into(),
         position: None,
+        source_name: None,
         key: name.into(),
         message,
     };
