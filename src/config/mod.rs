@@ -779,14 +779,50 @@ fn read_config_file(path: &Path) -> Result<(String, String), ConfigError> {
 }
 
 /// Where the packaged install keeps its config: the operator commands'
-/// default when it exists.
+/// default when it exists. `HOOKINBOX_PACKAGED_CONFIG` names another place
+/// (the tests' way to point it at files they make; not in `--help`).
 pub const PACKAGED_CONFIG: &str = "/etc/hookinbox/hookinbox.toml";
 
 /// The config file a command reads: `path` if given, else the packaged
-/// config when it exists; `None`: the embedded default.
-fn given_or_packaged(path: Option<&Path>) -> Option<&Path> {
-    let packaged = Path::new(PACKAGED_CONFIG);
-    path.or_else(|| packaged.exists().then_some(packaged))
+/// config when it is there; `None`: the embedded default. A packaged
+/// config that cannot be opened is an error, not the default.
+fn given_or_packaged(
+    path: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<PathBuf>, ConfigError> {
+    if let Some(path) = path {
+        return Ok(Some(path.to_owned()));
+    }
+    let packaged =
+        env("HOOKINBOX_PACKAGED_CONFIG").map_or_else(|| PACKAGED_CONFIG.into(), PathBuf::from);
+    let opened = std::fs::File::open(&packaged).map(drop);
+    Ok(packaged_is_there(&packaged, opened)?.then_some(packaged))
+}
+
+/// Whether the packaged config at `path` is there to read, from what
+/// opening it did. Only "not found" means not installed, the embedded
+/// default's cue. Anything else is an error: a user outside the hookinbox
+/// group meets "permission denied" (`/etc/hookinbox` is 0750), and falling
+/// back to the default would show them a config the server does not run.
+fn packaged_is_there(path: &Path, opened: std::io::Result<()>) -> Result<bool, ConfigError> {
+    let error = match opened {
+        Ok(()) => return Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => e,
+    };
+    let why = match error.kind() {
+        std::io::ErrorKind::PermissionDenied => {
+            "permission denied; use sudo or join the hookinbox group (or pass --config)".to_owned()
+        }
+        _ => error.to_string(),
+    };
+    Err(ConfigError {
+        origin: path.display().to_string(),
+        position: None,
+        key: String::new(),
+        source_name: None,
+        message: format!("cannot read the packaged config: {why}"),
+    })
 }
 
 /// What the operator commands (`stats`, `events`, …) need of the server's
@@ -809,7 +845,8 @@ impl OperatorView {
         path: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<OperatorView, ConfigError> {
-        let path = given_or_packaged(path);
+        let path = given_or_packaged(path, env)?;
+        let path = path.as_deref();
         let (text, origin) = match path {
             Some(path) => read_config_file(path)?,
             None => (DEFAULT_TOML.to_owned(), EMBEDDED_ORIGIN.to_owned()),
@@ -889,8 +926,8 @@ impl Config<Loaded> {
         path: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Config<Loaded>, ConfigError> {
-        match given_or_packaged(path) {
-            Some(path) => Config::load(path, env),
+        match given_or_packaged(path, env)? {
+            Some(path) => Config::load(&path, env),
             None => Config::embedded(env),
         }
     }
@@ -1001,6 +1038,28 @@ mod tests {
 
     fn no_env(_: &str) -> Option<String> {
         None
+    }
+
+    /// Regression: a user outside the hookinbox group cannot open the
+    /// packaged config (`/etc/hookinbox` is 0750), and `exists()` read that
+    /// as "not installed": the embedded default was used in silence. Tests
+    /// run as root, which no permission stops, so the error is injected.
+    #[test]
+    fn a_packaged_config_that_cannot_be_opened_is_an_error_not_the_default() {
+        use std::io::{Error, ErrorKind};
+        let path = Path::new(PACKAGED_CONFIG);
+        assert!(packaged_is_there(path, Ok(())).unwrap());
+        assert!(!packaged_is_there(path, Err(Error::from(ErrorKind::NotFound))).unwrap());
+        let denied = packaged_is_there(path, Err(Error::from(ErrorKind::PermissionDenied)))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            denied,
+            "/etc/hookinbox/hookinbox.toml: cannot read the packaged config: permission denied; \
+             use sudo or join the hookinbox group (or pass --config)"
+        );
+        let other = packaged_is_there(path, Err(Error::from(ErrorKind::NotADirectory)));
+        assert!(other.is_err());
     }
 
     #[test]

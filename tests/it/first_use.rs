@@ -49,3 +49,39 @@ fn config_value_errors_name_the_line_and_the_source() {
         assert!(stderr.contains(&want), "{rest}: want {want:?} in {stderr}");
     }
 }
+
+/// Regression: a packaged config the user may not read (`/etc/hookinbox`
+/// is 0750) read as no file, and the embedded default was used in silence.
+/// As root no permission stops a read, so the packaged path (set for tests
+/// through `HOOKINBOX_PACKAGED_CONFIG`) is one below a regular file: any
+/// error but "not found" is reported, with exit 2.
+#[test]
+fn a_packaged_config_that_cannot_be_read_is_an_error_not_the_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("etc");
+    std::fs::write(&file, "").unwrap();
+    let packaged = file.join("hookinbox.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_hookinbox"))
+        .args(["config", "check"])
+        .env_remove("HOOKINBOX_CONFIG")
+        .env("HOOKINBOX_PACKAGED_CONFIG", &packaged)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}: cannot read the packaged config: ",
+            packaged.display()
+        )),
+        "{stderr}"
+    );
+    // Absent, it is the embedded default, as before.
+    let out = Command::new(env!("CARGO_BIN_EXE_hookinbox"))
+        .args(["config", "check"])
+        .env_remove("HOOKINBOX_CONFIG")
+        .env("HOOKINBOX_PACKAGED_CONFIG", dir.path().join("absent.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
