@@ -142,13 +142,12 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             for warning in &config.warnings {
                 eprintln!("warning: {warning}");
             }
-            print!("{}", config.to_redacted_toml());
+            crate::exit::write_stdout(config.to_redacted_toml().as_bytes())?;
             eprintln!("{}: ok", config.origin);
             Ok(())
         }
         Command::Config(ConfigCommand::Default) => {
-            print!("{}", config::DEFAULT_TOML);
-            Ok(())
+            Ok(crate::exit::write_stdout(config::DEFAULT_TOML.as_bytes())?)
         }
         Command::Stats { remote, watch } => ops(remote, OpsCommand::Stats { watch }),
         Command::Events { remote, command } => ops(remote, OpsCommand::Events(command)),
@@ -159,8 +158,10 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();
-            clap_complete::generate(shell, &mut cmd, "hookinbox", &mut std::io::stdout());
-            Ok(())
+            // Into memory first: `generate` panics on a closed stdout.
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "hookinbox", &mut out);
+            Ok(crate::exit::write_stdout(&out)?)
         }
         Command::Man { dir } => {
             use clap::CommandFactory;
@@ -168,9 +169,13 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             let written = match dir {
                 Some(dir) => clap_mangen::generate_to(cmd, &dir)
                     .with_context(|| format!("cannot write the man pages into {}", dir.display())),
-                None => clap_mangen::Man::new(cmd)
-                    .render(&mut std::io::stdout())
-                    .context("cannot write the man page"),
+                None => {
+                    let mut out = Vec::new();
+                    clap_mangen::Man::new(cmd)
+                        .render(&mut out)
+                        .context("cannot write the man page")
+                        .and_then(|()| crate::exit::write_stdout(&out))
+                }
             };
             written.map_err(|error| Failure {
                 code: EXIT_FAILURE,

@@ -616,25 +616,17 @@ pub async fn run(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
             Output::new(&written, text)
         }
     };
-    let mut stdout = std::io::stdout().lock();
-    let written = if remote.json {
-        writeln!(
-            stdout,
-            "{}",
-            serde_json::to_string_pretty(&out.json).unwrap_or_default()
-        )
+    if remote.json {
+        let mut json = serde_json::to_string_pretty(&out.json).unwrap_or_default();
+        json.push('\n');
+        print(&json)
     } else {
-        write!(stdout, "{}", out.text)
-    };
-    written.map_err(|e| fail(EXIT_FAILURE, e.into()))
+        print(&out.text)
+    }
 }
 
 fn print(text: &str) -> Result<(), Failure> {
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-        .map_err(|e| fail(EXIT_FAILURE, e.into()))
+    Ok(crate::exit::write_stdout(text.as_bytes())?)
 }
 
 /// `stats --watch`: the table again every `every` (after clearing a

@@ -14,6 +14,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(failure) if failure.is_closed_stdout() => ExitCode::SUCCESS,
         Err(failure) => {
             eprintln!("hookinbox: {:#}", failure.error);
             ExitCode::from(failure.code)

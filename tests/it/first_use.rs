@@ -3,9 +3,53 @@
 //! `events tail`, time filters with offsets and `--since`, and output into a
 //! pipe whose reader has gone (`| head`). Each test is a tester's report.
 
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
-use crate::support::write_config;
+use crate::support::{BinaryServer, server_section, standard_source, write_config};
+
+const TOKEN: &str = "first-use-token-0123456789";
+
+fn hookinbox(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hookinbox"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A running server with the `demo` standard source and a known admin token.
+fn server(dir: &std::path::Path) -> (BinaryServer, std::path::PathBuf) {
+    let config = write_config(
+        dir,
+        &format!(
+            "{}[admin]\ntoken = \"{TOKEN}\"\n\n{}",
+            server_section(&dir.join("data")),
+            standard_source("demo")
+        ),
+    );
+    (BinaryServer::start(&config, &[], None), config)
+}
+
+/// Sends `n` events to `demo`, each with a fresh id.
+fn send(server: &BinaryServer, config: &std::path::Path, n: u64) {
+    let out = hookinbox(&[
+        "send",
+        "--source",
+        "demo",
+        "--config",
+        config.to_str().unwrap(),
+        "--url",
+        &server.url("/in/demo"),
+        "--repeat",
+        &n.to_string(),
+        "--quiet",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -84,4 +128,53 @@ fn a_packaged_config_that_cannot_be_read_is_an_error_not_the_default() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// Regression: `hookinbox completions bash | head -5` panicked (exit 101)
+/// and `events list --json | head -c 10` printed an error and exited 1. A
+/// reader that goes away ends a command quietly, with 0.
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, config) = server(dir.path());
+    send(&server, &config, 3);
+    let admin = ["--admin", server.admin.as_str()];
+    let commands: [&[&str]; 6] = [
+        &["completions", "bash"],
+        &["config", "default"],
+        &["man"],
+        &["events", "list", "--json"],
+        &["stats"],
+        &["events", "tail", "--every", "100ms"],
+    ];
+    for args in commands {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookinbox"));
+        cmd.args(args);
+        if args[0] != "completions" && args[0] != "config" && args[0] != "man" {
+            cmd.args(admin);
+        }
+        let child = cmd
+            .env("HOOKINBOX_ADMIN_TOKEN", TOKEN)
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut child = child;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("{args:?} kept running with its reader gone");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let stderr = text(&child.wait_with_output().unwrap().stderr);
+        assert_eq!(status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
 }
