@@ -6,7 +6,7 @@
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{BinaryServer, server_section, standard_source, write_config};
+use crate::support::{BinaryServer, read_all, server_section, standard_source, write_config};
 
 const TOKEN: &str = "first-use-token-0123456789";
 
@@ -53,6 +53,67 @@ fn send(server: &BinaryServer, config: &std::path::Path, n: u64) {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Regression: the first-start banner printed `hookinbox send --provider
+/// standard …` whatever the source's kind, so run as printed for a GitHub
+/// source it got 401. Run as printed now, it is stored; the banner also
+/// names the dashboard's address.
+#[test]
+fn the_first_start_banner_prints_a_send_command_that_works_for_the_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "{}[[source]]\nname = \"gh\"\nkind = \"github\"\ngenerate_secret = true\n",
+            server_section(&data)
+        ),
+    );
+    let mut server = BinaryServer::start(&config, &[], None);
+    // The banner follows the start line.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !server.log_text().contains("try_it") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = server.log_text();
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let try_it = lines
+        .iter()
+        .find_map(|l| l["try_it"].as_str())
+        .unwrap_or_else(|| panic!("no send command in the log:\n{log}"))
+        .to_owned();
+    let command = try_it
+        .strip_prefix("hookinbox ")
+        .unwrap_or_else(|| panic!("{try_it}"));
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "'{}' {command} --quiet",
+            env!("CARGO_BIN_EXE_hookinbox")
+        ))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{try_it}\n{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let dashboard = format!("{}/", server.admin);
+    assert!(
+        lines.iter().any(|l| l["dashboard"] == dashboard.as_str()),
+        "no dashboard address {dashboard} in the log:\n{log}"
+    );
+    assert!(server.terminate().success());
+    let stored = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(read_all(&data));
+    assert_eq!(stored.len(), 1);
 }
 
 /// Regression: config value errors said `source[0]` and no line. They now
