@@ -662,6 +662,12 @@ const TAIL_PAGE: usize = 100;
 /// `events tail`: the `last` newest events matching `query`, then every
 /// new one as it arrives, oldest first, until interrupted. A look that
 /// finds a whole page new says that it may have missed some.
+///
+/// New means received after what was printed, not merely unseen: each
+/// later look asks only from the newest receipt time printed, and takes
+/// the list (newest first) down to the first event already printed. (A
+/// look of a page of 100 once printed every older event the first look of
+/// `--last` had left out, as if new.)
 async fn tail(
     client: &Client,
     query: EventQuery,
@@ -672,6 +678,8 @@ async fn tail(
     let mut seen: std::collections::HashSet<String> = Default::default();
     let mut order: std::collections::VecDeque<String> = Default::default();
     let mut first = true;
+    // The receipt time of the newest event printed.
+    let mut newest: Option<Timestamp> = None;
     let mut ticks = tokio::time::interval(every.max(Duration::from_millis(100)));
     loop {
         ticks.tick().await;
@@ -681,6 +689,7 @@ async fn tail(
                 Some(&EventQuery {
                     limit: Some(if first { last.clamp(1, 500) } else { TAIL_PAGE }),
                     cursor: None,
+                    from: query.from.max(newest),
                     ..query.clone()
                 }),
             )
@@ -688,8 +697,11 @@ async fn tail(
         let fresh: Vec<&api::EventSummary> = page
             .events
             .iter()
-            .filter(|e| !seen.contains(&e.id))
+            .take_while(|e| !seen.contains(&e.id))
             .collect();
+        if let Some(e) = fresh.first() {
+            newest = newest.max(Some(e.received_at));
+        }
         let mut text = String::new();
         if !first && fresh.len() == TAIL_PAGE {
             text.push_str(&format!(

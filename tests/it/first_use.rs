@@ -51,6 +51,16 @@ fn send(server: &BinaryServer, config: &std::path::Path, n: u64) {
     );
 }
 
+/// An operator command against `server`.
+fn ops(server: &BinaryServer, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hookinbox"))
+        .args(args)
+        .args(["--admin", &server.admin])
+        .env("HOOKINBOX_ADMIN_TOKEN", TOKEN)
+        .output()
+        .unwrap()
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -189,6 +199,69 @@ fn a_packaged_config_that_cannot_be_read_is_an_error_not_the_default() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// Regression: with 23 events stored and none arriving, `events tail`
+/// printed 23 rows (the last 10, then the 13 older ones as if new), and
+/// `--last 1` over 8 printed all 8. It prints the last N, oldest first,
+/// then only what arrives.
+#[test]
+fn events_tail_prints_the_last_n_then_only_new_events_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, config) = server(dir.path());
+    send(&server, &config, 23);
+    let newest: Vec<String> = {
+        let out = ops(&server, &["events", "list", "--limit", "10", "--json"]);
+        let page: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        page["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .map(|e| e["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let tail = |last: &str, during: &dyn Fn()| -> Vec<String> {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hookinbox"))
+            .args([
+                "events", "tail", "--json", "--every", "100ms", "--last", last,
+            ])
+            .args(["--admin", &server.admin])
+            .env("HOOKINBOX_ADMIN_TOKEN", TOKEN)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Several looks of 100 ms each.
+        std::thread::sleep(Duration::from_millis(800));
+        during();
+        std::thread::sleep(Duration::from_millis(800));
+        child.kill().unwrap();
+        let out = child.wait_with_output().unwrap();
+        text(&out.stdout)
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v["id"].as_str().unwrap().to_owned()
+            })
+            .collect()
+    };
+    assert_eq!(tail("10", &|| {}), newest);
+    let printed = tail("1", &|| send(&server, &config, 2));
+    assert_eq!(printed.len(), 3, "{printed:#?}");
+    assert_eq!(printed[0], newest[9]);
+    let after: Vec<String> = {
+        let out = ops(&server, &["events", "list", "--limit", "2", "--json"]);
+        let page: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        page["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .map(|e| e["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(printed[1..], after[..], "the new ones, oldest first");
 }
 
 /// Regression: `hookinbox completions bash | head -5` panicked (exit 101)
