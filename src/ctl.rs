@@ -73,12 +73,16 @@ pub struct Filter {
     /// The provider's event id.
     #[arg(long)]
     pub event_id: Option<String>,
-    /// Received at or after (RFC 3339, like 2026-11-22T10:00:00Z).
+    /// Received at or after (RFC 3339, like 2026-11-22T10:00:00Z or
+    /// 2026-11-22T11:00:00+01:00).
     #[arg(long)]
     pub from: Option<Timestamp>,
-    /// Received before (RFC 3339).
+    /// Received before (RFC 3339, with Z or any offset).
     #[arg(long)]
     pub to: Option<Timestamp>,
+    /// Received within this long before now, like 1h, 30m or 2days (instead of --from).
+    #[arg(long, value_parser = config::parse_duration, conflicts_with = "from")]
+    pub since: Option<Duration>,
 }
 
 impl Filter {
@@ -89,11 +93,17 @@ impl Filter {
             status: self.status,
             event_type: self.event_type,
             event_id: self.event_id,
-            from: self.from,
+            from: self.from.or_else(|| self.since.map(ago)),
             to: self.to,
             ..EventQuery::default()
         }
     }
+}
+
+/// The time `since` before now: `--since`'s `from`.
+fn ago(since: Duration) -> Timestamp {
+    let now = crate::clock::unix_ms(std::time::SystemTime::now());
+    Timestamp(now.saturating_sub(u64::try_from(since.as_millis()).unwrap_or(u64::MAX)))
 }
 
 #[derive(Debug, Args)]

@@ -4,7 +4,7 @@
 //! pipe whose reader has gone (`| head`). Each test is a tester's report.
 
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::support::{BinaryServer, read_all, server_section, standard_source, write_config};
 
@@ -311,4 +311,69 @@ fn output_into_a_closed_pipe_ends_quietly() {
         assert_eq!(status.code(), Some(0), "{args:?}: {stderr}");
         assert!(stderr.is_empty(), "{args:?}: {stderr}");
     }
+}
+
+/// An RFC 3339 time `ago` before now, written with a +01:00 offset.
+fn plus_one_hour(ago: Duration) -> String {
+    let at = SystemTime::now() - ago + Duration::from_secs(3600);
+    let utc = humantime::format_rfc3339_seconds(at).to_string();
+    format!("{}+01:00", utc.trim_end_matches('Z'))
+}
+
+/// Regression: `--from`/`--to` and the API's `from`/`to` refused an offset
+/// (`2026-11-21T10:00:00+01:00`). Any RFC 3339 offset is taken, as the same
+/// instant; `--since 1h` means received in the last hour.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_filters_take_rfc3339_offsets_and_since() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, config) = server(dir.path());
+    send(&server, &config, 2);
+    let count = |args: &[&str]| -> usize {
+        let out = ops(
+            &server,
+            &[&["events", "list", "--json"], args].concat::<&str>(),
+        );
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        let page: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        page["events"].as_array().unwrap().len()
+    };
+    // Half an hour ago, written in +01:00: read as UTC it would be in the
+    // future and match nothing.
+    let half_hour_ago = plus_one_hour(Duration::from_secs(1800));
+    assert_eq!(count(&["--from", &half_hour_ago]), 2);
+    assert_eq!(count(&["--to", &half_hour_ago]), 0);
+    assert_eq!(count(&["--since", "1h"]), 2);
+    assert_eq!(count(&["--since", "1h", "--to", &half_hour_ago]), 0);
+    let out = ops(
+        &server,
+        &[
+            "events",
+            "list",
+            "--since",
+            "1h",
+            "--from",
+            "2026-01-01T00:00:00Z",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "--since with --from is refused");
+
+    let http = crate::support::client();
+    let answer = |query: String| {
+        let http = http.clone();
+        let url = format!("{}/api/events?{query}", server.admin);
+        async move {
+            let res = http.get(url).bearer_auth(TOKEN).send().await.unwrap();
+            let status = res.status().as_u16();
+            (status, res.json::<serde_json::Value>().await.unwrap())
+        }
+    };
+    let encoded = half_hour_ago.replace('+', "%2B");
+    let (status, page) = answer(format!("from={encoded}")).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["events"].as_array().unwrap().len(), 2);
+    let (status, page) = answer(format!("to={encoded}")).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["events"].as_array().unwrap().len(), 0);
+    let (status, page) = answer("from=2026-11-21T10:00:00-05:30".to_owned()).await;
+    assert_eq!(status, 200, "{page}");
 }
