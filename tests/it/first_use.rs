@@ -221,33 +221,61 @@ fn events_tail_prints_the_last_n_then_only_new_events_in_order() {
             .map(|e| e["id"].as_str().unwrap().to_owned())
             .collect()
     };
-    let tail = |last: &str, during: &dyn Fn()| -> Vec<String> {
+    // `events tail --last <last>`: waits for its first `last` rows, runs
+    // `during`, waits for `then` more, lets ten more looks pass (a look that
+    // prints what it should not shows there), and returns the ids printed.
+    let tail = |last: usize, during: &dyn Fn(), then: usize| -> Vec<String> {
+        use std::io::BufRead;
         let mut child = Command::new(env!("CARGO_BIN_EXE_hookinbox"))
-            .args([
-                "events", "tail", "--json", "--every", "100ms", "--last", last,
-            ])
+            .args(["events", "tail", "--json", "--every", "100ms", "--last"])
+            .arg(last.to_string())
             .args(["--admin", &server.admin])
             .env("HOOKINBOX_ADMIN_TOKEN", TOKEN)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        // Several looks of 100 ms each.
-        std::thread::sleep(Duration::from_millis(800));
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut lines = Vec::new();
+        let take = |n: usize, lines: &mut Vec<String>| {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while lines.len() < n {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match rx.recv_timeout(left) {
+                    Ok(line) => lines.push(line),
+                    Err(_) => break,
+                }
+            }
+        };
+        take(last, &mut lines);
         during();
-        std::thread::sleep(Duration::from_millis(800));
+        take(last + then, &mut lines);
+        std::thread::sleep(Duration::from_secs(1));
         child.kill().unwrap();
-        let out = child.wait_with_output().unwrap();
-        text(&out.stdout)
-            .lines()
+        child.wait().unwrap();
+        // The reader ends at the pipe's end, with the child.
+        lines.extend(rx.iter());
+        lines
+            .iter()
             .map(|l| {
                 let v: serde_json::Value = serde_json::from_str(l).unwrap();
                 v["id"].as_str().unwrap().to_owned()
             })
             .collect()
     };
-    assert_eq!(tail("10", &|| {}), newest);
-    let printed = tail("1", &|| send(&server, &config, 2));
+    assert_eq!(tail(10, &|| {}, 0), newest);
+    let printed = tail(1, &|| send(&server, &config, 2), 2);
     assert_eq!(printed.len(), 3, "{printed:#?}");
     assert_eq!(printed[0], newest[9]);
     let after: Vec<String> = {
