@@ -677,9 +677,10 @@ impl ConfigError {
     /// (validation finds a bad value in the typed structs, which have
     /// forgotten it), and the name of the source it is in. A key the file
     /// does not have (a value that is missing) is placed at the nearest
-    /// table that holds it.
-    fn locate(mut self, text: &str) -> ConfigError {
-        if self.key.is_empty() {
+    /// table that holds it. A key in `from_env` took a variable's value:
+    /// the file's line for it would mislead.
+    fn locate(mut self, text: &str, from_env: &[&str]) -> ConfigError {
+        if self.key.is_empty() || from_env.contains(&self.key.as_str()) {
             return self;
         }
         let Ok(document) = toml::de::DeTable::parse(text) else {
@@ -851,11 +852,12 @@ impl OperatorView {
             Some(path) => read_config_file(path)?,
             None => (DEFAULT_TOML.to_owned(), EMBEDDED_ORIGIN.to_owned()),
         };
-        let mut file = raw::parse(&text, &origin).map_err(|e| e.locate(&text))?;
+        let mut file = raw::parse(&text, &origin).map_err(|e| e.locate(&text, &[]))?;
         raw::apply_env(&mut file, env)?;
+        let from_env = raw::env_keys(env);
         let (server, admin) =
             validate::validate_operator(file, &origin, path.and_then(Path::parent), env)
-                .map_err(|e| e.locate(&text))?;
+                .map_err(|e| e.locate(&text, &from_env))?;
         Ok(OperatorView {
             origin,
             admin_listen: server.admin_listen,
@@ -939,9 +941,10 @@ impl Config<Loaded> {
         base_dir: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Config<Loaded>, ConfigError> {
-        let mut file = raw::parse(text, origin).map_err(|e| e.locate(text))?;
+        let mut file = raw::parse(text, origin).map_err(|e| e.locate(text, &[]))?;
         raw::apply_env(&mut file, env)?;
-        validate::validate(file, origin, base_dir, env).map_err(|e| e.locate(text))
+        let from_env = raw::env_keys(env);
+        validate::validate(file, origin, base_dir, env).map_err(|e| e.locate(text, &from_env))
     }
 
     /// The effective configuration as TOML, secrets redacted: what `config check` prints.
@@ -1038,6 +1041,21 @@ mod tests {
 
     fn no_env(_: &str) -> Option<String> {
         None
+    }
+
+    /// A bad value a variable gave is not placed at the file's line for
+    /// the key it overrides.
+    #[test]
+    fn a_bad_value_from_a_variable_is_not_placed_in_the_file() {
+        let env = |name: &str| (name == "HOOKINBOX_LOG_LEVEL").then(|| "loud".to_owned());
+        let err = Config::from_toml("[log]\nlevel = \"info\"\n", "f.toml", None, &env)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("f.toml: log.level: \"loud\""), "{err}");
+        let err = Config::from_toml("[log]\nlevel = \"loud\"\n", "f.toml", None, &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("f.toml:2:9: log.level: \"loud\""), "{err}");
     }
 
     /// Regression: a user outside the hookinbox group cannot open the

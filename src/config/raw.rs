@@ -402,6 +402,25 @@ pub fn parse(text: &str, origin: &str) -> Result<RawConfig, ConfigError> {
     })
 }
 
+/// The variables [`apply_env`] reads and the key each overrides.
+const ENV_KEYS: [(&str, &str); 5] = [
+    ("HOOKINBOX_LISTEN", "server.listen"),
+    ("HOOKINBOX_ADMIN_LISTEN", "server.admin_listen"),
+    ("HOOKINBOX_DATA_DIR", "server.data_dir"),
+    ("HOOKINBOX_LOG_LEVEL", "log.level"),
+    ("HOOKINBOX_LOG_FORMAT", "log.format"),
+];
+
+/// The keys whose value comes from a variable set in `env`: an error about
+/// one of them is not about the file's line.
+pub fn env_keys(env: &dyn Fn(&str) -> Option<String>) -> Vec<&'static str> {
+    ENV_KEYS
+        .iter()
+        .filter(|(var, _)| env(var).is_some())
+        .map(|(_, key)| *key)
+        .collect()
+}
+
 /// Applies the `HOOKINBOX_*` variables, each of which overrides one
 /// `[server]` or `[log]` key. Errors name the variable, not the file.
 pub fn apply_env(
