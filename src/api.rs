@@ -18,7 +18,8 @@ use utoipa::{IntoParams, ToSchema};
 pub use crate::metrics::{AdminReason as ErrorCode, AttemptOutcome, Circuit, RejectReason};
 
 /// A point in time, as Unix milliseconds inside and RFC 3339 on the wire
-/// (`2026-11-22T10:00:00.000Z`; a query may leave out the fraction).
+/// (`2026-11-22T10:00:00.000Z`; a query may leave out the fraction and give
+/// any offset, `2026-11-22T11:00:00+01:00`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Timestamp(pub u64);
 
@@ -27,7 +28,10 @@ impl utoipa::PartialSchema for Timestamp {
         ObjectBuilder::new()
             .schema_type(Type::String)
             .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
-            .description(Some("RFC 3339, e.g. 2026-11-22T10:00:00.000Z"))
+            .description(Some(
+                "RFC 3339, e.g. 2026-11-22T10:00:00.000Z; a query may give any offset, \
+                 e.g. 2026-11-22T11:00:00+01:00, and leave out the fraction",
+            ))
             .into()
     }
 }
@@ -99,10 +103,11 @@ pub struct EventQuery {
     /// The provider's event id, exactly.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_id: Option<String>,
-    /// Received at or after.
+    /// Received at or after: RFC 3339 with `Z` or any offset, like
+    /// `2026-11-22T10:00:00Z` or `2026-11-22T11:00:00+01:00`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub from: Option<Timestamp>,
-    /// Received before.
+    /// Received before: RFC 3339 with `Z` or any offset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub to: Option<Timestamp>,
     /// Text the payload contains (case matters).
@@ -472,12 +477,51 @@ pub struct PauseResult {
 impl std::str::FromStr for Timestamp {
     type Err = String;
 
-    /// RFC 3339, as a query or the command line writes it.
+    /// RFC 3339, as a query or the command line writes it, with `Z`, any
+    /// offset (`+01:00`, `-05:30`) or none (UTC). humantime reads the time
+    /// but knows no offset but `Z`: the offset is split off here and taken
+    /// away from its reading.
     fn from_str(text: &str) -> Result<Timestamp, String> {
-        humantime::parse_rfc3339_weak(text)
-            .map(|at| Timestamp(crate::clock::unix_ms(at)))
-            .map_err(|_| format!("{text:?} is not an RFC 3339 time like 2026-11-22T10:00:00Z"))
+        let bad = || {
+            format!(
+                "{text:?} is not an RFC 3339 time like 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00"
+            )
+        };
+        let (local, offset_ms) = split_offset(text).ok_or_else(bad)?;
+        let local = humantime::parse_rfc3339_weak(local).map_err(|_| bad())?;
+        let utc = i128::from(crate::clock::unix_ms(local)) - i128::from(offset_ms);
+        u64::try_from(utc).map(Timestamp).map_err(|_| bad())
     }
+}
+
+/// `text` without its trailing UTC offset (`+HH:MM`, `-HH:MM`), and the
+/// offset in milliseconds (east of UTC positive); no offset (or `Z`, which
+/// humantime reads) is 0. `None`: an offset out of range.
+fn split_offset(text: &str) -> Option<(&str, i64)> {
+    let Some(at) = text.len().checked_sub(6) else {
+        return Some((text, 0));
+    };
+    let (local, offset) = text.split_at_checked(at)?;
+    let b = offset.as_bytes();
+    let sign = match b[0] {
+        b'+' => 1,
+        b'-' => -1,
+        _ => return Some((text, 0)),
+    };
+    let digits = |s: &[u8]| -> Option<i64> {
+        s.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| s.iter().fold(0, |n, d| n * 10 + i64::from(d - b'0')))
+    };
+    // A date alone (`2026-11-22`) ends in `-11-22`: no colon, no offset.
+    if b[3] != b':' || !local.contains('T') && !local.contains(' ') {
+        return Some((text, 0));
+    }
+    let (hours, minutes) = (digits(&b[1..3])?, digits(&b[4..6])?);
+    if hours > 23 || minutes > 59 {
+        return None;
+    }
+    Some((local, sign * (hours * 60 + minutes) * 60_000))
 }
 
 impl std::str::FromStr for EventStatus {
@@ -497,5 +541,33 @@ impl std::str::FromStr for EventStatus {
         .ok_or_else(|| {
             format!("{text:?}: expected pending, held, delivered, dead, ignored or filtered")
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Timestamp;
+
+    /// Regression: a time with an offset (`+01:00`) was refused.
+    #[test]
+    fn a_time_takes_any_rfc3339_offset() {
+        let at = |text: &str| text.parse::<Timestamp>();
+        let utc = at("2026-11-21T09:00:00Z").unwrap();
+        assert_eq!(at("2026-11-21T10:00:00+01:00"), Ok(utc));
+        assert_eq!(at("2026-11-21T03:30:00-05:30"), Ok(utc));
+        assert_eq!(at("2026-11-21T09:00:00+00:00"), Ok(utc));
+        assert_eq!(at("2026-11-21T09:00:00"), Ok(utc));
+        assert_eq!(
+            at("2026-11-21T10:00:00.250+01:00"),
+            Ok(Timestamp(utc.0 + 250))
+        );
+        for bad in [
+            "2026-11-21T10:00:00+24:00",
+            "2026-11-21T10:00:00+1:00",
+            "yesterday",
+            "",
+        ] {
+            assert!(at(bad).is_err(), "{bad}");
+        }
     }
 }

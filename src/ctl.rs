@@ -73,12 +73,16 @@ pub struct Filter {
     /// The provider's event id.
     #[arg(long)]
     pub event_id: Option<String>,
-    /// Received at or after (RFC 3339, like 2026-11-22T10:00:00Z).
+    /// Received at or after (RFC 3339, like 2026-11-22T10:00:00Z or
+    /// 2026-11-22T11:00:00+01:00).
     #[arg(long)]
     pub from: Option<Timestamp>,
-    /// Received before (RFC 3339).
+    /// Received before (RFC 3339, with Z or any offset).
     #[arg(long)]
     pub to: Option<Timestamp>,
+    /// Received within this long before now, like 1h, 30m or 2days (instead of --from).
+    #[arg(long, value_parser = config::parse_duration, conflicts_with = "from")]
+    pub since: Option<Duration>,
 }
 
 impl Filter {
@@ -89,11 +93,17 @@ impl Filter {
             status: self.status,
             event_type: self.event_type,
             event_id: self.event_id,
-            from: self.from,
+            from: self.from.or_else(|| self.since.map(ago)),
             to: self.to,
             ..EventQuery::default()
         }
     }
+}
+
+/// The time `since` before now: `--since`'s `from`.
+fn ago(since: Duration) -> Timestamp {
+    let now = crate::clock::unix_ms(std::time::SystemTime::now());
+    Timestamp(now.saturating_sub(u64::try_from(since.as_millis()).unwrap_or(u64::MAX)))
 }
 
 #[derive(Debug, Args)]
@@ -616,25 +626,17 @@ pub async fn run(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
             Output::new(&written, text)
         }
     };
-    let mut stdout = std::io::stdout().lock();
-    let written = if remote.json {
-        writeln!(
-            stdout,
-            "{}",
-            serde_json::to_string_pretty(&out.json).unwrap_or_default()
-        )
+    if remote.json {
+        let mut json = serde_json::to_string_pretty(&out.json).unwrap_or_default();
+        json.push('\n');
+        print(&json)
     } else {
-        write!(stdout, "{}", out.text)
-    };
-    written.map_err(|e| fail(EXIT_FAILURE, e.into()))
+        print(&out.text)
+    }
 }
 
 fn print(text: &str) -> Result<(), Failure> {
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-        .map_err(|e| fail(EXIT_FAILURE, e.into()))
+    Ok(crate::exit::write_stdout(text.as_bytes())?)
 }
 
 /// `stats --watch`: the table again every `every` (after clearing a
@@ -670,6 +672,12 @@ const TAIL_PAGE: usize = 100;
 /// `events tail`: the `last` newest events matching `query`, then every
 /// new one as it arrives, oldest first, until interrupted. A look that
 /// finds a whole page new says that it may have missed some.
+///
+/// New means received after what was printed, not merely unseen: each
+/// later look asks only from the newest receipt time printed, and takes
+/// the list (newest first) down to the first event already printed. (A
+/// look of a page of 100 once printed every older event the first look of
+/// `--last` had left out, as if new.)
 async fn tail(
     client: &Client,
     query: EventQuery,
@@ -680,6 +688,8 @@ async fn tail(
     let mut seen: std::collections::HashSet<String> = Default::default();
     let mut order: std::collections::VecDeque<String> = Default::default();
     let mut first = true;
+    // The receipt time of the newest event printed.
+    let mut newest: Option<Timestamp> = None;
     let mut ticks = tokio::time::interval(every.max(Duration::from_millis(100)));
     loop {
         ticks.tick().await;
@@ -689,6 +699,7 @@ async fn tail(
                 Some(&EventQuery {
                     limit: Some(if first { last.clamp(1, 500) } else { TAIL_PAGE }),
                     cursor: None,
+                    from: query.from.max(newest),
                     ..query.clone()
                 }),
             )
@@ -696,8 +707,11 @@ async fn tail(
         let fresh: Vec<&api::EventSummary> = page
             .events
             .iter()
-            .filter(|e| !seen.contains(&e.id))
+            .take_while(|e| !seen.contains(&e.id))
             .collect();
+        if let Some(e) = fresh.first() {
+            newest = newest.max(Some(e.received_at));
+        }
         let mut text = String::new();
         if !first && fresh.len() == TAIL_PAGE {
             text.push_str(&format!(

@@ -15,10 +15,37 @@ pub const EXIT_UNREACHABLE: u8 = 3;
 /// No admin token was found, or the server refused it.
 pub const EXIT_UNAUTHORIZED: u8 = 4;
 
+/// Standard output's reader went away (`hookinbox … | head`): the command
+/// stops there, quietly and with 0, as Unix tools do. Only
+/// [`write_stdout`] makes it, so a broken pipe to a server is still a failure.
+#[derive(Debug, thiserror::Error)]
+#[error("standard output was closed")]
+pub struct StdoutClosed;
+
+/// Writes `bytes` to standard output and flushes them. A closed pipe is
+/// [`StdoutClosed`]; `print!` would panic there (exit 101).
+pub fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(StdoutClosed.into()),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot write to standard output")),
+    }
+}
+
 /// A failure with the exit code it maps to.
 pub struct Failure {
     pub code: u8,
     pub error: anyhow::Error,
+}
+
+impl Failure {
+    /// Whether the command stopped because its reader went away: nothing
+    /// to tell anyone, and success.
+    pub fn is_closed_stdout(&self) -> bool {
+        self.error.chain().any(|e| e.is::<StdoutClosed>())
+    }
 }
 
 /// Any error is a runtime failure unless the caller says otherwise, so `?`

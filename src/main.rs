@@ -14,8 +14,17 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(failure) if failure.is_closed_stdout() => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("hookinbox: {:#}", failure.error);
+            // Under systemd this is why the service died: `<3>` files it at
+            // err, as `logs` files its own lines, so `journalctl -p warning`
+            // shows it (the stream's own priority is info).
+            let priority = if hookinbox::systemd::stderr_is_the_journal() {
+                "<3>"
+            } else {
+                ""
+            };
+            eprintln!("{priority}hookinbox: {:#}", failure.error);
             ExitCode::from(failure.code)
         }
     }

@@ -503,17 +503,26 @@ pub async fn run(args: SendArgs) -> anyhow::Result<bool> {
                         let text = String::from_utf8_lossy(&answer);
                         let duplicate = text.contains("\"duplicate\":true");
                         if !quiet {
-                            println!(
-                                "{n} {id} {status} {:.1}ms {}",
-                                latency.as_secs_f64() * 1e3,
-                                text.trim()
-                            );
+                            crate::exit::write_stdout(
+                                format!(
+                                    "{n} {id} {status} {:.1}ms {}\n",
+                                    latency.as_secs_f64() * 1e3,
+                                    text.trim()
+                                )
+                                .as_bytes(),
+                            )?;
                         }
                         results.push((Some(status), latency, duplicate));
                     }
                     Err(e) => {
                         if !quiet {
-                            println!("{n} {id} error {:.1}ms {e:#}", latency.as_secs_f64() * 1e3);
+                            crate::exit::write_stdout(
+                                format!(
+                                    "{n} {id} error {:.1}ms {e:#}\n",
+                                    latency.as_secs_f64() * 1e3
+                                )
+                                .as_bytes(),
+                            )?;
                         }
                         results.push((None, latency, false));
                     }

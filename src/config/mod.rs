@@ -644,11 +644,16 @@ impl std::fmt::Display for StatusPattern {
 #[derive(Debug, thiserror::Error)]
 pub struct ConfigError {
     pub origin: String,
-    /// Where in the file; `None` for what validation finds (the key says it).
+    /// Where in the file: the parser's place, or the value of the key that
+    /// validation refused (`None` when the text cannot tell, as for a
+    /// variable).
     pub position: Option<Position>,
     /// The key path, like `source[0].tolerance`; empty when there is none
     /// (a syntax error, a file that cannot be read).
     pub key: String,
+    /// The name of the source the key belongs to, as the file gives it:
+    /// `source[3]` alone makes the reader count tables.
+    pub source_name: Option<String>,
     pub message: String,
 }
 
@@ -661,8 +666,75 @@ impl fmt::Display for ConfigError {
         if !self.key.is_empty() {
             write!(f, ": {}", self.key)?;
         }
+        if let Some(source) = &self.source_name {
+            write!(f, " (source {source:?})")?;
+        }
         write!(f, ": {}", self.message)
     }
+}
+
+impl ConfigError {
+    /// Adds what the file's `text` tells about the key: where its value is
+    /// (validation finds a bad value in the typed structs, which have
+    /// forgotten it), and the name of the source it is in. A key the file
+    /// does not have (a value that is missing) is placed at the nearest
+    /// table that holds it. A key in `from_env` took a variable's value:
+    /// the file's line for it would mislead.
+    fn locate(mut self, text: &str, from_env: &[&str]) -> ConfigError {
+        if self.key.is_empty() || from_env.contains(&self.key.as_str()) {
+            return self;
+        }
+        let Ok(document) = toml::de::DeTable::parse(text) else {
+            return self;
+        };
+        let mut at = None;
+        let mut table = Some(document.get_ref());
+        for segment in self.key.split('.') {
+            let (name, index) = match segment.split_once('[') {
+                Some((name, rest)) => (name, rest.trim_end_matches(']').parse::<usize>().ok()),
+                None => (segment, None),
+            };
+            let Some(found) = table.and_then(|t| member(t, name)) else {
+                break;
+            };
+            let mut value = found;
+            if let (Some(i), toml::de::DeValue::Array(items)) = (index, found.get_ref()) {
+                value = items.get(i).unwrap_or(found);
+                if name == "source" && self.source_name.is_none() {
+                    self.source_name = items
+                        .get(i)
+                        .and_then(|s| match s.get_ref() {
+                            toml::de::DeValue::Table(t) => member(t, "name"),
+                            _ => None,
+                        })
+                        .and_then(|n| match n.get_ref() {
+                            toml::de::DeValue::String(n) => Some(n.to_string()),
+                            _ => None,
+                        });
+                }
+            }
+            at = Some(value.span().start);
+            table = match value.get_ref() {
+                toml::de::DeValue::Table(t) => Some(t),
+                _ => None,
+            };
+        }
+        if self.position.is_none() {
+            self.position = at.map(|offset| Position::of(text, offset));
+        }
+        self
+    }
+}
+
+/// The value of `key` in a parsed table.
+fn member<'t, 'i>(
+    table: &'t toml::de::DeTable<'i>,
+    key: &str,
+) -> Option<&'t toml::Spanned<toml::de::DeValue<'i>>> {
+    table
+        .iter()
+        .find(|(k, _)| &**k.get_ref() == key)
+        .map(|(_, v)| v)
 }
 
 /// A place in a config file, both counted from 1; the column in characters.
@@ -702,20 +774,57 @@ fn read_config_file(path: &Path) -> Result<(String, String), ConfigError> {
         origin: origin.clone(),
         position: None,
         key: String::new(),
+        source_name: None,
         message: format!("cannot read the config file: {e}"),
     })?;
     Ok((text, origin))
 }
 
 /// Where the packaged install keeps its config: the operator commands'
-/// default when it exists.
+/// default when it exists. `HOOKINBOX_PACKAGED_CONFIG` names another place
+/// (the tests' way to point it at files they make; not in `--help`).
 pub const PACKAGED_CONFIG: &str = "/etc/hookinbox/hookinbox.toml";
 
 /// The config file a command reads: `path` if given, else the packaged
-/// config when it exists; `None`: the embedded default.
-fn given_or_packaged(path: Option<&Path>) -> Option<&Path> {
-    let packaged = Path::new(PACKAGED_CONFIG);
-    path.or_else(|| packaged.exists().then_some(packaged))
+/// config when it is there; `None`: the embedded default. A packaged
+/// config that cannot be opened is an error, not the default.
+fn given_or_packaged(
+    path: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<PathBuf>, ConfigError> {
+    if let Some(path) = path {
+        return Ok(Some(path.to_owned()));
+    }
+    let packaged =
+        env("HOOKINBOX_PACKAGED_CONFIG").map_or_else(|| PACKAGED_CONFIG.into(), PathBuf::from);
+    let opened = std::fs::File::open(&packaged).map(drop);
+    Ok(packaged_is_there(&packaged, opened)?.then_some(packaged))
+}
+
+/// Whether the packaged config at `path` is there to read, from what
+/// opening it did. Only "not found" means not installed, the embedded
+/// default's cue. Anything else is an error: a user outside the hookinbox
+/// group meets "permission denied" (`/etc/hookinbox` is 0750), and falling
+/// back to the default would show them a config the server does not run.
+fn packaged_is_there(path: &Path, opened: std::io::Result<()>) -> Result<bool, ConfigError> {
+    let error = match opened {
+        Ok(()) => return Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => e,
+    };
+    let why = match error.kind() {
+        std::io::ErrorKind::PermissionDenied => {
+            "permission denied; use sudo or join the hookinbox group (or pass --config)".to_owned()
+        }
+        _ => error.to_string(),
+    };
+    Err(ConfigError {
+        origin: path.display().to_string(),
+        position: None,
+        key: String::new(),
+        source_name: None,
+        message: format!("cannot read the packaged config: {why}"),
+    })
 }
 
 /// What the operator commands (`stats`, `events`, …) need of the server's
@@ -738,15 +847,18 @@ impl OperatorView {
         path: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<OperatorView, ConfigError> {
-        let path = given_or_packaged(path);
+        let path = given_or_packaged(path, env)?;
+        let path = path.as_deref();
         let (text, origin) = match path {
             Some(path) => read_config_file(path)?,
             None => (DEFAULT_TOML.to_owned(), EMBEDDED_ORIGIN.to_owned()),
         };
-        let mut file = raw::parse(&text, &origin)?;
+        let mut file = raw::parse(&text, &origin).map_err(|e| e.locate(&text, &[]))?;
         raw::apply_env(&mut file, env)?;
+        let from_env = raw::env_keys(env);
         let (server, admin) =
-            validate::validate_operator(file, &origin, path.and_then(Path::parent), env)?;
+            validate::validate_operator(file, &origin, path.and_then(Path::parent), env)
+                .map_err(|e| e.locate(&text, &from_env))?;
         Ok(OperatorView {
             origin,
             admin_listen: server.admin_listen,
@@ -817,8 +929,8 @@ impl Config<Loaded> {
         path: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Config<Loaded>, ConfigError> {
-        match given_or_packaged(path) {
-            Some(path) => Config::load(path, env),
+        match given_or_packaged(path, env)? {
+            Some(path) => Config::load(&path, env),
             None => Config::embedded(env),
         }
     }
@@ -830,9 +942,10 @@ impl Config<Loaded> {
         base_dir: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Config<Loaded>, ConfigError> {
-        let mut file = raw::parse(text, origin)?;
+        let mut file = raw::parse(text, origin).map_err(|e| e.locate(text, &[]))?;
         raw::apply_env(&mut file, env)?;
-        validate::validate(file, origin, base_dir, env)
+        let from_env = raw::env_keys(env);
+        validate::validate(file, origin, base_dir, env).map_err(|e| e.locate(text, &from_env))
     }
 
     /// The effective configuration as TOML, secrets redacted: what `config check` prints.
@@ -929,6 +1042,43 @@ mod tests {
 
     fn no_env(_: &str) -> Option<String> {
         None
+    }
+
+    /// A bad value a variable gave is not placed at the file's line for
+    /// the key it overrides.
+    #[test]
+    fn a_bad_value_from_a_variable_is_not_placed_in_the_file() {
+        let env = |name: &str| (name == "HOOKINBOX_LOG_LEVEL").then(|| "loud".to_owned());
+        let err = Config::from_toml("[log]\nlevel = \"info\"\n", "f.toml", None, &env)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("f.toml: log.level: \"loud\""), "{err}");
+        let err = Config::from_toml("[log]\nlevel = \"loud\"\n", "f.toml", None, &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("f.toml:2:9: log.level: \"loud\""), "{err}");
+    }
+
+    /// Regression: a user outside the hookinbox group cannot open the
+    /// packaged config (`/etc/hookinbox` is 0750), and `exists()` read that
+    /// as "not installed": the embedded default was used in silence. Tests
+    /// run as root, which no permission stops, so the error is injected.
+    #[test]
+    fn a_packaged_config_that_cannot_be_opened_is_an_error_not_the_default() {
+        use std::io::{Error, ErrorKind};
+        let path = Path::new(PACKAGED_CONFIG);
+        assert!(packaged_is_there(path, Ok(())).unwrap());
+        assert!(!packaged_is_there(path, Err(Error::from(ErrorKind::NotFound))).unwrap());
+        let denied = packaged_is_there(path, Err(Error::from(ErrorKind::PermissionDenied)))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            denied,
+            "/etc/hookinbox/hookinbox.toml: cannot read the packaged config: permission denied; \
+             use sudo or join the hookinbox group (or pass --config)"
+        );
+        let other = packaged_is_there(path, Err(Error::from(ErrorKind::NotADirectory)));
+        assert!(other.is_err());
     }
 
     #[test]
@@ -1036,7 +1186,9 @@ mod tests {
         ] {
             let err = load(rest).unwrap_err().to_string();
             assert!(
-                err.starts_with(&format!("f.toml: {key}: ")) && err.contains(words),
+                err.starts_with("f.toml:")
+                    && err.contains(&format!(": {key} (source \"s\"): "))
+                    && err.contains(words),
                 "{rest}: {err}"
             );
         }
@@ -1193,7 +1345,9 @@ mod tests {
         ] {
             let err = load(rest).unwrap_err().to_string();
             assert!(
-                err.starts_with(&format!("f.toml: {key}: ")) && err.contains(words),
+                err.starts_with("f.toml:")
+                    && err.contains(&format!(": {key} (source \"s\"): "))
+                    && err.contains(words),
                 "{rest}: {err}"
             );
         }
@@ -1227,7 +1381,10 @@ mod tests {
         let err = Config::from_toml(text, "f.toml", None, &no_env)
             .unwrap_err()
             .to_string();
-        assert!(err.starts_with("f.toml: source[0].tolerance: "), "{err}");
+        assert!(
+            err.starts_with("f.toml:5:13: source[0].tolerance (source \"s\"): "),
+            "{err}"
+        );
 
         let text = "[[source]]\nname = \"s\"\nkind = \"paypal\"\nsecret = \"x\"\n";
         let err = Config::from_toml(text, "f.toml", None, &no_env)
@@ -1277,7 +1434,7 @@ mod tests {
                 "[[source]]\nname = \"a\"\nkind = \"github\"\nsecret = \"x\"\n\n\
                  [[source]]\nname = \"b\"\nkind = \"paypal\"\n"
             ),
-            "f.toml:8:8: source[1].kind: unknown variant `paypal`, expected one of \
+            "f.toml:8:8: source[1].kind (source \"b\"): unknown variant `paypal`, expected one of \
              `stripe`, `github`, `shopify`, `slack`, `standard`, `standard-webhooks`, \
              `standardwebhooks`, `svix`, `paddle`, `linear`, `twilio`, `gitlab`, `twitch`, `zoom`, `facebook`, `instagram`, `meta`, `whatsapp`, `hmac`"
         );
@@ -1289,7 +1446,7 @@ mod tests {
         // In a list, toml's position is the list's; the path names the item.
         assert_eq!(
             error("[[source]]\nname = \"s\"\nretry_statuses = [429, true]\n"),
-            "f.toml:3:18: source[0].retry_statuses[1]: expected a status code like 429 or a class like \"5xx\""
+            "f.toml:3:18: source[0].retry_statuses[1] (source \"s\"): expected a status code like 429 or a class like \"5xx\""
         );
         assert_eq!(
             error("[server\nlisten = 1\n"),
@@ -1438,12 +1595,12 @@ mod tests {
         };
         let err = error(meta, &env);
         assert!(
-            err.contains("source[0].verify_token: is required for kind = \"meta\""),
+            err.contains("source[0].verify_token (source \"wa\"): is required for kind = \"meta\""),
             "{err}"
         );
         let err = error(&format!("{meta}verify_token_env = \"EMPTY\"\n"), &env);
         assert!(
-            err.contains("source[0].verify_token_env: is empty"),
+            err.contains("source[0].verify_token_env (source \"wa\"): is empty"),
             "{err}"
         );
         let err = error(
@@ -1473,7 +1630,9 @@ mod tests {
             &env,
         );
         assert!(
-            err.contains("source[0].verify_token: applies only to kind = \"meta\", not github"),
+            err.starts_with(
+                "f.toml:5:16: source[0].verify_token (source \"gh\"): applies only to kind = \"meta\", not github"
+            ),
             "{err}"
         );
     }

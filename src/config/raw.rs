@@ -391,6 +391,7 @@ pub fn parse(text: &str, origin: &str) -> Result<RawConfig, ConfigError> {
         origin: origin.to_owned(),
         position: error.span().map(|span| Position::of(text, span.start)),
         key,
+        source_name: None,
         message: error.message().trim_end().replace('\n', "; "),
     };
     let document = toml::de::Deserializer::parse(text).map_err(|e| located(e, String::new()))?;
@@ -399,6 +400,25 @@ pub fn parse(text: &str, origin: &str) -> Result<RawConfig, ConfigError> {
         let key = Some(e.path().to_string()).filter(|p| p != ".");
         located(e.into_inner(), key.unwrap_or_default())
     })
+}
+
+/// The variables [`apply_env`] reads and the key each overrides.
+const ENV_KEYS: [(&str, &str); 5] = [
+    ("HOOKINBOX_LISTEN", "server.listen"),
+    ("HOOKINBOX_ADMIN_LISTEN", "server.admin_listen"),
+    ("HOOKINBOX_DATA_DIR", "server.data_dir"),
+    ("HOOKINBOX_LOG_LEVEL", "log.level"),
+    ("HOOKINBOX_LOG_FORMAT", "log.format"),
+];
+
+/// The keys whose value comes from a variable set in `env`: an error about
+/// one of them is not about the file's line.
+pub fn env_keys(env: &dyn Fn(&str) -> Option<String>) -> Vec<&'static str> {
+    ENV_KEYS
+        .iter()
+        .filter(|(var, _)| env(var).is_some())
+        .map(|(_, key)| *key)
+        .collect()
 }
 
 /// Applies the `HOOKINBOX_*` variables, each of which overrides one
@@ -410,6 +430,7 @@ pub fn apply_env(
     let err = |name: &str, message: String| ConfigError {
         origin: "environment".into(),
         position: None,
+        source_name: None,
         key: name.into(),
         message,
     };

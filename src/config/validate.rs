@@ -81,6 +81,7 @@ impl<'a> Ctx<'a> {
         ConfigError {
             origin: self.origin.to_owned(),
             position: None,
+            source_name: None,
             key: key.into(),
             message: message.into(),
         }

@@ -233,3 +233,43 @@ async fn without_the_journal_text_lines_have_no_priority_prefix() {
         .unwrap();
     assert!(start.contains(" INFO "), "{start}");
 }
+
+/// Regression: why the service died at start (a config error, a port in
+/// use) was printed without a priority, so `journalctl -p warning` did not
+/// show it. Under the journal it is filed at err (`<3>`); elsewhere the
+/// line is plain.
+#[test]
+fn under_journald_a_fatal_error_at_start_is_filed_at_err() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port_in_use = format!(
+        "{}[[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n",
+        server_section(dir.path()),
+    )
+    .replacen(
+        "listen = \"127.0.0.1:0\"",
+        &format!("listen = \"{}\"", taken.local_addr().unwrap()),
+        1,
+    );
+    for (config, words) in [
+        ("[server]\nlisten = \"nope\"\n".to_owned(), "server.listen"),
+        (port_in_use, "cannot listen on"),
+    ] {
+        for journal in [true, false] {
+            let server = Journaled::start(dir.path(), &config, journal);
+            let out = server.child.wait_with_output().unwrap();
+            assert!(!out.status.success());
+            let log = std::fs::read_to_string(&server.log).unwrap();
+            let line = log
+                .lines()
+                .find(|l| l.contains(words))
+                .unwrap_or_else(|| panic!("no {words:?} in:\n{log}"));
+            let want = if journal {
+                "<3>hookinbox: "
+            } else {
+                "hookinbox: "
+            };
+            assert!(line.starts_with(want), "want {want:?}: {line}");
+        }
+    }
+}

@@ -13,6 +13,7 @@ mod destination;
 mod drills;
 mod fanout;
 mod filters;
+mod first_use;
 mod hostile;
 mod ingest;
 mod jetstream;
