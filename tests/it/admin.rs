@@ -127,9 +127,10 @@ async fn every_endpoint_but_health_needs_the_token() {
     let out = crate::support::python("validate_openapi.py", doc.json.to_string().as_bytes());
     assert!(
         out.status.success(),
-        "{}{} (python3 -m pip install -r tests/py/requirements.txt)",
+        "{}{} ({})",
         String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&out.stderr),
+        crate::support::PYTHON_SETUP
     );
     server.stop().await;
 }
