@@ -20,7 +20,8 @@ chmod 0755 "$stage"
 install -D -s -m 0755 "$target_dir/release/hookinbox" "$stage/usr/bin/hookinbox"
 install -D -m 0644 packaging/hookinbox.service "$stage/lib/systemd/system/hookinbox.service"
 install -D -m 0640 packaging/hookinbox.toml "$stage/etc/hookinbox/hookinbox.toml"
-# Reference, not a conffile: every upgrade refreshes it.
+# Reference, a conffile as every file in /etc (Debian policy 10.7.2): each
+# upgrade refreshes it unless the admin edited it (then dpkg asks).
 install -D -m 0644 packaging/hookinbox.example.toml "$stage/etc/hookinbox/hookinbox.example.toml"
 install -d -m 0750 "$stage/etc/hookinbox/secrets"
 # Completions and man pages, generated from the command definitions.
@@ -40,9 +41,12 @@ if [ "$changelog_version" != "$version" ]; then
     echo "packaging/changelog's newest entry is ${changelog_version:-missing}; Cargo.toml says $version" >&2
     exit 1
 fi
-gzip -9nc packaging/changelog > "$stage/usr/share/doc/hookinbox/changelog.Debian.gz"
-chmod 0644 "$stage/usr/share/doc/hookinbox/changelog.Debian.gz"
+# A native package (no Debian revision in the version): changelog.gz.
+gzip -9nc packaging/changelog > "$stage/usr/share/doc/hookinbox/changelog.gz"
+chmod 0644 "$stage/usr/share/doc/hookinbox/changelog.gz"
 install -D -m 0644 packaging/README.md "$stage/usr/share/doc/hookinbox/PACKAGING.md"
+# lintian's overrides, each with its reason (check-deb.sh runs lintian).
+install -D -m 0644 packaging/lintian-overrides "$stage/usr/share/lintian/overrides/hookinbox"
 # The Grafana dashboard, Prometheus rules and scrape example, as documented.
 install -d "$stage/usr/share/doc/hookinbox/monitoring"
 install -m 0644 packaging/monitoring/README.md packaging/monitoring/hookinbox.dashboard.json \
@@ -74,6 +78,12 @@ if [ -z "$glibc" ]; then
     exit 1
 fi
 depends="libc6 (>= $glibc), adduser"
+# The maintainer is the one the changelog's newest entry names: one place.
+maintainer=$(sed -n 's/^ -- \(.*>\)  .*/\1/p' packaging/changelog | head -1)
+if [ -z "$maintainer" ]; then
+    echo "packaging/changelog's newest entry has no trailer ( -- Name <address>  date)" >&2
+    exit 1
+fi
 # Rust binaries unwind through libgcc_s when it is linked.
 if objdump -p "$bin" | grep -q 'NEEDED *libgcc_s'; then
     depends="$depends, libgcc-s1 (>= 3.0)"
@@ -85,7 +95,7 @@ cat > "$stage/DEBIAN/control" <<CONTROL
 Package: hookinbox
 Version: $version
 Architecture: $arch
-Maintainer: hookinbox maintainers <hookinbox@localhost>
+Maintainer: $maintainer
 Installed-Size: $installed_kb
 Depends: $depends
 Section: net
@@ -98,7 +108,7 @@ Description: single-binary webhook inbox
  them durably in one local redb file before answering, then delivers them to
  your app with retries, a circuit breaker and a dead-letter queue.
 CONTROL
-echo /etc/hookinbox/hookinbox.toml > "$stage/DEBIAN/conffiles"
+printf '%s\n' /etc/hookinbox/hookinbox.toml /etc/hookinbox/hookinbox.example.toml > "$stage/DEBIAN/conffiles"
 
 cat > "$stage/DEBIAN/postinst" <<'POSTINST'
 #!/bin/sh
@@ -119,9 +129,11 @@ if [ "$1" = configure ]; then
     if [ -d /run/systemd/system ]; then
         systemctl daemon-reload || true
         # An upgrade ($2: the version replaced): a running service restarts
-        # on the new binary; a stopped one stays stopped.
+        # on the new binary; a stopped one stays stopped. deb-systemd-invoke
+        # (init-system-helpers, essential) is systemctl that respects
+        # policy-rc.d, as debhelper's scripts call it.
         if [ -n "$2" ]; then
-            systemctl try-restart hookinbox.service || true
+            deb-systemd-invoke try-restart hookinbox.service || true
         fi
     fi
     if [ -z "$2" ]; then
@@ -138,8 +150,8 @@ cat > "$stage/DEBIAN/prerm" <<'PRERM'
 set -e
 # A clean stop lets in-flight requests get their durable answer.
 if [ -d /run/systemd/system ] && [ "$1" = remove ]; then
-    systemctl stop hookinbox.service || true
-    systemctl disable hookinbox.service || true
+    deb-systemd-invoke stop hookinbox.service || true
+    deb-systemd-helper disable hookinbox.service || true
 fi
 exit 0
 PRERM

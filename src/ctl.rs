@@ -986,6 +986,16 @@ fn event_detail(e: &api::EventDetail) -> String {
         ],
         rows,
     ));
+    // The headers stored with it, as deliveries forward them (credentials
+    // and hop-by-hop headers are never stored); none once erased.
+    if e.headers.is_empty() {
+        out.push_str("\nheaders: none\n");
+    } else {
+        out.push_str("\nheaders:\n");
+        for (name, value) in &e.headers {
+            out.push_str(&format!("{name}: {value}\n"));
+        }
+    }
     let encoding = match e.payload.encoding {
         api::PayloadEncoding::Text => "text",
         api::PayloadEncoding::Base64 => "base64",

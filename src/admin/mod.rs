@@ -782,12 +782,48 @@ async fn erase_event(
     .await
 }
 
+/// The keys of a bulk filter, which the first bulk body (before 0.1.0's
+/// typed contract) took at its top level.
+const FILTER_KEYS: [&str; 7] = [
+    "source",
+    "destination",
+    "status",
+    "type",
+    "event_id",
+    "from",
+    "to",
+];
+
+/// The bulk request of a JSON body, or a 400 that says what is expected:
+/// a script written against the first, flat body learns where its keys go.
+fn bulk_request(body: serde_json::Value) -> Result<api::BulkRequest, AdminError> {
+    let flat: Vec<&str> = FILTER_KEYS
+        .into_iter()
+        .filter(|key| body.get(key).is_some())
+        .collect();
+    if !flat.is_empty() {
+        return Err(AdminError::BadRequest(format!(
+            "the filter goes under \"filter\": {{\"filter\": {{\"source\": …, \"status\": …}}, \"dry_run\": …, \"note\": …}}, \
+             not at the top ({}); see /api/openapi.json",
+            flat.join(", ")
+        )));
+    }
+    // With the path of what is wrong (`filter.status: unknown variant`), as
+    // axum's own JSON errors say it.
+    serde_path_to_error::deserialize(body).map_err(|e| {
+        AdminError::BadRequest(format!(
+            "{e} (a bulk body is {{\"filter\": {{…}}, \"dry_run\": …, \"note\": …}}; see /api/openapi.json)"
+        ))
+    })
+}
+
 async fn bulk(
     state: &AdminState,
-    body: Result<Json<api::BulkRequest>, axum::extract::rejection::JsonRejection>,
+    body: Result<Json<serde_json::Value>, axum::extract::rejection::JsonRejection>,
     replay: bool,
 ) -> Result<api::BulkResult, AdminError> {
     let Json(body) = body.map_err(|e| AdminError::BadRequest(e.body_text()))?;
+    let body = bulk_request(body)?;
     if body.filter.cursor.is_some() || body.filter.limit.is_some() || body.filter.is_search() {
         return Err(AdminError::BadRequest(
             "a bulk filter takes source, status, type, event_id, from and to (no cursor, limit, q or match)".into(),
@@ -902,7 +938,7 @@ async fn bulk(
               (status = 400, description = "A bad or empty filter, a note, or more than 100,000 matches", body = api::ApiError), (status = 401, description = "No or a wrong bearer token", body = api::ApiError), (status = 503, description = "The store cannot answer now (a full disk, a reopen): retry", body = api::ApiError)))]
 async fn bulk_replay(
     State(state): State<AdminState>,
-    body: Result<Json<api::BulkRequest>, axum::extract::rejection::JsonRejection>,
+    body: Result<Json<serde_json::Value>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     match bulk(&state, body, true).await {
         Ok(v) => Json(v).into_response(),
@@ -915,7 +951,7 @@ async fn bulk_replay(
               (status = 400, description = "A bad or empty filter, no note, or more than 100,000 matches", body = api::ApiError), (status = 401, description = "No or a wrong bearer token", body = api::ApiError), (status = 503, description = "The store cannot answer now (a full disk, a reopen): retry", body = api::ApiError)))]
 async fn bulk_ignore(
     State(state): State<AdminState>,
-    body: Result<Json<api::BulkRequest>, axum::extract::rejection::JsonRejection>,
+    body: Result<Json<serde_json::Value>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     match bulk(&state, body, false).await {
         Ok(v) => Json(v).into_response(),

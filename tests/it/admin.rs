@@ -127,9 +127,10 @@ async fn every_endpoint_but_health_needs_the_token() {
     let out = crate::support::python("validate_openapi.py", doc.json.to_string().as_bytes());
     assert!(
         out.status.success(),
-        "{}{} (python3 -m pip install -r tests/py/requirements.txt)",
+        "{}{} ({})",
         String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&out.stderr),
+        crate::support::PYTHON_SETUP
     );
     server.stop().await;
 }
@@ -584,6 +585,21 @@ async fn bulk_replay_and_ignore_touch_exactly_the_matching_events() {
             r.json
         );
     }
+    // Regression: a script written against the first bulk body (the
+    // filter's keys at the top) got "unknown field `source`"; the answer
+    // says where the filter goes now and where the contract is.
+    let flat = json!({"source": "shop", "status": "dead", "dry_run": true});
+    let r = server
+        .admin("POST", "/api/replay", Some(TOKEN), Some(flat))
+        .await;
+    assert_eq!(r.status, 400, "{:?}", r.json);
+    let reason = r.json["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(r#"the filter goes under "filter""#)
+            && reason.contains("source, status")
+            && reason.contains("/api/openapi.json"),
+        "{reason}"
+    );
 
     // Ignore two of them by event id, then replay the remaining dead ones.
     for id in ["b_0", "b_1"] {

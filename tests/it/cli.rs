@@ -786,6 +786,10 @@ async fn operator_commands_drive_a_running_server() {
         out.contains("order.paid") && out.contains("delivered"),
         "{out}"
     );
+    // Regression: `events show --help` promised headers that only `--json`
+    // showed; the table shows the stored headers too.
+    assert!(out.contains("\nheaders:\n"), "{out}");
+    assert!(out.contains("\nwebhook-id: cli_0\n"), "{out}");
 
     let (code, out, _) = run(&["dlq", "replay", "--source", "shop", "--dry-run"]).await;
     assert_eq!((code, out.as_str()), (0, "dry run: 2 events match\n"));

@@ -80,7 +80,8 @@ fn official_verify(r: &crate::destination::Received, body: &[u8]) -> Result<(), 
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !stderr.contains("ModuleNotFoundError"),
-        "the official library is missing: python3 -m pip install -r tests/py/requirements.txt\n{stderr}"
+        "the official library is missing: {}\n{stderr}",
+        crate::support::PYTHON_SETUP
     );
     if out.status.success() {
         Ok(())
@@ -737,18 +738,18 @@ async fn the_verification_examples_take_real_deliveries_and_refuse_forged_ones()
     use std::process::{Command, Stdio};
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     for (program, script) in [
-        ("node", "docs/verify/node/app.js"),
-        ("python3", "docs/verify/python/app.py"),
+        ("node".into(), "docs/verify/node/app.js"),
+        (crate::support::python3(), "docs/verify/python/app.py"),
     ] {
         let port = crate::support::free_port();
-        let mut app = Command::new(program)
+        let mut app = Command::new(&program)
             .arg(root.join(script))
             .env("HOOKINBOX_DESTINATION_SECRET", DEST_SECRET)
             .env("PORT", port.to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap_or_else(|e| panic!("{program} runs: {e}"));
+            .unwrap_or_else(|e| panic!("{} runs: {e}", program.display()));
         let deadline = Instant::now() + Duration::from_secs(15);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             if let Some(status) = app.try_wait().unwrap() {
@@ -756,7 +757,8 @@ async fn the_verification_examples_take_real_deliveries_and_refuse_forged_ones()
                 app.stderr.take().unwrap().read_to_string(&mut err).unwrap();
                 panic!(
                     "{script} exited ({status}); its library is installed by the README's test command \
-                     (npm ci --prefix docs/verify/node; pip install -r tests/py/requirements.txt):\n{err}"
+                     (npm ci --prefix docs/verify/node; {}):\n{err}",
+                    crate::support::PYTHON_SETUP
                 );
             }
             assert!(Instant::now() < deadline, "{script} did not listen");

@@ -138,3 +138,85 @@ async fn only_what_the_filter_takes_is_delivered_and_the_rest_is_kept_as_filtere
     assert_eq!(dest.count(), 3);
     server.stop().await;
 }
+
+async fn send_raw(server: &TestServer, id: &str, body: &str) -> String {
+    let body = body.as_bytes().to_vec();
+    let a = server
+        .post("/in/shop", &standard_headers(id, &body), body)
+        .await;
+    assert_eq!(a.status, 200, "{:?}", a.json);
+    a.id().to_owned()
+}
+
+/// Regression: `filter_match = "/data/tier=café"` filtered an event whose
+/// body wrote `"caf\u00e9"` (Python's `json.dumps` default), and
+/// `?match=` missed it the same way: the fast path looked for the raw
+/// bytes and gave up before reading the value. Escaped and raw forms of
+/// the same value, with `\/` and a surrogate pair, are one value to both.
+#[tokio::test]
+async fn a_value_written_with_json_escapes_is_routed_and_found_as_its_raw_form_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Ok).await;
+    let text = format!(
+        "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
+         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
+         destination = \"{}\"\nfilter_match = \"/data/tier=café/😀\"\n",
+        server_section(dir.path()),
+        dest.url()
+    );
+    let server = TestServer::start(&text, Clock::system()).await;
+    let raw = send_raw(&server, "e1", r#"{"data":{"tier":"café/😀"}}"#).await;
+    let escaped = send_raw(
+        &server,
+        "e2",
+        r#"{"data":{"tier":"caf\u00e9\/\ud83d\ude00"}}"#,
+    )
+    .await;
+    let other = send_raw(
+        &server,
+        "e3",
+        r#"{"data":{"tier":"caf\u00e8\/\ud83d\ude00"}}"#,
+    )
+    .await;
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while status(&server, &raw).await != "delivered"
+        || status(&server, &escaped).await != "delivered"
+    {
+        assert!(
+            Instant::now() < deadline,
+            "not delivered: {} {}",
+            status(&server, &raw).await,
+            status(&server, &escaped).await
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(status(&server, &other).await, "filtered");
+
+    for (pointer_match, want) in [
+        ("/data/tier=café/😀", vec![&raw, &escaped]),
+        ("/data/tier=cafè/😀", vec![&other]),
+    ] {
+        let res = server
+            .client
+            .get(server.admin_url("/api/events"))
+            .query(&[("match", pointer_match)])
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        let listed: serde_json::Value = res.json().await.unwrap();
+        let mut ids: Vec<&str> = listed["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["id"].as_str().unwrap())
+            .collect();
+        ids.sort_unstable();
+        let mut want: Vec<&str> = want.iter().map(|s| s.as_str()).collect();
+        want.sort_unstable();
+        assert_eq!(ids, want, "{pointer_match}");
+    }
+    server.stop().await;
+}

@@ -86,9 +86,10 @@ fn python_families(format: &str, text: &str) -> BTreeMap<String, String> {
     let out = crate::support::python_with("check_metrics.py", &[format], text.as_bytes());
     assert!(
         out.status.success(),
-        "{format}: {}{} (python3 -m pip install -r tests/py/requirements.txt)",
+        "{format}: {}{} ({})",
         String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&out.stderr),
+        crate::support::PYTHON_SETUP
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }

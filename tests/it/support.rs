@@ -422,8 +422,29 @@ pub fn certificate() -> TestCertificate {
     }
 }
 
-/// Runs `tests/py/<script>` with `input` on stdin (the Python packages come
-/// from `tests/py/requirements.txt`); returns its exit status and output.
+/// How the README's test command installs the Python packages the tests
+/// use, for the messages of tests that need them.
+pub const PYTHON_SETUP: &str =
+    "python3 -m venv target/py && target/py/bin/pip install -r tests/py/requirements.txt";
+
+/// The Python that has `tests/py/requirements.txt` installed:
+/// `HOOKINBOX_TEST_PYTHON`, else the venv the README's test command makes
+/// (`target/py`: Debian 12's own Python refuses `pip install`, PEP 668),
+/// else `python3` on the PATH.
+pub fn python3() -> PathBuf {
+    if let Some(python) = std::env::var_os("HOOKINBOX_TEST_PYTHON") {
+        return python.into();
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/py/bin/python");
+    if venv.exists() {
+        venv
+    } else {
+        "python3".into()
+    }
+}
+
+/// Runs `tests/py/<script>` with `input` on stdin under [`python3`];
+/// returns its exit status and output.
 pub fn python(script: &str, input: &[u8]) -> std::process::Output {
     python_with(script, &[], input)
 }
@@ -432,14 +453,15 @@ pub fn python(script: &str, input: &[u8]) -> std::process::Output {
 pub fn python_with(script: &str, args: &[&str], input: &[u8]) -> std::process::Output {
     use std::io::Write;
     let path = format!("{}/tests/py/{script}", env!("CARGO_MANIFEST_DIR"));
-    let mut child = Command::new("python3")
+    let python = python3();
+    let mut child = Command::new(&python)
         .arg(path)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("python3 runs (see tests/py/requirements.txt)");
+        .unwrap_or_else(|e| panic!("{} runs ({PYTHON_SETUP}): {e}", python.display()));
     child.stdin.take().unwrap().write_all(input).unwrap();
     child.wait_with_output().unwrap()
 }
