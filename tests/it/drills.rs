@@ -583,6 +583,7 @@ const SOAK_RSS_SLACK: u64 = 16 << 20;
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn soak_with_ten_percent_duplicates_keeps_memory_and_descriptors_flat() {
     use std::sync::atomic::{AtomicUsize, Ordering};
+    let _alone = crate::support::machine_to_myself().await;
 
     let started = Instant::now();
     let dir = tempfile::tempdir().unwrap();

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::{
-    BinaryServer, TestServer, client, post, rss_bytes, server_section, standard_headers,
-    standard_source, write_config,
+    BinaryServer, TestServer, client, machine_to_myself, post, rss_bytes, server_section,
+    standard_headers, standard_source, write_config,
 };
 
 /// Budget and connection cap of the memory test, small so the bound is tight.
@@ -27,6 +27,7 @@ const SLACK: u64 = 16 << 20;
 /// stored during the attack (the reserve), and after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn stalled_uploads_hold_at_most_the_body_budget_in_memory() {
+    let _alone = machine_to_myself().await;
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(
         dir.path(),
@@ -220,19 +221,28 @@ async fn provider_at_20_per_second(server: &BinaryServer, seconds: u64, during: 
     );
 }
 
-/// The `[server]` section with the default header timeout (10 s) and cap
-/// (1024): the attacks below are measured against what ships.
-fn shipped_limits(dir: &std::path::Path) -> String {
-    format!(
-        "{}max_connections = 1024\n\n{}",
-        server_section(&dir.join("data"))
-            .replace(
-                "header_read_timeout = \"1s\"",
-                "header_read_timeout = \"10s\""
-            )
-            .replace("body_read_timeout = \"1s\"", "body_read_timeout = \"30s\""),
-        standard_source("demo")
-    )
+/// The real binary with the default header timeout (10 s) and cap (1024):
+/// the attacks below are measured against what ships. Its data dir, the
+/// server, and the address to attack.
+fn start_at_shipped_limits() -> (tempfile::TempDir, BinaryServer, String) {
+    raise_open_files_limit();
+    let dir = tempfile::tempdir().unwrap();
+    let section = server_section(&dir.path().join("data"))
+        .replace(
+            "header_read_timeout = \"1s\"",
+            "header_read_timeout = \"10s\"",
+        )
+        .replace("body_read_timeout = \"1s\"", "body_read_timeout = \"30s\"");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "{section}max_connections = 1024\n\n{}",
+            standard_source("demo")
+        ),
+    );
+    let server = BinaryServer::start(&config, &[], None);
+    let addr = server.base.trim_start_matches("http://").to_owned();
+    (dir, server, addr)
 }
 
 /// Room for thousands of sockets in this process and the server it starts.
@@ -265,11 +275,8 @@ const LOCKED_OUT: Duration = Duration::from_secs(5);
 /// answered at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn slow_request_heads_past_the_cap_do_not_lock_a_provider_out() {
-    raise_open_files_limit();
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(dir.path(), &shipped_limits(dir.path()));
-    let server = BinaryServer::start(&config, &[], None);
-    let addr = server.base.trim_start_matches("http://").to_owned();
+    let _alone = machine_to_myself().await;
+    let (_dir, server, addr) = start_at_shipped_limits();
     let stop = tokio_util::sync::CancellationToken::new();
     let mut attackers = tokio::task::JoinSet::new();
     for _ in 0..1_500 {
@@ -305,11 +312,8 @@ async fn slow_request_heads_past_the_cap_do_not_lock_a_provider_out() {
 /// connections past the cap are closed, oldest first, for new ones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn idle_connections_past_the_cap_do_not_lock_a_provider_out() {
-    raise_open_files_limit();
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(dir.path(), &shipped_limits(dir.path()));
-    let server = BinaryServer::start(&config, &[], None);
-    let addr = server.base.trim_start_matches("http://").to_owned();
+    let _alone = machine_to_myself().await;
+    let (_dir, server, addr) = start_at_shipped_limits();
     let mut connecting = tokio::task::JoinSet::new();
     for _ in 0..5_000 {
         let addr = addr.clone();
@@ -351,11 +355,8 @@ async fn idle_connections_past_the_cap_do_not_lock_a_provider_out() {
 /// stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn stalled_large_uploads_leave_room_for_ordinary_webhooks() {
-    raise_open_files_limit();
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(dir.path(), &shipped_limits(dir.path()));
-    let server = BinaryServer::start(&config, &[], None);
-    let addr = server.base.trim_start_matches("http://").to_owned();
+    let _alone = machine_to_myself().await;
+    let (_dir, server, addr) = start_at_shipped_limits();
     let mut attackers = tokio::task::JoinSet::new();
     for _ in 0..300 {
         let addr = addr.clone();

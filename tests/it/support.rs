@@ -384,6 +384,17 @@ pub fn incompressible_body(size: usize, n: u64) -> Vec<u8> {
     format!("{{\"type\":\"big\",\"n\":{n},\"pad\":\"{pad}\"}}").into_bytes()
 }
 
+/// Held by the tests that load the whole machine (thousands of
+/// connections, hundreds of MiB of uploads) or measure it (memory and
+/// descriptors under a soak), so that none of them runs beside another:
+/// each measures what it does, not its neighbour, and a load does not
+/// starve a measurement into a false failure. Other tests still run beside
+/// them.
+pub async fn machine_to_myself() -> tokio::sync::MutexGuard<'static, ()> {
+    static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    HEAVY.lock().await
+}
+
 /// The child's resident memory, in bytes (from /proc).
 pub fn rss_bytes(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
