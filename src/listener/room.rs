@@ -5,8 +5,10 @@
 //! answer) until hyper hands it a request, and *busy* from then until that
 //! answer's body is dropped. Only a waiting connection is ever closed, and
 //! the one that has waited longest goes first: a request head that trickles
-//! in, a client that never sends one, or an idle keep-alive connection. A
-//! request in progress is never cut. Owns no socket: the connection's task
+//! in or a client that never sends one, and only when there is none of
+//! those, an idle keep-alive connection (a client that has been answered
+//! before, likely a provider's pool: closing it makes its next request race
+//! the close). A request in progress is never cut. Owns no socket: the connection's task
 //! drops its connection when told it was [`Conn::evicted`].
 
 use std::collections::VecDeque;
@@ -33,7 +35,15 @@ const MIN_COMPACT: usize = 1024;
 /// The open connections of one listener, oldest waiting first.
 #[derive(Default)]
 pub struct Room {
-    queue: Mutex<Queue>,
+    queues: Mutex<Queues>,
+}
+
+/// Waits for a first request head, and waits between requests: the
+/// first are closed before any of the second.
+#[derive(Default)]
+struct Queues {
+    first: Queue,
+    again: Queue,
 }
 
 #[derive(Default)]
@@ -81,11 +91,36 @@ impl Room {
 
     /// Closes the connection that has waited longest, if any is waiting.
     pub fn evict_oldest(&self) -> bool {
-        let mut queue = self
-            .queue
+        let mut queues = self
+            .queues
             .lock()
             .expect("the room's lock is never poisoned");
-        while let Some((conn, round)) = queue.waits.pop_front() {
+        queues.first.evict_oldest() || queues.again.evict_oldest()
+    }
+
+    fn push(&self, conn: Arc<Conn>, round: u64) {
+        let mut queues = self
+            .queues
+            .lock()
+            .expect("the room's lock is never poisoned");
+        let queue = if round == 0 {
+            &mut queues.first
+        } else {
+            &mut queues.again
+        };
+        queue.push(conn, round);
+    }
+
+    #[cfg(test)]
+    fn queued(&self) -> usize {
+        let queues = self.queues.lock().unwrap();
+        queues.first.waits.len() + queues.again.waits.len()
+    }
+}
+
+impl Queue {
+    fn evict_oldest(&mut self) -> bool {
+        while let Some((conn, round)) = self.waits.pop_front() {
             // Only a connection still in this very wait, with no request in
             // progress, matches: a later wait has a larger round.
             let waiting = round * ROUND;
@@ -101,23 +136,13 @@ impl Room {
         false
     }
 
-    fn push(&self, conn: Arc<Conn>, round: u64) {
-        let mut queue = self
-            .queue
-            .lock()
-            .expect("the room's lock is never poisoned");
-        queue.waits.push_back((conn, round));
-        if queue.waits.len() >= queue.compact_at.max(MIN_COMPACT) {
-            queue
-                .waits
+    fn push(&mut self, conn: Arc<Conn>, round: u64) {
+        self.waits.push_back((conn, round));
+        if self.waits.len() >= self.compact_at.max(MIN_COMPACT) {
+            self.waits
                 .retain(|(conn, round)| conn.state.load(Ordering::Acquire) == round * ROUND);
-            queue.compact_at = 2 * queue.waits.len();
+            self.compact_at = 2 * self.waits.len();
         }
-    }
-
-    #[cfg(test)]
-    fn queued(&self) -> usize {
-        self.queue.lock().unwrap().waits.len()
     }
 }
 
@@ -177,6 +202,19 @@ mod tests {
         assert!(room.evict_oldest());
         assert!(is_evicted(&a));
         assert!(!room.evict_oldest());
+    }
+
+    #[test]
+    fn a_connection_answered_before_goes_after_every_one_waiting_for_its_first_head() {
+        let room = Arc::new(Room::default());
+        let served = room.admit();
+        drop(room.begin(&served).unwrap());
+        // Opened after `served` was answered, yet closed first.
+        let fresh = room.admit();
+        assert!(room.evict_oldest());
+        assert!(is_evicted(&fresh) && !is_evicted(&served));
+        assert!(room.evict_oldest());
+        assert!(is_evicted(&served));
     }
 
     #[test]
