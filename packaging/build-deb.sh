@@ -2,8 +2,8 @@
 # Builds target/debian/hookinbox_<version>_<arch>.deb with dpkg-deb: the
 # release binary, the hardened systemd unit, a minimal config that serves as
 # installed (a conffile) with the full example beside it, shell completions
-# and man pages, and maintainer scripts that create the `hookinbox` system
-# user and its data dir.
+# and man pages, the README and docs/, and maintainer scripts that create
+# the `hookinbox` system user and its data dir.
 # The service is installed but not started: add your sources first, then
 # `systemctl enable --now hookinbox` (see packaging/README.md).
 set -euo pipefail
@@ -34,7 +34,24 @@ install -d "$stage/usr/share/bash-completion/completions" "$stage/usr/share/zsh/
 "$bin" man --dir "$stage/usr/share/man/man1"
 gzip -9n "$stage"/usr/share/man/man1/*.1
 find "$stage/usr/share" -type f -exec chmod 0644 {} +
-install -D -m 0644 README.md "$stage/usr/share/doc/hookinbox/README.md"
+# The README and the pages of docs/ it links to (docs/production.md, the
+# reference, the runbook the alert rules link to), with the screenshots they
+# show. Debian policy 12.3: documentation over 4 KB is compressed with
+# gzip -9n (as dh_compress does; images stay as they are).
+doc_file() {
+    if [ "$(stat -c %s "$1")" -gt 4096 ]; then
+        gzip -9nc "$1" > "$2/$(basename "$1").gz"
+        chmod 0644 "$2/$(basename "$1").gz"
+    else
+        install -m 0644 "$1" "$2/"
+    fi
+}
+install -d "$stage/usr/share/doc/hookinbox/docs"
+doc_file README.md "$stage/usr/share/doc/hookinbox"
+for page in docs/*.md; do
+    doc_file "$page" "$stage/usr/share/doc/hookinbox/docs"
+done
+install -m 0644 docs/*.png "$stage/usr/share/doc/hookinbox/docs/"
 # The changelog's newest entry is this version, or the package says nothing true.
 changelog_version=$(sed -n '1s/^hookinbox (\([^)]*\)).*/\1/p' packaging/changelog)
 if [ "$changelog_version" != "$version" ]; then

@@ -13,7 +13,9 @@ for f in usr/share/bash-completion/completions/hookinbox usr/share/zsh/vendor-co
          usr/share/fish/vendor_completions.d/hookinbox.fish usr/share/man/man1/hookinbox.1.gz \
          usr/share/man/man1/hookinbox-dlq-replay.1.gz usr/share/doc/hookinbox/changelog.gz \
          usr/share/doc/hookinbox/monitoring/hookinbox.dashboard.json \
-         usr/share/doc/hookinbox/monitoring/hookinbox.rules.yml; do
+         usr/share/doc/hookinbox/monitoring/hookinbox.rules.yml \
+         usr/share/doc/hookinbox/README.md.gz usr/share/doc/hookinbox/docs/operating.md.gz \
+         usr/share/doc/hookinbox/docs/production.md.gz usr/share/doc/hookinbox/docs/dashboard-overview.png; do
     grep -q "\./$f\$" <<<"$contents" || { echo "check-deb: $f is not in the package" >&2; exit 1; }
 done
 # An upgrade restarts a running service on the new binary.

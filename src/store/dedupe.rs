@@ -98,7 +98,7 @@ type Shard = HashMap<Key, Seq, BuildHasherDefault<KeyHasher>>;
 /// Split in [`SHARDS`] tables by the fingerprint's top bits, hashed within
 /// one by its low bits. A hash table grows by moving every entry to a table
 /// twice the size, and the writer, who inserts, waits for it: one table of
-/// 7.3M keys took 1.38 s to double (the README's 60 s run), with every
+/// 7.3M keys took 1.38 s to double (the 60 s run in docs/benchmarks.md), with every
 /// ingest request queued behind it. A shard holds 1/1024 of the keys, so a
 /// growth moves ≈ 7k of them (≈ 1 ms at that size), and shards grow at
 /// different moments as their own counts cross the threshold.

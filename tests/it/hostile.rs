@@ -22,7 +22,7 @@ const SLACK: u64 = 16 << 20;
 /// Regression (issue 8, defect 4): 300 connections each declaring 1 MiB and
 /// sending 1,048,575 bytes, then stalling, grew RSS by ≈ 260 MB. Now what
 /// they can make hookinbox hold is `max_connections × per connection + 2 ×
-/// 1.25 × max_buffered_body` (the README's formula: the budget and the
+/// 1.25 × max_buffered_body` (docs/reliability.md's formula: the budget and the
 /// small bodies' reserve), measured here; a real provider's small event is
 /// stored during the attack (the reserve), and after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
