@@ -7,9 +7,13 @@
 //! up; a source label is a configured name, or [`UNKNOWN_SOURCE`]. Modules
 //! that have their own enum for the same thing map it here once (`From`
 //! beside their enum): this file imports nothing of the crate, so anything
-//! may import it.
+//! may import it. It also owns the per-minute [`Budget`] of loud log lines:
+//! a refusal or dead letter is counted and budgeted in one call, and the
+//! summary line reads what the budgets quieted from the same [`Tally`].
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
@@ -322,8 +326,8 @@ struct Inner {
     /// Sums over every source, for the log's periodic summary.
     totals: Totals,
     /// How many refusals and dead letters may be logged at warn this minute.
-    loud_rejections: crate::logs::Budget,
-    loud_dead_letters: crate::logs::Budget,
+    loud_rejections: Budget,
+    loud_dead_letters: Budget,
     /// Label pairs `rejected` has seen, so stats can list them.
     rejected_seen: Mutex<std::collections::BTreeSet<(String, RejectReason)>>,
     /// The last acks per source, for stats' p50/p99.
@@ -623,6 +627,51 @@ pub struct StoreDisk {
     pub wal_bytes: u64,
     pub filesystem_available_bytes: u64,
     pub filesystem_size_bytes: u64,
+}
+
+/// How many lines of one kind (a refusal, a dead letter) may be logged at
+/// warn or error per minute; past it they go to debug and the summary counts
+/// them. 20: enough to see the sources and reasons of a burst, and a flood of
+/// a million bad requests still writes 20 lines a minute.
+pub const LOUD_PER_MINUTE: u32 = 20;
+
+/// A budget of [`LOUD_PER_MINUTE`] lines per minute of one kind. Here, not
+/// in `logs`: [`Metrics`] holds one per kind and counts what it quieted in
+/// [`Tally::quieted`], and this module reaches nothing of the crate above it.
+#[derive(Debug, Default)]
+pub struct Budget {
+    /// The current minute's start and the lines it has used.
+    window: Mutex<Option<(Instant, u32)>>,
+    /// Lines sent to debug since the start.
+    quieted: AtomicU64,
+}
+
+impl Budget {
+    /// Whether one more line may be loud now; counts it either way.
+    pub fn take(&self) -> bool {
+        self.take_at(Instant::now())
+    }
+
+    fn take_at(&self, now: Instant) -> bool {
+        let mut window = self.window.lock().unwrap_or_else(|p| p.into_inner());
+        let (started, used) = match *window {
+            Some((started, used)) if now.duration_since(started) < Duration::from_secs(60) => {
+                (started, used)
+            }
+            _ => (now, 0),
+        };
+        let loud = used < LOUD_PER_MINUTE;
+        *window = Some((started, used.saturating_add(1)));
+        if !loud {
+            self.quieted.fetch_add(1, Ordering::Relaxed);
+        }
+        loud
+    }
+
+    /// Lines this budget sent to debug since the start.
+    pub fn quieted(&self) -> u64 {
+        self.quieted.load(Ordering::Relaxed)
+    }
 }
 
 /// Counts since the start over every source, for the log's summary line.
@@ -1048,7 +1097,7 @@ impl Metrics {
 
     /// `source` is the configured name, or [`UNKNOWN_SOURCE`]. Returns
     /// whether the refusal's log line may be loud (within this minute's
-    /// [`crate::logs::Budget`]).
+    /// [`Budget`]).
     #[must_use = "says at which level to log the refusal"]
     pub fn rejected(&self, source: &str, reason: RejectReason) -> bool {
         Totals::add(&self.inner.totals.rejected);
@@ -1280,7 +1329,7 @@ impl Metrics {
     }
 
     /// Returns whether the dead letter's log line may be loud (within this
-    /// minute's [`crate::logs::Budget`]).
+    /// minute's [`Budget`]).
     #[must_use = "says at which level to log the dead letter"]
     pub fn dead_lettered(&self, to: &DestinationLabel) -> bool {
         self.inner.dead_lettered.get_or_create(to).inc();
@@ -1434,6 +1483,17 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_budget_allows_its_lines_per_minute_then_quiets_until_the_next() {
+        let budget = Budget::default();
+        let start = Instant::now();
+        let loud = (0..50).filter(|_| budget.take_at(start)).count();
+        assert_eq!(loud, LOUD_PER_MINUTE as usize);
+        assert_eq!(budget.quieted(), 50 - u64::from(LOUD_PER_MINUTE));
+        assert!(!budget.take_at(start + Duration::from_secs(59)));
+        assert!(budget.take_at(start + Duration::from_secs(60)));
+    }
 
     /// The exposition lines that start with `series`, e.g. `hookinbox_swept_total{`,
     /// sorted: a family prints its series in hash order.
