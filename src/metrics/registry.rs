@@ -35,6 +35,28 @@ fn delivery_buckets() -> impl Iterator<Item = f64> {
     exponential_buckets(0.01, 4.0, 12)
 }
 
+/// A listener family with each listener's series already at 0, so both
+/// show before the first connection.
+fn per_listener<M: Default>() -> Family<ListenerLabel, M> {
+    let family = Family::default();
+    for &listener in Listener::ALL {
+        let _ = family.get_or_create(&ListenerLabel { listener });
+    }
+    family
+}
+
+/// `build_info`'s one series, at 1: the labels are the information.
+fn build_info() -> Family<BuildLabels, Gauge> {
+    let family = Family::<BuildLabels, Gauge>::default();
+    family
+        .get_or_create(&BuildLabels {
+            version: env!("CARGO_PKG_VERSION"),
+            commit: env!("HOOKINBOX_COMMIT"),
+        })
+        .set(1);
+    family
+}
+
 /// Registers each family in `$registry` under its name and help text, in the
 /// order written (the exposition's order), and binds it to a local of the
 /// given name and type: one entry per family. A family without `= init`
@@ -91,11 +113,9 @@ impl Metrics {
             received_to_delivered: Family<DestinationLabel, Histogram, fn() -> Histogram>
                 = Family::new_with_constructor(|| Histogram::new(delivery_buckets()))
                 => "received_to_delivered_seconds", "From receipt (or replay) to the destination's 2xx";
-            commit_batch: Histogram
-                = Histogram::new(exponential_buckets(1.0, 2.0, 11))
+            commit_batch: Histogram = Histogram::new(exponential_buckets(1.0, 2.0, 11))
                 => "commit_batch_size", "Jobs (ingests, attempts, changes, sweep steps) per durable commit";
-            commit_seconds: Histogram
-                = Histogram::new(ack_buckets())
+            commit_seconds: Histogram = Histogram::new(ack_buckets())
                 => "commit_seconds", "How long one durable commit took, fsync included";
             pending: Family<SourceLabel, Gauge>
                 => "pending", "Events waiting for delivery (including retrying), at the last scrape";
@@ -111,19 +131,19 @@ impl Metrics {
                 => "alerts", "Alerts posted to the alert URL, by kind; sent=\"false\" when the post failed";
             swept: Family<KindLabel, Counter>
                 => "swept", "Things the sweeper deleted: delivered events, dead or ignored events, dedupe keys";
-            open_connections: Family<ListenerLabel, Gauge>
+            open_connections: Family<ListenerLabel, Gauge> = per_listener()
                 => "open_connections", "Connections open now, per listener";
-            connection_limit_waits: Family<ListenerLabel, Counter>
+            connection_limit_waits: Family<ListenerLabel, Counter> = per_listener()
                 => "connection_limit_waits", "Times the listener had max_connections open, each with a request in progress, and left a new connection waiting";
-            connections_evicted: Family<ListenerLabel, Counter>
+            connections_evicted: Family<ListenerLabel, Counter> = per_listener()
                 => "connections_evicted", "Connections closed to admit a new one past max_connections: each had waited longest for a request head (a slow client, or idle between requests)";
-            tls_handshake_failures: Family<ListenerLabel, Counter>
+            tls_handshake_failures: Family<ListenerLabel, Counter> = per_listener()
                 => "tls_handshake_failures", "TLS handshakes that failed or timed out (a client that does not trust the certificate, a scanner)";
             held: Family<SourceLabel, Gauge>
                 => "held", "Events of a source without a destination, kept for the app to read, at the last scrape";
             filtered: Family<SourceLabel, Counter>
                 => "filtered", "Events stored but not delivered: the destination's filter (filter_types, filter_match) did not take them";
-            build_info: Family<BuildLabels, Gauge>
+            build_info: Family<BuildLabels, Gauge> = build_info()
                 => "build_info", "Always 1; the labels say which build is running";
             store_file_bytes: Family<StoreFileLabel, Gauge>
                 => "store_file_bytes", "Size of the store's files (the redb database, the write-ahead log), at the last scrape";
@@ -133,19 +153,6 @@ impl Metrics {
                 => "store_filesystem_size_bytes", "Size of the data directory's filesystem";
             store_writable: Gauge
                 => "store_writable", "1 while the store takes writes; 0 after a failed commit (a full or failing disk: ingest answers 503) until a probe commit passes";
-        }
-        build_info
-            .get_or_create(&BuildLabels {
-                version: env!("CARGO_PKG_VERSION"),
-                commit: env!("HOOKINBOX_COMMIT"),
-            })
-            .set(1);
-        for listener in [Listener::Ingest, Listener::Admin] {
-            let label = ListenerLabel { listener };
-            let _ = tls_handshake_failures.get_or_create(&label);
-            let _ = open_connections.get_or_create(&label);
-            let _ = connection_limit_waits.get_or_create(&label);
-            let _ = connections_evicted.get_or_create(&label);
         }
         Metrics {
             inner: Arc::new(Inner {
