@@ -2,17 +2,17 @@
 //!
 //! Owns the subscriber (text or JSON on stderr; under systemd each line
 //! carries the `<N>` priority prefix journald reads, so `journalctl -p
-//! warning` finds the warnings), the periodic summary line, and the budget
-//! that bounds per-event lines at warn. Per-event lines (stored, delivered,
+//! warning` finds the warnings), the periodic summary line, and
+//! `loud_or_debug!`, which logs at warn within the per-minute [`Budget`]
+//! and at debug past it (the budget is `metrics`', which holds and counts
+//! it beside the counter it bounds). Per-event lines (stored, delivered,
 //! retrying) are at debug; at info the volume is the summary, one line per
 //! `log.summary_interval` while something happens, plus what people and
 //! state changes do (a circuit opening, an operator's replay). Refuses to
 //! log bodies, secrets or full header sets: that rule is the call sites'
 //! (`tidy` checks them), this module only carries the lines.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tracing::{Event, Level, Subscriber};
@@ -21,6 +21,7 @@ use tracing_subscriber::fmt::{FmtContext, time::SystemTime};
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::config::{LogConfig, LogFormat};
+pub use crate::metrics::{Budget, LOUD_PER_MINUTE};
 use crate::metrics::{Metrics, Tally};
 use crate::supervise::TaskError;
 
@@ -123,49 +124,6 @@ macro_rules! loud_or_debug {
     };
 }
 
-/// How many lines of one kind (a refusal, a dead letter) may be logged at
-/// warn or error per minute; past it they go to debug and the summary counts
-/// them. 20: enough to see the sources and reasons of a burst, and a flood of
-/// a million bad requests still writes 20 lines a minute.
-pub const LOUD_PER_MINUTE: u32 = 20;
-
-/// A budget of [`LOUD_PER_MINUTE`] lines per minute of one kind.
-#[derive(Debug, Default)]
-pub struct Budget {
-    /// The current minute's start and the lines it has used.
-    window: Mutex<Option<(Instant, u32)>>,
-    /// Lines sent to debug since the start.
-    quieted: AtomicU64,
-}
-
-impl Budget {
-    /// Whether one more line may be loud now; counts it either way.
-    pub fn take(&self) -> bool {
-        self.take_at(Instant::now())
-    }
-
-    fn take_at(&self, now: Instant) -> bool {
-        let mut window = self.window.lock().unwrap_or_else(|p| p.into_inner());
-        let (started, used) = match *window {
-            Some((started, used)) if now.duration_since(started) < Duration::from_secs(60) => {
-                (started, used)
-            }
-            _ => (now, 0),
-        };
-        let loud = used < LOUD_PER_MINUTE;
-        *window = Some((started, used.saturating_add(1)));
-        if !loud {
-            self.quieted.fetch_add(1, Ordering::Relaxed);
-        }
-        loud
-    }
-
-    /// Lines this budget sent to debug since the start.
-    pub fn quieted(&self) -> u64 {
-        self.quieted.load(Ordering::Relaxed)
-    }
-}
-
 /// Every `every`, one line of what happened since the last: at info, or at
 /// warn when a request was refused, an attempt failed or an event was
 /// dead-lettered. Nothing when nothing happened. Runs until `shutdown`, and
@@ -227,17 +185,6 @@ fn summary_line(t: &Tally, window: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_budget_allows_its_lines_per_minute_then_quiets_until_the_next() {
-        let budget = Budget::default();
-        let start = Instant::now();
-        let loud = (0..50).filter(|_| budget.take_at(start)).count();
-        assert_eq!(loud, LOUD_PER_MINUTE as usize);
-        assert_eq!(budget.quieted(), 50 - u64::from(LOUD_PER_MINUTE));
-        assert!(!budget.take_at(start + Duration::from_secs(59)));
-        assert!(budget.take_at(start + Duration::from_secs(60)));
-    }
 
     #[test]
     fn priorities_are_the_syslog_ones() {

@@ -1,0 +1,202 @@
+//! Building the registry: every `hookinbox_` family's name, help text and
+//! buckets, registered once at start in the order the exposition prints them.
+//!
+//! Owns `Metrics::new` and nothing after it: recording is `record`'s, the
+//! text formats `exposition`'s. Refuses to register a family anywhere else,
+//! so a name or help text is written in one place (`families!`), and a
+//! published name changes only here (the monitoring tests pin them).
+
+use std::sync::{Arc, Mutex};
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use super::budget::Budget;
+use super::labels::{
+    AlertLabels, BuildLabels, CircuitLabels, DestinationLabel, KindLabel, Listener, ListenerLabel,
+    OutcomeLabels, ReasonLabel, RejectedLabels, SourceLabel, StoreFileLabel,
+};
+use super::process::ProcessCollector;
+use super::record::{Inner, Metrics};
+use super::tally::{Recent, Totals, TypeTally};
+
+/// Ack latency buckets, seconds: from 1 ms (a lone request on a fast disk)
+/// to 10 s (a stalled disk), doubling.
+fn ack_buckets() -> impl Iterator<Item = f64> {
+    exponential_buckets(0.001, 2.0, 14)
+}
+
+/// Received → delivered buckets, seconds: 10 ms to ~2 days, from a healthy
+/// app to a long outage.
+fn delivery_buckets() -> impl Iterator<Item = f64> {
+    exponential_buckets(0.01, 4.0, 12)
+}
+
+/// A listener family with each listener's series already at 0, so both
+/// show before the first connection.
+fn per_listener<M: Default>() -> Family<ListenerLabel, M> {
+    let family = Family::default();
+    for &listener in Listener::ALL {
+        let _ = family.get_or_create(&ListenerLabel { listener });
+    }
+    family
+}
+
+/// `build_info`'s one series, at 1: the labels are the information.
+fn build_info() -> Family<BuildLabels, Gauge> {
+    let family = Family::<BuildLabels, Gauge>::default();
+    family
+        .get_or_create(&BuildLabels {
+            version: env!("CARGO_PKG_VERSION"),
+            commit: env!("HOOKINBOX_COMMIT"),
+        })
+        .set(1);
+    family
+}
+
+/// Registers each family in `$registry` under its name and help text, in the
+/// order written (the exposition's order), and binds it to a local of the
+/// given name and type: one entry per family. A family without `= init`
+/// starts as its type's `Default`.
+macro_rules! families {
+    ($registry:expr; $($local:ident: $ty:ty $(= $init:expr)? => $name:literal, $help:literal;)+) => {
+        $(
+            let $local: $ty = families!(@init $($init)?);
+            $registry.register($name, $help, $local.clone());
+        )+
+    };
+    (@init) => { Default::default() };
+    (@init $init:expr) => { $init };
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut root = Registry::default();
+        root.register_collector(Box::new(ProcessCollector));
+        let registry = root.sub_registry_with_prefix("hookinbox");
+        families! { registry;
+            received: Family<SourceLabel, Counter>
+                => "received", "Events stored for the first time";
+            duplicates: Family<SourceLabel, Counter>
+                => "duplicates", "Requests answered as duplicates of a stored event";
+            rejected: Family<RejectedLabels, Counter>
+                => "rejected", "Requests refused, by reason; nothing was stored";
+            ack_seconds: Family<SourceLabel, Histogram, fn() -> Histogram>
+                = Family::new_with_constructor(|| Histogram::new(ack_buckets()))
+                => "ack_latency_seconds", "From the request's arrival to its durable 2xx answer";
+            attempts: Family<OutcomeLabels, Counter>
+                => "delivery_attempts", "Delivery attempts, by outcome (delivered, retryable_status, rejected_status, timeout, connect, transport)";
+            delivered: Family<DestinationLabel, Counter>
+                => "delivered", "Events the destination accepted (2xx)";
+            dead_lettered: Family<DestinationLabel, Counter>
+                => "dead_lettered", "Events moved to the dead-letter queue";
+            circuit: Family<CircuitLabels, Counter>
+                => "circuit_transitions", "Circuit breaker state changes, by the state entered";
+            attempt_seconds: Family<DestinationLabel, Histogram, fn() -> Histogram>
+                = Family::new_with_constructor(|| Histogram::new(ack_buckets()))
+                => "delivery_attempt_seconds", "How long one delivery attempt took";
+            replayed: Family<SourceLabel, Counter>
+                => "replayed", "Events an operator sent again";
+            ignored: Family<SourceLabel, Counter>
+                => "ignored", "Events an operator marked ignored, with a note";
+            admin_rejected: Family<ReasonLabel, Counter>
+                => "admin_rejected", "Admin API requests refused or failed, by reason";
+            received_to_delivered: Family<DestinationLabel, Histogram, fn() -> Histogram>
+                = Family::new_with_constructor(|| Histogram::new(delivery_buckets()))
+                => "received_to_delivered_seconds", "From receipt (or replay) to the destination's 2xx";
+            commit_batch: Histogram = Histogram::new(exponential_buckets(1.0, 2.0, 11))
+                => "commit_batch_size", "Jobs (ingests, attempts, changes, sweep steps) per durable commit";
+            commit_seconds: Histogram = Histogram::new(ack_buckets())
+                => "commit_seconds", "How long one durable commit took, fsync included";
+            pending: Family<SourceLabel, Gauge>
+                => "pending", "Events waiting for delivery (including retrying), at the last scrape";
+            retrying: Family<SourceLabel, Gauge>
+                => "retrying", "Pending events with at least one failed attempt";
+            dlq_size: Family<SourceLabel, Gauge>
+                => "dlq_size", "Dead-lettered events in the store";
+            oldest_pending_seconds: Family<SourceLabel, Gauge>
+                => "oldest_pending_age_seconds", "Age of the oldest pending event (0 when none)";
+            circuit_state: Family<DestinationLabel, Gauge>
+                => "circuit_state", "Circuit breaker per destination: 0 closed, 1 half-open, 2 open";
+            alerts: Family<AlertLabels, Counter>
+                => "alerts", "Alerts posted to the alert URL, by kind; sent=\"false\" when the post failed";
+            swept: Family<KindLabel, Counter>
+                => "swept", "Things the sweeper deleted: delivered events, dead or ignored events, dedupe keys";
+            open_connections: Family<ListenerLabel, Gauge> = per_listener()
+                => "open_connections", "Connections open now, per listener";
+            connection_limit_waits: Family<ListenerLabel, Counter> = per_listener()
+                => "connection_limit_waits", "Times the listener had max_connections open, each with a request in progress, and left a new connection waiting";
+            connections_evicted: Family<ListenerLabel, Counter> = per_listener()
+                => "connections_evicted", "Connections closed to admit a new one past max_connections: each had waited longest for a request head (a slow client, or idle between requests)";
+            tls_handshake_failures: Family<ListenerLabel, Counter> = per_listener()
+                => "tls_handshake_failures", "TLS handshakes that failed or timed out (a client that does not trust the certificate, a scanner)";
+            held: Family<SourceLabel, Gauge>
+                => "held", "Events of a source without a destination, kept for the app to read, at the last scrape";
+            filtered: Family<SourceLabel, Counter>
+                => "filtered", "Events stored but not delivered: the destination's filter (filter_types, filter_match) did not take them";
+            build_info: Family<BuildLabels, Gauge> = build_info()
+                => "build_info", "Always 1; the labels say which build is running";
+            store_file_bytes: Family<StoreFileLabel, Gauge>
+                => "store_file_bytes", "Size of the store's files (the redb database, the write-ahead log), at the last scrape";
+            filesystem_available_bytes: Gauge
+                => "store_filesystem_available_bytes", "Bytes free for hookinbox on the data directory's filesystem, at the last scrape";
+            filesystem_size_bytes: Gauge
+                => "store_filesystem_size_bytes", "Size of the data directory's filesystem";
+            store_writable: Gauge
+                => "store_writable", "1 while the store takes writes; 0 after a failed commit (a full or failing disk: ingest answers 503) until a probe commit passes";
+        }
+        Metrics {
+            inner: Arc::new(Inner {
+                registry: Mutex::new(root),
+                open_connections,
+                connection_limit_waits,
+                connections_evicted,
+                tls_handshake_failures,
+                received,
+                duplicates,
+                rejected,
+                ack_seconds,
+                attempts,
+                delivered,
+                dead_lettered,
+                circuit,
+                attempt_seconds,
+                replayed,
+                ignored,
+                admin_rejected,
+                swept,
+                received_to_delivered,
+                commit_batch,
+                commit_seconds,
+                pending,
+                retrying,
+                dlq_size,
+                oldest_pending_seconds,
+                circuit_state,
+                alerts,
+                held,
+                filtered,
+                store_file_bytes,
+                filesystem_available_bytes,
+                filesystem_size_bytes,
+                store_writable,
+                totals: Totals::default(),
+                loud_rejections: Budget::default(),
+                loud_dead_letters: Budget::default(),
+                rejected_seen: Mutex::default(),
+                recent_acks: Recent::default(),
+                by_type: TypeTally::default(),
+                recent_deliveries: Recent::default(),
+            }),
+        }
+    }
+}
