@@ -1,0 +1,78 @@
+//! The operator's commands (`stats`, `events`, `dlq`, `destinations`,
+//! `sweep`, `backup`): clients of the admin API of a running server.
+//!
+//! Requests and answers are [`crate::api`]'s types, the ones the server
+//! writes. Tables for people by default, the API's JSON with `--json`. Exit codes:
+//! 0 done; 1 the server refused or failed (not found, conflict, 5xx); 2
+//! usage; 3 the server cannot be reached; 4 the token is missing or wrong.
+//!
+//! One file per command or command group (`stats`, `events` with `tail`,
+//! `dlq`, `destinations`, `sweep`, `backup`), each a `run` that makes its
+//! requests and prints; `client` is the connection and its exit codes,
+//! `output` the JSON-or-table printing, `query` the shared event filters.
+//! This file only declares them and dispatches.
+
+mod backup;
+mod client;
+mod destinations;
+mod dlq;
+mod events;
+mod output;
+mod query;
+mod stats;
+mod sweep;
+mod tail;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Subcommand;
+
+pub use client::Remote;
+pub use destinations::DestinationsCommand;
+pub use dlq::DlqCommand;
+pub use events::EventsCommand;
+pub use query::{Filter, Paging};
+
+use crate::config;
+use crate::exit::Failure;
+
+#[derive(Debug, Subcommand)]
+pub enum OpsCommand {
+    /// Counts per source: stored now by status, and seen since the server
+    /// started; again every `watch` when given.
+    Stats {
+        /// Print them again at this interval (e.g. 5s) until interrupted.
+        #[arg(long, value_parser = config::parse_duration)]
+        watch: Option<Duration>,
+    },
+    /// List, search, show, replay and ignore events.
+    #[command(subcommand)]
+    Events(EventsCommand),
+    /// The dead-letter queue: list, replay, ignore.
+    #[command(subcommand)]
+    Dlq(DlqCommand),
+    /// Destinations: list, pause, resume.
+    #[command(subcommand)]
+    Destinations(DestinationsCommand),
+    /// Sweep expired data now.
+    Sweep,
+    /// Save a consistent copy of the database to a file.
+    Backup {
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+pub async fn run(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
+    let client = client::Client::new(&remote)?;
+    let json = remote.json;
+    match command {
+        OpsCommand::Stats { watch } => stats::run(&client, watch, json).await,
+        OpsCommand::Events(command) => events::run(&client, command, json).await,
+        OpsCommand::Dlq(command) => dlq::run(&client, command, json).await,
+        OpsCommand::Destinations(command) => destinations::run(&client, command, json).await,
+        OpsCommand::Sweep => sweep::run(&client, json).await,
+        OpsCommand::Backup { out } => backup::run(&client, &out, json).await,
+    }
+}

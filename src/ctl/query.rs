@@ -1,0 +1,90 @@
+//! The event filters and paging flags that `events` and `dlq` share,
+//! turned into the API's [`EventQuery`]. It sends no request.
+
+use std::time::Duration;
+
+use anyhow::anyhow;
+use clap::Args;
+
+use super::client::fail;
+use crate::api::{EventQuery, EventStatus, Timestamp};
+use crate::config;
+use crate::exit::{EXIT_USAGE, Failure};
+
+#[derive(Debug, Args)]
+pub struct Filter {
+    /// The source's name, as in the config.
+    #[arg(long)]
+    pub source: Option<String>,
+    /// A destination's name (its source's name, or source.name): events
+    /// routed to it; with --status, that delivery's status.
+    #[arg(long)]
+    pub destination: Option<String>,
+    /// pending, held, delivered, dead, ignored or filtered.
+    #[arg(long)]
+    pub status: Option<EventStatus>,
+    /// The provider's event type.
+    #[arg(long = "type")]
+    pub event_type: Option<String>,
+    /// The provider's event id.
+    #[arg(long)]
+    pub event_id: Option<String>,
+    /// Received at or after (RFC 3339, like 2026-11-22T10:00:00Z or
+    /// 2026-11-22T11:00:00+01:00).
+    #[arg(long)]
+    pub from: Option<Timestamp>,
+    /// Received before (RFC 3339, with Z or any offset).
+    #[arg(long)]
+    pub to: Option<Timestamp>,
+    /// Received within this long before now, like 1h, 30m or 2days (instead of --from).
+    #[arg(long, value_parser = config::parse_duration, conflicts_with = "from")]
+    pub since: Option<Duration>,
+}
+
+impl Filter {
+    pub(super) fn query(self) -> EventQuery {
+        EventQuery {
+            source: self.source,
+            destination: self.destination,
+            status: self.status,
+            event_type: self.event_type,
+            event_id: self.event_id,
+            from: self.from.or_else(|| self.since.map(ago)),
+            to: self.to,
+            ..EventQuery::default()
+        }
+    }
+}
+
+/// The time `since` before now: `--since`'s `from`.
+fn ago(since: Duration) -> Timestamp {
+    let now = crate::clock::unix_ms(std::time::SystemTime::now());
+    Timestamp(now.saturating_sub(u64::try_from(since.as_millis()).unwrap_or(u64::MAX)))
+}
+
+#[derive(Debug, Args)]
+pub struct Paging {
+    /// Events per page (1–500).
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    /// Continue from a previous page's cursor.
+    #[arg(long, conflicts_with = "all")]
+    pub cursor: Option<u64>,
+    /// Follow the cursor to the last page.
+    #[arg(long)]
+    pub all: bool,
+}
+
+pub(super) fn paged(filter: EventQuery, paging: &Paging) -> Result<EventQuery, Failure> {
+    if !(1..=500).contains(&paging.limit) {
+        return Err(fail(
+            EXIT_USAGE,
+            anyhow!("--limit must be between 1 and 500"),
+        ));
+    }
+    Ok(EventQuery {
+        limit: Some(paging.limit),
+        cursor: paging.cursor,
+        ..filter
+    })
+}
