@@ -1,14 +1,14 @@
 //! The admin API against a real server: auth, health, metrics, events,
 //! replay / ignore, destinations.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hookinbox::clock::Clock;
 use hookinbox::metrics::AdminReason;
 use serde_json::json;
 
 use crate::destination::{Destination, Mode};
-use crate::support::{STANDARD_SECRET, TestServer, server_section, standard_headers};
+use crate::support::{STANDARD_SECRET, TestServer, eventually, server_section, standard_headers};
 
 const TOKEN: &str = "test-admin-token-0123456789";
 
@@ -32,22 +32,23 @@ async fn send(server: &TestServer, source: &str, id: &str, body: Vec<u8>) -> Str
 }
 
 async fn wait_status(server: &TestServer, id: &str, status: &str) -> serde_json::Value {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let a = server
-            .admin("GET", &format!("/api/events/{id}"), Some(TOKEN), None)
-            .await;
-        assert_eq!(a.status, 200, "{:?}", a.json);
-        if a.json["status"] == status {
-            return a.json;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{id} is {:?}, expected {status}",
-            a.json["status"]
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually(
+        &format!("{id} is {status}"),
+        Duration::from_secs(10),
+        Duration::from_millis(10),
+        async || {
+            let a = server
+                .admin("GET", &format!("/api/events/{id}"), Some(TOKEN), None)
+                .await;
+            assert_eq!(a.status, 200, "{:?}", a.json);
+            if a.json["status"] == status {
+                Ok(a.json)
+            } else {
+                Err(format!("{id} is {:?}", a.json["status"]))
+            }
+        },
+    )
+    .await
 }
 
 #[tokio::test]

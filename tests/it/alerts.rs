@@ -10,7 +10,7 @@ use hookinbox::clock::Clock;
 use serde_json::{Value, json};
 
 use crate::destination::{Destination, Mode};
-use crate::support::{STANDARD_SECRET, TestServer, server_section, standard_headers};
+use crate::support::{STANDARD_SECRET, TestServer, eventually, server_section, standard_headers};
 
 const TOKEN: &str = "test-admin-token-0123456789";
 
@@ -44,21 +44,22 @@ fn notices(receiver: &Destination, slack: bool) -> Vec<Value> {
 
 /// Waits until the receiver took a notice of `kind` in `status`; returns it.
 async fn wait_notice(receiver: &Destination, slack: bool, kind: &str, status: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(n) = notices(receiver, slack)
-            .into_iter()
-            .find(|n| n["alert"] == kind && n["status"] == status)
-        {
-            return n;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no {status} {kind} notice; got {:#?}",
-            notices(receiver, slack)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        &format!("a {status} {kind} notice"),
+        Duration::from_secs(20),
+        Duration::from_millis(20),
+        async || {
+            let got = notices(receiver, slack);
+            match got
+                .iter()
+                .find(|n| n["alert"] == kind && n["status"] == status)
+            {
+                Some(n) => Ok(n.clone()),
+                None => Err(format!("notices: {got:#?}")),
+            }
+        },
+    )
+    .await
 }
 
 #[tokio::test]
@@ -207,11 +208,16 @@ async fn the_json_format_repeats_a_lasting_alert_once_per_window_and_retries_a_r
     let started = Instant::now();
     send(&server, "shop", "j_1").await;
     send(&server, "shop", "j_2").await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while receiver.count() < 2 {
-        assert!(Instant::now() < deadline, "the refused post is not retried");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually(
+        "the refused post is retried",
+        Duration::from_secs(10),
+        Duration::from_millis(10),
+        async || match receiver.count() {
+            n if n >= 2 => Ok(()),
+            n => Err(format!("{n} posts received")),
+        },
+    )
+    .await;
     receiver.set(Mode::Ok);
     let first = wait_notice(&receiver, false, "dlq", "firing").await;
     // The plain object: no Slack text around it.
@@ -228,7 +234,6 @@ async fn the_json_format_repeats_a_lasting_alert_once_per_window_and_retries_a_r
     );
 
     // Still firing: repeated after min_interval, not before.
-    let deadline = Instant::now() + Duration::from_secs(10);
     let firing_at = || {
         receiver
             .received()
@@ -237,11 +242,16 @@ async fn the_json_format_repeats_a_lasting_alert_once_per_window_and_retries_a_r
             .map(|r| r.at)
             .collect::<Vec<_>>()
     };
-    while firing_at().len() < 2 {
-        assert!(Instant::now() < deadline, "no repeat after the window");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let at = firing_at();
+    let at = eventually(
+        "a repeat after the window",
+        Duration::from_secs(10),
+        Duration::from_millis(10),
+        async || match firing_at() {
+            at if at.len() >= 2 => Ok(at),
+            at => Err(format!("answered 200 at {at:?}")),
+        },
+    )
+    .await;
     assert!(
         at[1] - at[0] >= Duration::from_millis(1500),
         "{:?}",
@@ -262,11 +272,16 @@ async fn the_json_format_repeats_a_lasting_alert_once_per_window_and_retries_a_r
             .unwrap_or_else(|| panic!("no {series}"))
     };
     let sent = "hookinbox_alerts_total{kind=\"dlq\",status=\"firing\",sent=\"true\"}";
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while value(sent) < 2.0 {
-        assert!(Instant::now() < deadline, "{sent}: {}", value(sent));
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually(
+        &format!("{sent} >= 2"),
+        Duration::from_secs(10),
+        Duration::from_millis(10),
+        async || match value(sent) {
+            v if v >= 2.0 => Ok(()),
+            v => Err(format!("{sent} {v}")),
+        },
+    )
+    .await;
     assert!(value("hookinbox_alerts_total{kind=\"dlq\",status=\"firing\",sent=\"false\"}") >= 2.0);
     assert!(value(sent) >= 2.0);
     server.stop().await;

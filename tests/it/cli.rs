@@ -5,7 +5,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::support::{
-    BinaryServer, STANDARD_SECRET, read_all, server_section, standard_source, write_config,
+    BinaryServer, STANDARD_SECRET, eventually, read_all, server_section, standard_source,
+    write_config,
 };
 
 fn hookinbox(args: &[&str]) -> std::process::Output {
@@ -724,17 +725,22 @@ async fn operator_commands_drive_a_running_server() {
         }
     };
     // Wait until both refunds are dead-lettered.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let (code, out, _) = run(&["dlq", "list", "--json"]).await;
-        assert_eq!(code, 0);
-        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-        if v["events"].as_array().unwrap().len() == 2 {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "{out}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        "both refunds are dead-lettered",
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        async || {
+            let (code, out, _) = run(&["dlq", "list", "--json"]).await;
+            assert_eq!(code, 0);
+            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+            if v["events"].as_array().unwrap().len() == 2 {
+                Ok(())
+            } else {
+                Err(out)
+            }
+        },
+    )
+    .await;
     let (code, out, _) = run(&["dlq", "list"]).await;
     assert_eq!(code, 0);
     assert!(
@@ -1047,32 +1053,37 @@ async fn operator_commands_work_per_destination() {
         }
     };
     let refund = ids[1].as_str();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let (code, out, _) = run(&[
-            "events",
-            "list",
-            "--destination",
-            "shop.billing",
-            "--status",
-            "dead",
-            "--json",
-        ])
-        .await;
-        assert_eq!(code, 0, "{out}");
-        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-        let listed: Vec<&str> = v["events"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["id"].as_str().unwrap())
-            .collect();
-        if listed == [refund] {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "{out}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        &format!("only {refund} is dead for shop.billing"),
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        async || {
+            let (code, out, _) = run(&[
+                "events",
+                "list",
+                "--destination",
+                "shop.billing",
+                "--status",
+                "dead",
+                "--json",
+            ])
+            .await;
+            assert_eq!(code, 0, "{out}");
+            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+            let listed: Vec<&str> = v["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["id"].as_str().unwrap())
+                .collect();
+            if listed == [refund] {
+                Ok(())
+            } else {
+                Err(out.clone())
+            }
+        },
+    )
+    .await;
     let (code, out, _) = run(&["dlq", "list", "--destination", "shop"]).await;
     assert_eq!(
         (code, out.as_str()),

@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    BinaryServer, client, read_all, server_section, standard_headers, standard_source, write_config,
+    BinaryServer, client, eventually, read_all, server_section, standard_headers, standard_source,
+    write_config,
 };
 
 #[derive(Debug, Clone)]
@@ -96,14 +97,16 @@ async fn kill_9_mid_load_loses_no_acked_event_and_half_stores_nothing() {
             }
         }));
     }
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while acked.load(Ordering::Relaxed) < 1000 {
-        assert!(
-            Instant::now() < deadline,
-            "the load did not reach 1,000 acks in 120 s"
-        );
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    eventually(
+        "the load reaches 1,000 acks",
+        Duration::from_secs(120),
+        Duration::from_millis(1),
+        async || match acked.load(Ordering::Relaxed) {
+            n if n >= 1000 => Ok(()),
+            n => Err(format!("{n} acks")),
+        },
+    )
+    .await;
     server.kill9();
     killed.store(true, Ordering::Relaxed);
     let mut outcomes: Vec<(String, Outcome)> = Vec::new();
@@ -344,18 +347,23 @@ async fn kill_9_during_deliveries_loses_nothing_and_repeats_only_attempts_in_fli
 
     let mut restarted = BinaryServer::start(&config, &[], None);
     // Every id reaches the destination; then it goes quiet.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let got = dest.received();
-        let mut seen: Vec<&str> = got.iter().map(|r| r.header("webhook-id")).collect();
-        seen.sort();
-        seen.dedup();
-        if seen.len() == ids.len() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{} of 300 delivered", seen.len());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        "every id reaches the destination",
+        Duration::from_secs(60),
+        Duration::from_millis(20),
+        async || {
+            let got = dest.received();
+            let mut seen: Vec<&str> = got.iter().map(|r| r.header("webhook-id")).collect();
+            seen.sort();
+            seen.dedup();
+            if seen.len() == ids.len() {
+                Ok(())
+            } else {
+                Err(format!("{} of 300 delivered", seen.len()))
+            }
+        },
+    )
+    .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(restarted.terminate().code(), Some(0));
 

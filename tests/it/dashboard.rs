@@ -6,14 +6,15 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 
 use crate::destination::{Destination, Mode};
 use crate::support::{
-    BinaryServer, STANDARD_SECRET, client, server_section, standard_headers, write_config,
+    BinaryServer, STANDARD_SECRET, client, eventually, eventually_sync, server_section,
+    standard_headers, write_config,
 };
 
 mod walk;
@@ -35,11 +36,16 @@ impl Driver {
             .stderr(Stdio::null())
             .spawn()
             .expect("chromedriver runs (Debian: apt-get install chromium chromium-driver)");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "chromedriver did not listen");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        eventually_sync(
+            "chromedriver listens",
+            Duration::from_secs(20),
+            Duration::from_millis(50),
+            || {
+                std::net::TcpStream::connect(("127.0.0.1", port))
+                    .map(drop)
+                    .map_err(|e| format!("connect to port {port}: {e}"))
+            },
+        );
         Driver {
             child,
             url: format!("http://127.0.0.1:{port}"),
@@ -75,23 +81,20 @@ impl Drop for Driver {
 
 /// Waits (10 s at most) until the element at `css` has text that `ok` accepts; returns it.
 async fn text_until(b: &Client, css: &str, ok: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut last = String::new();
-    loop {
-        if let Ok(el) = b.find(Locator::Css(css)).await
-            && let Ok(text) = el.text().await
-        {
-            if ok(&text) {
-                return text;
-            }
-            last = text;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{css}: text never matched; last {last:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(
+        &format!("{css}'s text matches"),
+        Duration::from_secs(10),
+        Duration::from_millis(100),
+        async || match b.find(Locator::Css(css)).await {
+            Ok(el) => match el.text().await {
+                Ok(text) if ok(&text) => Ok(text),
+                Ok(text) => Err(format!("text {text:?}")),
+                Err(e) => Err(format!("no text: {e}")),
+            },
+            Err(e) => Err(format!("not found: {e}")),
+        },
+    )
+    .await
 }
 
 async fn click(b: &Client, css: &str) {
@@ -137,15 +140,16 @@ async fn admin_get(server: &BinaryServer, path: &str) -> Value {
 
 /// Polls `path` of the admin API until `ok` accepts its answer (10 s at most).
 async fn api_until(server: &BinaryServer, path: &str, ok: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let v = admin_get(server, path).await;
-        if ok(&v) {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "{path} never matched: {v}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(
+        &format!("{path} matches"),
+        Duration::from_secs(10),
+        Duration::from_millis(100),
+        async || {
+            let v = admin_get(server, path).await;
+            if ok(&v) { Ok(v) } else { Err(v.to_string()) }
+        },
+    )
+    .await
 }
 
 /// The overview's cells for `source` equal what `/api/stats` says.

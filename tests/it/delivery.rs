@@ -1,7 +1,7 @@
 //! Delivery: the real server delivers to a real destination on loopback that
 //! fails, hangs or is slow on demand.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine;
 use hookinbox::clock::Clock;
@@ -11,7 +11,7 @@ use hookinbox::store::schema::{AttemptClass, Status};
 use hookinbox::store::{Change, ChangeError, StoredEvent};
 
 use crate::destination::{Destination, Mode};
-use crate::support::{TestServer, server_section, standard_headers};
+use crate::support::{TestServer, eventually, eventually_sync, server_section, standard_headers};
 
 /// The key deliveries are signed with in these tests.
 const DEST_SECRET: &str = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
@@ -48,19 +48,20 @@ async fn wait_status(
     status: Status,
     limit: Duration,
 ) -> StoredEvent {
-    let deadline = Instant::now() + limit;
-    loop {
-        let e = event(server, id);
-        if e.state.status == status {
-            return e;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "event {id} is {:?} after {limit:?}, expected {status:?}",
-            e.state
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually(
+        &format!("event {id} is {status:?}"),
+        limit,
+        Duration::from_millis(10),
+        async || {
+            let e = event(server, id);
+            if e.state.status == status {
+                Ok(e)
+            } else {
+                Err(format!("event {id} is {:?}", e.state))
+            }
+        },
+    )
+    .await
 }
 
 /// Runs tests/py/verify_delivery.py: the official `standardwebhooks` package
@@ -305,15 +306,19 @@ async fn an_open_circuit_stops_spending_attempts_and_a_probe_closes_it() {
     let ids = [send(&server, "ord_a").await, send(&server, "ord_b").await];
     dest.wait_for(3, Duration::from_secs(10)).await;
     // Open: the count stops growing although both events are due every 40 ms.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while server
-        .metrics()
-        .circuit_count("shop", "shop", Circuit::Open)
-        == 0
-    {
-        assert!(Instant::now() < deadline, "the circuit never opened");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually(
+        "the circuit opens",
+        Duration::from_secs(5),
+        Duration::from_millis(10),
+        async || match server
+            .metrics()
+            .circuit_count("shop", "shop", Circuit::Open)
+        {
+            0 => Err(format!("closed; {} attempts", dest.count())),
+            _ => Ok(()),
+        },
+    )
+    .await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     let while_open = dest.count();
     tokio::time::sleep(Duration::from_millis(800)).await;
@@ -704,16 +709,17 @@ async fn https_destinations_work_and_an_untrusted_certificate_is_a_connect_failu
     wait_status(&server, ok.id(), Status::Delivered, Duration::from_secs(10)).await;
     assert_eq!(delivered.load(std::sync::atomic::Ordering::SeqCst), 1);
     // Without the CA the certificate is not trusted: a failed attempt, retried later.
-    let deadline = Instant::now() + Duration::from_secs(10);
     let seq = server.store().parse_public_id(bad.id()).unwrap();
-    let history = loop {
-        let h = server.store().attempts(seq).unwrap();
-        if !h.is_empty() {
-            break h;
-        }
-        assert!(Instant::now() < deadline, "no attempt recorded");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+    let history = eventually(
+        "an attempt is recorded",
+        Duration::from_secs(10),
+        Duration::from_millis(10),
+        async || match server.store().attempts(seq).unwrap() {
+            h if h.is_empty() => Err("no attempt".to_owned()),
+            h => Ok(h),
+        },
+    )
+    .await;
     assert_eq!(history[0].class, AttemptClass::Connect, "{history:?}");
     assert!(
         history[0]
@@ -750,20 +756,27 @@ async fn the_verification_examples_take_real_deliveries_and_refuse_forged_ones()
             .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("{} runs: {e}", program.display()));
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if let Some(status) = app.try_wait().unwrap() {
-                let mut err = String::new();
-                app.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-                panic!(
-                    "{script} exited ({status}); its library is installed by the README's test command \
-                     (npm ci --prefix docs/verify/node; {}):\n{err}",
-                    crate::support::PYTHON_SETUP
-                );
-            }
-            assert!(Instant::now() < deadline, "{script} did not listen");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        eventually_sync(
+            &format!("{script} listens"),
+            Duration::from_secs(15),
+            Duration::from_millis(50),
+            || match std::net::TcpStream::connect(("127.0.0.1", port)) {
+                Ok(_) => Ok(()),
+                Err(e) => {
+                    // An app that exited will never listen: say why now.
+                    if let Some(status) = app.try_wait().unwrap() {
+                        let mut err = String::new();
+                        app.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+                        panic!(
+                            "{script} exited ({status}); its library is installed by the README's test command \
+                             (npm ci --prefix docs/verify/node; {}):\n{err}",
+                            crate::support::PYTHON_SETUP
+                        );
+                    }
+                    Err(format!("connect to port {port}: {e}"))
+                }
+            },
+        );
 
         let dir = tempfile::tempdir().unwrap();
         let text = format!(

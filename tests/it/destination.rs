@@ -150,19 +150,16 @@ impl Destination {
 
     /// Waits until `n` requests arrived; panics after `limit`.
     pub async fn wait_for(&self, n: usize, limit: Duration) -> Vec<Received> {
-        let deadline = Instant::now() + limit;
-        loop {
-            let got = self.received();
-            if got.len() >= n {
-                return got;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "waited {limit:?} for {n} requests, got {}",
-                got.len()
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        crate::support::eventually(
+            &format!("{n} requests arrive"),
+            limit,
+            Duration::from_millis(10),
+            async || match self.received() {
+                got if got.len() >= n => Ok(got),
+                got => Err(format!("{} requests", got.len())),
+            },
+        )
+        .await
     }
 }
 

@@ -17,8 +17,8 @@ use hookinbox::store::{Store, StoreOptions};
 
 use crate::destination::{Destination, Mode};
 use crate::support::{
-    BinaryServer, client, incompressible_body, post, read_all, rss_bytes, server_section,
-    standard_headers, standard_source, write_config,
+    BinaryServer, client, eventually, incompressible_body, post, read_all, rss_bytes,
+    server_section, standard_headers, standard_source, write_config,
 };
 
 /// The "disk" holds 8 MiB: room for a few dozen 96 KiB events.
@@ -71,19 +71,16 @@ async fn readyz(http: &reqwest::Client, server: &BinaryServer) -> (u16, serde_js
 
 /// Polls `/readyz` until it answers `want`, at most `limit`.
 async fn wait_ready(http: &reqwest::Client, server: &BinaryServer, want: u16, limit: Duration) {
-    let deadline = Instant::now() + limit;
-    loop {
-        let (status, body) = readyz(http, server).await;
-        if status == want {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "/readyz still {status} after {limit:?} (wanted {want}): {body}\n{}",
-            server.log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(
+        &format!("/readyz answers {want}"),
+        limit,
+        Duration::from_millis(100),
+        async || match readyz(http, server).await {
+            (status, _) if status == want => Ok(()),
+            (status, body) => Err(format!("{status}: {body}\n{}", server.log_text())),
+        },
+    )
+    .await
 }
 
 /// What [`fill_disk`] sent: the (event id, hookinbox id) of every 2xx, and
@@ -157,28 +154,31 @@ async fn wait_delivered(
     limit: Duration,
 ) {
     let want: HashSet<&str> = acked.iter().map(|(_, id)| id.as_str()).collect();
-    let deadline = Instant::now() + limit;
-    loop {
-        let received = dest.received();
-        let seen: HashSet<&str> = received
-            .iter()
-            .filter(|r| r.answered == 200)
-            .map(|r| r.header("webhook-id"))
-            .collect();
-        let missing: Vec<&&str> = want.difference(&seen).collect();
-        if missing.is_empty() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} of {} acked events never delivered, e.g. {:?}\n{}",
-            missing.len(),
-            want.len(),
-            &missing[..missing.len().min(5)],
-            server.log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually(
+        "every acked event is delivered",
+        limit,
+        Duration::from_millis(50),
+        async || {
+            let received = dest.received();
+            let seen: HashSet<&str> = received
+                .iter()
+                .filter(|r| r.answered == 200)
+                .map(|r| r.header("webhook-id"))
+                .collect();
+            let missing: Vec<&&str> = want.difference(&seen).collect();
+            if missing.is_empty() {
+                return Ok(());
+            }
+            Err(format!(
+                "{} of {} acked events not delivered, e.g. {:?}\n{}",
+                missing.len(),
+                want.len(),
+                &missing[..missing.len().min(5)],
+                server.log_text()
+            ))
+        },
+    )
+    .await
 }
 
 fn drill_config(dir: &std::path::Path, dest: &Destination) -> std::path::PathBuf {
@@ -370,15 +370,16 @@ fn log_count(server: &BinaryServer, text: &str) -> usize {
 
 /// Waits until at least `n` log lines of `server` contain `text`.
 async fn wait_log(server: &BinaryServer, text: &str, n: usize, limit: Duration) {
-    let deadline = Instant::now() + limit;
-    while log_count(server, text) < n {
-        assert!(
-            Instant::now() < deadline,
-            "waited {limit:?} for {n} log lines with {text:?}\n{}",
-            server.log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        &format!("{n} log lines with {text:?}"),
+        limit,
+        Duration::from_millis(20),
+        async || match log_count(server, text) {
+            seen if seen >= n => Ok(()),
+            seen => Err(format!("{seen} such lines in\n{}", server.log_text())),
+        },
+    )
+    .await
 }
 
 /// A small signed event of the outage drill.
@@ -652,15 +653,16 @@ async fn soak_with_ten_percent_duplicates_keeps_memory_and_descriptors_flat() {
     }
 
     // First measurement once the process has warmed up under the load.
-    let deadline = Instant::now() + Duration::from_secs(SOAK_SECONDS);
-    while answered.load(Ordering::SeqCst) < SOAK_WARMUP {
-        assert!(
-            Instant::now() < deadline,
-            "only {} requests answered in {SOAK_SECONDS} s",
-            answered.load(Ordering::SeqCst)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        &format!("{SOAK_WARMUP} requests answered (the warm-up)"),
+        Duration::from_secs(SOAK_SECONDS),
+        Duration::from_millis(20),
+        async || match answered.load(Ordering::SeqCst) {
+            n if n >= SOAK_WARMUP => Ok(()),
+            n => Err(format!("{n} requests answered")),
+        },
+    )
+    .await;
     let (rss_start, fds_start, db_start) = (rss_bytes(pid), open_fds(pid), db_bytes());
 
     let results = tokio::time::timeout(Duration::from_secs(SOAK_SECONDS + 30), senders.join_all())
@@ -698,17 +700,19 @@ async fn soak_with_ten_percent_duplicates_keeps_memory_and_descriptors_flat() {
     // max_concurrency` of them for 90 s).
     drop(http);
     let idle_bound = idle_fds + SOAK_MAX_CONCURRENCY;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut fds_idle = open_fds(pid);
-    while fds_idle > idle_bound {
-        assert!(
-            Instant::now() < deadline,
-            "{fds_idle} descriptors open 10 s after the load stopped; idle was {idle_fds} \
-             (+{SOAK_MAX_CONCURRENCY} pooled)"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        fds_idle = open_fds(pid);
-    }
+    let fds_idle = eventually(
+        &format!(
+            "the descriptors are back to idle ({idle_fds} + {SOAK_MAX_CONCURRENCY} pooled) \
+             after the load stopped"
+        ),
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+        async || match open_fds(pid) {
+            n if n <= idle_bound => Ok(n),
+            n => Err(format!("{n} descriptors open")),
+        },
+    )
+    .await;
 
     println!(
         "soak: {} events + {repeats} repeats in {load_seconds:.1} s ({:.0} requests/s); \

@@ -3,13 +3,13 @@
 //! queue with its own retries, pause, circuit and dead letters; lists,
 //! stats, replay and ignore work per (event, destination).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hookinbox::clock::Clock;
 use serde_json::{Value, json};
 
 use crate::destination::{Destination, Mode};
-use crate::support::{STANDARD_SECRET, TestServer, server_section, standard_headers};
+use crate::support::{STANDARD_SECRET, TestServer, eventually, server_section, standard_headers};
 
 const TOKEN: &str = "test-admin-token-0123456789";
 
@@ -52,15 +52,20 @@ async fn wait_for(server: &TestServer, id: &str, want: &[(&str, &str)]) {
         .iter()
         .map(|(d, s)| ((*d).to_owned(), (*s).to_owned()))
         .collect();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let got = deliveries(server, id).await;
-        if got == want {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{id}: {got:?}, want {want:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        &format!("{id}'s deliveries are {want:?}"),
+        Duration::from_secs(15),
+        Duration::from_millis(20),
+        async || {
+            let got = deliveries(server, id).await;
+            if got == want {
+                Ok(())
+            } else {
+                Err(format!("{id}: {got:?}"))
+            }
+        },
+    )
+    .await
 }
 
 fn ids(dest: &Destination) -> Vec<String> {

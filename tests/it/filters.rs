@@ -2,13 +2,13 @@
 //! server: what it takes is delivered; the rest is stored as `filtered`,
 //! counted, listed, never sent unless an operator replays it.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hookinbox::clock::Clock;
 use serde_json::json;
 
 use crate::destination::{Destination, Mode};
-use crate::support::{STANDARD_SECRET, TestServer, server_section, standard_headers};
+use crate::support::{STANDARD_SECRET, TestServer, eventually, server_section, standard_headers};
 
 const TOKEN: &str = "test-admin-token-0123456789";
 
@@ -76,13 +76,19 @@ async fn only_what_the_filter_takes_is_delivered_and_the_rest_is_kept_as_filtere
     assert!(duplicate);
     assert_eq!(again, test_mode);
 
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while status(&server, &paid).await != "delivered"
-        || status(&server, &customer).await != "delivered"
-    {
-        assert!(Instant::now() < deadline, "not delivered");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually(
+        "the invoice.paid and customer.created events are delivered",
+        Duration::from_secs(10),
+        Duration::from_millis(10),
+        async || match (
+            status(&server, &paid).await,
+            status(&server, &customer).await,
+        ) {
+            (p, c) if p == "delivered" && c == "delivered" => Ok(()),
+            (p, c) => Err(format!("{paid} {p}, {customer} {c}")),
+        },
+    )
+    .await;
     for id in [&test_mode, &other_type, &no_type] {
         assert_eq!(status(&server, id).await, "filtered", "{id}");
     }
@@ -130,11 +136,16 @@ async fn only_what_the_filter_takes_is_delivered_and_the_rest_is_kept_as_filtere
         )
         .await;
     assert_eq!(replayed.status, 200, "{:?}", replayed.json);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while status(&server, &other_type).await != "delivered" {
-        assert!(Instant::now() < deadline, "the replay was not delivered");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually(
+        "the replay is delivered",
+        Duration::from_secs(10),
+        Duration::from_millis(10),
+        async || match status(&server, &other_type).await {
+            s if s == "delivered" => Ok(()),
+            s => Err(format!("{other_type} {s}")),
+        },
+    )
+    .await;
     assert_eq!(dest.count(), 3);
     server.stop().await;
 }
@@ -179,18 +190,16 @@ async fn a_value_written_with_json_escapes_is_routed_and_found_as_its_raw_form_i
     )
     .await;
 
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while status(&server, &raw).await != "delivered"
-        || status(&server, &escaped).await != "delivered"
-    {
-        assert!(
-            Instant::now() < deadline,
-            "not delivered: {} {}",
-            status(&server, &raw).await,
-            status(&server, &escaped).await
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually(
+        "the raw and the escaped events are delivered",
+        Duration::from_secs(10),
+        Duration::from_millis(10),
+        async || match (status(&server, &raw).await, status(&server, &escaped).await) {
+            (r, e) if r == "delivered" && e == "delivered" => Ok(()),
+            (r, e) => Err(format!("raw {r}, escaped {e}")),
+        },
+    )
+    .await;
     assert_eq!(status(&server, &other).await, "filtered");
 
     for (pointer_match, want) in [

@@ -6,7 +6,9 @@
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::support::{BinaryServer, read_all, server_section, standard_source, write_config};
+use crate::support::{
+    BinaryServer, eventually_sync, read_all, server_section, standard_source, write_config,
+};
 
 const TOKEN: &str = "first-use-token-0123456789";
 
@@ -82,11 +84,15 @@ fn the_first_start_banner_prints_a_send_command_that_works_for_the_source() {
     );
     let mut server = BinaryServer::start(&config, &[], None);
     // The banner follows the start line.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !server.log_text().contains("try_it") && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let log = server.log_text();
+    let log = eventually_sync(
+        "the banner (try_it) in the log",
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        || match server.log_text() {
+            log if log.contains("try_it") => Ok(log),
+            log => Err(log),
+        },
+    );
     let lines: Vec<serde_json::Value> = log
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())

@@ -13,8 +13,8 @@ use futures_util::StreamExt;
 use hookinbox::clock::Clock;
 
 use crate::support::{
-    BinaryServer, STANDARD_SECRET, TestServer, client, free_port, server_section, standard_headers,
-    write_config,
+    BinaryServer, STANDARD_SECRET, TestServer, client, eventually, eventually_sync, free_port,
+    server_section, standard_headers, write_config,
 };
 
 /// `nats-server -js` on a loopback port with its store in `dir`.
@@ -52,11 +52,17 @@ impl NatsServer {
             .spawn()
             .expect("nats-server runs (Debian: apt-get install nats-server)");
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < deadline, "nats-server did not listen");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let port = self.port;
+        eventually_sync(
+            "nats-server listens",
+            Duration::from_secs(20),
+            Duration::from_millis(20),
+            || {
+                std::net::TcpStream::connect(("127.0.0.1", port))
+                    .map(drop)
+                    .map_err(|e| format!("connect to port {port}: {e}"))
+            },
+        );
     }
 
     fn stop(&mut self) {
@@ -134,15 +140,16 @@ async fn stream_count(js: &jetstream::Context) -> u64 {
 
 /// Waits until the stream holds at least `n` messages.
 async fn wait_for_stream(js: &jetstream::Context, n: usize, limit: Duration) {
-    let deadline = Instant::now() + limit;
-    while stream_count(js).await < n as u64 {
-        assert!(
-            Instant::now() < deadline,
-            "{} of {n} in the stream",
-            stream_count(js).await
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        &format!("{n} messages in the stream"),
+        limit,
+        Duration::from_millis(20),
+        async || match stream_count(js).await {
+            count if count >= n as u64 => Ok(()),
+            count => Err(format!("{count} of {n} in the stream")),
+        },
+    )
+    .await
 }
 
 fn header<'a>(m: &'a jetstream::Message, name: &str) -> &'a str {
@@ -206,22 +213,27 @@ async fn events_are_published_with_the_contract_headers_and_consumed_back_byte_f
     }
     // Delivered means the stream's ack; the attempt says where it went.
     let (first, _, _) = &sent[0];
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let detail = loop {
-        let d = server
-            .admin(
-                "GET",
-                &format!("/api/events/{first}"),
-                Some("test-admin-token-0123456789"),
-                None,
-            )
-            .await;
-        if d.json["status"] == "delivered" {
-            break d.json;
-        }
-        assert!(Instant::now() < deadline, "{:?}", d.json);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let detail = eventually(
+        &format!("{first} is delivered"),
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        async || {
+            let d = server
+                .admin(
+                    "GET",
+                    &format!("/api/events/{first}"),
+                    Some("test-admin-token-0123456789"),
+                    None,
+                )
+                .await;
+            if d.json["status"] == "delivered" {
+                Ok(d.json)
+            } else {
+                Err(format!("{:?}", d.json))
+            }
+        },
+    )
+    .await;
     let answer = detail["attempt_history"][0]["response_snippet"]
         .as_str()
         .unwrap();
@@ -298,11 +310,16 @@ async fn kill_9_while_publishing_leaves_each_event_in_the_stream_exactly_once() 
         .await
         .unwrap();
     assert_eq!(resumed.status(), 200);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while stream_count(&js).await < (EVENTS / 3) as u64 {
-        assert!(Instant::now() < deadline, "publishing did not start");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    eventually(
+        "publishing starts (a third of the events in the stream)",
+        Duration::from_secs(30),
+        Duration::from_millis(5),
+        async || match stream_count(&js).await {
+            n if n >= (EVENTS / 3) as u64 => Ok(()),
+            n => Err(format!("{n} in the stream")),
+        },
+    )
+    .await;
     server.kill9();
     let at_kill = stream_count(&js).await;
     assert!(
@@ -364,30 +381,40 @@ async fn the_server_down_then_back_opens_the_circuit_and_loses_nothing() {
             .await;
         assert_eq!(a.status, 200, "ingest does not depend on the destination");
     }
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while server
-        .metrics()
-        .circuit_count("shop", "shop", hookinbox::metrics::Circuit::Open)
-        == 0
-    {
-        assert!(Instant::now() < deadline, "the circuit did not open");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        "the circuit opens",
+        Duration::from_secs(20),
+        Duration::from_millis(20),
+        async || match server.metrics().circuit_count(
+            "shop",
+            "shop",
+            hookinbox::metrics::Circuit::Open,
+        ) {
+            0 => Err("closed".to_owned()),
+            _ => Ok(()),
+        },
+    )
+    .await;
 
     nats.restart();
     let (js, _) = nats.stream().await;
     wait_for_stream(&js, EVENTS, Duration::from_secs(60)).await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let stats = server.store().stats().unwrap();
-        let counts = &stats["shop"].counts;
-        if counts.delivered == EVENTS as u64 {
-            assert_eq!(counts.dead, 0);
-            break;
-        }
-        assert!(Instant::now() < deadline, "{counts:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        &format!("all {EVENTS} events are delivered"),
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        async || {
+            let stats = server.store().stats().unwrap();
+            let counts = &stats["shop"].counts;
+            if counts.delivered == EVENTS as u64 {
+                assert_eq!(counts.dead, 0);
+                Ok(())
+            } else {
+                Err(format!("{counts:?}"))
+            }
+        },
+    )
+    .await;
     assert_eq!(stream_count(&js).await, EVENTS as u64);
     server.stop().await;
 }

@@ -6,10 +6,13 @@
 
 use std::os::unix::fs::MetadataExt;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::destination::{Destination, Mode};
-use crate::support::{STANDARD_SECRET, client, server_section, standard_headers, write_config};
+use crate::support::{
+    STANDARD_SECRET, client, eventually, eventually_sync, server_section, standard_headers,
+    write_config,
+};
 
 /// The binary with stderr into a file that `JOURNAL_STREAM` names, as
 /// systemd sets it for a service whose output goes to the journal.
@@ -53,19 +56,15 @@ impl Journaled {
 
     /// Waits for a line containing `text`; returns every line so far.
     fn wait_for(&self, text: &str) -> Vec<String> {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let lines = self.lines();
-            if lines.iter().any(|l| l.contains(text)) {
-                return lines;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no {text:?} in the log:\n{}",
-                lines.join("\n")
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        eventually_sync(
+            &format!("a line containing {text:?}"),
+            Duration::from_secs(30),
+            Duration::from_millis(20),
+            || match self.lines() {
+                lines if lines.iter().any(|l| l.contains(text)) => Ok(lines),
+                lines => Err(format!("the log:\n{}", lines.join("\n"))),
+            },
+        )
     }
 
     fn records(&self) -> Vec<(u8, serde_json::Value)> {
@@ -141,28 +140,38 @@ async fn under_journald_json_lines_carry_priorities_and_a_summary_replaces_per_e
         let a = crate::support::post(&http, &format!("{base}/in/shop"), &[], b"{}".to_vec()).await;
         assert_eq!(a.status, 401);
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while dest.count() < 30 {
-        assert!(Instant::now() < deadline, "not delivered");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        "the 30 events are delivered",
+        Duration::from_secs(30),
+        Duration::from_millis(20),
+        async || match dest.count() {
+            n if n >= 30 => Ok(()),
+            n => Err(format!("{n} delivered")),
+        },
+    )
+    .await;
     // Summaries until they account for everything sent.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let summed = loop {
-        let summaries: Vec<serde_json::Value> = server
-            .records()
-            .into_iter()
-            .filter(|(_, v)| v["message"] == "summary")
-            .map(|(_, v)| v)
-            .collect();
-        let sum =
-            |field: &str| -> u64 { summaries.iter().map(|v| v[field].as_u64().unwrap()).sum() };
-        if sum("received") == 30 && sum("delivered") == 30 && sum("rejected") == 30 {
-            break sum("quieted");
-        }
-        assert!(Instant::now() < deadline, "summaries: {summaries:#?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let summed = eventually(
+        "the summaries account for 30 received, 30 delivered and 30 rejected",
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        async || {
+            let summaries: Vec<serde_json::Value> = server
+                .records()
+                .into_iter()
+                .filter(|(_, v)| v["message"] == "summary")
+                .map(|(_, v)| v)
+                .collect();
+            let sum =
+                |field: &str| -> u64 { summaries.iter().map(|v| v[field].as_u64().unwrap()).sum() };
+            if sum("received") == 30 && sum("delivered") == 30 && sum("rejected") == 30 {
+                Ok(sum("quieted"))
+            } else {
+                Err(format!("summaries: {summaries:#?}"))
+            }
+        },
+    )
+    .await;
     assert_eq!(summed, 30 - hookinbox::logs::LOUD_PER_MINUTE as u64);
 
     let (status, stdout) = server.stop();

@@ -6,13 +6,13 @@
 //! events while the old ones keep their one delivery.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hookinbox::clock::Clock;
 use serde_json::{Value, json};
 
 use crate::destination::{Destination, Mode};
-use crate::support::{STANDARD_SECRET, TestServer, server_section, standard_headers};
+use crate::support::{STANDARD_SECRET, TestServer, eventually, server_section, standard_headers};
 
 const TOKEN: &str = "fixture-admin-token-0123456789";
 const DESTINATION_SECRET: &str = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
@@ -70,15 +70,20 @@ async fn find(server: &TestServer, source: &str, event_id: &str) -> Value {
 }
 
 async fn wait_status(server: &TestServer, source: &str, event_id: &str, want: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let e = find(server, source, event_id).await;
-        if e["status"] == want {
-            return e;
-        }
-        assert!(Instant::now() < deadline, "{event_id}: {e}, want {want}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        &format!("{source}/{event_id} is {want}"),
+        Duration::from_secs(15),
+        Duration::from_millis(20),
+        async || {
+            let e = find(server, source, event_id).await;
+            if e["status"] == want {
+                Ok(e)
+            } else {
+                Err(format!("{event_id}: {e}"))
+            }
+        },
+    )
+    .await
 }
 
 fn schema_version(data_dir: &Path) -> u8 {

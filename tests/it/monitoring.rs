@@ -6,12 +6,12 @@
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hookinbox::clock::Clock;
 
 use crate::destination::{Destination, Mode};
-use crate::support::{STANDARD_SECRET, TestServer, server_section, standard_headers};
+use crate::support::{STANDARD_SECRET, TestServer, eventually, server_section, standard_headers};
 
 const TOKEN: &str = "test-admin-token-0123456789";
 
@@ -173,11 +173,16 @@ async fn metrics_read_clean_in_both_formats_with_every_series_there_from_the_sta
         .await;
     let bad = server.post("/in/shop", &[], body).await;
     assert_eq!(bad.status, 401);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while dest.count() < 1 {
-        assert!(Instant::now() < deadline, "not delivered");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually(
+        "an event is delivered",
+        Duration::from_secs(10),
+        Duration::from_millis(10),
+        async || match dest.count() {
+            0 => Err("the destination received nothing".to_owned()),
+            _ => Ok(()),
+        },
+    )
+    .await;
 
     // What Prometheus asks for gets OpenMetrics, which its parser reads.
     let (kind, open) = scrape(&server, Some(PROMETHEUS_ACCEPT)).await;

@@ -216,6 +216,51 @@ pub async fn read_all(data_dir: &Path) -> Vec<StoredEvent> {
     all
 }
 
+/// Waits until `check` passes: polls it every `every` until it returns
+/// `Ok(value)`, and returns that value. `Err(observation)` means "not yet";
+/// after `within` it panics with `what` was awaited and the last observation.
+/// `check` may itself assert (what must hold on every poll until then).
+pub async fn eventually<T>(
+    what: &str,
+    within: Duration,
+    every: Duration,
+    mut check: impl AsyncFnMut() -> Result<T, String>,
+) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        let seen = match check().await {
+            Ok(value) => return value,
+            Err(seen) => seen,
+        };
+        assert!(
+            Instant::now() < deadline,
+            "not within {within:?}: {what}\nlast seen: {seen}"
+        );
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// [`eventually`] for a synchronous `check`; blocks the thread between polls.
+pub fn eventually_sync<T>(
+    what: &str,
+    within: Duration,
+    every: Duration,
+    mut check: impl FnMut() -> Result<T, String>,
+) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        let seen = match check() {
+            Ok(value) => return value,
+            Err(seen) => seen,
+        };
+        assert!(
+            Instant::now() < deadline,
+            "not within {within:?}: {what}\nlast seen: {seen}"
+        );
+        std::thread::sleep(every);
+    }
+}
+
 /// A loopback port free a moment ago, for a child process to listen on
 /// (another process could take it in between; the tests run on loopback
 /// where that is rare enough).
@@ -327,17 +372,13 @@ impl BinaryServer {
 
     pub fn terminate(&mut self) -> std::process::ExitStatus {
         self.signal(libc::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "hookinbox did not exit within 30 s of SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let child = &mut self.child;
+        eventually_sync(
+            "hookinbox exits after SIGTERM",
+            Duration::from_secs(30),
+            Duration::from_millis(20),
+            || child.try_wait().unwrap().ok_or("still running".to_owned()),
+        )
     }
 
     /// What the child printed on stdout (after it exited).

@@ -4,13 +4,14 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::rustls;
 
 use crate::support::{
-    BinaryServer, certificate, server_section, standard_headers, standard_source, write_config,
+    BinaryServer, certificate, eventually, server_section, standard_headers, standard_source,
+    write_config,
 };
 
 fn write_certificate(dir: &Path, leaf: &str, key: &str) {
@@ -107,14 +108,16 @@ async fn ingest_over_tls_and_a_renewed_certificate_on_sighup_keeps_open_connecti
     let b = certificate();
     write_certificate(dir.path(), &b.leaf, &b.key);
     server.signal(libc::SIGHUP);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !server
-        .log_text()
-        .contains("reloaded the ingest TLS certificate")
-    {
-        assert!(Instant::now() < deadline, "{}", server.log_text());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        "the log says the certificate was reloaded",
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        async || match server.log_text() {
+            log if log.contains("reloaded the ingest TLS certificate") => Ok(()),
+            log => Err(log),
+        },
+    )
+    .await;
     // The connection made before the reload keeps working.
     assert_eq!(send_event(&mut old, "tls_2").await, 200);
     // New connections get the new certificate.
@@ -128,11 +131,16 @@ async fn ingest_over_tls_and_a_renewed_certificate_on_sighup_keeps_open_connecti
     // A broken renewal keeps the certificate in use.
     std::fs::write(dir.path().join("key.pem"), "not a key").unwrap();
     server.signal(libc::SIGHUP);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !server.log_text().contains("cannot reload TLS") {
-        assert!(Instant::now() < deadline, "{}", server.log_text());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        "the log says the broken renewal cannot be loaded",
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        async || match server.log_text() {
+            log if log.contains("cannot reload TLS") => Ok(()),
+            log => Err(log),
+        },
+    )
+    .await;
     let mut after = connect(&addr, &b.ca).await.unwrap();
     assert_eq!(send_event(&mut after, "tls_4").await, 200);
     assert_eq!(server.terminate().code(), Some(0), "{}", server.log_text());
