@@ -1,0 +1,112 @@
+//! `AdminError`: why an admin request failed, and the one place that turns it
+//! into a status, a public message and a log line; [`count_refusals`] counts
+//! each in `hookinbox_admin_rejected{reason}`. Also the shared OpenAPI
+//! responses of those errors. Refuses handler logic and never logs a token
+//! or a body.
+
+use axum::Json;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::AdminState;
+use crate::api::{self, ErrorCode};
+use crate::store::StoreError;
+
+/// Why an admin request failed; its [`IntoResponse`] is the one place that
+/// maps it to a status and logs it, and [`count_refusals`] counts it.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum AdminError {
+    #[error("a valid bearer token is required")]
+    Unauthorized,
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    /// A blocking task of the handler panicked or was cancelled.
+    #[error("the request's work stopped unexpectedly")]
+    Task(#[from] tokio::task::JoinError),
+    #[error("cannot read the backup file")]
+    Backup(#[source] std::io::Error),
+}
+
+/// The public code of a refusal, left on its response for
+/// [`count_refusals`]: the response is made where `Metrics` is not at hand
+/// (an extractor's `?`, the fallback), so the counting happens on the way out.
+#[derive(Clone, Copy)]
+struct Refused(ErrorCode);
+
+impl IntoResponse for AdminError {
+    fn into_response(self) -> Response {
+        let (status, code) = match &self {
+            AdminError::Unauthorized => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized),
+            AdminError::NotFound(_) => (StatusCode::NOT_FOUND, ErrorCode::NotFound),
+            AdminError::BadRequest(_) => (StatusCode::BAD_REQUEST, ErrorCode::BadRequest),
+            AdminError::Conflict(_) => (StatusCode::CONFLICT, ErrorCode::Conflict),
+            AdminError::Store(e) if e.is_transient() => {
+                (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::StoreUnavailable)
+            }
+            AdminError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::StoreError),
+            AdminError::Task(_) | AdminError::Backup(_) => {
+                (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::InternalError)
+            }
+        };
+        let reason = self.to_string();
+        if status.is_server_error() {
+            // The whole chain in the log; the caller gets the top message only.
+            let cause = crate::store::Report(&self);
+            tracing::error!(status = status.as_u16(), %cause, "admin request failed");
+        } else {
+            tracing::warn!(status = status.as_u16(), %reason, "admin request refused");
+        }
+        let body = api::ApiError {
+            error: code,
+            reason,
+        };
+        let mut response = (status, Json(body)).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+        }
+        response.extensions_mut().insert(Refused(code));
+        response
+    }
+}
+
+/// Counts every [`AdminError`] the admin listener answers, by its public
+/// code: the code is the counter's label, so the two never drift. Layered
+/// over the whole admin router, the token check and the fallback included.
+pub(super) async fn count_refusals(
+    State(state): State<AdminState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let mut response = next.run(request).await;
+    if let Some(Refused(code)) = response.extensions_mut().remove::<Refused>() {
+        state.metrics.admin_rejected(code);
+    }
+    response
+}
+
+/// The 401 of every path behind the token, declared once for OpenAPI.
+#[derive(utoipa::IntoResponses)]
+#[response(status = 401, description = "No or a wrong bearer token")]
+#[allow(dead_code)] // Only its OpenAPI form is used.
+pub(super) struct Unauthorized(api::ApiError);
+
+/// The 503 of every path that reads or changes the store, declared once for
+/// OpenAPI.
+#[derive(utoipa::IntoResponses)]
+#[response(
+    status = 503,
+    description = "The store cannot answer now (a full disk, a reopen): retry"
+)]
+#[allow(dead_code)] // Only its OpenAPI form is used.
+pub(super) struct StoreUnavailable(api::ApiError);
