@@ -10,7 +10,7 @@
 //! so no other module reads the environment or a secret file.
 //!
 //! `raw.rs` holds the file as written and what a key left out means;
-//! `validate.rs` checks it into a typed config; `show.rs` prints a config
+//! `validate/` checks it into a typed config; `show.rs` prints a config
 //! back in the file's form, secrets redacted; `resolve.rs` is the step from a
 //! loaded config to one with every secret.
 

@@ -1,6 +1,6 @@
 //! The config file as written: serde structs (a key left out is `None`),
 //! what a key left out means ([`default`]: every default, in one place), and
-//! the `HOOKINBOX_*` variables that override keys. `validate.rs` turns this
+//! the `HOOKINBOX_*` variables that override keys. `validate/` turns this
 //! into a typed config; `show.rs` turns a typed config back into this.
 //!
 //! serde checks what a type can say: a value of the wrong type, an unknown

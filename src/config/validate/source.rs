@@ -1,0 +1,373 @@
+//! One `[[source]]`: its name, kind, signing secrets, tolerance, body cap,
+//! event locators, public URL, Meta's verify token and the `hmac` kind's
+//! keys and signed-payload template. Its destinations are checked in
+//! `destination.rs`.
+
+use std::time::Duration;
+
+use super::destination::validate_destinations;
+use super::{Ctx, SecretSetting, longest};
+use crate::config::raw::{OneOrMany, RawSource, default};
+use crate::config::{
+    ConfigError, GivenSecret, HmacSpec, Kind, Loaded, Locator, PayloadPart, Secret, SecretOrigin,
+    SecretPlan, SourceConfig, SourceName,
+};
+use crate::standard_webhooks::StandardKey;
+
+/// `source[i]`, key by key in the order below; each step names its keys.
+pub(super) fn validate_source(
+    cx: &mut Ctx<'_>,
+    i: usize,
+    mut rs: RawSource,
+) -> Result<SourceConfig<Loaded>, ConfigError> {
+    let key = |k: &str| format!("source[{i}].{k}");
+    let name = rs
+        .name
+        .as_deref()
+        .ok_or_else(|| cx.err(key("name"), "is required"))?;
+    let name = SourceName::parse(name).map_err(|m| cx.err(key("name"), m))?;
+    let kind = rs.kind.ok_or_else(|| cx.err(key("kind"), "is required"))?;
+
+    let secrets = source_secrets(cx, i, kind, &mut rs)?;
+
+    let tolerance = source_tolerance(cx, i, kind, &rs)?;
+    let max_body = cx.size(&key("max_body"), rs.max_body.take(), default::MAX_BODY)?;
+    let event_id = source_locators(cx, i, "event_id", rs.event_id.take())?;
+    let event_type = source_locators(cx, i, "event_type", rs.event_type.take())?;
+
+    let public_url = source_public_url(cx, i, kind, &mut rs)?;
+    let verify_token = validate_verify_token(cx, i, kind, &mut rs)?;
+    let destinations = validate_destinations(cx, i, &name, &mut rs)?;
+
+    let hmac = source_hmac(cx, i, kind, rs)?;
+    if kind == Kind::Hmac && event_id.is_none() {
+        return Err(cx.err(
+            key("event_id"),
+            "is required for kind = \"hmac\": e.g. [\"header:X-Event-Id\"], [\"json:/id\"] or [\"body-sha256\"]",
+        ));
+    }
+
+    Ok(SourceConfig {
+        name,
+        kind,
+        secrets,
+        tolerance,
+        max_body,
+        event_id,
+        event_type,
+        public_url,
+        verify_token,
+        destinations,
+        hmac,
+    })
+}
+
+/// `source[i]`'s signing secrets: inline (`secret`, `secrets`), in a
+/// variable or a file, or left to `generate_secret`; exactly one way.
+fn source_secrets(
+    cx: &mut Ctx<'_>,
+    i: usize,
+    kind: Kind,
+    rs: &mut RawSource,
+) -> Result<SecretPlan<Vec<GivenSecret<Secret>>>, ConfigError> {
+    let key = |k: &str| format!("source[{i}].{k}");
+    let found = cx.read_secrets(SecretSetting {
+        key: key("secret"),
+        inline: rs
+            .secret
+            .take()
+            .into_iter()
+            .chain(rs.secrets.take().into_iter().flatten())
+            .collect(),
+        env: rs.secret_env.take(),
+        file: rs.secret_file.take(),
+    })?;
+    let mut secrets = Vec::new();
+    for place in found {
+        // A file holds one secret a line; a variable, whitespace-separated ones.
+        let texts: Vec<&str> = match &place.origin {
+            SecretOrigin::File(_) => place
+                .text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect(),
+            SecretOrigin::Env(_) => place.text.split_whitespace().collect(),
+            SecretOrigin::Inline => vec![&place.text],
+        };
+        if texts.is_empty() {
+            let what = match &place.origin {
+                SecretOrigin::File(path) => format!("{} holds no secret", path.display()),
+                SecretOrigin::Env(var) => format!("environment variable {var} is set but empty"),
+                SecretOrigin::Inline => "is empty".to_owned(),
+            };
+            return Err(cx.err(&place.key, what));
+        }
+        for text in texts {
+            if ["sk_live_", "sk_test_", "rk_live_", "rk_test_"]
+                .iter()
+                .any(|p| text.starts_with(p))
+            {
+                cx.warnings.push(format!(
+                    "{}: {} looks like a Stripe API key, not a webhook signing secret: \
+                     Stripe signs webhooks with the endpoint's secret (whsec_…, in the \
+                     dashboard under Developers → Webhooks); keep API keys out of hookinbox",
+                    cx.origin, place.key
+                ));
+            }
+            // Refused here, naming the key, rather than by the verifier at start.
+            if kind == Kind::Standard {
+                StandardKey::parse(text).map_err(|e| cx.err(&place.key, e.to_string()))?;
+            }
+            secrets.push(GivenSecret {
+                origin: place.origin.clone(),
+                value: Secret::new(text),
+            });
+        }
+    }
+    let generate = rs.generate_secret.unwrap_or(default::GENERATE_SECRET);
+    if generate && !secrets.is_empty() {
+        return Err(cx.err(
+            key("generate_secret"),
+            "cannot be combined with secret, secrets, secret_env or secret_file",
+        ));
+    }
+    if !generate && secrets.is_empty() {
+        return Err(cx.err(
+            format!("source[{i}]"),
+            "has no secret: set secret_file, secret_env or generate_secret = true",
+        ));
+    }
+    if secrets.iter().any(|s| s.value.expose().is_empty()) {
+        return Err(cx.err(format!("source[{i}]"), "has an empty secret"));
+    }
+    let secrets = if generate {
+        SecretPlan::Generated
+    } else {
+        SecretPlan::Given(secrets)
+    };
+    Ok(secrets)
+}
+
+/// `source[i].tolerance`, and the warning when its kind signs no timestamp.
+fn source_tolerance(
+    cx: &mut Ctx<'_>,
+    i: usize,
+    kind: Kind,
+    rs: &RawSource,
+) -> Result<Option<Duration>, ConfigError> {
+    let key = |k: &str| format!("source[{i}].{k}");
+    let tolerance = rs
+        .tolerance
+        .as_deref()
+        .map(|t| cx.duration(&key("tolerance"), Some(t), t, longest::TOLERANCE))
+        .transpose()?;
+    let signs_time = match kind {
+        Kind::Github | Kind::Shopify | Kind::Gitlab | Kind::Twilio | Kind::Meta => false,
+        Kind::Hmac => rs.timestamp_header.is_some(),
+        _ => true,
+    };
+    if tolerance.is_some() && !signs_time {
+        cx.warnings.push(format!(
+            "{}: {} has no effect: {} signs no timestamp, so there is no age to check \
+             (dedupe by event id is the replay defence)",
+            cx.origin,
+            key("tolerance"),
+            kind.as_str()
+        ));
+    }
+    Ok(tolerance)
+}
+
+/// `source[i].event_id` or `.event_type`: one place or a list of them.
+fn source_locators(
+    cx: &Ctx<'_>,
+    i: usize,
+    field: &str,
+    value: Option<OneOrMany>,
+) -> Result<Option<Vec<Locator>>, ConfigError> {
+    let key = |k: &str| format!("source[{i}].{k}");
+    let Some(value) = value else { return Ok(None) };
+    let texts = match value {
+        OneOrMany::One(text) => vec![text],
+        OneOrMany::Many(texts) => texts,
+    };
+    let list = texts
+        .iter()
+        .map(|t| Locator::parse(t).map_err(|m| cx.err(key(field), m)))
+        .collect::<Result<Vec<_>, _>>()?;
+    if list.is_empty() {
+        return Err(cx.err(key(field), "must name at least one place"));
+    }
+    Ok(Some(list))
+}
+
+/// `source[i].public_url`: required for twilio, which signs it.
+fn source_public_url(
+    cx: &Ctx<'_>,
+    i: usize,
+    kind: Kind,
+    rs: &mut RawSource,
+) -> Result<Option<String>, ConfigError> {
+    let key = |k: &str| format!("source[{i}].{k}");
+    let public_url = match rs.public_url.take() {
+        Some(u) => {
+            reqwest::Url::parse(&u)
+                .map_err(|e| cx.err(key("public_url"), format!("is not a URL: {e}")))?;
+            Some(u)
+        }
+        None if kind == Kind::Twilio => {
+            return Err(cx.err(
+                key("public_url"),
+                "is required for twilio: the URL Twilio calls, which it signs",
+            ));
+        }
+        None => None,
+    };
+    Ok(public_url)
+}
+
+/// The `hmac` kind's keys: checked for kind `hmac`, refused for any other.
+fn source_hmac(
+    cx: &Ctx<'_>,
+    i: usize,
+    kind: Kind,
+    rs: RawSource,
+) -> Result<Option<HmacSpec>, ConfigError> {
+    let key = |k: &str| format!("source[{i}].{k}");
+    let hmac_keys = [
+        ("signature_header", rs.signature_header.is_some()),
+        ("algorithm", rs.algorithm.is_some()),
+        ("encoding", rs.encoding.is_some()),
+        ("prefix", rs.prefix.is_some()),
+        ("signed_payload", rs.signed_payload.is_some()),
+        ("timestamp_header", rs.timestamp_header.is_some()),
+    ];
+    let hmac = if kind == Kind::Hmac {
+        Some(validate_hmac(cx, i, rs)?)
+    } else {
+        if let Some((k, _)) = hmac_keys.iter().find(|(_, set)| *set) {
+            return Err(cx.err(
+                key(k),
+                format!("applies only to kind = \"hmac\", not {kind}"),
+            ));
+        }
+        None
+    };
+    Ok(hmac)
+}
+
+/// Meta's verify token: required for kind `meta` (Meta will not subscribe
+/// a URL that fails its check), refused for every other kind.
+fn validate_verify_token(
+    cx: &mut Ctx<'_>,
+    i: usize,
+    kind: Kind,
+    rs: &mut RawSource,
+) -> Result<Option<GivenSecret<Secret>>, ConfigError> {
+    let key = format!("source[{i}].verify_token");
+    let found = cx.read_secret(SecretSetting {
+        key: key.clone(),
+        inline: rs.verify_token.take().into_iter().collect(),
+        env: rs.verify_token_env.take(),
+        file: rs.verify_token_file.take(),
+    })?;
+    match (kind, found) {
+        (Kind::Meta, None) => Err(cx.err(
+            key,
+            "is required for kind = \"meta\": the Verify Token typed into the app's webhook \
+             settings, which Meta sends back to check the URL (set verify_token_file or \
+             verify_token_env)",
+        )),
+        (Kind::Meta, Some(found)) => {
+            let text = found.text.trim();
+            if text.is_empty() {
+                return Err(cx.err(found.key, "is empty"));
+            }
+            Ok(Some(GivenSecret {
+                origin: found.origin,
+                value: Secret::new(text),
+            }))
+        }
+        (_, None) => Ok(None),
+        (_, Some(found)) => Err(cx.err(
+            found.key,
+            format!("applies only to kind = \"meta\", not {kind}"),
+        )),
+    }
+}
+
+fn validate_hmac(cx: &Ctx<'_>, i: usize, rs: RawSource) -> Result<HmacSpec, ConfigError> {
+    let key = |k: &str| format!("source[{i}].{k}");
+    let header = |k: &str, v: &str| {
+        http::HeaderName::from_bytes(v.as_bytes())
+            .map_err(|_| cx.err(key(k), format!("{v:?} is not a header name")))
+    };
+    let signature_header = rs
+        .signature_header
+        .as_deref()
+        .ok_or_else(|| cx.err(key("signature_header"), "is required for kind = \"hmac\""))?;
+    let signature_header = header("signature_header", signature_header)?;
+    let timestamp_header = rs
+        .timestamp_header
+        .as_deref()
+        .map(|v| header("timestamp_header", v))
+        .transpose()?;
+    let template = rs
+        .signed_payload
+        .as_deref()
+        .unwrap_or(default::SIGNED_PAYLOAD);
+    let signed_payload = parse_template(template).map_err(|m| cx.err(key("signed_payload"), m))?;
+    if !signed_payload.contains(&PayloadPart::Body) {
+        return Err(cx.err(
+            key("signed_payload"),
+            "must include {body}: a signature that does not cover the body proves nothing",
+        ));
+    }
+    if signed_payload.contains(&PayloadPart::Timestamp) && timestamp_header.is_none() {
+        return Err(cx.err(
+            key("timestamp_header"),
+            "is required when signed_payload uses {timestamp}",
+        ));
+    }
+    Ok(HmacSpec {
+        signature_header,
+        algorithm: rs.algorithm.unwrap_or(default::ALGORITHM),
+        encoding: rs.encoding.unwrap_or(default::ENCODING),
+        prefix: rs.prefix.unwrap_or_else(|| default::PREFIX.to_owned()),
+        signed_payload,
+        timestamp_header,
+    })
+}
+
+/// Parses a template such as `"{timestamp}.{body}"` or
+/// `"{header:Twitch-Eventsub-Message-Id}{header:Twitch-Eventsub-Message-Timestamp}{body}"`.
+fn parse_template(template: &str) -> Result<Vec<PayloadPart>, String> {
+    let mut parts = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        if open > 0 {
+            parts.push(PayloadPart::Literal(rest[..open].to_owned()));
+        }
+        let close = rest[open..]
+            .find('}')
+            .ok_or_else(|| format!("unclosed '{{' in {template:?}"))?
+            + open;
+        let name = &rest[open + 1..close];
+        parts.push(match name {
+            "body" => PayloadPart::Body,
+            "timestamp" => PayloadPart::Timestamp,
+            _ => match name.strip_prefix("header:") {
+                Some(h) => PayloadPart::Header(
+                    http::HeaderName::from_bytes(h.as_bytes()).map_err(|_| format!("{h:?} is not a header name"))?,
+                ),
+                None => return Err(format!("unknown placeholder {{{name}}}: use {{body}}, {{timestamp}} or {{header:Name}}")),
+            },
+        });
+        rest = &rest[close + 1..];
+    }
+    if !rest.is_empty() {
+        parts.push(PayloadPart::Literal(rest.to_owned()));
+    }
+    Ok(parts)
+}
