@@ -288,7 +288,7 @@ impl<'t> IndexTables<'t> {
             let key = (source.as_str(), event_type.as_str(), tally);
             let now = self.counts.get(key)?.map_or(0, |v| v.value());
             let next = now.checked_add_signed(delta).ok_or_else(|| {
-                WriteError::Corrupt(super::schema::DecodeError::Codec(format!(
+                WriteError::Corrupt(super::format::row::DecodeError::Codec(format!(
                     "count of {source}/{event_type}/{tally} would go below zero ({now} {delta:+})"
                 )))
             })?;
@@ -506,7 +506,7 @@ pub(crate) fn check(txn: &ReadTransaction) -> Result<(), String> {
     for row in states.iter().map_err(|e| e.to_string())? {
         let (seq, raw) = row.map_err(|e| e.to_string())?;
         let seq = seq.value();
-        let state: EventState = super::schema::decode(raw.value()).map_err(|e| e.to_string())?;
+        let state = super::format::row::decode_state(raw.value()).map_err(|e| e.to_string())?;
         let i = Indexed::of(&state);
         let code = i.status.code();
         by_type.insert((i.source.to_string(), i.event_type.to_string(), code, seq));

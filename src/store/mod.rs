@@ -7,6 +7,7 @@
 //! answers with where it landed.
 
 mod dedupe;
+pub mod format;
 pub mod index;
 mod payload;
 pub mod schema;
@@ -25,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::verify::VerifiedEvent;
 use dedupe::{DedupeIndex, fingerprint};
+use format::row;
 use schema::{
     ATTEMPTS, Attempt, DEDUPE, DLQ, EVENTS, EXPIRY, EventRecord, EventState, LEASES, META,
     META_SCHEMA, META_TAG, MIGRATES_FROM, ORDERED, SCHEDULE, SCHEMA_VERSION, STATE,
@@ -49,9 +51,9 @@ pub const DB_FILE: &str = "hookinbox.redb";
 /// How stats name the event type of events that have none.
 pub const NO_TYPE: &str = "(none)";
 
-/// How an event starts its life. Logged in the write-ahead log: variants
-/// are only ever added at the end.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// How an event starts its life. Logged in the write-ahead log (as
+/// [`format`] writes it).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Initial {
     /// Schema 5's form of `Routes` with one route, the source's own: read
     /// from a log an older build wrote.
@@ -69,7 +71,7 @@ pub enum Initial {
 }
 
 /// One destination an event goes to, for [`Initial::Routes`].
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Route {
     /// The destination's queue name (see [`schema::route_source`]).
     pub destination: String,
@@ -123,14 +125,14 @@ pub struct Claimed {
 }
 
 /// What an attempt came to and what happens next, for [`Store::finish`].
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone)]
 pub struct Finish {
     pub seq: u64,
     pub attempt: Attempt,
     pub next: Next,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Next {
     Delivered {
         at_ms: u64,
@@ -148,8 +150,8 @@ pub enum Next {
 }
 
 /// A person's change to one delivery of an event (`Erase`: to the event).
-/// Logged in the write-ahead log: variants are only ever added at the end.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+/// Logged in the write-ahead log (as [`format`] writes it).
+#[derive(Debug, Clone)]
 pub enum Change {
     /// Deliver again: attempts reset, history kept, same `webhook-id`.
     Replay,
@@ -318,7 +320,7 @@ fn block<E>(
     seq: u64,
 ) -> Result<Vec<Delivery>, E>
 where
-    E: From<redb::StorageError> + From<schema::DecodeError>,
+    E: From<redb::StorageError> + From<row::DecodeError>,
 {
     let next = seq.saturating_add(1);
     // Most events have one destination: the next event follows at once, and
@@ -327,7 +329,7 @@ where
         return Ok(match states.get(seq)? {
             Some(raw) => vec![Delivery {
                 key: seq,
-                state: schema::decode(raw.value())?,
+                state: row::decode_state(raw.value())?,
             }],
             None => Vec::new(),
         });
@@ -341,7 +343,7 @@ where
         let (key, raw) = row?;
         out.push(Delivery {
             key: key.value(),
-            state: schema::decode(raw.value())?,
+            state: row::decode_state(raw.value())?,
         });
     }
     Ok(out)
@@ -481,7 +483,7 @@ pub enum StoreError {
     )]
     OlderSchema { path: PathBuf, found: u8 },
     #[error("the database holds a record this build cannot read")]
-    Corrupt(#[from] schema::DecodeError),
+    Corrupt(#[from] row::DecodeError),
     #[error("event {seq} has a record but no state row: the database is damaged")]
     MissingState { seq: u64 },
     #[error("reading the database failed")]
@@ -542,7 +544,7 @@ pub enum WriteError {
     #[error(transparent)]
     Redb(#[from] redb::Error),
     #[error("a stored record cannot be read")]
-    Corrupt(#[from] schema::DecodeError),
+    Corrupt(#[from] row::DecodeError),
     #[error(transparent)]
     Io(#[from] std::io::Error),
     #[error(transparent)]
@@ -1034,7 +1036,7 @@ impl Store {
             if searching {
                 // Most payloads do not match: test the body on a borrowed
                 // view first, and read the state only for those that do.
-                let view = schema::decode_event_view(raw_event.value(), &mut scratch)?;
+                let view = row::decode_event_view(raw_event.value(), &mut scratch)?;
                 page.examined += 1;
                 page.scanned_back_to_ms = Some(view.received_at_ms);
                 if !matcher.matches(view.body) {
@@ -1042,7 +1044,7 @@ impl Store {
                 }
             }
             let deliveries: Vec<Delivery> = block::<StoreError>(&events, &states, seq)?;
-            let record = schema::decode_event(raw_event.value())?;
+            let record = row::decode_event(raw_event.value())?;
             let Some(first) = deliveries
                 .iter()
                 .find(|d| filter.matches(&record, &d.state))
@@ -1081,11 +1083,11 @@ impl Store {
             let Some(raw) = states.get(key)? else {
                 continue;
             };
-            let state: EventState = schema::decode(raw.value())?;
+            let state = row::decode_state(raw.value())?;
             let matches = if timed {
                 let event = event_of::<StoreError>(&events, key)?;
                 match event.map(|seq| events.get(seq)).transpose()?.flatten() {
-                    Some(raw) => filter.matches(&schema::decode_event(raw.value())?, &state),
+                    Some(raw) => filter.matches(&row::decode_event(raw.value())?, &state),
                     None => false,
                 }
             } else {
@@ -1282,7 +1284,7 @@ impl Store {
         let Some(raw) = states.get(seq)? else {
             return Ok(false);
         };
-        let state: EventState = schema::decode(raw.value())?;
+        let state = row::decode_state(raw.value())?;
         let Some(key) = state.ordering_key.as_deref() else {
             return Ok(false);
         };
@@ -1303,7 +1305,7 @@ impl Store {
         let mut out = Vec::new();
         for row in attempts.range((seq, 0)..=(seq, u32::MAX))? {
             let (_, v) = row?;
-            out.push(schema::decode(v.value())?);
+            out.push(row::decode_attempt(v.value())?);
         }
         Ok(out)
     }
@@ -1367,12 +1369,12 @@ impl Store {
         let Some(state) = states.get(key)? else {
             return Ok(None);
         };
-        let state: EventState = schema::decode(state.value())?;
+        let state = row::decode_state(state.value())?;
         let erased = txn.open_table(schema::ERASED)?;
         Ok(Some(StoredEvent {
             seq,
             id: self.public_id(seq),
-            record: schema::decode_event(raw.value())?,
+            record: row::decode_event(raw.value())?,
             deliveries: vec![Delivery {
                 key,
                 state: state.clone(),
@@ -1391,7 +1393,7 @@ impl Store {
         let Some(raw) = events.get(seq)? else {
             return Ok(None);
         };
-        let record = schema::decode_event(raw.value())?;
+        let record = row::decode_event(raw.value())?;
         let deliveries: Vec<Delivery> = block::<StoreError>(&events, &states, seq)?;
         let Some(state) = deliveries.first().map(|d| d.state.clone()) else {
             return Err(StoreError::MissingState { seq });
@@ -1441,7 +1443,7 @@ impl Store {
             out.push(StoredEvent {
                 seq,
                 id: self.public_id(seq),
-                record: schema::decode_event(v.value())?,
+                record: row::decode_event(v.value())?,
                 state,
                 deliveries,
                 erased: erased_note(&erased, seq)?,
@@ -1585,7 +1587,7 @@ fn last_event(db: &Database) -> Result<Option<(u64, u64)>, StoreError> {
     let last_key = states.last()?.map(|(k, _)| k.value());
     match events.last()? {
         Some((seq, raw)) => {
-            let received = schema::decode_event(raw.value())?.received_at_ms;
+            let received = row::decode_event(raw.value())?.received_at_ms;
             Ok(Some((seq.value().max(last_key.unwrap_or(0)), received)))
         }
         None => Ok(None),
@@ -1687,7 +1689,7 @@ fn migrate(db: &Database, from: u8) -> Result<(), WriteError> {
             let mut t = tables::Tables::open(&txn)?;
             let at = match t.meta.get(META_INDEXED_UP_TO)? {
                 Some(v) => u64::from_be_bytes(v.value().try_into().map_err(|_| {
-                    WriteError::Corrupt(schema::DecodeError::Codec(
+                    WriteError::Corrupt(row::DecodeError::Codec(
                         "migration progress is not 8 bytes".into(),
                     ))
                 })?),
@@ -1728,7 +1730,7 @@ fn erased_note(
     seq: u64,
 ) -> Result<Option<schema::Note>, StoreError> {
     match erased.get(seq)? {
-        Some(raw) => Ok(Some(schema::decode(raw.value())?)),
+        Some(raw) => Ok(Some(row::decode_note(raw.value())?)),
         None => Ok(None),
     }
 }
@@ -1750,7 +1752,7 @@ fn first_received_at_or_after(
             hi = mid;
             continue;
         };
-        if schema::decode_event(raw.value())?.received_at_ms >= at_ms {
+        if row::decode_event(raw.value())?.received_at_ms >= at_ms {
             hi = mid;
         } else {
             lo = key.value() + 1;

@@ -57,14 +57,10 @@
 //! - `minutes` (minute, source, kind) → how many in that minute: received,
 //!   duplicates, delivered, dead-lettered; kept [`super::index::MINUTES_KEPT`].
 //!
-//! Records are a version byte followed by postcard. Postcard is not
-//! self-describing: a field added to a record means a new version byte and a
-//! decoder for the old one. Event records add a codec byte after the version:
-//! the postcard bytes are LZ4-compressed when that saves at least an eighth,
-//! which cuts the pages each commit writes (see benches/ingest.rs).
+//! Rows hold bytes of [`super::format`]: each record's own serialized type,
+//! with a version. The types below are the domain's, converted there.
 
 use redb::TableDefinition;
-use serde::{Deserialize, Serialize};
 
 pub const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("events");
 pub const STATE: TableDefinition<u64, &[u8]> = TableDefinition::new("state");
@@ -102,18 +98,8 @@ pub const META_SCHEMA: &str = "schema_version";
 /// `webhook-id` it has already seen for a different event.
 pub const META_TAG: &str = "tag";
 
-const RECORD_V1: u8 = 1;
-/// Codec byte of an event record: postcard bytes as they are.
-const CODEC_PLAIN: u8 = 0;
-/// Codec byte of an event record: LZ4 block, decompressed size first.
-const CODEC_LZ4: u8 = 1;
-/// Smaller records are stored plain: compressing them saves too little.
-const COMPRESS_FROM: usize = 256;
-/// No record decompresses to more than this (bodies are capped far below).
-const MAX_RECORD: usize = 64 << 20;
-
 /// An event as received: immutable once stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventRecord {
     pub source: String,
     pub event_id: String,
@@ -121,25 +107,11 @@ pub struct EventRecord {
     pub received_at_ms: u64,
     pub content_type: Option<String>,
     pub headers: Vec<(String, String)>,
-    #[serde(with = "serde_bytes")]
     pub body: Vec<u8>,
 }
 
-/// The borrowed twin of [`EventRecord`], to encode without copying the body.
-#[derive(Serialize)]
-pub struct EventRecordRef<'a> {
-    pub source: &'a str,
-    pub event_id: &'a str,
-    pub event_type: Option<&'a str>,
-    pub received_at_ms: u64,
-    pub content_type: Option<&'a str>,
-    pub headers: &'a [(String, String)],
-    #[serde(with = "serde_bytes")]
-    pub body: &'a [u8],
-}
-
 /// Where an event is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
     /// Waiting for delivery: first try or a retry (its entry is in `schedule`).
     Pending,
@@ -210,7 +182,7 @@ pub fn route_source(route: &str) -> &str {
 
 /// The mutable part of one delivery of an event (one destination's), small
 /// so that updates are cheap.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventState {
     pub status: Status,
     /// The route: the destination's queue name, which `schedule`, `dlq`,
@@ -265,21 +237,21 @@ impl EventState {
 }
 
 /// Why an event was dead-lettered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadLetter {
     pub reason: String,
     pub at_ms: u64,
     pub last_status: Option<u16>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Note {
     pub text: String,
     pub at_ms: u64,
 }
 
 /// What one attempt came to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AttemptClass {
     /// 2xx.
     Delivered,
@@ -313,7 +285,7 @@ impl AttemptClass {
 }
 
 /// One delivery attempt, as recorded in `attempts`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attempt {
     pub started_ms: u64,
     pub latency_ms: u64,
@@ -323,226 +295,4 @@ pub struct Attempt {
     pub error: Option<String>,
     /// The start of the destination's answer, for people reading the DLQ.
     pub response_snippet: Option<String>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum DecodeError {
-    #[error("record version {0} is not one this build reads: upgrade hookinbox")]
-    UnknownVersion(u8),
-    #[error("empty record")]
-    Empty,
-    #[error("corrupt record")]
-    Postcard(#[from] postcard::Error),
-    #[error("corrupt record: {0}")]
-    Codec(String),
-}
-
-pub fn encode<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
-    out.clear();
-    out.push(RECORD_V1);
-    // Serializing plain structs into a Vec cannot fail.
-    let encoded =
-        postcard::to_extend(value, std::mem::take(out)).expect("postcard encodes into a Vec");
-    *out = encoded;
-}
-
-/// Encodes an event record: version, codec, then postcard bytes, compressed
-/// when that pays. `scratch` keeps its allocation between calls.
-pub fn encode_event(record: &EventRecordRef<'_>, scratch: &mut Vec<u8>, out: &mut Vec<u8>) {
-    scratch.clear();
-    let plain =
-        postcard::to_extend(record, std::mem::take(scratch)).expect("postcard encodes into a Vec");
-    out.clear();
-    out.push(RECORD_V1);
-    if plain.len() >= COMPRESS_FROM {
-        out.push(CODEC_LZ4);
-        out.extend_from_slice(&(plain.len() as u32).to_le_bytes());
-        let start = out.len();
-        out.resize(
-            start + lz4_flex::block::get_maximum_output_size(plain.len()),
-            0,
-        );
-        let written = lz4_flex::block::compress_into(&plain, &mut out[start..])
-            .expect("the output holds the worst case");
-        out.truncate(start + written);
-        if written + written / 8 < plain.len() {
-            *scratch = plain;
-            return;
-        }
-        out.truncate(1);
-    }
-    out.push(CODEC_PLAIN);
-    out.extend_from_slice(&plain);
-    *scratch = plain;
-}
-
-/// Decodes what [`encode_event`] wrote.
-pub fn decode_event(bytes: &[u8]) -> Result<EventRecord, DecodeError> {
-    let mut scratch = Vec::new();
-    Ok(postcard::from_bytes(plain_event(bytes, &mut scratch)?)?)
-}
-
-/// An event record borrowed from its stored bytes (or from the scratch
-/// buffer it was decompressed into): what a search reads per event, without
-/// an allocation per field.
-#[derive(Debug, Deserialize)]
-pub struct EventRecordView<'a> {
-    pub source: &'a str,
-    pub event_id: &'a str,
-    pub event_type: Option<&'a str>,
-    pub received_at_ms: u64,
-    pub content_type: Option<&'a str>,
-    #[serde(borrow)]
-    pub headers: Vec<(&'a str, &'a str)>,
-    #[serde(with = "serde_bytes")]
-    pub body: &'a [u8],
-}
-
-/// [`decode_event`] without copying: `scratch` is reused across calls.
-pub fn decode_event_view<'a>(
-    bytes: &'a [u8],
-    scratch: &'a mut Vec<u8>,
-) -> Result<EventRecordView<'a>, DecodeError> {
-    Ok(postcard::from_bytes(plain_event(bytes, scratch)?)?)
-}
-
-/// The postcard bytes of a stored event record: borrowed when stored plain,
-/// else decompressed into `scratch` (grown, never cleared: LZ4 writes every
-/// byte it returns).
-fn plain_event<'a>(bytes: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<&'a [u8], DecodeError> {
-    let rest = match bytes.split_first() {
-        None => return Err(DecodeError::Empty),
-        Some((&RECORD_V1, rest)) => rest,
-        Some((&v, _)) => return Err(DecodeError::UnknownVersion(v)),
-    };
-    match rest.split_first() {
-        Some((&CODEC_PLAIN, plain)) => Ok(plain),
-        Some((&CODEC_LZ4, packed)) if packed.len() >= 4 => {
-            let (size, block) = packed.split_at(4);
-            let size = u32::from_le_bytes(size.try_into().expect("4 bytes")) as usize;
-            if size > MAX_RECORD {
-                return Err(DecodeError::Codec(format!(
-                    "declared size {size} is too large"
-                )));
-            }
-            if scratch.len() < size {
-                scratch.resize(size, 0);
-            }
-            let written = lz4_flex::block::decompress_into(block, &mut scratch[..size])
-                .map_err(|e| DecodeError::Codec(e.to_string()))?;
-            if written != size {
-                return Err(DecodeError::Codec(format!(
-                    "decompressed {written} bytes, the record says {size}"
-                )));
-            }
-            Ok(&scratch[..size])
-        }
-        Some((&codec, _)) => Err(DecodeError::Codec(format!("unknown codec {codec}"))),
-        None => Err(DecodeError::Empty),
-    }
-}
-
-pub fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, DecodeError> {
-    match bytes.split_first() {
-        None => Err(DecodeError::Empty),
-        Some((&RECORD_V1, rest)) => Ok(postcard::from_bytes(rest)?),
-        Some((&v, _)) => Err(DecodeError::UnknownVersion(v)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn record(body: Vec<u8>) -> EventRecord {
-        EventRecord {
-            source: "stripe".into(),
-            event_id: "evt_1".into(),
-            event_type: Some("charge.succeeded".into()),
-            received_at_ms: 1_700_000_000_000,
-            content_type: Some("application/json".into()),
-            headers: vec![("stripe-signature".into(), "t=1,v1=ab".into())],
-            body,
-        }
-    }
-
-    fn encoded(rec: &EventRecord) -> Vec<u8> {
-        let mut out = Vec::new();
-        encode_event(
-            &EventRecordRef {
-                source: &rec.source,
-                event_id: &rec.event_id,
-                event_type: rec.event_type.as_deref(),
-                received_at_ms: rec.received_at_ms,
-                content_type: rec.content_type.as_deref(),
-                headers: &rec.headers,
-                body: &rec.body,
-            },
-            &mut Vec::new(),
-            &mut out,
-        );
-        out
-    }
-
-    #[test]
-    fn small_records_are_stored_plain_and_round_trip() {
-        let rec = record("{\"café\":1}".as_bytes().to_vec());
-        let bytes = encoded(&rec);
-        assert_eq!(&bytes[..2], &[RECORD_V1, CODEC_PLAIN]);
-        assert_eq!(decode_event(&bytes).unwrap(), rec);
-    }
-
-    #[test]
-    fn compressible_records_are_compressed_and_round_trip() {
-        let rec = record(b"{\"amount\":100,\"currency\":\"eur\"}".repeat(40));
-        let bytes = encoded(&rec);
-        assert_eq!(&bytes[..2], &[RECORD_V1, CODEC_LZ4]);
-        assert!(bytes.len() < rec.body.len() / 4, "{} bytes", bytes.len());
-        assert_eq!(decode_event(&bytes).unwrap(), rec);
-    }
-
-    #[test]
-    fn incompressible_records_are_stored_plain() {
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let noise: Vec<u8> = (0..2000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
-        let rec = record(noise);
-        let bytes = encoded(&rec);
-        assert_eq!(&bytes[..2], &[RECORD_V1, CODEC_PLAIN]);
-        assert_eq!(decode_event(&bytes).unwrap(), rec);
-    }
-
-    #[test]
-    fn corrupt_compressed_records_are_errors_not_panics() {
-        let rec = record(b"abcdefgh".repeat(100));
-        let mut bytes = encoded(&rec);
-        bytes.truncate(bytes.len() - 5);
-        assert!(decode_event(&bytes).is_err());
-        let mut huge = encoded(&rec);
-        huge[2..6].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(matches!(decode_event(&huge), Err(DecodeError::Codec(_))));
-        assert!(matches!(
-            decode_event(&[RECORD_V1, 7, 0]),
-            Err(DecodeError::Codec(_))
-        ));
-    }
-
-    #[test]
-    fn unknown_versions_are_refused_not_misread() {
-        assert!(matches!(
-            decode::<EventState>(&[9, 0]),
-            Err(DecodeError::UnknownVersion(9))
-        ));
-        assert!(matches!(decode::<EventState>(&[]), Err(DecodeError::Empty)));
-        let state = EventState::new("s", Some("t"), Status::Pending, 5, Some("k".into()));
-        let mut bytes = Vec::new();
-        encode(&state, &mut bytes);
-        assert_eq!(decode::<EventState>(&bytes).unwrap(), state);
-    }
 }

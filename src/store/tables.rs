@@ -9,10 +9,11 @@
 use redb::{ReadableTable, ReadableTableMetadata, Table, WriteTransaction};
 
 use super::dedupe::Fingerprint;
+use super::format::row::{self, EventRecordRef};
 use super::index::{IndexTables, Indexed, MinuteKind};
 use super::schema::{
     self, ATTEMPTS, Attempt, AttemptClass, DEDUPE, DLQ, DeadLetter, ERASED, EVENTS, EXPIRY,
-    EventRecord, EventRecordRef, EventState, LEASES, META, Note, ORDERED, SCHEDULE, STATE, Status,
+    EventRecord, EventState, LEASES, META, Note, ORDERED, SCHEDULE, STATE, Status,
 };
 use super::{Change, ChangeError, Claimed, Delivery, Finish, Next, Swept, WriteError};
 
@@ -69,7 +70,7 @@ impl<'t> Tables<'t> {
         before: Option<&Indexed<'_>>,
         state: &EventState,
     ) -> Result<(), WriteError> {
-        schema::encode(state, &mut self.buf);
+        row::encode_state(state, &mut self.buf);
         self.states.insert(seq, self.buf.as_slice())?;
         self.index.reindex(seq, before, Some(&Indexed::of(state)))
     }
@@ -77,7 +78,7 @@ impl<'t> Tables<'t> {
     fn state(&self, seq: u64) -> Result<Option<EventState>, WriteError> {
         match self.states.get(seq)? {
             None => Ok(None),
-            Some(raw) => Ok(Some(schema::decode(raw.value())?)),
+            Some(raw) => Ok(Some(row::decode_state(raw.value())?)),
         }
     }
 
@@ -97,7 +98,7 @@ impl<'t> Tables<'t> {
         state: &mut EventState,
         attempt: &Attempt,
     ) -> Result<(), WriteError> {
-        schema::encode(attempt, &mut self.buf);
+        row::encode_attempt(attempt, &mut self.buf);
         self.attempts
             .insert((seq, state.total_attempts), self.buf.as_slice())?;
         state.total_attempts += 1;
@@ -299,7 +300,7 @@ impl<'t> Tables<'t> {
                 next = Some(seq.value());
                 break;
             }
-            let state: EventState = schema::decode(raw.value())?;
+            let state = row::decode_state(raw.value())?;
             rows.push((seq.value(), state));
         }
         for (seq, state) in &rows {
@@ -446,7 +447,7 @@ impl<'t> Tables<'t> {
                     text: note.clone(),
                     at_ms: now_ms,
                 };
-                schema::encode(&at, &mut self.buf);
+                row::encode_note(&at, &mut self.buf);
                 self.erased.insert(event, self.buf.as_slice())?;
                 // Nothing may deliver an empty body: what was still to go,
                 // to any destination, is ignored with the same note.
@@ -540,12 +541,12 @@ impl<'t> Tables<'t> {
     /// type, content type and receipt time stay.
     fn erase_payload(&mut self, seq: u64) -> Result<(), WriteError> {
         let record: EventRecord = match self.events.get(seq)? {
-            Some(raw) => schema::decode_event(raw.value())?,
+            Some(raw) => row::decode_event(raw.value())?,
             None => return Ok(()),
         };
         let mut scratch = Vec::new();
         let mut out = Vec::new();
-        schema::encode_event(
+        row::encode_event(
             &EventRecordRef {
                 source: &record.source,
                 event_id: &record.event_id,

@@ -757,18 +757,11 @@ fn crash_image(live: &Path, image: &Path, log: bool) {
     }
 }
 
-/// Every kind of job between two checkpoints, then a crash: the database
-/// file alone has none of it, the file and the log replay to exactly the
-/// store a clean shutdown leaves, and both go on with the same ids.
-#[tokio::test]
-async fn what_the_log_holds_past_the_checkpoint_is_replayed_exactly() {
-    let dir = tempfile::tempdir().unwrap();
-    let live = dir.path().join("live");
-    let never = StoreOptions {
-        checkpoint_every: Duration::from_secs(3600),
-        ..options(&live)
-    };
-    let (store, writer) = Store::open(never).unwrap();
+/// Every kind of job the writer logs, on a store that never checkpoints:
+/// ingests of each initial state, a duplicate, a delivery, a dead letter, a
+/// retry, an attempt left in flight, a replay, an ignore, an erasure, a
+/// pause and a sweep. Returns the seqs of events `e0`..`e29`.
+async fn every_kind_of_job(store: &Store) -> Vec<u64> {
     let mut seqs = Vec::new();
     for i in 0..30 {
         let initial = match i % 3 {
@@ -776,12 +769,12 @@ async fn what_the_log_holds_past_the_checkpoint_is_replayed_exactly() {
             1 => Initial::Ordered(format!("k{}", i % 2)),
             _ => Initial::Hold,
         };
-        seqs.push(new_seq(&store, "s", &format!("e{i}"), initial).await);
+        seqs.push(new_seq(store, "s", &format!("e{i}"), initial).await);
     }
     let again = store.ingest(event("s", "e7"), Initial::Deliver).await;
     assert!(matches!(again, Ok(Ingested::Duplicate { .. })), "{again:?}");
-    deliver(&store, seqs[0], 10).await;
-    kill(&store, seqs[3], 20).await;
+    deliver(store, seqs[0], 10).await;
+    kill(store, seqs[3], 20).await;
     store.claim(seqs[9], 25).await.unwrap().unwrap();
     store
         .finish(Finish {
@@ -812,6 +805,22 @@ async fn what_the_log_holds_past_the_checkpoint_is_replayed_exactly() {
     let later = crate::clock::unix_ms(SystemTime::now()) + 7_200_000;
     let swept = store.sweep(later, 5).await.unwrap();
     assert!(swept.dedupe_keys > 0 && swept.more, "{swept:?}");
+    seqs
+}
+
+/// Every kind of job between two checkpoints, then a crash: the database
+/// file alone has none of it, the file and the log replay to exactly the
+/// store a clean shutdown leaves, and both go on with the same ids.
+#[tokio::test]
+async fn what_the_log_holds_past_the_checkpoint_is_replayed_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("live");
+    let never = StoreOptions {
+        checkpoint_every: Duration::from_secs(3600),
+        ..options(&live)
+    };
+    let (store, writer) = Store::open(never).unwrap();
+    let seqs = every_kind_of_job(&store).await;
     let image = dir.path().join("image");
     let bare = dir.path().join("bare");
     crash_image(&live, &image, true);
@@ -847,6 +856,92 @@ async fn what_the_log_holds_past_the_checkpoint_is_replayed_exactly() {
     assert_eq!(new_ids[0], new_ids[1], "ids go on from the same place");
     close(clean, clean_writer).await;
     close(crashed, crashed_writer).await;
+}
+
+/// Rewrites each frame of the log at `path` (consecutive from offset 0, up
+/// to the first that does not check) with `payload` applied to its payload,
+/// length and CRC made to match: what another build would have written.
+fn rewrite_frames(path: &Path, payload: impl Fn(u64, &[u8]) -> Vec<u8>) -> usize {
+    let old = std::fs::read(path).unwrap();
+    let mut new = Vec::new();
+    let mut at = 0;
+    let mut frames = 0;
+    while let Some(header) = old.get(at..at + 20) {
+        let len = u32::from_le_bytes(header[0..4].try_into().unwrap()) as usize;
+        let crc = u32::from_le_bytes(header[4..8].try_into().unwrap());
+        let Some(checked) = old.get(at + 8..at + 20 + len) else {
+            break;
+        };
+        if len == 0 || crc32fast::hash(checked) != crc {
+            break;
+        }
+        let lsn = u64::from_le_bytes(header[8..16].try_into().unwrap());
+        let body = payload(lsn, &old[at + 20..at + 20 + len]);
+        let mut frame = header.to_vec();
+        frame[0..4].copy_from_slice(&(body.len() as u32).to_le_bytes());
+        frame.extend_from_slice(&body);
+        let crc = crc32fast::hash(&frame[8..]);
+        frame[4..8].copy_from_slice(&crc.to_le_bytes());
+        new.extend_from_slice(&frame);
+        at += 20 + len;
+        frames += 1;
+    }
+    std::fs::write(path, new).unwrap();
+    frames
+}
+
+/// The log of a crash of the build before versioned records held the same
+/// entries without the format byte (format 0): such a log replays to the
+/// same store. A log of a newer format is refused at open, with an error
+/// that says so, and left as it is.
+#[tokio::test]
+async fn a_log_of_format_0_replays_and_a_newer_format_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("live");
+    let never = StoreOptions {
+        checkpoint_every: Duration::from_secs(3600),
+        ..options(&live)
+    };
+    let (store, writer) = Store::open(never).unwrap();
+    every_kind_of_job(&store).await;
+    let old = dir.path().join("old");
+    let newer = dir.path().join("newer");
+    crash_image(&live, &old, true);
+    crash_image(&live, &newer, true);
+    close(store, writer).await;
+
+    let frames = rewrite_frames(&old.join(wal::WAL_FILE), |_, payload| {
+        assert_eq!(payload[0], format::log::FORMAT_BYTE);
+        payload[1..].to_vec()
+    });
+    assert!(frames > 10, "{frames} frames");
+    let (clean, clean_writer) = Store::open(options(&live)).unwrap();
+    let (replayed, replayed_writer) = Store::open(options(&old)).unwrap();
+    assert_eq!(dump(&replayed), dump(&clean));
+    close(clean, clean_writer).await;
+    close(replayed, replayed_writer).await;
+
+    let log = newer.join(wal::WAL_FILE);
+    rewrite_frames(&log, |lsn, payload| {
+        let mut p = payload.to_vec();
+        if lsn == 3 {
+            p[0] = format::log::FORMAT_BYTE + 1;
+        }
+        p
+    });
+    let before = std::fs::read(&log).unwrap();
+    let refused = Store::open(options(&newer)).err().expect("refused");
+    let text = refused.report().to_string();
+    assert!(
+        text.contains("frame 3 of the write-ahead log is in format 2")
+            && text.contains("upgrade hookinbox"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read(&log).unwrap(),
+        before,
+        "the log is left as it is"
+    );
 }
 
 /// A frame the log cannot take (the log is `/dev/full`: ENOSPC on every
@@ -911,9 +1006,9 @@ fn transient_errors_are_the_disks_and_the_rest_need_a_person() {
     assert!(StoreError::Closed.is_transient());
     assert!(StoreError::Read(redb::Error::PreviousIo).is_transient());
 
-    let decode = schema::decode::<schema::EventState>(&[]).unwrap_err();
+    let decode = super::format::row::decode_state(&[]).unwrap_err();
     assert!(!write(WriteError::Corrupt(decode)).is_transient());
-    let decode = schema::decode::<schema::EventState>(&[1, 0xff]).unwrap_err();
+    let decode = super::format::row::decode_state(&[1, 0xff]).unwrap_err();
     assert!(!StoreError::Corrupt(decode).is_transient());
     assert!(!StoreError::MissingState { seq: 7 }.is_transient());
     assert!(!StoreError::Read(redb::Error::Corrupted("bad page".into())).is_transient());
@@ -940,7 +1035,7 @@ fn a_report_shows_the_whole_chain_of_causes() {
     assert!(text.contains("File too large"), "{text}");
     assert_eq!(e.to_string(), "the store cannot commit right now");
 
-    let decode = schema::decode::<schema::EventState>(&[1, 0xff]).unwrap_err();
+    let decode = super::format::row::decode_state(&[1, 0xff]).unwrap_err();
     let text = StoreError::Corrupt(decode).report().to_string();
     assert!(
         text.starts_with("the database holds a record this build cannot read: corrupt record: "),

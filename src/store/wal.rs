@@ -5,7 +5,7 @@
 //! with the file: at 5M events ≈ 26 KB written per 1 KB event, and the one
 //! serial stage of ingest. So the writer commits most batches to redb
 //! without durability (visible to readers at once, kept in redb's memory)
-//! and makes them durable here instead: the batch's [`Entry`]s as one frame,
+//! and makes them durable here instead: the batch's entries as one frame,
 //! appended and `fdatasync`ed before any job of the batch is answered. Every
 //! [`StoreOptions::checkpoint_every`](super::StoreOptions) (or when the log
 //! is full) a batch is committed durably instead: a checkpoint, after which
@@ -20,18 +20,16 @@
 //! tail, or an older cycle's frame left behind the new one.
 //!
 //! Frame: `len` u32 | `crc` u32 | `lsn` u64 | `tag` u32 | payload (`len`
-//! bytes: postcard-encoded [`Entry`]s, one after another). Little-endian.
+//! bytes: a format byte, then the batch's entries; see
+//! [`super::format::log`]). Little-endian.
 
-use std::borrow::Cow;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
-use super::{Change, Finish, Initial};
+use super::format::log::{self as payload, Entry, FrameError};
 
 /// The log's file name inside the data dir.
 pub const WAL_FILE: &str = "hookinbox.wal";
@@ -50,44 +48,6 @@ pub const WAL_BYTES: u64 = 4 << 20;
 
 const HEADER: usize = 4 + 4 + 8 + 4;
 
-/// What one job changed, enough to apply it again after a crash: an event
-/// as stored (its encoded record and where), or a job's own inputs, which
-/// the writer applies the same way to the same state.
-#[derive(Debug, Serialize, Deserialize)]
-pub(super) enum Entry<'a> {
-    Ingest {
-        seq: u64,
-        initial: Cow<'a, Initial>,
-        #[serde(borrow, with = "serde_bytes")]
-        record: Cow<'a, [u8]>,
-    },
-    Duplicate {
-        received_ms: u64,
-        #[serde(borrow)]
-        source: Cow<'a, str>,
-    },
-    Claim {
-        seq: u64,
-        started_ms: u64,
-    },
-    Finish(Cow<'a, Finish>),
-    Change {
-        seq: u64,
-        change: Cow<'a, Change>,
-        now_ms: u64,
-    },
-    Sweep {
-        now_ms: u64,
-        limit: usize,
-    },
-    SetMeta {
-        #[serde(borrow)]
-        key: Cow<'a, str>,
-        #[serde(borrow, with = "serde_bytes")]
-        value: Cow<'a, [u8]>,
-    },
-}
-
 /// Why the log cannot be replayed into the database.
 #[derive(Debug, thiserror::Error)]
 pub enum WalError {
@@ -104,8 +64,8 @@ pub enum WalError {
         holds: u64,
         found: u64,
     },
-    #[error("frame {lsn} of the write-ahead log does not decode: {detail}")]
-    Corrupt { lsn: u64, detail: String },
+    #[error(transparent)]
+    Frame(#[from] FrameError),
 }
 
 pub(super) struct Wal {
@@ -157,17 +117,17 @@ impl Wal {
     pub fn begin(&mut self) {
         self.frame.clear();
         self.frame.resize(HEADER, 0);
+        payload::begin(&mut self.frame);
     }
 
     /// Adds one entry to the frame being built.
     pub fn push(&mut self, entry: &Entry<'_>) {
-        let frame = std::mem::take(&mut self.frame);
-        self.frame = postcard::to_extend(entry, frame).expect("postcard encodes into a Vec");
+        payload::push(&mut self.frame, entry);
     }
 
     /// Whether the frame being built has entries.
     pub fn has_entries(&self) -> bool {
-        self.frame.len() > HEADER
+        self.frame.len() > HEADER + payload::PREFIX
     }
 
     /// Whether the frame being built fits in what is left of the log.
@@ -303,21 +263,6 @@ fn frame_at(bytes: &[u8], at: usize, tag: u32) -> Option<(u64, &[u8], usize)> {
     Some((lsn, &bytes[at + HEADER..end], end))
 }
 
-/// The entries of one frame's payload, in the order they were applied.
-pub(super) fn entries(lsn: u64, mut payload: &[u8]) -> Result<Vec<Entry<'_>>, WalError> {
-    let mut out = Vec::new();
-    while !payload.is_empty() {
-        let (entry, rest) =
-            postcard::take_from_bytes::<Entry<'_>>(payload).map_err(|e| WalError::Corrupt {
-                lsn,
-                detail: e.to_string(),
-            })?;
-        out.push(entry);
-        payload = rest;
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,7 +296,7 @@ mod tests {
         assert_eq!(lsns(&w.read_after(3).unwrap()), vec![4, 5]);
         assert!(w.read_after(5).unwrap().frames.is_empty());
         let f = w.read_after(4).unwrap();
-        match entries(5, &f.frames[0].1).unwrap().as_slice() {
+        match payload::entries(5, &f.frames[0].1).unwrap().as_slice() {
             [Entry::Claim { seq: 50, .. }] => {}
             other => panic!("{other:?}"),
         }

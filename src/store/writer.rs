@@ -32,10 +32,12 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::dedupe::{Fingerprint, fingerprint};
 use super::durable::{Batch, Durability as Made, LogHandle, Ready, Reply, fail};
+use super::format::log::{self as payload, Entry};
+use super::format::row::{self, EventRecordRef};
 use super::index::MinuteKind;
-use super::schema::{self, EventRecordRef, EventState, Status};
+use super::schema::{self, EventState, Status};
 use super::tables::{Tables, Ttls};
-use super::wal::{self, Entry, META_LSN, Wal, WalError};
+use super::wal::{META_LSN, Wal, WalError};
 use super::{
     Change, ChangeError, Claimed, Finish, Ingested, Initial, Shared, StoreError, StoreOptions,
     Swept, WriteError, last_event, open_database, public_id,
@@ -646,7 +648,7 @@ impl Writer {
         // times in seq order (a clock stepping back waits here too).
         let received = ev.received_at_ms().max(self.last_received_ms);
         self.last_received_ms = received;
-        schema::encode_event(
+        row::encode_event(
             &EventRecordRef {
                 source: ev.source().as_str(),
                 event_id: ev.event_id().as_str(),
@@ -798,7 +800,7 @@ pub(super) fn recover(db: &Database, wal: &mut Wal, ttls: &Ttls) -> Result<Recov
     {
         let mut t = Tables::open(&txn)?;
         for (n, payload) in &frames {
-            for entry in wal::entries(*n, payload)? {
+            for entry in payload::entries(*n, payload).map_err(WalError::from)? {
                 replay(&mut t, entry, ttls)?;
             }
             lsn = *n;
@@ -830,7 +832,7 @@ fn replay(t: &mut Tables<'_>, entry: Entry<'_>, ttls: &Ttls) -> Result<(), Write
             initial,
             record,
         } => {
-            let event = schema::decode_event(&record)?;
+            let event = row::decode_event(&record)?;
             let at = StoredAs {
                 seq,
                 fp: fingerprint(&event.source, &event.event_id),

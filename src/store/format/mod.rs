@@ -1,0 +1,24 @@
+//! The bytes the store writes, and nothing else: every database row and
+//! every write-ahead log entry has its own serialized type here, with a
+//! version, converted at this boundary from and to the domain types the
+//! rest of the store works with (as the admin API's wire types are).
+//!
+//! So a domain type ([`super::Initial`], [`super::Next`],
+//! [`super::schema::EventState`], …) can change without changing a byte on
+//! disk, and a change to what is written is a new version here whose
+//! decoder keeps reading every older one: a log left by a crash of the
+//! build before, or rows it wrote, read the same after an upgrade
+//! (`tests/fixtures/log0/`). Something written by a newer build is refused
+//! with an error that says so, never misread.
+//!
+//! - [`row`]: database rows (a version byte, then postcard).
+//! - [`log`]: a log frame's payload (a format byte, then entries), also the
+//!   unit replication sends.
+//! - `v1`: format 1's types, frozen.
+
+pub mod log;
+pub mod row;
+mod v1;
+
+#[cfg(test)]
+mod tests;

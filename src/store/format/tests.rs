@@ -1,0 +1,376 @@
+//! The format is pinned byte for byte: every row and every kind of log
+//! entry encodes to exactly the bytes the build before versioned records
+//! wrote (captured from commit 9cb7a00 by encoding these same values with
+//! its serde-derived domain types), and decodes back to the same value.
+//! A change that moves a byte fails here before it reaches a disk.
+
+use std::borrow::Cow;
+
+use super::log::{self, Entry, FrameError, LOG_FORMAT};
+use super::row::{self, DecodeError, EventRecordRef};
+use crate::store::schema::{
+    Attempt, AttemptClass, DeadLetter, EventRecord, EventState, Note, Status,
+};
+use crate::store::{Change, Finish, Initial, Next, Route};
+
+fn bytes(hex_text: &str) -> Vec<u8> {
+    hex::decode(hex_text).expect("hex")
+}
+
+fn attempt() -> Attempt {
+    Attempt {
+        started_ms: 1_700_000_000_123,
+        latency_ms: 42,
+        class: AttemptClass::RetryableStatus,
+        status: Some(503),
+        error: Some("HTTP 503".into()),
+        response_snippet: Some("busy".into()),
+    }
+}
+
+fn state() -> EventState {
+    EventState {
+        status: Status::Dead,
+        source: "shop.audit".into(),
+        event_type: Some("order.created".into()),
+        attempts: 3,
+        total_attempts: 7,
+        round_started_ms: 1_700_000_000_000,
+        due_ms: Some(1_700_000_100_000),
+        ordering_key: Some("cus_1".into()),
+        delivered_ms: Some(1_700_000_000_500),
+        dead: Some(DeadLetter {
+            reason: "max attempts".into(),
+            at_ms: 1_700_000_000_900,
+            last_status: Some(500),
+        }),
+        note: Some(Note {
+            text: "why".into(),
+            at_ms: 1_700_000_001_000,
+        }),
+        replays: 2,
+        expires_ms: Some(1_800_000_000_000),
+    }
+}
+
+#[test]
+fn rows_are_the_bytes_the_build_before_wrote() {
+    let mut out = Vec::new();
+    row::encode_state(&state(), &mut out);
+    let want = bytes(
+        "01030a73686f702e6175646974010d6f726465722e63726561746564030780d095ffbc3101a0dd9bffbc3101\
+         056375735f3101f4d395ffbc31010c6d617820617474656d70747384d795ffbc3101f4030103776879e8d795\
+         ffbc31020180a0f1c2b134",
+    );
+    assert_eq!(out, want);
+    assert_eq!(row::decode_state(&want).unwrap(), state());
+
+    let want = bytes("01fbd095ffbc312a0101f70301084854545020353033010462757379");
+    row::encode_attempt(&attempt(), &mut out);
+    assert_eq!(out, want);
+    assert_eq!(row::decode_attempt(&want).unwrap(), attempt());
+
+    let note = Note {
+        text: "GDPR request".into(),
+        at_ms: 1_700_000_002_000,
+    };
+    let want = bytes("010c474450522072657175657374d0df95ffbc31");
+    row::encode_note(&note, &mut out);
+    assert_eq!(out, want);
+    assert_eq!(row::decode_note(&want).unwrap(), note);
+}
+
+#[test]
+fn every_status_and_attempt_class_keeps_its_byte() {
+    let mut out = Vec::new();
+    for (status, byte) in Status::ALL.into_iter().zip(0u8..) {
+        let s = EventState { status, ..state() };
+        row::encode_state(&s, &mut out);
+        assert_eq!(out[..2], [1, byte], "{status:?}");
+        assert_eq!(row::decode_state(&out).unwrap(), s);
+    }
+    let classes = [
+        AttemptClass::Delivered,
+        AttemptClass::RetryableStatus,
+        AttemptClass::RejectedStatus,
+        AttemptClass::Timeout,
+        AttemptClass::Connect,
+        AttemptClass::Transport,
+        AttemptClass::Interrupted,
+    ];
+    for (class, byte) in classes.into_iter().zip(0u8..) {
+        let a = Attempt { class, ..attempt() };
+        row::encode_attempt(&a, &mut out);
+        // The version, started_ms (a 6-byte varint) and latency_ms (1) first.
+        assert_eq!(out[8], byte, "{class:?}");
+        assert_eq!(row::decode_attempt(&out).unwrap(), a);
+    }
+}
+
+/// Every kind of entry, with the bytes format 0 gave it.
+fn entries() -> Vec<(Entry<'static>, &'static str)> {
+    let finish = |seq, attempt, next| Entry::Finish(Cow::Owned(Finish { seq, attempt, next }));
+    let change = |change, now_ms| Entry::Change {
+        seq: 300,
+        change: Cow::Owned(change),
+        now_ms,
+    };
+    let ingest = |seq, initial, record: &[u8]| Entry::Ingest {
+        seq,
+        initial: Cow::Owned(initial),
+        record: Cow::Owned(record.to_vec()),
+    };
+    let routes = Initial::Routes(vec![
+        Route {
+            destination: "shop".into(),
+            ordering_key: None,
+        },
+        Route {
+            destination: "shop.audit".into(),
+            ordering_key: Some("cus_1".into()),
+        },
+    ]);
+    let interrupted = Attempt {
+        class: AttemptClass::Interrupted,
+        status: None,
+        error: None,
+        response_snippet: None,
+        ..attempt()
+    };
+    vec![
+        (
+            ingest(300, routes, &[1, 0, 9, 9]),
+            "00ac0204020473686f70000a73686f702e617564697401056375735f310401000909",
+        ),
+        (ingest(301, Initial::Deliver, &[1]), "00ad02000101"),
+        (
+            ingest(302, Initial::Ordered("k".into()), &[]),
+            "00ae0201016b00",
+        ),
+        (ingest(303, Initial::Hold, &[]), "00af020200"),
+        (ingest(304, Initial::Filtered, &[]), "00b0020300"),
+        (
+            Entry::Duplicate {
+                received_ms: 1_700_000_000_777,
+                source: "shop".into(),
+            },
+            "0189d695ffbc310473686f70",
+        ),
+        (
+            Entry::Claim {
+                seq: 300,
+                started_ms: 1_700_000_000_888,
+            },
+            "02ac02f8d695ffbc31",
+        ),
+        (
+            finish(300, attempt(), Next::Delivered { at_ms: 5 }),
+            "03ac02fbd095ffbc312a0101f703010848545450203530330104627573790005",
+        ),
+        (
+            finish(301, attempt(), Next::RetryAt { due_ms: 6 }),
+            "03ad02fbd095ffbc312a0101f703010848545450203530330104627573790106",
+        ),
+        (
+            finish(
+                302,
+                interrupted,
+                Next::Dead {
+                    reason: "gone".into(),
+                    at_ms: 7,
+                    release_key: true,
+                },
+            ),
+            "03ae02fbd095ffbc312a060000000204676f6e650701",
+        ),
+        (change(Change::Replay, 8), "04ac020008"),
+        (
+            change(Change::Ignore { note: "n".into() }, 9),
+            "04ac0201016e09",
+        ),
+        (
+            change(Change::Erase { note: "e".into() }, 10),
+            "04ac020201650a",
+        ),
+        (
+            change(
+                Change::ReplayTo {
+                    destination: "shop.audit".into(),
+                },
+                11,
+            ),
+            "04ac02030a73686f702e61756469740b",
+        ),
+        (
+            Entry::Sweep {
+                now_ms: 12,
+                limit: 1000,
+            },
+            "050ce807",
+        ),
+        (
+            Entry::SetMeta {
+                key: "paused:shop".into(),
+                value: Cow::Owned(vec![1]),
+            },
+            "060b7061757365643a73686f700101",
+        ),
+    ]
+}
+
+fn payload(format_byte: Option<u8>, entries: &[(Entry<'_>, &str)]) -> Vec<u8> {
+    let mut out: Vec<u8> = format_byte.into_iter().collect();
+    for (_, hex_text) in entries {
+        out.extend(bytes(hex_text));
+    }
+    out
+}
+
+fn debug(entries: &[Entry<'_>]) -> Vec<String> {
+    entries.iter().map(|e| format!("{e:?}")).collect()
+}
+
+#[test]
+fn every_entry_is_the_bytes_format_0_gave_it_after_the_format_byte() {
+    let all = entries();
+    let mut written = Vec::new();
+    log::begin(&mut written);
+    for (entry, _) in &all {
+        log::push(&mut written, entry);
+    }
+    assert_eq!(written, payload(Some(log::FORMAT_BYTE), &all));
+    let want: Vec<String> = all.iter().map(|(e, _)| format!("{e:?}")).collect();
+    assert_eq!(debug(&log::entries(7, &written).unwrap()), want);
+    // A build of format 0 reads the format byte as an entry kind it has not.
+    assert!(postcard::take_from_bytes::<super::v1::EntryV1<'_>>(&written).is_err());
+}
+
+#[test]
+fn a_payload_of_format_0_reads_as_the_same_entries() {
+    let all = entries();
+    let want: Vec<String> = all.iter().map(|(e, _)| format!("{e:?}")).collect();
+    let old = payload(None, &all);
+    assert_eq!(debug(&log::entries(7, &old).unwrap()), want);
+}
+
+#[test]
+fn a_newer_format_is_refused_not_misread() {
+    let all = entries();
+    let newer = payload(Some(log::FORMAT_BYTE + 1), &all);
+    match log::entries(9, &newer) {
+        Err(e @ FrameError::NewerFormat { lsn: 9, found }) => {
+            assert_eq!(found, LOG_FORMAT + 1);
+            let text = e.to_string();
+            assert!(text.contains("upgrade hookinbox"), "{text}");
+            assert!(text.contains(&format!("format {found}")), "{text}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        log::entries(9, &payload(Some(0x40), &all)),
+        Err(FrameError::Corrupt { lsn: 9, .. })
+    ));
+    let mut torn = payload(Some(log::FORMAT_BYTE), &all);
+    torn.pop();
+    assert!(matches!(
+        log::entries(9, &torn),
+        Err(FrameError::Corrupt { lsn: 9, .. })
+    ));
+}
+
+fn record(body: Vec<u8>) -> EventRecord {
+    EventRecord {
+        source: "stripe".into(),
+        event_id: "evt_1".into(),
+        event_type: Some("charge.succeeded".into()),
+        received_at_ms: 1_700_000_000_000,
+        content_type: Some("application/json".into()),
+        headers: vec![("stripe-signature".into(), "t=1,v1=ab".into())],
+        body,
+    }
+}
+
+fn encoded(rec: &EventRecord) -> Vec<u8> {
+    let mut out = Vec::new();
+    row::encode_event(
+        &EventRecordRef {
+            source: &rec.source,
+            event_id: &rec.event_id,
+            event_type: rec.event_type.as_deref(),
+            received_at_ms: rec.received_at_ms,
+            content_type: rec.content_type.as_deref(),
+            headers: &rec.headers,
+            body: &rec.body,
+        },
+        &mut Vec::new(),
+        &mut out,
+    );
+    out
+}
+
+#[test]
+fn small_records_are_stored_plain_and_round_trip() {
+    let rec = record("{\"café\":1}".as_bytes().to_vec());
+    let bytes = encoded(&rec);
+    assert_eq!(bytes[..2], [1, 0], "version 1, plain");
+    assert_eq!(row::decode_event(&bytes).unwrap(), rec);
+}
+
+#[test]
+fn compressible_records_are_compressed_and_round_trip() {
+    let rec = record(b"{\"amount\":100,\"currency\":\"eur\"}".repeat(40));
+    let bytes = encoded(&rec);
+    assert_eq!(bytes[..2], [1, 1], "version 1, LZ4");
+    assert!(bytes.len() < rec.body.len() / 4, "{} bytes", bytes.len());
+    assert_eq!(row::decode_event(&bytes).unwrap(), rec);
+}
+
+#[test]
+fn incompressible_records_are_stored_plain() {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let noise: Vec<u8> = (0..2000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let rec = record(noise);
+    let bytes = encoded(&rec);
+    assert_eq!(bytes[..2], [1, 0], "version 1, plain");
+    assert_eq!(row::decode_event(&bytes).unwrap(), rec);
+}
+
+#[test]
+fn corrupt_compressed_records_are_errors_not_panics() {
+    let rec = record(b"abcdefgh".repeat(100));
+    let mut bytes = encoded(&rec);
+    bytes.truncate(bytes.len() - 5);
+    assert!(row::decode_event(&bytes).is_err());
+    let mut huge = encoded(&rec);
+    huge[2..6].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(matches!(
+        row::decode_event(&huge),
+        Err(DecodeError::Codec(_))
+    ));
+    assert!(matches!(
+        row::decode_event(&[1, 7, 0]),
+        Err(DecodeError::Codec(_))
+    ));
+}
+
+#[test]
+fn unknown_row_versions_are_refused_not_misread() {
+    assert!(matches!(
+        row::decode_state(&[9, 0]),
+        Err(DecodeError::UnknownVersion(9))
+    ));
+    assert!(matches!(
+        row::decode_event(&[2, 0]),
+        Err(DecodeError::UnknownVersion(2))
+    ));
+    assert!(matches!(row::decode_state(&[]), Err(DecodeError::Empty)));
+    let text = row::decode_attempt(&[3]).unwrap_err().to_string();
+    assert!(text.contains("upgrade hookinbox"), "{text}");
+}
