@@ -7,7 +7,8 @@
 //! answers with where it landed.
 
 mod dedupe;
-pub mod format;
+mod entry;
+mod format;
 pub mod index;
 mod payload;
 pub mod schema;

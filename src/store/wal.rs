@@ -29,7 +29,8 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::format::log::{self as payload, Entry, FrameError};
+use super::entry::Entry;
+use super::format::log::{self as payload, FrameError};
 
 /// The log's file name inside the data dir.
 pub const WAL_FILE: &str = "hookinbox.wal";

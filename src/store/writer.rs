@@ -32,7 +32,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::dedupe::{Fingerprint, fingerprint};
 use super::durable::{Batch, Durability as Made, LogHandle, Ready, Reply, fail};
-use super::format::log::{self as payload, Entry};
+use super::entry::Entry;
+use super::format::log as payload;
 use super::format::row::{self, EventRecordRef};
 use super::index::MinuteKind;
 use super::schema::{self, EventState, Status};

@@ -17,9 +17,7 @@
 //! This payload is the unit replication sends, so a standby reads a
 //! primary's frames with the same code as crash recovery.
 
-use std::borrow::Cow;
-
-use super::super::{Change, Finish, Initial};
+use super::super::entry::Entry;
 use super::v1::EntryV1;
 
 /// The version frames are written in.
@@ -32,40 +30,6 @@ const VERSIONED: u8 = 0x40;
 const VERSION_BITS: u8 = 0x3f;
 /// Bytes before the first entry of a payload this build writes.
 pub const PREFIX: usize = 1;
-
-/// What one job changed, enough to apply it again after a crash: an event
-/// as stored (its encoded record and where), or a job's own inputs, which
-/// the writer applies the same way to the same state.
-#[derive(Debug)]
-pub enum Entry<'a> {
-    Ingest {
-        seq: u64,
-        initial: Cow<'a, Initial>,
-        record: Cow<'a, [u8]>,
-    },
-    Duplicate {
-        received_ms: u64,
-        source: Cow<'a, str>,
-    },
-    Claim {
-        seq: u64,
-        started_ms: u64,
-    },
-    Finish(Cow<'a, Finish>),
-    Change {
-        seq: u64,
-        change: Cow<'a, Change>,
-        now_ms: u64,
-    },
-    Sweep {
-        now_ms: u64,
-        limit: usize,
-    },
-    SetMeta {
-        key: Cow<'a, str>,
-        value: Cow<'a, [u8]>,
-    },
-}
 
 /// Why a frame's payload cannot be applied. Nothing was applied.
 #[derive(Debug, thiserror::Error)]

@@ -6,8 +6,9 @@
 
 use std::borrow::Cow;
 
-use super::log::{self, Entry, FrameError, LOG_FORMAT};
+use super::log::{self, FrameError, LOG_FORMAT};
 use super::row::{self, DecodeError, EventRecordRef};
+use crate::store::entry::Entry;
 use crate::store::schema::{
     Attempt, AttemptClass, DeadLetter, EventRecord, EventState, Note, Status,
 };

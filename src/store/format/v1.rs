@@ -16,11 +16,11 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
+use super::super::entry::Entry;
 use super::super::schema::{
     Attempt, AttemptClass, DeadLetter, EventRecord, EventState, Note, Status,
 };
 use super::super::{Change, Finish, Initial, Next, Route};
-use super::log::Entry;
 
 // ---------------------------------------------------------------- rows
 

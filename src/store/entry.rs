@@ -1,0 +1,40 @@
+//! A log entry as the writer and recovery see it: the domain side of what
+//! [`super::format::log`] writes into a frame and reads back.
+
+use std::borrow::Cow;
+
+use super::{Change, Finish, Initial};
+
+/// What one job changed, enough to apply it again after a crash: an event
+/// as stored (its encoded record and where), or a job's own inputs, which
+/// the writer applies the same way to the same state.
+#[derive(Debug)]
+pub enum Entry<'a> {
+    Ingest {
+        seq: u64,
+        initial: Cow<'a, Initial>,
+        record: Cow<'a, [u8]>,
+    },
+    Duplicate {
+        received_ms: u64,
+        source: Cow<'a, str>,
+    },
+    Claim {
+        seq: u64,
+        started_ms: u64,
+    },
+    Finish(Cow<'a, Finish>),
+    Change {
+        seq: u64,
+        change: Cow<'a, Change>,
+        now_ms: u64,
+    },
+    Sweep {
+        now_ms: u64,
+        limit: usize,
+    },
+    SetMeta {
+        key: Cow<'a, str>,
+        value: Cow<'a, [u8]>,
+    },
+}
