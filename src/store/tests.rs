@@ -858,36 +858,95 @@ async fn what_the_log_holds_past_the_checkpoint_is_replayed_exactly() {
     close(crashed, crashed_writer).await;
 }
 
-/// Rewrites each frame of the log at `path` (consecutive from offset 0, up
-/// to the first that does not check) with `payload` applied to its payload,
-/// length and CRC made to match: what another build would have written.
-fn rewrite_frames(path: &Path, payload: impl Fn(u64, &[u8]) -> Vec<u8>) -> usize {
-    let old = std::fs::read(path).unwrap();
-    let mut new = Vec::new();
+/// The frames of a log file, consecutive from offset 0 up to the first that
+/// does not check: each frame's header and payload.
+fn frames_of(log: &[u8]) -> Vec<([u8; 20], &[u8])> {
+    let mut frames = Vec::new();
     let mut at = 0;
-    let mut frames = 0;
-    while let Some(header) = old.get(at..at + 20) {
+    while let Some(header) = log.get(at..at + 20) {
         let len = u32::from_le_bytes(header[0..4].try_into().unwrap()) as usize;
         let crc = u32::from_le_bytes(header[4..8].try_into().unwrap());
-        let Some(checked) = old.get(at + 8..at + 20 + len) else {
-            break;
-        };
-        if len == 0 || crc32fast::hash(checked) != crc {
-            break;
+        match log.get(at + 8..at + 20 + len) {
+            Some(checked) if len > 0 && crc32fast::hash(checked) == crc => {}
+            _ => break,
         }
+        frames.push((header.try_into().unwrap(), &log[at + 20..at + 20 + len]));
+        at += 20 + len;
+    }
+    frames
+}
+
+/// Rewrites each frame of the log at `path` with `payload` applied to its
+/// payload, length and CRC made to match: what another build would have
+/// written. Returns how many frames it rewrote.
+fn rewrite_frames(path: &Path, payload: impl Fn(u64, &[u8]) -> Vec<u8>) -> usize {
+    let old = std::fs::read(path).unwrap();
+    let frames = frames_of(&old);
+    let mut new = Vec::new();
+    for (header, body) in &frames {
         let lsn = u64::from_le_bytes(header[8..16].try_into().unwrap());
-        let body = payload(lsn, &old[at + 20..at + 20 + len]);
+        let body = payload(lsn, body);
         let mut frame = header.to_vec();
         frame[0..4].copy_from_slice(&(body.len() as u32).to_le_bytes());
         frame.extend_from_slice(&body);
         let crc = crc32fast::hash(&frame[8..]);
         frame[4..8].copy_from_slice(&crc.to_le_bytes());
         new.extend_from_slice(&frame);
-        at += 20 + len;
-        frames += 1;
     }
     std::fs::write(path, new).unwrap();
-    frames
+    frames.len()
+}
+
+/// The fixture `tests/fixtures/log0/` (a log the build before versioned
+/// records left at a SIGKILL) holds every kind of entry, each outcome of an
+/// attempt and each kind of change, and every one decodes as format 0. The
+/// integration test `log0` checks what replaying it makes.
+#[test]
+fn the_log0_fixture_decodes_and_holds_every_kind_of_entry() {
+    use std::collections::BTreeSet;
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/log0/crashed/hookinbox.wal");
+    let log = std::fs::read(path).unwrap();
+    let mut kinds = BTreeSet::new();
+    for (header, payload) in frames_of(&log) {
+        assert!(payload[0] < 7, "format 0: no format byte");
+        let lsn = u64::from_le_bytes(header[8..16].try_into().unwrap());
+        for entry in format::log::entries(lsn, payload).unwrap() {
+            kinds.insert(match entry {
+                entry::Entry::Ingest { .. } => "ingest",
+                entry::Entry::Duplicate { .. } => "duplicate",
+                entry::Entry::Claim { .. } => "claim",
+                entry::Entry::Finish(f) => match f.next {
+                    Next::Delivered { .. } => "finish delivered",
+                    Next::RetryAt { .. } => "finish retry",
+                    Next::Dead { .. } => "finish dead",
+                },
+                entry::Entry::Change { change, .. } => match *change {
+                    Change::Replay => "change replay",
+                    Change::Ignore { .. } => "change ignore",
+                    Change::Erase { .. } => "change erase",
+                    Change::ReplayTo { .. } => "change replay to",
+                },
+                entry::Entry::Sweep { .. } => "sweep",
+                entry::Entry::SetMeta { .. } => "set meta",
+            });
+        }
+    }
+    let want = [
+        "change erase",
+        "change ignore",
+        "change replay",
+        "change replay to",
+        "claim",
+        "duplicate",
+        "finish dead",
+        "finish delivered",
+        "finish retry",
+        "ingest",
+        "set meta",
+        "sweep",
+    ];
+    assert_eq!(kinds.into_iter().collect::<Vec<_>>(), want);
 }
 
 /// The log of a crash of the build before versioned records held the same
