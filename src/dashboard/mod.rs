@@ -13,7 +13,23 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 const INDEX: &str = include_str!("assets/index.html");
-const SCRIPT: &str = include_str!("assets/app.js");
+/// One script, `app.js`, written as one file per page under `assets/app/`
+/// and joined here in order: `core.js` (building blocks, the API client,
+/// dialogs, sign-in and routing) first, `start.js` (which routes to the
+/// first page) last. They share one scope, as one script.
+const SCRIPT: &str = concat!(
+    include_str!("assets/app/core.js"),
+    "\n",
+    include_str!("assets/app/overview.js"),
+    "\n",
+    include_str!("assets/app/events.js"),
+    "\n",
+    include_str!("assets/app/detail.js"),
+    "\n",
+    include_str!("assets/app/dlq.js"),
+    "\n",
+    include_str!("assets/app/start.js"),
+);
 const STYLE: &str = include_str!("assets/app.css");
 /// The tab's icon, linked from the page. Browsers that ask for
 /// `/favicon.ico` on their own get it too, rather than a 404 in the console.

@@ -87,7 +87,15 @@ impl Walk {
         for (k, v) in standard_headers(LONG_ID, &body) {
             request = request.header(k, v);
         }
-        let answer: Value = request.send().await.unwrap().json().await.unwrap();
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        let answer: Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+            panic!(
+                "ingest answered {status} {text:?} ({e}); {}",
+                server.log_text()
+            )
+        });
         let id = answer["id"].as_str().unwrap().to_owned();
         api_until(&server, "/api/stats", |s| {
             s["sources"]["shop"]["destinations"]["shop.billing"]["stored"]["dead"] == 1

@@ -1,0 +1,237 @@
+// hookinbox dashboard: a client of the admin API, nothing else.
+// The admin token lives in this tab's session storage, never in a URL.
+// Pages are built with DOM calls (h below), never from HTML strings, so
+// nothing an event carries can run as code here.
+'use strict';
+
+const TOKEN_KEY = 'hookinbox.admin_token';
+const REFRESH_MS = 10000;
+const LIVE_MS = 3000;
+const STATUSES = ['pending', 'held', 'delivered', 'dead', 'ignored', 'filtered'];
+
+const view = document.getElementById('view');
+const nav = document.getElementById('nav');
+const flashBox = document.getElementById('flash');
+let timers = [];
+
+// ---- building blocks ----------------------------------------------------
+
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key.startsWith('on')) el.addEventListener(key.slice(2), value);
+    else if (key === 'text') el.textContent = value;
+    else el.setAttribute(key, value === true ? '' : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+function flash(message, bad) {
+  flashBox.textContent = message;
+  flashBox.className = bad ? 'bad' : '';
+}
+
+function stopTimers() {
+  timers.forEach(clearInterval);
+  timers = [];
+}
+
+function every(ms, fn) {
+  timers.push(setInterval(() => fn().catch(showError), ms));
+}
+
+function fmtTime(iso) {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  const pad = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
+    `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+function fmtClock(iso) {
+  return fmtTime(iso).slice(11, 16);
+}
+
+function fmtAge(ms) {
+  if (ms === null || ms === undefined) return '—';
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+  return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
+}
+
+function plural(n, word) {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+function statusBadge(status) {
+  return h('span', { class: `status ${status}`, text: status });
+}
+
+// A table in a box that scrolls sideways when the table is wider than the
+// screen: the box is a named region a keyboard can reach and scroll.
+function table(label, headers, rows, attrs) {
+  const focus = attrs && attrs.id ? `table:${attrs.id}` : null;
+  return h('div', { class: 'table-wrap', role: 'region', 'aria-label': label, tabindex: '0', 'data-focus': focus },
+    h('table', attrs || {},
+      h('thead', {}, h('tr', {}, headers.map((x) =>
+        typeof x === 'string' ? h('th', { scope: 'col', text: x }) : x))),
+      h('tbody', {}, rows)));
+}
+
+// What to focus again after `root` is rebuilt: the `data-focus` key or id
+// of the element that has focus now, if it is inside.
+function focusKey(root) {
+  const el = document.activeElement;
+  if (!el || el === root || !root.contains(el)) return null;
+  return el.dataset.focus ? { focus: el.dataset.focus } : (el.id ? { id: el.id } : null);
+}
+
+function restoreFocus(root, key) {
+  if (!key) return;
+  const el = key.focus
+    ? [...root.querySelectorAll('[data-focus]')].find((x) => x.dataset.focus === key.focus)
+    : document.getElementById(key.id);
+  if (el && root.contains(el)) el.focus({ preventScroll: true });
+}
+
+// ---- the admin API --------------------------------------------------------
+
+class ApiFailure extends Error {
+  constructor(message, status) {
+    super(message);
+    this.status = status;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = { Authorization: `Bearer ${sessionStorage.getItem(TOKEN_KEY) || ''}` };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  let response;
+  try {
+    response = await fetch(path, {
+      method, headers, cache: 'no-store',
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (e) {
+    throw new ApiFailure('Cannot reach hookinbox. Is the service running, and is this its admin address?', 0);
+  }
+  const text = await response.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
+  if (response.ok) return data;
+  const reason = data && data.reason ? data.reason : `HTTP ${response.status}`;
+  if (response.status === 401) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    stopTimers();
+    showSignIn('hookinbox did not accept that admin token. Check it and sign in again ' +
+      '(the token is in the file named by admin.token_file, or in secrets/admin.token.secret under the data directory).');
+    throw new ApiFailure('signed out', 401);
+  }
+  const words = {
+    400: `hookinbox refused the request: ${reason}`,
+    404: `Not found: ${reason}`,
+    409: `That cannot be done right now: ${reason}`,
+    503: `The store cannot take changes right now (${reason}). Try again in a moment.`,
+  };
+  throw new ApiFailure(words[response.status] ||
+    `Something went wrong in hookinbox (HTTP ${response.status}): ${reason}`, response.status);
+}
+
+function showError(e) {
+  if (e instanceof ApiFailure && e.status === 401) return;
+  flash(e.message || String(e), true);
+}
+
+// ---- dialogs: every change asks first ---------------------------------------
+
+// Asks a question; resolves to the note typed (or '' when none is asked
+// for), or null when the person cancels.
+function ask({ title, text, confirm, danger, note }) {
+  return new Promise((resolve) => {
+    const input = note ? h('textarea', { id: 'dialog-note', 'aria-required': 'true', maxlength: '2000' }) : null;
+    const problem = h('p', { class: 'error', role: 'alert' });
+    const dialog = h('dialog', { 'aria-labelledby': 'dialog-title' },
+      h('form', { method: 'dialog' },
+        h('h2', { id: 'dialog-title', text: title }),
+        h('p', { text }),
+        input ? h('label', {}, note, input) : null,
+        problem,
+        h('div', { class: 'actions' },
+          h('button', { type: 'submit', value: 'yes', id: 'dialog-confirm', class: danger ? 'danger' : null, text: confirm }),
+          h('button', { type: 'submit', value: 'no', class: 'quiet', text: 'Cancel' }))));
+    dialog.addEventListener('submit', (ev) => {
+      const yes = ev.submitter && ev.submitter.value === 'yes';
+      if (yes && input && !input.value.trim()) {
+        ev.preventDefault();
+        problem.textContent = 'A note is required: say why, for whoever looks at this event later.';
+        input.focus();
+      }
+    });
+    dialog.addEventListener('close', () => {
+      const yes = dialog.returnValue === 'yes';
+      dialog.remove();
+      resolve(yes ? (input ? input.value.trim() : '') : null);
+    });
+    document.body.append(dialog);
+    dialog.showModal();
+    (input || dialog.querySelector('#dialog-confirm')).focus();
+  });
+}
+
+// ---- sign-in and routing ------------------------------------------------------
+
+function showSignIn(message) {
+  nav.hidden = true;
+  flash('');
+  const input = h('input', { id: 'token', type: 'password', autocomplete: 'off', required: true, spellcheck: 'false' });
+  const problem = h('p', { id: 'signin-error', class: 'error', role: 'alert', text: message || '' });
+  const form = h('form', {
+    onsubmit: async (ev) => {
+      ev.preventDefault();
+      const token = input.value.trim();
+      if (!token) { problem.textContent = 'Paste the admin token first.'; return; }
+      sessionStorage.setItem(TOKEN_KEY, token);
+      try {
+        await api('GET', '/api/stats');
+        route();
+      } catch (e) { if (e.status !== 401) problem.textContent = e.message; }
+    },
+  },
+  h('label', {}, 'Admin token', input),
+  h('button', { type: 'submit', text: 'Sign in' }),
+  problem);
+  view.replaceChildren(h('section', { class: 'signin' },
+    h('h1', { text: 'Sign in to hookinbox' }),
+    h('p', { class: 'muted', text: 'The token stays in this browser tab only and is sent to this server alone.' }),
+    form));
+  input.focus();
+}
+
+function route() {
+  stopTimers();
+  if (!sessionStorage.getItem(TOKEN_KEY)) { showSignIn(); return; }
+  nav.hidden = false;
+  const [path, query] = (location.hash || '#/').slice(1).split('?');
+  const params = new URLSearchParams(query || '');
+  let page = 'overview';
+  let show = () => overview();
+  if (path === '/events') { page = 'events'; show = () => events(params); }
+  else if (path.startsWith('/event/')) { page = 'events'; show = () => detail(decodeURIComponent(path.slice(7))); }
+  else if (path === '/dlq') { page = 'dlq'; show = () => dlq(params); }
+  for (const a of nav.querySelectorAll('a')) {
+    if (a.dataset.page === page) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  view.replaceChildren(h('p', { class: 'muted', text: 'Loading…' }));
+  // Keyboard and screen-reader users land on the new page, not the link.
+  show().then(() => {
+    if (!view.contains(document.activeElement)) view.focus({ preventScroll: true });
+  }).catch(showError);
+}

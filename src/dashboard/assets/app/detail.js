@@ -1,0 +1,223 @@
+// One event: what happened, its payload and its deliveries.
+// Part of app.js: the parts are joined in order (src/dashboard/mod.rs).
+
+// ---- event detail ---------------------------------------------------------------
+
+// One clause per destination, for an event with several.
+function whatHappenedAt(d) {
+  const n = plural(d.attempts, 'attempt');
+  switch (d.status) {
+    case 'delivered': return `delivered to ${d.destination}`;
+    case 'dead': {
+      const dl = d.dead_letter || {};
+      const why = dl.last_status ? `answered ${dl.last_status}` : (dl.reason || 'failed');
+      return `dead at ${d.destination} (${why}, after ${n})`;
+    }
+    case 'pending':
+      return d.attempts ? `retrying at ${d.destination} (${n} failed)` : `pending at ${d.destination}`;
+    case 'ignored': return `ignored at ${d.destination}`;
+    default: return `${d.status} at ${d.destination}`;
+  }
+}
+
+function whatHappened(ev) {
+  const deliveries = ev.deliveries || [];
+  if (deliveries.length > 1) {
+    const text = deliveries.map(whatHappenedAt).join('; ');
+    return `${text.charAt(0).toUpperCase()}${text.slice(1)}.`;
+  }
+  const n = plural(ev.attempts, 'attempt');
+  const last = ev.attempt_history[ev.attempt_history.length - 1];
+  switch (ev.status) {
+    case 'delivered':
+      return `Delivered at ${fmtClock(ev.delivered_at)} after ${n}.`;
+    case 'dead': {
+      const dl = ev.dead_letter || {};
+      const why = dl.last_status ? `your app answered ${dl.last_status}` : (dl.reason || 'it failed');
+      return `Dead: ${why} at ${fmtClock(dl.at)} after ${n}.`;
+    }
+    case 'pending':
+      if (!ev.attempts) return 'Pending: waiting for its first delivery attempt.';
+      return `Retrying: ${n} failed so far` +
+        (last ? ` (last: ${last.status ? `HTTP ${last.status}` : last.outcome})` : '') +
+        (ev.next_attempt_at ? `; next attempt at ${fmtClock(ev.next_attempt_at)}.` : '.');
+    case 'held':
+      return 'Held: its source has no destination, so it is kept and not delivered.';
+    case 'filtered':
+      return 'Filtered: no destination’s filter takes it, so it is kept and not delivered (replay sends it anyway).';
+    case 'ignored':
+      return `Ignored at ${fmtClock(ev.note && ev.note.at)}: “${ev.note ? ev.note.text : ''}”`;
+    default:
+      return ev.status;
+  }
+}
+
+// JSON text re-indented two spaces a level, each number and string exactly
+// as written: JSON.stringify(JSON.parse(…)) would round an integer past
+// 2^53 (820982911946154508 → …500), rewrite 2.0 as 2 and decode escapes.
+// JSON.parse only checks that it is one JSON document (else null); the
+// output is the input's own tokens, with whitespace only between them.
+function prettyJson(text) {
+  try { JSON.parse(text); } catch (e) { return null; }
+  const space = ' \t\n\r';
+  let out = '';
+  let depth = 0;
+  const newline = () => `\n${'  '.repeat(depth)}`;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      // A string, escapes and all: up to the first quote not escaped.
+      let j = i + 1;
+      while (text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      out += text.slice(i, j + 1);
+      i = j;
+    } else if (c === '{' || c === '[') {
+      let j = i + 1;
+      while (space.includes(text[j])) j++;
+      if (text[j] === (c === '{' ? '}' : ']')) { out += c + text[j]; i = j; }
+      else { depth++; out += c + newline(); }
+    } else if (c === '}' || c === ']') {
+      depth--;
+      out += newline() + c;
+    } else if (c === ',') {
+      out += `,${newline()}`;
+    } else if (c === ':') {
+      out += ': ';
+    } else if (!space.includes(c)) {
+      out += c;
+    }
+  }
+  return out;
+}
+
+function payloadText(ev) {
+  const p = ev.payload;
+  if (p.encoding !== 'text') return `(binary, base64) ${p.data}`;
+  const pretty = prettyJson(p.data);
+  return pretty === null ? p.data : pretty;
+}
+
+// Each destination's delivery of an event with several, with a replay and an
+// ignore that touch that destination only.
+function deliveriesSection(ev, path, act) {
+  const deliveries = ev.deliveries || [];
+  if (deliveries.length < 2) return [];
+  const rows = deliveries.map((d) => {
+    const at = `?destination=${encodeURIComponent(d.destination)}`;
+    return h('tr', { 'data-destination': d.destination },
+      h('th', { scope: 'row', text: d.destination }),
+      h('td', {}, statusBadge(d.status)),
+      h('td', { class: 'num', text: d.attempts }),
+      h('td', { class: 'mono', text: d.next_attempt_at ? fmtTime(d.next_attempt_at) : '—' }),
+      h('td', { class: 'mono', text: d.delivered_at ? fmtTime(d.delivered_at) : '—' }),
+      h('td', { text: d.dead_letter ? d.dead_letter.reason : (d.note ? d.note.text : '') }),
+      h('td', {},
+        h('button', {
+          type: 'button', class: 'quiet', text: 'Replay here',
+          'aria-label': `Replay here: ${d.destination}`,
+          disabled: d.status === 'pending' || Boolean(ev.erased),
+          onclick: () => act(`Replay to ${d.destination}?`,
+            'hookinbox delivers it to this destination again; the others get nothing.',
+            'Replay', async () => { await api('POST', `${path}/replay${at}`); return `Replayed ${ev.event_id} to ${d.destination}.`; }),
+        }),
+        h('button', {
+          type: 'button', class: 'quiet', text: 'Ignore here…',
+          'aria-label': `Ignore here: ${d.destination}`,
+          disabled: !['pending', 'dead'].includes(d.status),
+          onclick: () => act(`Ignore at ${d.destination}?`,
+            'It will not be delivered to this destination; the others are not touched. The note is kept.',
+            'Ignore', async (note) => { await api('POST', `${path}/ignore${at}`, { note }); return `Ignored ${ev.event_id} at ${d.destination}.`; },
+            { note: 'Why (required)' }),
+        })));
+  });
+  return [
+    h('h2', { text: 'Destinations' }),
+    table('Destinations', ['Destination', 'Status', h('th', { class: 'num', text: 'Attempts' }), 'Next attempt', 'Delivered', 'Why', 'Actions'],
+      rows, { id: 'deliveries' }),
+  ];
+}
+
+async function detail(id) {
+  const ev = await api('GET', `/api/events/${encodeURIComponent(id)}`);
+  const path = `/api/events/${encodeURIComponent(id)}`;
+  const act = async (title, text, confirm, run, options) => {
+    const answer = await ask(Object.assign({ title, text, confirm }, options || {}));
+    if (answer === null) return;
+    try {
+      flash(await run(answer));
+      await detail(id);
+    } catch (e) { showError(e); }
+  };
+  const several = (ev.deliveries || []).length > 1;
+  // With several destinations, each delivery's facts are in its own row.
+  const delivery = several ? [] : [
+    ['Attempts (this round)', ev.attempts], ['Replays', ev.replays],
+    ['Next attempt', ev.next_attempt_at ? fmtTime(ev.next_attempt_at) : null],
+    ['Delivered', ev.delivered_at ? fmtTime(ev.delivered_at) : null],
+    ['Dead-letter reason', ev.dead_letter ? ev.dead_letter.reason : null],
+    ['Note', ev.note ? `${ev.note.text} (${fmtTime(ev.note.at)})` : null],
+  ];
+  const facts = [
+    ['hookinbox id', ev.id], ['Source', ev.source], ['Event type', ev.event_type || '—'],
+    ['Provider event id', ev.event_id], ['Received', fmtTime(ev.received_at)],
+    ...delivery,
+    ['Payload deleted', ev.erased ? `${ev.erased.text} (${fmtTime(ev.erased.at)})` : null],
+  ].filter(([, v]) => v !== null && v !== undefined);
+  const text = payloadText(ev);
+  view.replaceChildren(
+    h('p', {}, h('a', { href: '#/events', text: '← Events' })),
+    h('h1', {}, `Event ${ev.event_id} `, statusBadge(ev.status)),
+    h('p', { id: 'what-happened', class: `summary ${ev.status}`, text: whatHappened(ev) }),
+    h('div', { class: 'actions' },
+      h('button', {
+        type: 'button', id: 'replay', text: 'Replay', disabled: ev.status === 'pending' || Boolean(ev.erased),
+        title: ev.status === 'pending' ? 'It is waiting for delivery already.' : null,
+        onclick: () => act('Replay this event?',
+          several
+            ? 'hookinbox delivers it again to each destination that is done with it, as a new round of attempts. To send it to one only, use the buttons under Destinations.'
+            : 'hookinbox delivers it to its destination again, as a new round of attempts.',
+          'Replay', async () => { await api('POST', `${path}/replay`); return `Replayed ${ev.event_id}: it is pending delivery.`; }),
+      }),
+      h('button', {
+        type: 'button', id: 'ignore', class: 'quiet', text: 'Ignore…',
+        disabled: ev.status === 'delivered' || ev.status === 'ignored' || ev.status === 'filtered',
+        onclick: () => act('Ignore this event?',
+          'It will not be delivered and leaves the dead-letter queue. The note is kept with the event.',
+          'Ignore', async (note) => { await api('POST', `${path}/ignore`, { note }); return `Ignored ${ev.event_id}.`; },
+          { note: 'Why (required)' }),
+      }),
+      h('button', {
+        type: 'button', id: 'erase', class: 'danger', text: 'Delete payload…', disabled: Boolean(ev.erased),
+        onclick: () => act('Delete this payload for good?',
+          'The payload and headers are deleted and cannot be brought back. The event’s record and your note stay.',
+          'Delete payload', async (note) => { await api('DELETE', path, { note }); return `Deleted the payload of ${ev.event_id}.`; },
+          { note: 'Why (required)', danger: true }),
+      })),
+    h('dl', { class: 'facts' }, facts.flatMap(([k, v]) => [h('dt', { text: k }), h('dd', { text: v })])),
+    ...deliveriesSection(ev, path, act),
+    h('h2', { text: 'Payload' }),
+    h('div', { class: 'actions' },
+      h('button', {
+        type: 'button', class: 'quiet', id: 'copy', text: 'Copy payload',
+        onclick: async () => {
+          try { await navigator.clipboard.writeText(ev.payload.data); flash('Payload copied.'); }
+          catch (e) { flash('The browser did not allow copying; select the text instead.', true); }
+        },
+      }),
+      h('span', { class: 'muted', text: ev.content_type || '' })),
+    h('pre', { class: 'payload', id: 'payload', tabindex: '0', text }),
+    h('h2', { text: 'Headers' }),
+    ev.headers.length
+      ? table('Headers', ['Name', 'Value'], ev.headers.map(([k, v]) => h('tr', {}, h('td', { class: 'mono', text: k }), h('td', { class: 'mono', text: v }))))
+      : h('p', { class: 'muted', text: 'None kept.' }),
+    h('h2', { text: 'Attempts' }),
+    ev.attempt_history.length
+      ? table('Attempts', [...(several ? ['Destination'] : []), '#', 'Started', 'Outcome', 'Status', h('th', { class: 'num', text: 'Latency' }), 'Error', 'Answer'],
+        ev.attempt_history.map((a) => h('tr', {},
+          several ? h('td', { text: a.destination }) : null,
+          h('td', { text: a.n }), h('td', { class: 'mono', text: fmtTime(a.started_at) }),
+          h('td', { text: a.outcome.replace(/_/g, ' ') }), h('td', { text: a.status || '—' }),
+          h('td', { class: 'num', text: `${a.latency_ms} ms` }), h('td', { text: a.error || '' }),
+          h('td', { class: 'mono', text: a.response_snippet || '' }))), { id: 'attempts' })
+      : h('p', { class: 'muted', text: 'No attempt yet.' }));
+}

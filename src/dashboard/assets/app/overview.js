@@ -1,0 +1,191 @@
+// The overview page: counts per source, destinations, the activity chart.
+// Part of app.js: the parts are joined in order (src/dashboard/mod.rs).
+
+// ---- overview ---------------------------------------------------------------
+
+const COUNT_KEYS = ['delivered', 'pending', 'retrying', 'dead', 'ignored', 'held', 'filtered'];
+
+function countCells(counts) {
+  return COUNT_KEYS.map((k) => h('td', { class: 'num', 'data-k': k, text: counts[k] }));
+}
+
+function sourceRows(name, s) {
+  const rate = s.success_rate === null ? '—' : `${(s.success_rate * 100).toFixed(1)} %`;
+  const rows = [h('tr', { 'data-source': name },
+    h('th', { scope: 'row', text: name }),
+    h('td', { class: 'num', 'data-k': 'received', text: s.since_start.received }),
+    h('td', { class: 'num', 'data-k': 'duplicates', text: s.since_start.duplicates }),
+    countCells(s.stored),
+    h('td', { class: 'num', 'data-k': 'success_rate', text: rate }),
+    h('td', { class: 'num', 'data-k': 'oldest_pending', text: fmtAge(s.oldest_pending_age_ms) }))];
+  // A source with several destinations: a row each, what it holds.
+  const destinations = Object.entries(s.destinations || {});
+  if (destinations.length > 1) {
+    for (const [dest, d] of destinations) {
+      const done = d.stored.delivered + d.stored.dead;
+      rows.push(h('tr', { class: 'sub', 'data-source': name, 'data-destination': dest },
+        h('td', { text: `→ ${dest}` }),
+        h('td', {}), h('td', {}),
+        countCells(d.stored),
+        h('td', { class: 'num', text: done ? `${(d.stored.delivered / done * 100).toFixed(1)} %` : '—' }),
+        h('td', { class: 'num', text: fmtAge(d.oldest_pending_age_ms) })));
+    }
+  }
+  // Every type stored now or received since the start.
+  const seen = s.since_start.by_type || {};
+  const types = [...new Set([...Object.keys(s.by_type), ...Object.keys(seen)])].sort();
+  const none = { delivered: 0, pending: 0, retrying: 0, dead: 0, ignored: 0, held: 0 };
+  for (const type of types) {
+    const counts = s.by_type[type] || none;
+    const since = seen[type] || { received: 0, duplicates: 0 };
+    const done = counts.delivered + counts.dead;
+    rows.push(h('tr', { class: 'sub', 'data-source': name, 'data-type': type },
+      h('td', { text: type }),
+      h('td', { class: 'num', 'data-k': 'received', text: since.received }),
+      h('td', { class: 'num', 'data-k': 'duplicates', text: since.duplicates }),
+      countCells(counts),
+      h('td', { class: 'num', text: done ? `${(counts.delivered / done * 100).toFixed(1)} %` : '—' }),
+      h('td', {})));
+  }
+  return rows;
+}
+
+function destinationRow(d, refresh) {
+  let state = 'healthy';
+  let cls = 'closed';
+  if (d.paused) { state = 'paused'; cls = 'paused'; }
+  else if (d.circuit === 'open') { state = 'circuit open'; cls = 'open'; }
+  else if (d.circuit === 'half_open') { state = 'circuit half-open (probing)'; cls = 'half_open'; }
+  const verb = d.paused ? 'resume' : 'pause';
+  const button = h('button', {
+    type: 'button', class: 'quiet', text: d.paused ? 'Resume' : 'Pause', 'data-focus': `pause:${d.name}`,
+    'aria-label': `${d.paused ? 'Resume' : 'Pause'} deliveries to ${d.name}`,
+    onclick: async () => {
+      const yes = await ask({
+        title: `${d.paused ? 'Resume' : 'Pause'} ${d.name}?`,
+        text: d.paused
+          ? 'Deliveries to it start again, oldest first.'
+          : 'Deliveries to it stop; events keep arriving and wait, nothing is lost.',
+        confirm: d.paused ? 'Resume' : 'Pause',
+      });
+      if (yes === null) return;
+      try {
+        const r = await api('POST', `/api/destinations/${encodeURIComponent(d.name)}/${verb}`);
+        flash(`${r.name} is ${r.paused ? 'paused' : 'delivering again'}.`);
+        await refresh();
+      } catch (e) { showError(e); }
+    },
+  });
+  return h('tr', { 'data-destination': d.name },
+    h('th', { scope: 'row', text: d.name }),
+    h('td', { class: 'mono hide-narrow', text: d.url }),
+    h('td', {}, h('span', { class: `status ${cls}`, text: state }),
+      d.last_failure ? h('div', { class: 'muted', text: `last failure: ${d.last_failure}` }) : null),
+    h('td', { class: 'num', text: `${d.in_flight} / ${d.max_concurrency}` }),
+    h('td', {}, button));
+}
+
+const SERIES = [
+  ['received', '#0b5cad', 'received'],
+  ['delivered', '#1a7f37', 'delivered'],
+  ['dead_lettered', '#b42318', 'dead-lettered'],
+];
+
+// Received, delivered and dead-lettered per minute over the last hours,
+// every source added up.
+function chart(minutes, hours) {
+  const width = 720, height = 180, pad = 28;
+  const end = Math.floor(Date.now() / 60000);
+  const start = end - hours * 60;
+  const totals = new Map();
+  for (const m of minutes) {
+    const at = Math.floor(Date.parse(m.minute) / 60000);
+    const t = totals.get(at) || { received: 0, delivered: 0, dead_lettered: 0 };
+    for (const [k] of SERIES) t[k] += m[k];
+    totals.set(at, t);
+  }
+  let max = 1;
+  for (const t of totals.values()) for (const [k] of SERIES) max = Math.max(max, t[k]);
+  const x = (minute) => pad + (minute - start) / (end - start) * (width - 2 * pad);
+  const y = (n) => height - pad - n / max * (height - 2 * pad);
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
+  svg.setAttribute('role', 'img');
+  const sum = (k) => [...totals.values()].reduce((a, t) => a + t[k], 0);
+  svg.setAttribute('aria-label', `Last ${hours} hours: ${sum('received')} received, ` +
+    `${sum('delivered')} delivered, ${sum('dead_lettered')} dead-lettered`);
+  const line = (attrs) => {
+    const el = document.createElementNS(ns, 'path');
+    for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+    svg.append(el);
+  };
+  line({ d: `M${pad} ${height - pad}H${width - pad}`, stroke: '#8c959f', fill: 'none' });
+  for (const [k, color] of SERIES) {
+    // Received underneath, wider: the others often follow it exactly.
+    const wide = k === 'received' ? 5 : 2;
+    let d = '';
+    for (let m = start; m <= end; m++) {
+      const t = totals.get(m);
+      d += `${d ? 'L' : 'M'}${x(m).toFixed(1)} ${y(t ? t[k] : 0).toFixed(1)}`;
+    }
+    line({ d, stroke: color, fill: 'none', 'stroke-width': wide, 'stroke-opacity': k === 'received' ? 0.45 : 1 });
+  }
+  const label = (text, tx, ty, anchor) => {
+    const el = document.createElementNS(ns, 'text');
+    el.setAttribute('x', tx); el.setAttribute('y', ty);
+    el.setAttribute('font-size', '11'); el.setAttribute('fill', '#4d5560');
+    el.setAttribute('text-anchor', anchor);
+    el.textContent = text;
+    svg.append(el);
+  };
+  label(`${max} per minute`, pad, pad - 10, 'start');
+  label(`${hours} h ago`, pad, height - 8, 'start');
+  label('now', width - pad, height - 8, 'end');
+  return h('div', { class: 'chart panel' },
+    h('div', { class: 'legend' }, SERIES.map(([, color, name]) =>
+      h('span', { style: null, 'data-series': name, text: name }))),
+    svg);
+}
+
+async function overview() {
+  const hours = 6;
+  const body = h('div');
+  view.replaceChildren(h('h1', { text: 'Overview' }), body);
+  const render = async () => {
+    const [stats, dests, activity] = await Promise.all([
+      api('GET', '/api/stats'),
+      api('GET', '/api/destinations'),
+      api('GET', `/api/activity?hours=${hours}`),
+    ]);
+    // Not under an open dialog: closing it gives focus back to the button
+    // that opened it, which must still be in the page.
+    if (document.querySelector('dialog[open]')) return;
+    const sources = Object.entries(stats.sources);
+    const c = chart(activity.minutes, hours);
+    // Colours of the legend, set from code: the policy allows no inline style.
+    c.querySelectorAll('.legend span').forEach((el, i) => el.style.setProperty('--c', SERIES[i][1]));
+    // The page is rebuilt: whatever had focus gets it back (else the
+    // keyboard's place would fall to the start of the page every 10 s).
+    const focused = focusKey(body);
+    body.replaceChildren(
+      h('h2', { text: 'Sources and event types' }),
+      table('Sources and event types', ['Source / type', 'Received*', 'Duplicates*', 'Delivered', 'Pending', 'Retrying',
+        'Dead', 'Ignored', 'Held', 'Filtered', 'Success', 'Oldest pending'].map((x, i) =>
+        h('th', { scope: 'col', class: i ? 'num' : null, text: x })),
+      sources.flatMap(([name, s]) => sourceRows(name, s)), { id: 'sources' }),
+      h('p', { class: 'muted', text: '* since hookinbox started; the other counts are what the store holds now. ' +
+        'Success: delivered / (delivered + dead).' }),
+      h('h2', { text: 'Destinations' }),
+      dests.destinations.length
+        ? table('Destinations', ['Destination', h('th', { class: 'hide-narrow', text: 'URL' }), 'State', 'In flight', 'Action'],
+          dests.destinations.map((d) => destinationRow(d, render)), { id: 'destinations' })
+        : h('p', { class: 'muted', text: 'No destination is configured: events are held.' }),
+      h('h2', { text: `The last ${hours} hours, per minute` }),
+      c,
+      h('p', { class: 'muted', text: `Updated ${fmtTime(new Date().toISOString())}; refreshes every ${REFRESH_MS / 1000} s.` }));
+    restoreFocus(body, focused);
+  };
+  await render();
+  every(REFRESH_MS, render);
+}
