@@ -494,8 +494,13 @@ mod tests {
         } else if takes::<RawSource>(setting) {
             // Delivery keys need a destination, ordering_on_dead_letter an
             // ordering_key.
-            "[[source]]\nname = \"s\"\nkind = \"github\"\nsecret = \"x\"\n\
-             destination = \"http://127.0.0.1:9/\"\nordering_key = \"/id\"\n"
+            r#"[[source]]
+name = "s"
+kind = "github"
+secret = "x"
+destination = "http://127.0.0.1:9/"
+ordering_key = "/id"
+"#
         } else {
             return None;
         })

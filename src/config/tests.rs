@@ -114,8 +114,10 @@ fn filters_need_a_destination_and_say_what_is_wrong() {
         |rest: &str| format!("[[source]]\nname = \"s\"\nkind = \"github\"\nsecret = \"x\"\n{rest}");
     let load = |rest: &str| Config::from_toml(&source(rest), "f.toml", None, &no_env);
     let ok = load(
-        "destination = \"http://127.0.0.1:9/\"\nfilter_types = [\"push\", \"pull_request*\"]\n\
-         filter_match = \"/repository/private = false\"\n",
+        r#"destination = "http://127.0.0.1:9/"
+filter_types = ["push", "pull_request*"]
+filter_match = "/repository/private = false"
+"#,
     )
     .unwrap();
     let filter = ok.sources[0].destinations[0].filter.clone().unwrap();
@@ -167,11 +169,19 @@ fn destination_tables_give_each_destination_its_own_route_and_keys() {
         |rest: &str| format!("[[source]]\nname = \"s\"\nkind = \"github\"\nsecret = \"x\"\n{rest}");
     let load = |rest: &str| Config::from_toml(&source(rest), "f.toml", None, &no_env);
     let ok = load(
-        "[[source.destination]]\nurl = \"http://127.0.0.1:9/app\"\nmax_concurrency = 2\n\
-         [[source.destination]]\nname = \"billing\"\nurl = \"http://127.0.0.1:9/b\"\n\
-         filter_types = [\"invoice.*\"]\nordering_key = \"/customer\"\n\
-         [[source.destination]]\nname = \"stream\"\nurl = \"nats://127.0.0.1:4222\"\n\
-         subject = \"gh.{event_type}\"\n",
+        r#"[[source.destination]]
+url = "http://127.0.0.1:9/app"
+max_concurrency = 2
+[[source.destination]]
+name = "billing"
+url = "http://127.0.0.1:9/b"
+filter_types = ["invoice.*"]
+ordering_key = "/customer"
+[[source.destination]]
+name = "stream"
+url = "nats://127.0.0.1:4222"
+subject = "gh.{event_type}"
+"#,
     )
     .unwrap();
     let d = &ok.sources[0].destinations;
@@ -397,8 +407,15 @@ fn toml_errors_name_the_line_column_and_key() {
     );
     assert_eq!(
         error(
-            "[[source]]\nname = \"a\"\nkind = \"github\"\nsecret = \"x\"\n\n\
-             [[source]]\nname = \"b\"\nkind = \"paypal\"\n"
+            r#"[[source]]
+name = "a"
+kind = "github"
+secret = "x"
+
+[[source]]
+name = "b"
+kind = "paypal"
+"#
         ),
         "f.toml:8:8: source[1].kind (source \"b\"): unknown variant `paypal`, expected one of \
          `stripe`, `github`, `shopify`, `slack`, `standard`, `standard-webhooks`, \
@@ -442,8 +459,15 @@ fn every_kind_is_named_in_the_file_as_as_str_names_it() {
 
 #[test]
 fn duplicate_source_names_are_rejected() {
-    let text = "[[source]]\nname = \"a\"\nkind = \"github\"\nsecret = \"x\"\n\
-                [[source]]\nname = \"a\"\nkind = \"github\"\nsecret = \"y\"\n";
+    let text = r#"[[source]]
+name = "a"
+kind = "github"
+secret = "x"
+[[source]]
+name = "a"
+kind = "github"
+secret = "y"
+"#;
     let err = Config::from_toml(text, "f.toml", None, &no_env)
         .unwrap_err()
         .to_string();
@@ -457,8 +481,13 @@ fn duplicate_source_names_are_rejected() {
 fn secrets_come_from_env_file_and_inline_with_a_warning() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("gh.secret"), "one\n\n two \n").unwrap();
-    let text = "[[source]]\nname = \"gh\"\nkind = \"github\"\nsecret_file = \"gh.secret\"\n\
-                secret_env = \"GH_SECRET\"\nsecrets = [\"four\"]\n";
+    let text = r#"[[source]]
+name = "gh"
+kind = "github"
+secret_file = "gh.secret"
+secret_env = "GH_SECRET"
+secrets = ["four"]
+"#;
     let env = |name: &str| (name == "GH_SECRET").then(|| "three".to_owned());
     let config = Config::from_toml(text, "f.toml", Some(dir.path()), &env).unwrap();
     let SecretPlan::Given(given) = &config.sources[0].secrets else {
@@ -502,13 +531,24 @@ fn redacted_output_shows_where_each_secret_comes_from() {
     )
     .unwrap();
     std::fs::write(dir.path().join("admin.token"), "file-admin-token-0123").unwrap();
-    let text = "[admin]\ntoken_file = \"admin.token\"\n\n\
-                [[source]]\nname = \"gh\"\nkind = \"github\"\nsecret_file = \"gh.secret\"\n\
-                secret_env = \"GH_SECRET\"\nsecret = \"inline-secret\"\n\
-                destination = \"http://127.0.0.1:9/app\"\n\
-                destination_secret_env = \"DEST_KEY\"\n\n\
-                [[source]]\nname = \"demo\"\nkind = \"standard\"\ngenerate_secret = true\n\
-                destination = \"http://127.0.0.1:9/demo\"\n";
+    let text = r#"[admin]
+token_file = "admin.token"
+
+[[source]]
+name = "gh"
+kind = "github"
+secret_file = "gh.secret"
+secret_env = "GH_SECRET"
+secret = "inline-secret"
+destination = "http://127.0.0.1:9/app"
+destination_secret_env = "DEST_KEY"
+
+[[source]]
+name = "demo"
+kind = "standard"
+generate_secret = true
+destination = "http://127.0.0.1:9/demo"
+"#;
     let env = |name: &str| match name {
         "GH_SECRET" => Some("env-secret".to_owned()),
         "DEST_KEY" => Some("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_owned()),
@@ -635,8 +675,12 @@ fn a_standard_source_secret_that_is_not_a_key_names_its_key() {
 #[test]
 fn every_duration_key_refuses_an_absurd_value_naming_key_value_and_maximum() {
     let alerts = "[alerts]\nurl = \"http://127.0.0.1:9/alerts\"\n";
-    let source = "[[source]]\nname = \"s\"\nkind = \"github\"\nsecret = \"x\"\n\
-                  destination = \"http://127.0.0.1:9/app\"\n";
+    let source = r#"[[source]]
+name = "s"
+kind = "github"
+secret = "x"
+destination = "http://127.0.0.1:9/app"
+"#;
     // (section, key, the key as errors name it, its maximum)
     let keys = [
         (
@@ -904,8 +948,14 @@ fn hmac_kind_needs_its_scheme_and_an_id() {
         .to_string();
     assert!(err.contains("event_id"), "{err}");
 
-    let text = "[[source]]\nname = \"h\"\nkind = \"hmac\"\nsecret = \"x\"\nsignature_header = \"X-Sig\"\n\
-                event_id = [\"header:X-Id\"]\nsigned_payload = \"{timestamp}.{body}\"\n";
+    let text = r#"[[source]]
+name = "h"
+kind = "hmac"
+secret = "x"
+signature_header = "X-Sig"
+event_id = ["header:X-Id"]
+signed_payload = "{timestamp}.{body}"
+"#;
     let err = Config::from_toml(text, "f.toml", None, &no_env)
         .unwrap_err()
         .to_string();
