@@ -655,10 +655,20 @@ async fn the_dashboard_shows_each_destination_and_replays_at_one() {
     let config = write_config(
         dir.path(),
         &format!(
-            "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
-             [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
-             [[source.destination]]\nurl = \"{}\"\n\
-             [[source.destination]]\nname = \"billing\"\nurl = \"{}\"\n\n",
+            r#"{}[admin]
+token = "{TOKEN}"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+[[source.destination]]
+url = "{}"
+[[source.destination]]
+name = "billing"
+url = "{}"
+
+"#,
             server_section(&dir.path().join("data")),
             app.url(),
             billing.url()
