@@ -14,10 +14,21 @@ const TOKEN: &str = "test-admin-token-0123456789";
 
 fn config(dir: &std::path::Path, dest: &Destination) -> String {
     format!(
-        "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
-         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
-         destination = \"{}\"\nbreaker_failures = 1000\n\n\
-         [[source]]\nname = \"inbox\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n",
+        r#"{}[admin]
+token = "{TOKEN}"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+destination = "{}"
+breaker_failures = 1000
+
+[[source]]
+name = "inbox"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+"#,
         server_section(dir),
         dest.url()
     )

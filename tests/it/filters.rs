@@ -33,10 +33,17 @@ async fn only_what_the_filter_takes_is_delivered_and_the_rest_is_kept_as_filtere
     let dir = tempfile::tempdir().unwrap();
     let dest = Destination::start(Mode::Ok).await;
     let text = format!(
-        "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
-         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
-         destination = \"{}\"\nfilter_types = [\"invoice.*\", \"customer.created\"]\n\
-         filter_match = \"/livemode=true\"\n",
+        r#"{}[admin]
+token = "{TOKEN}"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+destination = "{}"
+filter_types = ["invoice.*", "customer.created"]
+filter_match = "/livemode=true"
+"#,
         server_section(dir.path()),
         dest.url()
     );
@@ -169,9 +176,16 @@ async fn a_value_written_with_json_escapes_is_routed_and_found_as_its_raw_form_i
     let dir = tempfile::tempdir().unwrap();
     let dest = Destination::start(Mode::Ok).await;
     let text = format!(
-        "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
-         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
-         destination = \"{}\"\nfilter_match = \"/data/tier=café/😀\"\n",
+        r#"{}[admin]
+token = "{TOKEN}"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+destination = "{}"
+filter_match = "/data/tier=café/😀"
+"#,
         server_section(dir.path()),
         dest.url()
     );

@@ -20,10 +20,20 @@ const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,appl
 
 fn config(dir: &std::path::Path, dest: &Destination) -> String {
     format!(
-        "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
-         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
-         destination = \"{}\"\n\n\
-         [[source]]\nname = \"inbox\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n",
+        r#"{}[admin]
+token = "{TOKEN}"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+destination = "{}"
+
+[[source]]
+name = "inbox"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+"#,
         server_section(dir),
         dest.url()
     )
