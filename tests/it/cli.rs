@@ -1093,19 +1093,29 @@ async fn a_backup_restored_as_documented_serves_the_same_events_and_dedupes() {
     assert!(server.terminate().success());
 }
 
-/// The operator commands on a source with two destinations: lists, the DLQ
-/// and stats by destination, an event's deliveries, and a replay at one.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn operator_commands_work_per_destination() {
-    use crate::destination::{Destination, Mode};
-    let dir = tempfile::tempdir().unwrap();
-    let token = "cli-test-token-0123456789";
-    let app = Destination::start(Mode::Ok).await;
-    let billing = Destination::start(Mode::RejectBodyWith("refund")).await;
-    let config = write_config(
-        dir.path(),
-        &format!(
-            r#"{}[admin]
+/// A source with two destinations: the app takes everything, billing
+/// refuses refunds. `fan_0` (`order.paid`) is delivered to both; `fan_1`
+/// (`order.refund`) to the app, and dead at billing.
+struct TwoDestinations {
+    server: BinaryServer,
+    app: crate::destination::Destination,
+    billing: crate::destination::Destination,
+    /// The hookinbox id of `fan_1`.
+    refund: String,
+    _dir: tempfile::TempDir,
+}
+
+impl TwoDestinations {
+    async fn start() -> TwoDestinations {
+        use crate::destination::{Destination, Mode};
+        let dir = tempfile::tempdir().unwrap();
+        let token = OPS_TOKEN;
+        let app = Destination::start(Mode::Ok).await;
+        let billing = Destination::start(Mode::RejectBodyWith("refund")).await;
+        let config = write_config(
+            dir.path(),
+            &format!(
+                r#"{}[admin]
 token = "{token}"
 
 {}[[source.destination]]
@@ -1114,79 +1124,95 @@ url = "{}"
 name = "billing"
 url = "{}"
 "#,
-            server_section(&dir.path().join("data")),
-            standard_source("shop"),
-            app.url(),
-            billing.url()
-        ),
-    );
-    let server = BinaryServer::start(&config, &[], None);
-    let http = crate::support::client();
-    let mut ids = Vec::new();
-    for (i, kind) in ["paid", "refund"].iter().enumerate() {
-        let body = format!("{{\"type\":\"order.{kind}\"}}").into_bytes();
-        let a = crate::support::post(
-            &http,
-            &server.url("/in/shop"),
-            &crate::support::standard_headers(&format!("fan_{i}"), &body),
-            body,
+                server_section(&dir.path().join("data")),
+                standard_source("shop"),
+                app.url(),
+                billing.url()
+            ),
+        );
+        let server = BinaryServer::start(&config, &[], None);
+        let http = crate::support::client();
+        let mut ids = Vec::new();
+        for (i, kind) in ["paid", "refund"].iter().enumerate() {
+            let body = format!("{{\"type\":\"order.{kind}\"}}").into_bytes();
+            let a = crate::support::post(
+                &http,
+                &server.url("/in/shop"),
+                &crate::support::standard_headers(&format!("fan_{i}"), &body),
+                body,
+            )
+            .await;
+            ids.push(a.id().to_owned());
+        }
+        app.wait_for(2, Duration::from_secs(10)).await;
+        billing.wait_for(2, Duration::from_secs(10)).await;
+        let two = TwoDestinations {
+            server,
+            app,
+            billing,
+            refund: ids[1].clone(),
+            _dir: dir,
+        };
+        let refund = two.refund.as_str();
+        eventually(
+            &format!("only {refund} is dead for shop.billing"),
+            Duration::from_secs(10),
+            Duration::from_millis(20),
+            async || {
+                let (code, out, _) = two
+                    .run(&[
+                        "events",
+                        "list",
+                        "--destination",
+                        "shop.billing",
+                        "--status",
+                        "dead",
+                        "--json",
+                    ])
+                    .await;
+                assert_eq!(code, 0, "{out}");
+                let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+                let listed: Vec<&str> = v["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|e| e["id"].as_str().unwrap())
+                    .collect();
+                if listed == [refund] {
+                    Ok(())
+                } else {
+                    Err(out.clone())
+                }
+            },
         )
         .await;
-        ids.push(a.id().to_owned());
+        two
     }
-    app.wait_for(2, Duration::from_secs(10)).await;
-    billing.wait_for(2, Duration::from_secs(10)).await;
-    let admin = server.admin.clone();
-    let run = move |args: &[&str]| {
+
+    /// Runs an operator command with the right token; returns (exit code,
+    /// stdout, stderr).
+    async fn run(&self, args: &[&str]) -> (i32, String, String) {
         let (admin, args) = (
-            admin.clone(),
+            self.server.admin.clone(),
             args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
         );
-        async move {
-            tokio::task::spawn_blocking(move || ops(&admin, token, &args))
-                .await
-                .unwrap()
-        }
-    };
-    let refund = ids[1].as_str();
-    eventually(
-        &format!("only {refund} is dead for shop.billing"),
-        Duration::from_secs(10),
-        Duration::from_millis(20),
-        async || {
-            let (code, out, _) = run(&[
-                "events",
-                "list",
-                "--destination",
-                "shop.billing",
-                "--status",
-                "dead",
-                "--json",
-            ])
-            .await;
-            assert_eq!(code, 0, "{out}");
-            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-            let listed: Vec<&str> = v["events"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|e| e["id"].as_str().unwrap())
-                .collect();
-            if listed == [refund] {
-                Ok(())
-            } else {
-                Err(out.clone())
-            }
-        },
-    )
-    .await;
-    let (code, out, _) = run(&["dlq", "list", "--destination", "shop"]).await;
+        tokio::task::spawn_blocking(move || ops(&admin, OPS_TOKEN, &args))
+            .await
+            .unwrap()
+    }
+}
+
+/// The DLQ, stats and an event's deliveries, each by destination.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dlq_stats_and_an_events_deliveries_are_shown_per_destination() {
+    let two = TwoDestinations::start().await;
+    let (code, out, _) = two.run(&["dlq", "list", "--destination", "shop"]).await;
     assert_eq!(
         (code, out.as_str()),
         (0, "no events\n"),
         "dead at billing only"
     );
-    let (code, out, _) = run(&["stats"]).await;
+    let (code, out, _) = two.run(&["stats"]).await;
     assert_eq!(code, 0, "{out}");
     let row = |name: &str| -> Vec<String> {
         out.lines()
@@ -1204,22 +1230,30 @@ url = "{}"
         ["shop.billing", "0", "0", "0", "1", "1"]
     );
     assert_eq!(row("shop"), ["shop", "0", "0", "0", "2", "0"]);
-    let (code, out, _) = run(&["events", "show", refund]).await;
+    let (code, out, _) = two.run(&["events", "show", &two.refund]).await;
     assert_eq!(code, 0, "{out}");
     assert!(
         out.contains("deliveries:") && out.contains("shop.billing"),
         "{out}"
     );
+}
 
-    let (code, _, err) = run(&["events", "replay", refund, "--destination", "shop.nope"]).await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_replay_to_one_destination_sends_it_there_only() {
+    use crate::destination::Mode;
+    let two = TwoDestinations::start().await;
+    let refund = two.refund.as_str();
+    let (code, _, err) = two
+        .run(&["events", "replay", refund, "--destination", "shop.nope"])
+        .await;
     assert_eq!(code, 1);
     assert!(err.contains("404") && err.contains("shop.nope"), "{err}");
-    billing.set(Mode::Ok);
-    let (code, out, err) =
-        run(&["events", "replay", refund, "--destination", "shop.billing"]).await;
+    two.billing.set(Mode::Ok);
+    let (code, out, err) = two
+        .run(&["events", "replay", refund, "--destination", "shop.billing"])
+        .await;
     assert_eq!(code, 0, "{out}{err}");
-    billing.wait_for(3, Duration::from_secs(10)).await;
+    two.billing.wait_for(3, Duration::from_secs(10)).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(app.count(), 2, "the app got nothing again");
-    drop(server);
+    assert_eq!(two.app.count(), 2, "the app got nothing again");
 }
