@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Resolved, Stage};
+use super::resolve::{Resolved, Stage};
 
 /// One destination of a source and the rules for delivering to it.
 #[derive(Debug, Clone)]

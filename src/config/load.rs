@@ -5,10 +5,10 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use super::{
-    Config, ConfigError, DEFAULT_TOML, EMBEDDED_ORIGIN, GivenSecret, Loaded, Secret, SecretPlan,
-    SecretPurpose, raw, show, validate,
-};
+use super::error::ConfigError;
+use super::resolve::{GivenSecret, Loaded, SecretPlan, SecretPurpose};
+use super::secret::Secret;
+use super::{Config, DEFAULT_TOML, EMBEDDED_ORIGIN, raw, show, validate};
 
 /// The text of the config file at `path`, and its name for messages.
 fn read_config_file(path: &Path) -> Result<(String, String), ConfigError> {

@@ -48,8 +48,6 @@ pub use source::{
 };
 pub use values::{parse_duration, parse_size, redact_url};
 
-use values::parse_name;
-
 /// The embedded default configuration: it serves with no file at all.
 pub const DEFAULT_TOML: &str = include_str!("default.toml");
 

@@ -11,9 +11,10 @@ use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 
+use super::values::parse_name;
 use super::{
     AlertFormat, ConfigError, HmacAlgorithm, Kind, LogFormat, OnDeadLetter, Position,
-    SignatureEncoding, parse_name,
+    SignatureEncoding,
 };
 
 #[derive(Debug, Default, Deserialize, Serialize)]

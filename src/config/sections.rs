@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Resolved, Stage};
+use super::resolve::{Resolved, Stage};
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {

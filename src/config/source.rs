@@ -8,7 +8,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{DeliveryConfig, GivenSecret, Resolved, Secret, Stage, parse_name};
+use super::destination::DeliveryConfig;
+use super::resolve::{GivenSecret, Resolved, Stage};
+use super::secret::Secret;
+use super::values::parse_name;
 
 /// A source's name: the `{source}` of `POST /in/{source}`.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
