@@ -205,7 +205,13 @@ subject = "gh.{event_type}"
     let flat = load("destination = \"http://127.0.0.1:9/\"\ntimeout = \"5s\"\n").unwrap();
     assert_eq!(flat.sources[0].destinations[0].route, "s");
     assert!(!flat.to_redacted_toml().contains("[[source.destination]]"));
+}
 
+#[test]
+fn a_wrong_destination_table_is_refused_naming_its_key() {
+    let source =
+        |rest: &str| format!("[[source]]\nname = \"s\"\nkind = \"github\"\nsecret = \"x\"\n{rest}");
+    let load = |rest: &str| Config::from_toml(&source(rest), "f.toml", None, &no_env);
     let table = |body: &str| format!("[[source.destination]]\n{body}\n");
     for (rest, key, words) in [
         (
