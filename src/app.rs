@@ -8,8 +8,10 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, AdminState};
@@ -22,7 +24,7 @@ use crate::listener::{self, ServeOptions};
 use crate::metrics::Listener;
 use crate::metrics::{Declared, Metrics};
 use crate::schedule::{DeliveryHandle, Scheduler};
-use crate::store::{Store, StoreError, StoreOptions};
+use crate::store::{Store, StoreError, StoreOptions, WriterHandle};
 use crate::supervise::{TaskEnd, TaskError, TaskName, Tasks};
 use crate::sweep::Sweeper;
 use crate::tls::{Tls, TlsError};
@@ -76,51 +78,13 @@ impl App {
         for warning in &config.warnings {
             tracing::warn!("{warning}");
         }
-        let metrics = Metrics::new();
-        let declared: Vec<Declared<'_>> = config
-            .sources
-            .iter()
-            .map(|s| Declared {
-                name: s.name.as_str(),
-                destinations: s.destinations.iter().map(|d| d.route.as_str()).collect(),
-            })
-            .collect();
-        metrics.declare(&declared);
-        let commits = metrics.clone();
-        let options = StoreOptions {
-            on_commit: Some(Arc::new(move |jobs, took| commits.commit(jobs, took))),
-            payload_ttl: config.retention.payload_ttl,
-            dlq_ttl: config.retention.dlq_ttl,
-            ..StoreOptions::new(&config.server.data_dir, config.retention.dedupe_ttl)
-        };
-        let (store, writer) = tokio::task::spawn_blocking(move || Store::open(options))
-            .await
-            .map_err(|e| AppError::Io(std::io::Error::other(e)))??;
-        let destinations = config
-            .sources
-            .iter()
-            .flat_map(|s| {
-                s.destinations.iter().map(|dl| {
-                    Destination::new(s.name.clone(), dl.clone()).map_err(AppError::Source)
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let metrics = declared_metrics(&config);
+        let (store, writer) = open_store(&config, &metrics).await?;
+        let destinations = destinations(&config)?;
         let paused_states = store.paused_states()?;
         // After every read at startup: a failed probe makes the writer reopen
         // the file, and reads in that moment are refused.
-        // Ready means an event of the largest size a source accepts can be
-        // stored: prove it now, not at the first provider's request. On a
-        // full disk the app still serves (health, admin, 503 to providers)
-        // and the prober below finds out when there is room again.
-        let probe_bytes = config
-            .sources
-            .iter()
-            .map(|s| s.max_body)
-            .max()
-            .unwrap_or(64 << 10);
-        if let Err(e) = store.probe(probe_bytes).await {
-            tracing::error!(error = %e.report(), bytes = probe_bytes, "the store cannot write an event this large; not ready until it can");
-        }
+        let probe_bytes = probe_largest_event(&store, &config).await;
         let (scheduler, delivery) = Scheduler::new(
             store.clone(),
             metrics.clone(),
@@ -139,23 +103,7 @@ impl App {
         let Listeners { ingest, admin } = listeners;
         let ingest_addr = ingest.local_addr()?;
         let admin_addr = admin.local_addr()?;
-        let alerter = match config.alerts.clone() {
-            Some(alerts) => Some(
-                Alerter::new(
-                    alerts,
-                    Watched {
-                        store: store.clone(),
-                        metrics: metrics.clone(),
-                        delivery: delivery.clone(),
-                        sources: config.sources.iter().map(|s| s.name.to_string()).collect(),
-                        admin: admin_addr,
-                    },
-                    clock.clone(),
-                )
-                .map_err(AppError::Source)?,
-            ),
-            None => None,
-        };
+        let alerter = alerter(&config, &store, &metrics, &delivery, admin_addr, &clock)?;
         let admin_state = AdminState {
             store: store.clone(),
             metrics: metrics.clone(),
@@ -165,126 +113,27 @@ impl App {
             token: config.admin.token.clone(),
             clock,
         };
-        let serve_options = ServeOptions {
-            header_read_timeout: config.server.header_read_timeout,
-            shutdown_timeout: config.server.shutdown_timeout,
-            max_connections: config.server.max_connections,
-        };
-        tracing::info!(
-            listen = %ingest_addr,
-            admin = %admin_addr,
-            data_dir = %config.server.data_dir.display(),
-            sources = config.sources.len(),
-            tls = config.server.tls.is_some(),
-            "hookinbox is receiving webhooks"
-        );
+        log_receiving(&config, ingest_addr, admin_addr);
 
         let tls = config.server.tls.clone().map(Tls::new).transpose()?;
-        let tls_for_ingest = tls.clone();
         let (writer, writer_exited) = writer.with_exit_signal();
-        let prober_store = store.clone();
-        let metrics_for_tasks = metrics.clone();
-        let metrics_for_summary = metrics.clone();
-        let summary_interval = config.log.summary_interval;
-        let task = tokio::spawn(async move {
-            let metrics = metrics_for_tasks;
-            // `front` stops everything that takes new work; `back` stops the
-            // scheduler after ingest has drained, so attempts in flight are
-            // recorded. The writer is not cancelled: it is drained last.
-            let front = CancellationToken::new();
-            let back = CancellationToken::new();
-            let mut tasks = Tasks::default();
-            tasks.spawn(
-                TaskName::Ingest,
-                listener::serve(
-                    Listener::Ingest,
-                    ingest,
-                    ingest::router(state),
-                    serve_options,
-                    metrics.clone(),
-                    tls_for_ingest,
-                    front.clone(),
-                ),
-            );
-            tasks.spawn(
-                TaskName::Admin,
-                listener::serve(
-                    Listener::Admin,
-                    admin,
-                    admin::router(admin_state),
-                    ServeOptions {
-                        max_connections: ADMIN_MAX_CONNECTIONS,
-                        ..serve_options
-                    },
-                    metrics,
-                    None,
-                    front.clone(),
-                ),
-            );
-            tasks.spawn(TaskName::Sweeper, sweeper.run(front.clone()));
-            tasks.spawn(
-                TaskName::Prober,
-                prober_store.keep_probing(probe_bytes, front.clone()),
-            );
-            if let Some(alerter) = alerter {
-                tasks.spawn(TaskName::Alerter, alerter.run(front.clone()));
-            }
-            tasks.spawn(TaskName::Scheduler, scheduler.run(back.clone()));
-            // Stopped with the scheduler: its last line counts the attempts
-            // that finished while ingest drained.
-            tasks.spawn(
-                TaskName::Summary,
-                crate::logs::summarize(metrics_for_summary, summary_interval, back.clone()),
-            );
-            tasks.spawn(TaskName::Writer, async move {
-                let _ = writer_exited.await;
-                Err::<(), _>(TaskError::WriterStopped)
-            });
-
-            // Every task runs until shutdown. One that ends first (a panic,
-            // or a loop that gave up) would leave a zombie subsystem behind a
-            // live process: stop everything instead and exit non-zero, so the
-            // service manager restarts hookinbox.
-            let failure = tokio::select! {
-                () = shutdown.cancelled() => {
-                    tracing::info!("shutdown requested");
-                    None
-                }
-                (task, end) = tasks.next_end() => {
-                    tracing::error!(%task, %end, "a background task ended unexpectedly; shutting down");
-                    Some(AppError::TaskEnded { task, end })
-                }
-            };
-            front.cancel();
-            let front_tasks = [
-                TaskName::Ingest,
-                TaskName::Admin,
-                TaskName::Sweeper,
-                TaskName::Prober,
-                TaskName::Alerter,
-            ];
-            tasks.wait_for(&front_tasks).await;
-            // Ingest has drained: no new events. Let attempts in flight be recorded.
-            back.cancel();
-            tasks
-                .wait_for(&[TaskName::Scheduler, TaskName::Summary])
-                .await;
-            let writer_died = failure.is_none() && !tasks.is_running(TaskName::Writer);
-            tokio::task::spawn_blocking(move || writer.shutdown())
-                .await
-                .map_err(|e| AppError::Io(std::io::Error::other(e)))?;
-            if let Some(failure) = failure {
-                return Err(failure);
-            }
-            if writer_died {
-                return Err(AppError::TaskEnded {
-                    task: TaskName::Writer,
-                    end: TaskEnd::Failed(TaskError::WriterStopped),
-                });
-            }
-            tracing::info!("hookinbox stopped cleanly");
-            Ok(())
-        });
+        let wiring = Wiring {
+            ingest,
+            ingest_state: state,
+            admin,
+            admin_state,
+            serve_options: serve_options(&config),
+            tls: tls.clone(),
+            metrics: metrics.clone(),
+            sweeper,
+            prober: store.clone(),
+            probe_bytes,
+            alerter,
+            scheduler,
+            summary_interval: config.log.summary_interval,
+            writer_exited,
+        };
+        let task = tokio::spawn(run(wiring, writer, shutdown));
         Ok(App {
             store,
             metrics,
@@ -329,4 +178,287 @@ impl App {
             .await
             .map_err(|e| AppError::Io(std::io::Error::other(e)))?
     }
+}
+
+/// Creates the metrics with every source and destination declared, so each
+/// series exists from the start. Owns nothing else: the app and its tasks
+/// share clones of it.
+fn declared_metrics(config: &Config) -> Metrics {
+    let metrics = Metrics::new();
+    let declared: Vec<Declared<'_>> = config
+        .sources
+        .iter()
+        .map(|s| Declared {
+            name: s.name.as_str(),
+            destinations: s.destinations.iter().map(|d| d.route.as_str()).collect(),
+        })
+        .collect();
+    metrics.declare(&declared);
+    metrics
+}
+
+/// Opens the store on a blocking thread (recovery may replay the log), each
+/// commit counted in `metrics`. Starts the writer thread, which the returned
+/// handle owns and `run` drains last.
+async fn open_store(config: &Config, metrics: &Metrics) -> Result<(Store, WriterHandle), AppError> {
+    let commits = metrics.clone();
+    let options = StoreOptions {
+        on_commit: Some(Arc::new(move |jobs, took| commits.commit(jobs, took))),
+        payload_ttl: config.retention.payload_ttl,
+        dlq_ttl: config.retention.dlq_ttl,
+        ..StoreOptions::new(&config.server.data_dir, config.retention.dedupe_ttl)
+    };
+    Ok(tokio::task::spawn_blocking(move || Store::open(options))
+        .await
+        .map_err(|e| AppError::Io(std::io::Error::other(e)))??)
+}
+
+/// Every source's destinations, ready to attempt deliveries; the scheduler
+/// will own them.
+fn destinations(config: &Config) -> Result<Vec<Destination>, AppError> {
+    config
+        .sources
+        .iter()
+        .flat_map(|s| {
+            s.destinations
+                .iter()
+                .map(|dl| Destination::new(s.name.clone(), dl.clone()).map_err(AppError::Source))
+        })
+        .collect::<Result<Vec<_>, _>>()
+}
+
+/// Probes the store once with an event of the largest `max_body`, and
+/// returns that size for the prober task to keep using. Starts nothing.
+async fn probe_largest_event(store: &Store, config: &Config) -> usize {
+    // Ready means an event of the largest size a source accepts can be
+    // stored: prove it now, not at the first provider's request. On a
+    // full disk the app still serves (health, admin, 503 to providers)
+    // and the prober below finds out when there is room again.
+    let probe_bytes = config
+        .sources
+        .iter()
+        .map(|s| s.max_body)
+        .max()
+        .unwrap_or(64 << 10);
+    if let Err(e) = store.probe(probe_bytes).await {
+        tracing::error!(error = %e.report(), bytes = probe_bytes, "the store cannot write an event this large; not ready until it can");
+    }
+    probe_bytes
+}
+
+/// The alerter, when `[alerts]` names a URL, watching the store, the
+/// metrics and the destinations; `run` starts its task, which owns it.
+fn alerter(
+    config: &Config,
+    store: &Store,
+    metrics: &Metrics,
+    delivery: &DeliveryHandle,
+    admin_addr: SocketAddr,
+    clock: &Clock,
+) -> Result<Option<Alerter>, AppError> {
+    let alerter = match config.alerts.clone() {
+        Some(alerts) => Some(
+            Alerter::new(
+                alerts,
+                Watched {
+                    store: store.clone(),
+                    metrics: metrics.clone(),
+                    delivery: delivery.clone(),
+                    sources: config.sources.iter().map(|s| s.name.to_string()).collect(),
+                    admin: admin_addr,
+                },
+                clock.clone(),
+            )
+            .map_err(AppError::Source)?,
+        ),
+        None => None,
+    };
+    Ok(alerter)
+}
+
+/// The ingest listener's options; the admin listener takes the same with
+/// its own connection cap.
+fn serve_options(config: &Config) -> ServeOptions {
+    ServeOptions {
+        header_read_timeout: config.server.header_read_timeout,
+        shutdown_timeout: config.server.shutdown_timeout,
+        max_connections: config.server.max_connections,
+    }
+}
+
+/// The one line that says the app is up, and where.
+fn log_receiving(config: &Config, ingest_addr: SocketAddr, admin_addr: SocketAddr) {
+    tracing::info!(
+        listen = %ingest_addr,
+        admin = %admin_addr,
+        data_dir = %config.server.data_dir.display(),
+        sources = config.sources.len(),
+        tls = config.server.tls.is_some(),
+        "hookinbox is receiving webhooks"
+    );
+}
+
+/// What each long-running task runs, built by `App::start` before any of
+/// them starts; `run` moves each part into its task.
+struct Wiring {
+    ingest: TcpListener,
+    ingest_state: IngestState,
+    admin: TcpListener,
+    admin_state: AdminState,
+    serve_options: ServeOptions,
+    tls: Option<Tls>,
+    metrics: Metrics,
+    sweeper: Sweeper,
+    prober: Store,
+    probe_bytes: usize,
+    alerter: Option<Alerter>,
+    scheduler: Scheduler,
+    summary_interval: Duration,
+    /// Resolves when the writer thread has exited.
+    writer_exited: oneshot::Receiver<()>,
+}
+
+/// The app's life after `start`: starts every task, runs until `shutdown`
+/// or until one of them ends on its own, then stops them in order and
+/// drains the writer. Owns the tasks and the writer; returns once the
+/// database is closed.
+async fn run(
+    wiring: Wiring,
+    writer: WriterHandle,
+    shutdown: CancellationToken,
+) -> Result<(), AppError> {
+    // `front` stops everything that takes new work; `back` stops the
+    // scheduler after ingest has drained, so attempts in flight are
+    // recorded. The writer is not cancelled: it is drained last.
+    let front = CancellationToken::new();
+    let back = CancellationToken::new();
+    let mut tasks = spawn_tasks(wiring, &front, &back);
+
+    // Every task runs until shutdown. One that ends first (a panic,
+    // or a loop that gave up) would leave a zombie subsystem behind a
+    // live process: stop everything instead and exit non-zero, so the
+    // service manager restarts hookinbox.
+    let failure = tokio::select! {
+        () = shutdown.cancelled() => {
+            tracing::info!("shutdown requested");
+            None
+        }
+        (task, end) = tasks.next_end() => {
+            tracing::error!(%task, %end, "a background task ended unexpectedly; shutting down");
+            Some(AppError::TaskEnded { task, end })
+        }
+    };
+    stop_in_order(tasks, front, back, failure, writer).await
+}
+
+/// Starts every long-running task under supervision: the listeners,
+/// sweeper, prober and alerter under `front`; the scheduler and the summary
+/// under `back`; and a watch on the writer thread. The returned `Tasks`
+/// owns them all.
+fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationToken) -> Tasks {
+    let Wiring {
+        ingest,
+        ingest_state,
+        admin,
+        admin_state,
+        serve_options,
+        tls,
+        metrics,
+        sweeper,
+        prober,
+        probe_bytes,
+        alerter,
+        scheduler,
+        summary_interval,
+        writer_exited,
+    } = wiring;
+    let mut tasks = Tasks::default();
+    tasks.spawn(
+        TaskName::Ingest,
+        listener::serve(
+            Listener::Ingest,
+            ingest,
+            ingest::router(ingest_state),
+            serve_options,
+            metrics.clone(),
+            tls,
+            front.clone(),
+        ),
+    );
+    tasks.spawn(
+        TaskName::Admin,
+        listener::serve(
+            Listener::Admin,
+            admin,
+            admin::router(admin_state),
+            ServeOptions {
+                max_connections: ADMIN_MAX_CONNECTIONS,
+                ..serve_options
+            },
+            metrics.clone(),
+            None,
+            front.clone(),
+        ),
+    );
+    tasks.spawn(TaskName::Sweeper, sweeper.run(front.clone()));
+    tasks.spawn(
+        TaskName::Prober,
+        prober.keep_probing(probe_bytes, front.clone()),
+    );
+    if let Some(alerter) = alerter {
+        tasks.spawn(TaskName::Alerter, alerter.run(front.clone()));
+    }
+    tasks.spawn(TaskName::Scheduler, scheduler.run(back.clone()));
+    // Stopped with the scheduler: its last line counts the attempts
+    // that finished while ingest drained.
+    tasks.spawn(
+        TaskName::Summary,
+        crate::logs::summarize(metrics, summary_interval, back.clone()),
+    );
+    tasks.spawn(TaskName::Writer, async move {
+        let _ = writer_exited.await;
+        Err::<(), _>(TaskError::WriterStopped)
+    });
+    tasks
+}
+
+/// Stops the tasks front first (no new work), then back (attempts in
+/// flight recorded), then drains and closes the writer. Returns the
+/// `failure` that began the stop, else a writer that had died on its own.
+async fn stop_in_order(
+    mut tasks: Tasks,
+    front: CancellationToken,
+    back: CancellationToken,
+    failure: Option<AppError>,
+    writer: WriterHandle,
+) -> Result<(), AppError> {
+    front.cancel();
+    let front_tasks = [
+        TaskName::Ingest,
+        TaskName::Admin,
+        TaskName::Sweeper,
+        TaskName::Prober,
+        TaskName::Alerter,
+    ];
+    tasks.wait_for(&front_tasks).await;
+    // Ingest has drained: no new events. Let attempts in flight be recorded.
+    back.cancel();
+    tasks
+        .wait_for(&[TaskName::Scheduler, TaskName::Summary])
+        .await;
+    let writer_died = failure.is_none() && !tasks.is_running(TaskName::Writer);
+    tokio::task::spawn_blocking(move || writer.shutdown())
+        .await
+        .map_err(|e| AppError::Io(std::io::Error::other(e)))?;
+    if let Some(failure) = failure {
+        return Err(failure);
+    }
+    if writer_died {
+        return Err(AppError::TaskEnded {
+            task: TaskName::Writer,
+            end: TaskEnd::Failed(TaskError::WriterStopped),
+        });
+    }
+    tracing::info!("hookinbox stopped cleanly");
+    Ok(())
 }

@@ -197,11 +197,29 @@ fn toml_ish() -> impl Strategy<Value = String> {
 
 /// A config that loads: a source with a destination, alerts, and every
 /// section present, so one changed key is judged in context.
-const VALID: &str = "[server]\nlisten = \"127.0.0.1:0\"\n\n[retention]\ndedupe_ttl = \"1d\"\n\n\
-     [log]\nlevel = \"info\"\n\n[admin]\ntoken = \"0123456789abcdef0123\"\n\n\
-     [alerts]\nurl = \"http://127.0.0.1:9/alerts\"\n\n\
-     [[source]]\nname = \"shop\"\nkind = \"hmac\"\nsecret = \"x\"\nsignature_header = \"x-sig\"\n\
-     event_id = [\"header:x-id\"]\ndestination = \"http://127.0.0.1:9/app\"\n";
+const VALID: &str = r#"[server]
+listen = "127.0.0.1:0"
+
+[retention]
+dedupe_ttl = "1d"
+
+[log]
+level = "info"
+
+[admin]
+token = "0123456789abcdef0123"
+
+[alerts]
+url = "http://127.0.0.1:9/alerts"
+
+[[source]]
+name = "shop"
+kind = "hmac"
+secret = "x"
+signature_header = "x-sig"
+event_id = ["header:x-id"]
+destination = "http://127.0.0.1:9/app"
+"#;
 
 /// Every duration of a loaded config, named.
 fn durations(c: &Config<Loaded>) -> Vec<(String, Duration)> {

@@ -11,9 +11,10 @@ use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 
+use super::values::parse_name;
 use super::{
     AlertFormat, ConfigError, HmacAlgorithm, Kind, LogFormat, OnDeadLetter, Position,
-    SignatureEncoding, parse_name,
+    SignatureEncoding,
 };
 
 #[derive(Debug, Default, Deserialize, Serialize)]
@@ -494,8 +495,13 @@ mod tests {
         } else if takes::<RawSource>(setting) {
             // Delivery keys need a destination, ordering_on_dead_letter an
             // ordering_key.
-            "[[source]]\nname = \"s\"\nkind = \"github\"\nsecret = \"x\"\n\
-             destination = \"http://127.0.0.1:9/\"\nordering_key = \"/id\"\n"
+            r#"[[source]]
+name = "s"
+kind = "github"
+secret = "x"
+destination = "http://127.0.0.1:9/"
+ordering_key = "/id"
+"#
         } else {
             return None;
         })

@@ -298,10 +298,20 @@ mod tests {
     fn the_first_start_generates_what_the_config_leaves_to_the_data_dir_and_later_starts_read_it() {
         let dir = tempfile::tempdir().unwrap();
         let text = format!(
-            "[server]\ndata_dir = {:?}\n\n\
-             [[source]]\nname = \"demo\"\nkind = \"standard\"\ngenerate_secret = true\n\
-             destination = \"http://127.0.0.1:9/app\"\n\n\
-             [[source]]\nname = \"gh\"\nkind = \"github\"\nsecret = \"given\"\n",
+            r#"[server]
+data_dir = {:?}
+
+[[source]]
+name = "demo"
+kind = "standard"
+generate_secret = true
+destination = "http://127.0.0.1:9/app"
+
+[[source]]
+name = "gh"
+kind = "github"
+secret = "given"
+"#,
             dir.path().display().to_string()
         );
         let (config, generated) = loaded(&text).resolve().unwrap();
@@ -337,9 +347,18 @@ mod tests {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, "not base64!\n").unwrap();
         let text = format!(
-            "[server]\ndata_dir = {:?}\n\n[admin]\ntoken = \"0123456789abcdef\"\n\n\
-             [[source]]\nname = \"shop\"\nkind = \"github\"\nsecret = \"x\"\n\
-             destination = \"http://127.0.0.1:9/app\"\n",
+            r#"[server]
+data_dir = {:?}
+
+[admin]
+token = "0123456789abcdef"
+
+[[source]]
+name = "shop"
+kind = "github"
+secret = "x"
+destination = "http://127.0.0.1:9/app"
+"#,
             dir.path().display().to_string()
         );
         let err = loaded(&text).resolve().unwrap_err();

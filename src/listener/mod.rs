@@ -303,7 +303,7 @@ impl hyper::service::Service<Request<Incoming>> for Tracked {
 
 /// An answer's body; the request stays in progress until it is dropped
 /// (hyper drops it once written, or when the connection ends).
-pub struct TrackedBody {
+struct TrackedBody {
     inner: Body,
     _busy: Option<Busy>,
 }

@@ -16,7 +16,8 @@
 //! paths stay `crate::metrics::X`; no room imports anything back from it:
 //! - `labels`: the label enums and sets, and [`UNKNOWN_SOURCE`];
 //! - `registry`: [`Metrics::new`], every family's name and help text;
-//! - `record`: the [`Metrics`] handle and its typed methods;
+//! - `record`: the [`Metrics`] handle and its typed methods, one file per
+//!   area (listener, ingest, delivery, store, operations);
 //! - `exposition`: [`Exposition`], OpenMetrics or Prometheus text 0.0.4;
 //! - `process`: the `process_*` families, read from `/proc` at a scrape;
 //! - `tally`: what stats and the summary read beside the registry;

@@ -32,12 +32,23 @@ const STANDARD_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 /// The generic `hmac` kind's variants: prefix or not, hex or base64, each
 /// algorithm, a timestamp and a header inside the signed payload.
 const HMAC_SPECS: [&str; 4] = [
-    "signature_header = \"x-sig\"\nprefix = \"sha256=\"\n",
-    "signature_header = \"x-sig\"\nencoding = \"base64\"\nalgorithm = \"sha512\"\n",
-    "signature_header = \"x-sig\"\nalgorithm = \"sha1\"\ntimestamp_header = \"x-ts\"\n\
-     signed_payload = \"{timestamp}.{body}\"\n",
-    "signature_header = \"x-sig\"\nprefix = \"v1=\"\ntimestamp_header = \"x-ts\"\n\
-     signed_payload = \"{header:x-id}:{timestamp}:{body}\"\n",
+    r#"signature_header = "x-sig"
+prefix = "sha256="
+"#,
+    r#"signature_header = "x-sig"
+encoding = "base64"
+algorithm = "sha512"
+"#,
+    r#"signature_header = "x-sig"
+algorithm = "sha1"
+timestamp_header = "x-ts"
+signed_payload = "{timestamp}.{body}"
+"#,
+    r#"signature_header = "x-sig"
+prefix = "v1="
+timestamp_header = "x-ts"
+signed_payload = "{header:x-id}:{timestamp}:{body}"
+"#,
 ];
 
 /// Every header name a scheme or a default locator reads, and a few more.
@@ -541,8 +552,13 @@ proptest! {
             l.iter().map(|s| toml::Value::String(s.clone()).to_string()).collect::<Vec<_>>().join(", ")
         };
         let text = format!(
-            "[[source]]\nname = \"s\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
-             event_id = [{}]\nevent_type = [{}]\n",
+            r#"[[source]]
+name = "s"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+event_id = [{}]
+event_type = [{}]
+"#,
             quoted(&ids),
             quoted(&types),
         );

@@ -171,27 +171,7 @@ impl Scheme {
         let body: &[u8] = req.body;
         let sha256 = HmacAlgorithm::Sha256;
         match self.kind {
-            Kind::Stripe => {
-                const H: &str = "stripe-signature";
-                let value = required(req, H)?;
-                let mut timestamp = None;
-                let mut candidates = Vec::new();
-                for item in value.split(',') {
-                    match item.trim().split_once('=') {
-                        Some(("t", t)) => timestamp = Some(t),
-                        Some(("v1", sig)) => candidates.push(
-                            hex::decode(sig)
-                                .map_err(|_| malformed(H, "a v1 signature is not hex"))?,
-                        ),
-                        _ => {}
-                    }
-                }
-                let t = timestamp.ok_or_else(|| malformed(H, "it has no t= timestamp"))?;
-                let secs = parse_secs(H, t)?;
-                let key =
-                    self.require_match(H, sha256, &[t.as_bytes(), b".", body], &candidates)?;
-                Ok(Checked::at(key, SignedAt::Secs(secs)))
-            }
+            Kind::Stripe => self.check_stripe(req),
             // Meta signs its Graph API webhooks as GitHub does.
             Kind::Github | Kind::Meta => {
                 const H: &str = "x-hub-signature-256";
@@ -227,57 +207,8 @@ impl Scheme {
                     self.require_match(H, sha256, &[id.as_bytes(), ts.as_bytes(), body], &[sig])?;
                 Ok(Checked::at(key, parse_any_timestamp(ts)?))
             }
-            Kind::Standard => {
-                // Svix sends the same scheme under svix-* names.
-                let (id_h, ts_h, sig_h) = if req.headers.contains_key("webhook-signature") {
-                    ("webhook-id", "webhook-timestamp", "webhook-signature")
-                } else if req.headers.contains_key("svix-signature") {
-                    ("svix-id", "svix-timestamp", "svix-signature")
-                } else {
-                    return Err(missing("webhook-signature"));
-                };
-                let id = required(req, id_h)?;
-                let ts = required(req, ts_h)?;
-                let secs = parse_secs(ts_h, ts)?;
-                let mut candidates = Vec::new();
-                for item in required(req, sig_h)?.split_whitespace() {
-                    // Other versions (e.g. v1a, asymmetric) are skipped, as the spec says.
-                    if let Some(b64) = item.strip_prefix("v1,") {
-                        candidates.push(
-                            B64.decode(b64)
-                                .map_err(|_| malformed(sig_h, "a v1 signature is not base64"))?,
-                        );
-                    }
-                }
-                let key = self.require_match(
-                    sig_h,
-                    sha256,
-                    &[id.as_bytes(), b".", ts.as_bytes(), b".", body],
-                    &candidates,
-                )?;
-                Ok(Checked::at(key, SignedAt::Secs(secs)))
-            }
-            Kind::Paddle => {
-                const H: &str = "paddle-signature";
-                let value = required(req, H)?;
-                let mut timestamp = None;
-                let mut candidates = Vec::new();
-                for item in value.split(';') {
-                    match item.trim().split_once('=') {
-                        Some(("ts", t)) => timestamp = Some(t),
-                        Some(("h1", sig)) => candidates.push(
-                            hex::decode(sig)
-                                .map_err(|_| malformed(H, "an h1 signature is not hex"))?,
-                        ),
-                        _ => {}
-                    }
-                }
-                let t = timestamp.ok_or_else(|| malformed(H, "it has no ts= timestamp"))?;
-                let secs = parse_secs(H, t)?;
-                let key =
-                    self.require_match(H, sha256, &[t.as_bytes(), b":", body], &candidates)?;
-                Ok(Checked::at(key, SignedAt::Secs(secs)))
-            }
+            Kind::Standard => self.check_standard(req),
+            Kind::Paddle => self.check_paddle(req),
             Kind::Linear => {
                 const H: &str = "linear-signature";
                 let sig = hex::decode(required(req, H)?)
@@ -302,6 +233,88 @@ impl Scheme {
             }
             Kind::Hmac => self.check_hmac(req),
         }
+    }
+
+    /// Stripe's scheme: `t={timestamp},v1={hex HMAC of "{t}.{body}"}`, any
+    /// number of `v1` signatures (one per active secret at Stripe).
+    fn check_stripe(&self, req: &Request<'_>) -> Result<Checked, Rejection> {
+        const H: &str = "stripe-signature";
+        let body: &[u8] = req.body;
+        let sha256 = HmacAlgorithm::Sha256;
+        let value = required(req, H)?;
+        let mut timestamp = None;
+        let mut candidates = Vec::new();
+        for item in value.split(',') {
+            match item.trim().split_once('=') {
+                Some(("t", t)) => timestamp = Some(t),
+                Some(("v1", sig)) => candidates
+                    .push(hex::decode(sig).map_err(|_| malformed(H, "a v1 signature is not hex"))?),
+                _ => {}
+            }
+        }
+        let t = timestamp.ok_or_else(|| malformed(H, "it has no t= timestamp"))?;
+        let secs = parse_secs(H, t)?;
+        let key = self.require_match(H, sha256, &[t.as_bytes(), b".", body], &candidates)?;
+        Ok(Checked::at(key, SignedAt::Secs(secs)))
+    }
+
+    /// Standard Webhooks (and Svix under `svix-*` names): `v1,{base64 HMAC of
+    /// "{id}.{timestamp}.{body}"}`, space-separated, id and time in headers.
+    fn check_standard(&self, req: &Request<'_>) -> Result<Checked, Rejection> {
+        let body: &[u8] = req.body;
+        let sha256 = HmacAlgorithm::Sha256;
+        // Svix sends the same scheme under svix-* names.
+        let (id_h, ts_h, sig_h) = if req.headers.contains_key("webhook-signature") {
+            ("webhook-id", "webhook-timestamp", "webhook-signature")
+        } else if req.headers.contains_key("svix-signature") {
+            ("svix-id", "svix-timestamp", "svix-signature")
+        } else {
+            return Err(missing("webhook-signature"));
+        };
+        let id = required(req, id_h)?;
+        let ts = required(req, ts_h)?;
+        let secs = parse_secs(ts_h, ts)?;
+        let mut candidates = Vec::new();
+        for item in required(req, sig_h)?.split_whitespace() {
+            // Other versions (e.g. v1a, asymmetric) are skipped, as the spec says.
+            if let Some(b64) = item.strip_prefix("v1,") {
+                candidates.push(
+                    B64.decode(b64)
+                        .map_err(|_| malformed(sig_h, "a v1 signature is not base64"))?,
+                );
+            }
+        }
+        let key = self.require_match(
+            sig_h,
+            sha256,
+            &[id.as_bytes(), b".", ts.as_bytes(), b".", body],
+            &candidates,
+        )?;
+        Ok(Checked::at(key, SignedAt::Secs(secs)))
+    }
+
+    /// Paddle's scheme: `ts={timestamp};h1={hex HMAC of "{ts}:{body}"}`, any
+    /// number of `h1` signatures.
+    fn check_paddle(&self, req: &Request<'_>) -> Result<Checked, Rejection> {
+        const H: &str = "paddle-signature";
+        let body: &[u8] = req.body;
+        let sha256 = HmacAlgorithm::Sha256;
+        let value = required(req, H)?;
+        let mut timestamp = None;
+        let mut candidates = Vec::new();
+        for item in value.split(';') {
+            match item.trim().split_once('=') {
+                Some(("ts", t)) => timestamp = Some(t),
+                Some(("h1", sig)) => candidates.push(
+                    hex::decode(sig).map_err(|_| malformed(H, "an h1 signature is not hex"))?,
+                ),
+                _ => {}
+            }
+        }
+        let t = timestamp.ok_or_else(|| malformed(H, "it has no ts= timestamp"))?;
+        let secs = parse_secs(H, t)?;
+        let key = self.require_match(H, sha256, &[t.as_bytes(), b":", body], &candidates)?;
+        Ok(Checked::at(key, SignedAt::Secs(secs)))
     }
 
     fn check_twilio(&self, req: &Request<'_>) -> Result<usize, Rejection> {

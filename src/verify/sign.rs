@@ -145,38 +145,54 @@ pub fn sign(s: &Signing<'_>) -> Result<Vec<(String, String)>, String> {
         }
         Kind::Hmac => {
             let (spec, id_locators) = s.hmac.ok_or("signing an hmac request needs its scheme")?;
-            if let Some(Locator::Header(name)) = id_locators.first() {
-                push(name.as_str(), s.event_id.into());
-            }
-            if let Some(t) = &spec.timestamp_header {
-                push(t.as_str(), ts.clone());
-            }
-            let mut parts: Vec<Vec<u8>> = Vec::new();
-            for part in &spec.signed_payload {
-                parts.push(match part {
-                    PayloadPart::Literal(l) => l.as_bytes().to_vec(),
-                    PayloadPart::Body => body.to_vec(),
-                    PayloadPart::Timestamp => ts.as_bytes().to_vec(),
-                    PayloadPart::Header(name) => h
-                        .iter()
-                        .find(|(n, _)| n.eq_ignore_ascii_case(name.as_str()))
-                        .map(|(_, v)| v.as_bytes().to_vec())
-                        .ok_or_else(|| {
-                            format!("signed_payload needs header {name}, which send does not set")
-                        })?,
-                });
-            }
-            let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
-            let raw = mac(spec.algorithm, &key, &refs);
-            let encoded = match spec.encoding {
-                SignatureEncoding::Hex => hex::encode(raw),
-                SignatureEncoding::Base64 => B64.encode(raw),
-            };
-            h.push((
-                spec.signature_header.as_str().into(),
-                format!("{}{encoded}", spec.prefix),
-            ));
+            sign_hmac(s, spec, id_locators, &key, &ts, &mut h)?;
         }
     }
     Ok(h)
+}
+
+/// The generic `hmac` kind: the id and timestamp headers its scheme names,
+/// then the MAC of its `signed_payload` (which may take any header already
+/// in `h`) in the scheme's header, prefix and encoding.
+fn sign_hmac(
+    s: &Signing<'_>,
+    spec: &HmacSpec,
+    id_locators: &[Locator],
+    key: &[u8],
+    ts: &str,
+    h: &mut Vec<(String, String)>,
+) -> Result<(), String> {
+    let body = s.body;
+    if let Some(Locator::Header(name)) = id_locators.first() {
+        h.push((name.as_str().into(), s.event_id.into()));
+    }
+    if let Some(t) = &spec.timestamp_header {
+        h.push((t.as_str().into(), ts.into()));
+    }
+    let mut parts: Vec<Vec<u8>> = Vec::new();
+    for part in &spec.signed_payload {
+        parts.push(match part {
+            PayloadPart::Literal(l) => l.as_bytes().to_vec(),
+            PayloadPart::Body => body.to_vec(),
+            PayloadPart::Timestamp => ts.as_bytes().to_vec(),
+            PayloadPart::Header(name) => h
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name.as_str()))
+                .map(|(_, v)| v.as_bytes().to_vec())
+                .ok_or_else(|| {
+                    format!("signed_payload needs header {name}, which send does not set")
+                })?,
+        });
+    }
+    let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+    let raw = mac(spec.algorithm, key, &refs);
+    let encoded = match spec.encoding {
+        SignatureEncoding::Hex => hex::encode(raw),
+        SignatureEncoding::Base64 => B64.encode(raw),
+    };
+    h.push((
+        spec.signature_header.as_str().into(),
+        format!("{}{encoded}", spec.prefix),
+    ));
+    Ok(())
 }

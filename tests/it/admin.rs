@@ -14,10 +14,21 @@ const TOKEN: &str = "test-admin-token-0123456789";
 
 fn config(dir: &std::path::Path, dest: &Destination) -> String {
     format!(
-        "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
-         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
-         destination = \"{}\"\nbreaker_failures = 1000\n\n\
-         [[source]]\nname = \"inbox\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n",
+        r#"{}[admin]
+token = "{TOKEN}"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+destination = "{}"
+breaker_failures = 1000
+
+[[source]]
+name = "inbox"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+"#,
         server_section(dir),
         dest.url()
     )
@@ -521,40 +532,69 @@ async fn metrics_are_prometheus_text_that_matches_what_happened() {
     server.stop().await;
 }
 
-#[tokio::test]
-async fn bulk_replay_and_ignore_touch_exactly_the_matching_events() {
-    let dir = tempfile::tempdir().unwrap();
-    let dest = Destination::start(Mode::RejectBodyWith("\"bad\"")).await;
-    let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
-    let mut dead = Vec::new();
-    for i in 0..4 {
-        dead.push(
-            send(
-                &server,
-                "shop",
-                &format!("b_{i}"),
-                b"{\"kind\":\"bad\"}".to_vec(),
-            )
-            .await,
-        );
-    }
-    let good = send(&server, "shop", "g_1", b"{\"kind\":\"good\"}".to_vec()).await;
-    let held = send(&server, "inbox", "h_1", b"{}".to_vec()).await;
-    for id in &dead {
-        wait_status(&server, id, "dead").await;
-    }
-    wait_status(&server, &good, "delivered").await;
+/// `shop`'s app refuses `bad` bodies: four dead (`b_0` … `b_3`), one
+/// delivered (`g_1`); `inbox` holds one (`h_1`), having no destination.
+struct Bulk {
+    server: TestServer,
+    dest: Destination,
+    dead: Vec<String>,
+    held: String,
+    _dir: tempfile::TempDir,
+}
 
+impl Bulk {
+    async fn start() -> Bulk {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = Destination::start(Mode::RejectBodyWith("\"bad\"")).await;
+        let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
+        let mut dead = Vec::new();
+        for i in 0..4 {
+            dead.push(
+                send(
+                    &server,
+                    "shop",
+                    &format!("b_{i}"),
+                    b"{\"kind\":\"bad\"}".to_vec(),
+                )
+                .await,
+            );
+        }
+        let good = send(&server, "shop", "g_1", b"{\"kind\":\"good\"}".to_vec()).await;
+        let held = send(&server, "inbox", "h_1", b"{}".to_vec()).await;
+        for id in &dead {
+            wait_status(&server, id, "dead").await;
+        }
+        wait_status(&server, &good, "delivered").await;
+        Bulk {
+            server,
+            dest,
+            dead,
+            held,
+            _dir: dir,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_bulk_dry_run_counts_what_matches_and_changes_nothing() {
+    let bulk = Bulk::start().await;
     let filter = json!({"filter": {"source": "shop", "status": "dead"}, "dry_run": true});
-    let dry = server
+    let dry = bulk
+        .server
         .admin("POST", "/api/replay", Some(TOKEN), Some(filter))
         .await;
     assert_eq!(
         dry.json,
         json!({"dry_run": true, "matched": 4, "changed": 0, "refused": []})
     );
-    assert_eq!(dest.count(), 5, "a dry run changes nothing");
+    assert_eq!(bulk.dest.count(), 5, "a dry run changes nothing");
+    bulk.server.stop().await;
+}
 
+#[tokio::test]
+async fn a_bulk_request_without_a_usable_filter_or_note_is_refused_naming_what_is_wrong() {
+    let bulk = Bulk::start().await;
+    let server = &bulk.server;
     for (path, body, word) in [
         ("/api/replay", json!({}), "filter"),
         ("/api/replay", json!({"filter": {}}), "filter"),
@@ -601,7 +641,13 @@ async fn bulk_replay_and_ignore_touch_exactly_the_matching_events() {
             && reason.contains("/api/openapi.json"),
         "{reason}"
     );
+    bulk.server.stop().await;
+}
 
+#[tokio::test]
+async fn bulk_replay_and_ignore_touch_exactly_the_matching_events() {
+    let bulk = Bulk::start().await;
+    let (server, dest, dead) = (&bulk.server, &bulk.dest, &bulk.dead);
     // Ignore two of them by event id, then replay the remaining dead ones.
     for id in ["b_0", "b_1"] {
         let r = server
@@ -626,17 +672,17 @@ async fn bulk_replay_and_ignore_touch_exactly_the_matching_events() {
     assert_eq!(r.json["matched"], 2, "{:?}", r.json);
     assert_eq!(r.json["changed"], 2, "{:?}", r.json);
     for id in &dead[2..] {
-        wait_status(&server, id, "delivered").await;
+        wait_status(server, id, "delivered").await;
     }
     for id in &dead[..2] {
-        let e = wait_status(&server, id, "ignored").await;
+        let e = wait_status(server, id, "ignored").await;
         assert_eq!(e["note"]["text"], "duplicate order");
     }
-    let h = wait_status(&server, &held, "held").await;
+    let h = wait_status(server, &bulk.held, "held").await;
     assert_eq!(h["replays"], 0);
     // 5 first attempts + 2 replays: the good one and the ignored ones were not sent again.
     assert_eq!(dest.count(), 7);
-    server.stop().await;
+    bulk.server.stop().await;
 }
 
 #[tokio::test]

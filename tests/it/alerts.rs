@@ -62,32 +62,112 @@ async fn wait_notice(receiver: &Destination, slack: bool, kind: &str, status: &s
     .await
 }
 
-#[tokio::test]
-async fn each_kind_fires_once_names_the_host_links_to_it_and_resolves_when_it_clears() {
-    let dir = tempfile::tempdir().unwrap();
-    let receiver = Destination::start(Mode::Ok).await;
-    let rejecting = Destination::start(Mode::Status(400, "unknown order")).await;
-    let failing = Destination::start(Mode::Status(500, "boom")).await;
-    let text = format!(
-        "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
-         [alerts]\nurl = \"{}\"\ndlq_threshold = 0\npending_age = \"1s\"\nmin_interval = \"1h\"\n\
-         check_interval = \"50ms\"\nhost = \"test-host\"\ndashboard_url = \"https://inbox.example.com/ops\"\n\n\
-         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\ndestination = \"{}\"\n\n\
-         [[source]]\nname = \"api\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\ndestination = \"{}\"\n\
-         initial_interval = \"50ms\"\nmax_interval = \"100ms\"\nmax_attempts = 1000\n\
-         breaker_failures = 1\nbreaker_cooldown = \"300ms\"\n",
-        server_section(dir.path()),
-        receiver.url(),
-        rejecting.url(),
-        failing.url()
-    );
-    let server = TestServer::start(&text, Clock::system()).await;
-    let dead = send(&server, "shop", "a_1").await;
-    send(&server, "api", "a_2").await;
+/// A server with all three alert conditions on their way (Slack format,
+/// `min_interval` an hour): `shop`'s destination refuses (400) its event,
+/// which is dead at once; `api`'s fails (500), so its event waits and the
+/// circuit opens.
+struct Alerting {
+    server: TestServer,
+    receiver: Destination,
+    failing: Destination,
+    /// The dead-lettered event of `shop`.
+    dead: String,
+    _rejecting: Destination,
+    _dir: tempfile::TempDir,
+}
 
-    // All three fire: a dead letter, a pending event older than 1 s, a
-    // circuit open.
-    let dlq = wait_notice(&receiver, true, "dlq", "firing").await;
+/// The firing notices of each kind, as the receiver took them.
+struct Fired {
+    dlq: Value,
+    circuit: Value,
+    late: Value,
+}
+
+impl Alerting {
+    async fn start() -> Alerting {
+        let dir = tempfile::tempdir().unwrap();
+        let receiver = Destination::start(Mode::Ok).await;
+        let rejecting = Destination::start(Mode::Status(400, "unknown order")).await;
+        let failing = Destination::start(Mode::Status(500, "boom")).await;
+        let text = format!(
+            r#"{}[admin]
+token = "{TOKEN}"
+
+[alerts]
+url = "{}"
+dlq_threshold = 0
+pending_age = "1s"
+min_interval = "1h"
+check_interval = "50ms"
+host = "test-host"
+dashboard_url = "https://inbox.example.com/ops"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+destination = "{}"
+
+[[source]]
+name = "api"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+destination = "{}"
+initial_interval = "50ms"
+max_interval = "100ms"
+max_attempts = 1000
+breaker_failures = 1
+breaker_cooldown = "300ms"
+"#,
+            server_section(dir.path()),
+            receiver.url(),
+            rejecting.url(),
+            failing.url()
+        );
+        let server = TestServer::start(&text, Clock::system()).await;
+        let dead = send(&server, "shop", "a_1").await;
+        send(&server, "api", "a_2").await;
+        Alerting {
+            server,
+            receiver,
+            failing,
+            dead,
+            _rejecting: rejecting,
+            _dir: dir,
+        }
+    }
+
+    /// Waits until all three fired: a dead letter, a pending event older
+    /// than 1 s, a circuit open.
+    async fn fired(&self) -> Fired {
+        Fired {
+            dlq: wait_notice(&self.receiver, true, "dlq", "firing").await,
+            circuit: wait_notice(&self.receiver, true, "circuit_open", "firing").await,
+            late: wait_notice(&self.receiver, true, "pending_age", "firing").await,
+        }
+    }
+
+    /// Clears each condition: the dead letter is ignored by an operator,
+    /// the destination recovers and takes the waiting event.
+    async fn clear(&self) {
+        let ignored = self
+            .server
+            .admin(
+                "POST",
+                &format!("/api/events/{}/ignore", self.dead),
+                Some(TOKEN),
+                Some(json!({"note": "refunded by hand"})),
+            )
+            .await;
+        assert_eq!(ignored.status, 200, "{:?}", ignored.json);
+        self.failing.set(Mode::Ok);
+    }
+}
+
+#[tokio::test]
+async fn each_kind_fires_naming_the_host_and_linking_to_what_to_look_at() {
+    let alerting = Alerting::start().await;
+    let Fired { dlq, circuit, late } = alerting.fired().await;
     assert_eq!(dlq["name"], "shop");
     assert_eq!(dlq["count"], 1);
     assert_eq!(dlq["host"], "test-host");
@@ -110,7 +190,6 @@ async fn each_kind_fires_once_names_the_host_links_to_it_and_resolves_when_it_cl
         text.ends_with("https://inbox.example.com/ops/#/dlq?source=shop"),
         "{text}"
     );
-    let circuit = wait_notice(&receiver, true, "circuit_open", "firing").await;
     assert_eq!(circuit["name"], "api");
     assert!(
         circuit["reason"].as_str().unwrap().contains("500"),
@@ -120,32 +199,27 @@ async fn each_kind_fires_once_names_the_host_links_to_it_and_resolves_when_it_cl
         circuit["api"],
         "https://inbox.example.com/ops/api/destinations"
     );
-    let late = wait_notice(&receiver, true, "pending_age", "firing").await;
     assert_eq!(late["name"], "api");
     assert_eq!(late["count"], 1);
     assert_eq!(
         late["link"],
         "https://inbox.example.com/ops/#/events?source=api&status=pending"
     );
+    alerting.server.stop().await;
+}
 
-    // Each clears: the dead letter is ignored by an operator, the
-    // destination recovers and takes the waiting event.
-    let ignored = server
-        .admin(
-            "POST",
-            &format!("/api/events/{dead}/ignore"),
-            Some(TOKEN),
-            Some(json!({"note": "refunded by hand"})),
-        )
-        .await;
-    assert_eq!(ignored.status, 200, "{:?}", ignored.json);
-    failing.set(Mode::Ok);
+#[tokio::test]
+async fn each_kind_resolves_when_it_clears_with_the_start_it_fired_at() {
+    let alerting = Alerting::start().await;
+    let Fired { dlq, circuit, late } = alerting.fired().await;
+    alerting.clear().await;
+    let receiver = &alerting.receiver;
     for (kind, firing) in [
         ("dlq", &dlq),
         ("circuit_open", &circuit),
         ("pending_age", &late),
     ] {
-        let resolved = wait_notice(&receiver, true, kind, "resolved").await;
+        let resolved = wait_notice(receiver, true, kind, "resolved").await;
         assert_eq!(resolved["name"], firing["name"]);
         assert_eq!(resolved["host"], "test-host");
         assert_eq!(resolved["started_at"], firing["started_at"], "{kind}");
@@ -158,16 +232,28 @@ async fn each_kind_fires_once_names_the_host_links_to_it_and_resolves_when_it_cl
         );
     }
     assert_eq!(
-        notices(&receiver, true)
+        notices(receiver, true)
             .iter()
             .find(|n| n["alert"] == "dlq" && n["status"] == "resolved")
             .unwrap()["count"],
         0
     );
+    alerting.server.stop().await;
+}
+
+#[tokio::test]
+async fn within_min_interval_each_kind_fires_and_resolves_once() {
+    let alerting = Alerting::start().await;
+    alerting.fired().await;
+    alerting.clear().await;
+    let receiver = &alerting.receiver;
+    for kind in ["dlq", "circuit_open", "pending_age"] {
+        wait_notice(receiver, true, kind, "resolved").await;
+    }
 
     // Once each: min_interval is an hour, and nothing fires again.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let all = notices(&receiver, true);
+    let all = notices(receiver, true);
     for kind in ["dlq", "circuit_open", "pending_age"] {
         for status in ["firing", "resolved"] {
             let n = all
@@ -177,7 +263,8 @@ async fn each_kind_fires_once_names_the_host_links_to_it_and_resolves_when_it_cl
             assert_eq!(n, 1, "{kind} {status}: {all:#?}");
         }
     }
-    let metrics = server
+    let metrics = alerting
+        .server
         .metrics()
         .encode(hookinbox::metrics::Exposition::Prometheus);
     assert!(
@@ -186,7 +273,7 @@ async fn each_kind_fires_once_names_the_host_links_to_it_and_resolves_when_it_cl
         ),
         "{metrics}"
     );
-    server.stop().await;
+    alerting.server.stop().await;
 }
 
 #[tokio::test]
@@ -197,9 +284,19 @@ async fn the_json_format_repeats_a_lasting_alert_once_per_window_and_retries_a_r
     let receiver = Destination::start(Mode::Status(503, "down")).await;
     let rejecting = Destination::start(Mode::Status(400, "unknown order")).await;
     let text = format!(
-        "{}[alerts]\nurl = \"{}\"\nformat = \"json\"\ndlq_threshold = 1\nmin_interval = \"1500ms\"\n\
-         check_interval = \"50ms\"\n\n\
-         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\ndestination = \"{}\"\n",
+        r#"{}[alerts]
+url = "{}"
+format = "json"
+dlq_threshold = 1
+min_interval = "1500ms"
+check_interval = "50ms"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+destination = "{}"
+"#,
         server_section(dir.path()),
         receiver.url(),
         rejecting.url(),

@@ -49,11 +49,21 @@ fn config_check_never_prints_url_credentials() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_config(
         dir.path(),
-        "[alerts]\nurl = \"https://bot:alert-pw@hooks.example.com/services/T0/B0/alert-path-key?k=alert-token\"\n\n\
-         [[source]]\nname = \"shop\"\nkind = \"github\"\nsecret_env = \"SHOP_SECRET\"\n\
-         destination = \"http://app-user:dest-pw@127.0.0.1:9000/hooks/in?key=dest-token&x=1#frag-token\"\n\n\
-         [[source]]\nname = \"calls\"\nkind = \"twilio\"\nsecret_env = \"SHOP_SECRET\"\n\
-         public_url = \"https://tw-user:public-pw@inbox.example.com/in/calls\"\n",
+        r#"[alerts]
+url = "https://bot:alert-pw@hooks.example.com/services/T0/B0/alert-path-key?k=alert-token"
+
+[[source]]
+name = "shop"
+kind = "github"
+secret_env = "SHOP_SECRET"
+destination = "http://app-user:dest-pw@127.0.0.1:9000/hooks/in?key=dest-token&x=1#frag-token"
+
+[[source]]
+name = "calls"
+kind = "twilio"
+secret_env = "SHOP_SECRET"
+public_url = "https://tw-user:public-pw@inbox.example.com/in/calls"
+"#,
     );
     let out = Command::new(env!("CARGO_BIN_EXE_hookinbox"))
         .args(["config", "check", "--config", path.to_str().unwrap()])
@@ -97,8 +107,12 @@ fn config_check_never_prints_url_credentials() {
     // A destination URL that does not parse is not echoed in the error either.
     let path = write_config(
         dir.path(),
-        "[[source]]\nname = \"shop\"\nkind = \"github\"\nsecret = \"x\"\n\
-         destination = \"http://app-user:dest-pw@127.0.0.1:99999/?key=dest-token\"\n",
+        r#"[[source]]
+name = "shop"
+kind = "github"
+secret = "x"
+destination = "http://app-user:dest-pw@127.0.0.1:99999/?key=dest-token"
+"#,
     );
     let out = hookinbox(&["config", "check", "--config", path.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -469,8 +483,16 @@ fn operator_commands_find_their_server_from_its_config() {
     let config = write_config(
         dir.path(),
         &format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\nadmin_listen = \"0.0.0.0:{port}\"\ndata_dir = {:?}\n\n\
-             [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret_env = \"SHOP_SECRET_ONLY_IN_THE_SERVICE\"\n",
+            r#"[server]
+listen = "127.0.0.1:0"
+admin_listen = "0.0.0.0:{port}"
+data_dir = {:?}
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret_env = "SHOP_SECRET_ONLY_IN_THE_SERVICE"
+"#,
             data.display().to_string()
         ),
     );
@@ -682,73 +704,103 @@ pub(crate) fn ops(admin: &str, token: &str, args: &[String]) -> (i32, String, St
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn operator_commands_drive_a_running_server() {
-    use crate::destination::{Destination, Mode};
-    let dir = tempfile::tempdir().unwrap();
-    let token = "cli-test-token-0123456789";
-    let dest = Destination::start(Mode::RejectBodyWith("refund")).await;
-    let config = crate::support::write_config(
-        dir.path(),
-        &format!(
-            "{}[admin]\ntoken = \"{token}\"\n\n{}destination = \"{}\"\n",
-            crate::support::server_section(&dir.path().join("data")),
-            crate::support::standard_source("shop"),
-            dest.url()
-        ),
-    );
-    let server = crate::support::BinaryServer::start(&config, &[], None);
-    let http = crate::support::client();
-    let mut ids = Vec::new();
-    for (i, kind) in ["paid", "refund", "refund"].iter().enumerate() {
-        let body = format!("{{\"type\":\"order.{kind}\"}}").into_bytes();
-        let a = crate::support::post(
-            &http,
-            &server.url("/in/shop"),
-            &crate::support::standard_headers(&format!("cli_{i}"), &body),
-            body,
+/// The real server with one source, `shop`, whose app refuses refunds
+/// (400: dead at once): `cli_0` (`order.paid`) delivered, `cli_1` and
+/// `cli_2` (`order.refund`) dead-lettered.
+struct Operated {
+    server: crate::support::BinaryServer,
+    dest: crate::destination::Destination,
+    /// The hookinbox ids of `cli_0`, `cli_1`, `cli_2`.
+    ids: Vec<String>,
+    dir: tempfile::TempDir,
+}
+
+const OPS_TOKEN: &str = "cli-test-token-0123456789";
+
+impl Operated {
+    async fn start() -> Operated {
+        use crate::destination::{Destination, Mode};
+        let dir = tempfile::tempdir().unwrap();
+        let token = OPS_TOKEN;
+        let dest = Destination::start(Mode::RejectBodyWith("refund")).await;
+        let config = crate::support::write_config(
+            dir.path(),
+            &format!(
+                r#"{}[admin]
+token = "{token}"
+
+{}destination = "{}"
+"#,
+                crate::support::server_section(&dir.path().join("data")),
+                crate::support::standard_source("shop"),
+                dest.url()
+            ),
+        );
+        let server = crate::support::BinaryServer::start(&config, &[], None);
+        let http = crate::support::client();
+        let mut ids = Vec::new();
+        for (i, kind) in ["paid", "refund", "refund"].iter().enumerate() {
+            let body = format!("{{\"type\":\"order.{kind}\"}}").into_bytes();
+            let a = crate::support::post(
+                &http,
+                &server.url("/in/shop"),
+                &crate::support::standard_headers(&format!("cli_{i}"), &body),
+                body,
+            )
+            .await;
+            ids.push(a.id().to_owned());
+        }
+        dest.wait_for(3, Duration::from_secs(10)).await;
+        let operated = Operated {
+            server,
+            dest,
+            ids,
+            dir,
+        };
+        // Wait until both refunds are dead-lettered.
+        eventually(
+            "both refunds are dead-lettered",
+            Duration::from_secs(10),
+            Duration::from_millis(20),
+            async || {
+                let (code, out, _) = operated.run(&["dlq", "list", "--json"]).await;
+                assert_eq!(code, 0);
+                let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+                if v["events"].as_array().unwrap().len() == 2 {
+                    Ok(())
+                } else {
+                    Err(out)
+                }
+            },
         )
         .await;
-        ids.push(a.id().to_owned());
+        operated
     }
-    dest.wait_for(3, Duration::from_secs(10)).await;
-    let admin = server.admin.clone();
-    let run = move |args: &[&str]| {
+
+    /// Runs an operator command with the right token; returns (exit code,
+    /// stdout, stderr).
+    async fn run(&self, args: &[&str]) -> (i32, String, String) {
         let (admin, args) = (
-            admin.clone(),
+            self.server.admin.clone(),
             args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
         );
-        async move {
-            tokio::task::spawn_blocking(move || ops(&admin, token, &args))
-                .await
-                .unwrap()
-        }
-    };
-    // Wait until both refunds are dead-lettered.
-    eventually(
-        "both refunds are dead-lettered",
-        Duration::from_secs(10),
-        Duration::from_millis(20),
-        async || {
-            let (code, out, _) = run(&["dlq", "list", "--json"]).await;
-            assert_eq!(code, 0);
-            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-            if v["events"].as_array().unwrap().len() == 2 {
-                Ok(())
-            } else {
-                Err(out)
-            }
-        },
-    )
-    .await;
-    let (code, out, _) = run(&["dlq", "list"]).await;
+        tokio::task::spawn_blocking(move || ops(&admin, OPS_TOKEN, &args))
+            .await
+            .unwrap()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dlq_list_and_stats_show_what_is_stored_and_what_came_since_start() {
+    let operated = Operated::start().await;
+    let (code, out, _) = operated.run(&["dlq", "list"]).await;
     assert_eq!(code, 0);
     assert!(
         out.starts_with("ID") && out.contains("order.refund") && out.contains("400"),
         "{out}"
     );
 
-    let (code, out, _) = run(&["stats"]).await;
+    let (code, out, _) = operated.run(&["stats"]).await;
     assert_eq!(code, 0, "{out}");
     // Stored counts and since-start counts in their own labelled tables.
     let (stored, since) = out.split_once("since the server started:").expect(&out);
@@ -765,105 +817,143 @@ async fn operator_commands_drive_a_running_server() {
         ["shop", "3", "0", "0"],
         "{out}"
     );
+    let (_, out, _) = operated.run(&["stats", "--json"]).await;
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["sources"]["shop"]["stored"]["dead"], 2);
+}
 
-    // Pages keep their cursor; --all follows it; a search says how far it looked.
-    let (code, out, _) = run(&["events", "list", "--limit", "2"]).await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_pages_keep_their_cursor_and_a_search_says_how_far_it_looked() {
+    let operated = Operated::start().await;
+    let ids = &operated.ids;
+    let (code, out, _) = operated.run(&["events", "list", "--limit", "2"]).await;
     assert_eq!(code, 0);
     assert!(
         out.lines().last().unwrap().starts_with("more: --cursor "),
         "{out}"
     );
-    let (_, out, _) = run(&["events", "list", "--limit", "2", "--all", "--json"]).await;
+    let (_, out, _) = operated
+        .run(&["events", "list", "--limit", "2", "--all", "--json"])
+        .await;
     let pages: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
     assert_eq!(pages.len(), 2, "{out}");
-    let (code, out, _) = run(&["events", "search", "--match", "/type=order.paid"]).await;
+    let (code, out, _) = operated
+        .run(&["events", "search", "--match", "/type=order.paid"])
+        .await;
     assert_eq!(code, 0);
     assert!(out.contains(&ids[0]) && !out.contains(&ids[1]), "{out}");
     assert!(out.contains("searched 3 payloads back to "), "{out}");
-    let (code, _, err) = run(&["events", "search"]).await;
+    let (code, _, err) = operated.run(&["events", "search"]).await;
     assert_eq!(code, 2, "{err}");
-    let (_, out, _) = run(&["stats", "--json"]).await;
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["sources"]["shop"]["stored"]["dead"], 2);
+}
 
-    let (code, out, _) = run(&["events", "show", &ids[0]]).await;
+/// Regression: `events show --help` promised headers that only `--json`
+/// showed; the table shows the stored headers too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_show_prints_the_event_with_its_stored_headers() {
+    let operated = Operated::start().await;
+    let (code, out, _) = operated.run(&["events", "show", &operated.ids[0]]).await;
     assert_eq!(code, 0);
     assert!(
         out.contains("order.paid") && out.contains("delivered"),
         "{out}"
     );
-    // Regression: `events show --help` promised headers that only `--json`
-    // showed; the table shows the stored headers too.
     assert!(out.contains("\nheaders:\n"), "{out}");
     assert!(out.contains("\nwebhook-id: cli_0\n"), "{out}");
+}
 
-    let (code, out, _) = run(&["dlq", "replay", "--source", "shop", "--dry-run"]).await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dlq_replay_and_ignore_count_what_matched_and_work_on_dead_events_only() {
+    use crate::destination::Mode;
+    let operated = Operated::start().await;
+    let (code, out, _) = operated
+        .run(&["dlq", "replay", "--source", "shop", "--dry-run"])
+        .await;
     assert_eq!((code, out.as_str()), (0, "dry run: 2 events match\n"));
-    let (code, out, _) = run(&[
-        "dlq",
-        "ignore",
-        "--event-id",
-        "cli_1",
-        "--note",
-        "refunded by hand",
-    ])
-    .await;
+    let (code, out, _) = operated
+        .run(&[
+            "dlq",
+            "ignore",
+            "--event-id",
+            "cli_1",
+            "--note",
+            "refunded by hand",
+        ])
+        .await;
     assert_eq!((code, out.as_str()), (0, "1 event matched, 1 ignored\n"));
-    dest.set(Mode::Ok);
-    let (code, out, _) = run(&["dlq", "replay", "--source", "shop"]).await;
+    operated.dest.set(Mode::Ok);
+    let (code, out, _) = operated.run(&["dlq", "replay", "--source", "shop"]).await;
     assert_eq!((code, out.as_str()), (0, "1 event matched, 1 replayed\n"));
     // Another status is refused, never silently replaced by dead.
-    let (code, _, err) = run(&["dlq", "replay", "--status", "pending"]).await;
+    let (code, _, err) = operated
+        .run(&["dlq", "replay", "--status", "pending"])
+        .await;
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("work on dead events"), "{err}");
-    dest.wait_for(4, Duration::from_secs(10)).await;
+    operated.dest.wait_for(4, Duration::from_secs(10)).await;
+}
 
-    let (code, out, _) = run(&["destinations", "pause", "shop"]).await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn destinations_pause_and_an_unknown_name_or_event_is_refused_in_words() {
+    let operated = Operated::start().await;
+    let (code, out, _) = operated.run(&["destinations", "pause", "shop"]).await;
     assert_eq!((code, out.as_str()), (0, "shop: paused\n"));
-    let (_, out, _) = run(&["destinations", "list"]).await;
+    let (_, out, _) = operated.run(&["destinations", "list"]).await;
     assert!(
         out.contains("shop") && out.contains("true") && out.contains("closed"),
         "{out}"
     );
-    let (code, _, err) = run(&["destinations", "pause", "nope"]).await;
+    let (code, _, err) = operated.run(&["destinations", "pause", "nope"]).await;
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("no destination named"), "{err}");
-    let (code, _, err) = run(&["events", "replay", "hbx_nope"]).await;
+    let (code, _, err) = operated.run(&["events", "replay", "hbx_nope"]).await;
     assert_eq!(code, 1);
     assert!(err.contains("404"), "{err}");
+}
 
-    let (code, out, _) = run(&["sweep"]).await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sweep_delete_and_backup_do_what_they_say() {
+    let operated = Operated::start().await;
+    let ids = &operated.ids;
+    let (code, out, _) = operated.run(&["sweep"]).await;
     assert_eq!(code, 0);
     assert!(out.starts_with("swept "), "{out}");
-    let (code, out, err) = run(&["events", "delete", &ids[2], "--note", "erasure request"]).await;
+    let (code, out, err) = operated
+        .run(&["events", "delete", &ids[2], "--note", "erasure request"])
+        .await;
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("payload and headers deleted"), "{out}");
-    let (_, out, _) = run(&["events", "show", &ids[2]]).await;
+    let (_, out, _) = operated.run(&["events", "show", &ids[2]]).await;
     assert!(
         out.contains("payload deleted at") && out.contains("erasure request"),
         "{out}"
     );
-    let out_file = dir.path().join("backup.redb");
-    let (code, out, err) = run(&["backup", "--out", &out_file.display().to_string()]).await;
+    let out_file = operated.dir.path().join("backup.redb");
+    let (code, out, err) = operated
+        .run(&["backup", "--out", &out_file.display().to_string()])
+        .await;
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("backup written to"), "{out}");
     let restore = tempfile::tempdir().unwrap();
     std::fs::copy(&out_file, restore.path().join(hookinbox::store::DB_FILE)).unwrap();
     assert_eq!(crate::support::read_all(restore.path()).await.len(), 3);
+}
 
-    // A wrong token and a stopped server get clear messages and their own codes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_token_and_a_stopped_server_get_clear_messages_and_their_own_codes() {
+    let operated = Operated::start().await;
     let (code, _, err) = tokio::task::spawn_blocking({
-        let admin = server.admin.clone();
+        let admin = operated.server.admin.clone();
         move || ops(&admin, "wrong-token-wrong-token", &["stats".to_owned()])
     })
     .await
     .unwrap();
     assert_eq!(code, 4, "{err}");
     assert!(err.contains("refused the token"), "{err}");
-    let admin = server.admin.clone();
-    drop(server);
+    let admin = operated.server.admin.clone();
+    drop(operated.server);
     let (code, _, err) =
-        tokio::task::spawn_blocking(move || ops(&admin, token, &["stats".to_owned()]))
+        tokio::task::spawn_blocking(move || ops(&admin, OPS_TOKEN, &["stats".to_owned()]))
             .await
             .unwrap();
     assert_eq!(code, 3, "{err}");
@@ -1003,94 +1093,126 @@ async fn a_backup_restored_as_documented_serves_the_same_events_and_dedupes() {
     assert!(server.terminate().success());
 }
 
-/// The operator commands on a source with two destinations: lists, the DLQ
-/// and stats by destination, an event's deliveries, and a replay at one.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn operator_commands_work_per_destination() {
-    use crate::destination::{Destination, Mode};
-    let dir = tempfile::tempdir().unwrap();
-    let token = "cli-test-token-0123456789";
-    let app = Destination::start(Mode::Ok).await;
-    let billing = Destination::start(Mode::RejectBodyWith("refund")).await;
-    let config = write_config(
-        dir.path(),
-        &format!(
-            "{}[admin]\ntoken = \"{token}\"\n\n{}\
-             [[source.destination]]\nurl = \"{}\"\n\
-             [[source.destination]]\nname = \"billing\"\nurl = \"{}\"\n",
-            server_section(&dir.path().join("data")),
-            standard_source("shop"),
-            app.url(),
-            billing.url()
-        ),
-    );
-    let server = BinaryServer::start(&config, &[], None);
-    let http = crate::support::client();
-    let mut ids = Vec::new();
-    for (i, kind) in ["paid", "refund"].iter().enumerate() {
-        let body = format!("{{\"type\":\"order.{kind}\"}}").into_bytes();
-        let a = crate::support::post(
-            &http,
-            &server.url("/in/shop"),
-            &crate::support::standard_headers(&format!("fan_{i}"), &body),
-            body,
+/// A source with two destinations: the app takes everything, billing
+/// refuses refunds. `fan_0` (`order.paid`) is delivered to both; `fan_1`
+/// (`order.refund`) to the app, and dead at billing.
+struct TwoDestinations {
+    server: BinaryServer,
+    app: crate::destination::Destination,
+    billing: crate::destination::Destination,
+    /// The hookinbox id of `fan_1`.
+    refund: String,
+    _dir: tempfile::TempDir,
+}
+
+impl TwoDestinations {
+    async fn start() -> TwoDestinations {
+        use crate::destination::{Destination, Mode};
+        let dir = tempfile::tempdir().unwrap();
+        let token = OPS_TOKEN;
+        let app = Destination::start(Mode::Ok).await;
+        let billing = Destination::start(Mode::RejectBodyWith("refund")).await;
+        let config = write_config(
+            dir.path(),
+            &format!(
+                r#"{}[admin]
+token = "{token}"
+
+{}[[source.destination]]
+url = "{}"
+[[source.destination]]
+name = "billing"
+url = "{}"
+"#,
+                server_section(&dir.path().join("data")),
+                standard_source("shop"),
+                app.url(),
+                billing.url()
+            ),
+        );
+        let server = BinaryServer::start(&config, &[], None);
+        let http = crate::support::client();
+        let mut ids = Vec::new();
+        for (i, kind) in ["paid", "refund"].iter().enumerate() {
+            let body = format!("{{\"type\":\"order.{kind}\"}}").into_bytes();
+            let a = crate::support::post(
+                &http,
+                &server.url("/in/shop"),
+                &crate::support::standard_headers(&format!("fan_{i}"), &body),
+                body,
+            )
+            .await;
+            ids.push(a.id().to_owned());
+        }
+        app.wait_for(2, Duration::from_secs(10)).await;
+        billing.wait_for(2, Duration::from_secs(10)).await;
+        let two = TwoDestinations {
+            server,
+            app,
+            billing,
+            refund: ids[1].clone(),
+            _dir: dir,
+        };
+        let refund = two.refund.as_str();
+        eventually(
+            &format!("only {refund} is dead for shop.billing"),
+            Duration::from_secs(10),
+            Duration::from_millis(20),
+            async || {
+                let (code, out, _) = two
+                    .run(&[
+                        "events",
+                        "list",
+                        "--destination",
+                        "shop.billing",
+                        "--status",
+                        "dead",
+                        "--json",
+                    ])
+                    .await;
+                assert_eq!(code, 0, "{out}");
+                let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+                let listed: Vec<&str> = v["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|e| e["id"].as_str().unwrap())
+                    .collect();
+                if listed == [refund] {
+                    Ok(())
+                } else {
+                    Err(out.clone())
+                }
+            },
         )
         .await;
-        ids.push(a.id().to_owned());
+        two
     }
-    app.wait_for(2, Duration::from_secs(10)).await;
-    billing.wait_for(2, Duration::from_secs(10)).await;
-    let admin = server.admin.clone();
-    let run = move |args: &[&str]| {
+
+    /// Runs an operator command with the right token; returns (exit code,
+    /// stdout, stderr).
+    async fn run(&self, args: &[&str]) -> (i32, String, String) {
         let (admin, args) = (
-            admin.clone(),
+            self.server.admin.clone(),
             args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
         );
-        async move {
-            tokio::task::spawn_blocking(move || ops(&admin, token, &args))
-                .await
-                .unwrap()
-        }
-    };
-    let refund = ids[1].as_str();
-    eventually(
-        &format!("only {refund} is dead for shop.billing"),
-        Duration::from_secs(10),
-        Duration::from_millis(20),
-        async || {
-            let (code, out, _) = run(&[
-                "events",
-                "list",
-                "--destination",
-                "shop.billing",
-                "--status",
-                "dead",
-                "--json",
-            ])
-            .await;
-            assert_eq!(code, 0, "{out}");
-            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-            let listed: Vec<&str> = v["events"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|e| e["id"].as_str().unwrap())
-                .collect();
-            if listed == [refund] {
-                Ok(())
-            } else {
-                Err(out.clone())
-            }
-        },
-    )
-    .await;
-    let (code, out, _) = run(&["dlq", "list", "--destination", "shop"]).await;
+        tokio::task::spawn_blocking(move || ops(&admin, OPS_TOKEN, &args))
+            .await
+            .unwrap()
+    }
+}
+
+/// The DLQ, stats and an event's deliveries, each by destination.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dlq_stats_and_an_events_deliveries_are_shown_per_destination() {
+    let two = TwoDestinations::start().await;
+    let (code, out, _) = two.run(&["dlq", "list", "--destination", "shop"]).await;
     assert_eq!(
         (code, out.as_str()),
         (0, "no events\n"),
         "dead at billing only"
     );
-    let (code, out, _) = run(&["stats"]).await;
+    let (code, out, _) = two.run(&["stats"]).await;
     assert_eq!(code, 0, "{out}");
     let row = |name: &str| -> Vec<String> {
         out.lines()
@@ -1108,22 +1230,30 @@ async fn operator_commands_work_per_destination() {
         ["shop.billing", "0", "0", "0", "1", "1"]
     );
     assert_eq!(row("shop"), ["shop", "0", "0", "0", "2", "0"]);
-    let (code, out, _) = run(&["events", "show", refund]).await;
+    let (code, out, _) = two.run(&["events", "show", &two.refund]).await;
     assert_eq!(code, 0, "{out}");
     assert!(
         out.contains("deliveries:") && out.contains("shop.billing"),
         "{out}"
     );
+}
 
-    let (code, _, err) = run(&["events", "replay", refund, "--destination", "shop.nope"]).await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_replay_to_one_destination_sends_it_there_only() {
+    use crate::destination::Mode;
+    let two = TwoDestinations::start().await;
+    let refund = two.refund.as_str();
+    let (code, _, err) = two
+        .run(&["events", "replay", refund, "--destination", "shop.nope"])
+        .await;
     assert_eq!(code, 1);
     assert!(err.contains("404") && err.contains("shop.nope"), "{err}");
-    billing.set(Mode::Ok);
-    let (code, out, err) =
-        run(&["events", "replay", refund, "--destination", "shop.billing"]).await;
+    two.billing.set(Mode::Ok);
+    let (code, out, err) = two
+        .run(&["events", "replay", refund, "--destination", "shop.billing"])
+        .await;
     assert_eq!(code, 0, "{out}{err}");
-    billing.wait_for(3, Duration::from_secs(10)).await;
+    two.billing.wait_for(3, Duration::from_secs(10)).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(app.count(), 2, "the app got nothing again");
-    drop(server);
+    assert_eq!(two.app.count(), 2, "the app got nothing again");
 }

@@ -186,102 +186,193 @@ async fn overview_matches_stats(b: &Client, server: &BinaryServer) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_dashboard_finds_replays_ignores_and_bulk_replays_dead_events_in_a_browser() {
-    let driver = Driver::start();
-    let dir = tempfile::tempdir().unwrap();
-    // The app refuses every event (422: dead at once) until it is fixed.
-    let dest = Destination::start(Mode::Status(422, "amount must be positive")).await;
-    let config = write_config(
-        dir.path(),
-        &format!(
-            "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
-             [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
-             destination = \"{}\"\n\n",
-            server_section(&dir.path().join("data")),
-            dest.url()
-        ),
-    );
-    let mut server = BinaryServer::start(&config, &[], None);
+/// A dashboard in a browser, over a server whose app refuses every event
+/// (422: dead at once) until it is fixed. The fields drop in order: the
+/// browser, the server, the app, the data, then chromedriver.
+struct Scene {
+    b: Client,
+    server: BinaryServer,
+    dest: Destination,
+    /// The hookinbox ids of `evt_alpha`, `evt_bravo`, `evt_charlie`,
+    /// `evt_delta`, `evt_foxtrot` and `evt_golf`, in the order sent.
+    ids: Vec<String>,
+    _dir: tempfile::TempDir,
+    _driver: Driver,
+}
 
-    let mut ids = Vec::new();
-    for (i, name) in ["alpha", "bravo", "charlie", "delta", "foxtrot", "golf"]
-        .iter()
-        .enumerate()
-    {
-        let body = format!(
-            r#"{{"type":"invoice.paid","data":{{"object":{{"id":"in_{i}","customer":"cus_{name}"}}}}}}"#
-        )
-        .into_bytes();
-        let mut request = client().post(server.url("/in/shop")).body(body.clone());
-        for (k, v) in standard_headers(&format!("evt_{name}"), &body) {
-            request = request.header(k, v);
+impl Scene {
+    /// Six `invoice.paid` events (customers `cus_alpha` … `cus_golf`), all
+    /// dead, and the browser on the dashboard's sign-in page.
+    async fn six_dead_events() -> Scene {
+        let driver = Driver::start();
+        let dir = tempfile::tempdir().unwrap();
+        let dest = Destination::start(Mode::Status(422, "amount must be positive")).await;
+        let config = write_config(
+            dir.path(),
+            &format!(
+                r#"{}[admin]
+token = "{TOKEN}"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+destination = "{}"
+
+"#,
+                server_section(&dir.path().join("data")),
+                dest.url()
+            ),
+        );
+        let server = BinaryServer::start(&config, &[], None);
+
+        let mut ids = Vec::new();
+        for (i, name) in ["alpha", "bravo", "charlie", "delta", "foxtrot", "golf"]
+            .iter()
+            .enumerate()
+        {
+            let body = format!(
+                r#"{{"type":"invoice.paid","data":{{"object":{{"id":"in_{i}","customer":"cus_{name}"}}}}}}"#
+            )
+            .into_bytes();
+            let mut request = client().post(server.url("/in/shop")).body(body.clone());
+            for (k, v) in standard_headers(&format!("evt_{name}"), &body) {
+                request = request.header(k, v);
+            }
+            let answer: Value = request.send().await.unwrap().json().await.unwrap();
+            ids.push(answer["id"].as_str().unwrap().to_owned());
         }
-        let answer: Value = request.send().await.unwrap().json().await.unwrap();
-        ids.push(answer["id"].as_str().unwrap().to_owned());
-    }
-    api_until(&server, "/api/stats", |s| {
-        s["sources"]["shop"]["stored"]["dead"] == 6
-    })
-    .await;
+        api_until(&server, "/api/stats", |s| {
+            s["sources"]["shop"]["stored"]["dead"] == 6
+        })
+        .await;
 
-    let b = driver.browser().await;
-    b.goto(&format!("{}/", server.admin)).await.unwrap();
+        let b = driver.browser().await;
+        b.goto(&format!("{}/", server.admin)).await.unwrap();
+        Scene {
+            b,
+            server,
+            dest,
+            ids,
+            _dir: dir,
+            _driver: driver,
+        }
+    }
+
+    /// Signs in by keyboard: the token, then Enter.
+    async fn sign_in(&self) {
+        type_into(&self.b, "#token", &format!("{TOKEN}\u{E007}")).await;
+        text_until(&self.b, "main h1", |t| t == "Overview").await;
+    }
+
+    /// `POST`s to the admin API with the token; the answer must be 200.
+    async fn admin_post(&self, path: &str, body: Value) {
+        let r = client()
+            .post(format!("{}{path}", self.server.admin))
+            .bearer_auth(TOKEN)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+    }
+
+    /// The app fixed, through the API: alpha and charlie replayed and
+    /// delivered, bravo ignored; what the event page's steps leave behind.
+    async fn alpha_and_charlie_delivered_bravo_ignored(&self) {
+        self.dest.set(Mode::Ok);
+        self.admin_post(&format!("/api/events/{}/replay", self.ids[0]), json!({}))
+            .await;
+        self.admin_post(
+            &format!("/api/events/{}/ignore", self.ids[1]),
+            json!({"note": "refunded by hand, ticket 4411"}),
+        )
+        .await;
+        self.admin_post(&format!("/api/events/{}/replay", self.ids[2]), json!({}))
+            .await;
+        for id in [&self.ids[0], &self.ids[2]] {
+            api_until(&self.server, &format!("/api/events/{id}"), |e| {
+                e["status"] == "delivered"
+            })
+            .await;
+        }
+    }
+
+    async fn end(mut self) {
+        self.b.clone().close().await.unwrap();
+        assert!(
+            self.server.terminate().success(),
+            "{}",
+            self.server.log_text()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_overview_refuses_a_wrong_token_in_words_agrees_with_stats_and_pauses_after_a_yes() {
+    let scene = Scene::six_dead_events().await;
+    let (b, server) = (&scene.b, &scene.server);
 
     // A wrong token is refused in words; the right one opens the overview.
-    type_into(&b, "#token", "not-the-token").await;
-    click(&b, "form button[type=submit]").await;
-    text_until(&b, "#signin-error", |t| {
+    type_into(b, "#token", "not-the-token").await;
+    click(b, "form button[type=submit]").await;
+    text_until(b, "#signin-error", |t| {
         t.contains("did not accept that admin token")
     })
     .await;
-    // By keyboard: the token, then Enter.
-    type_into(&b, "#token", &format!("{TOKEN}\u{E007}")).await;
-    text_until(&b, "main h1", |t| t == "Overview").await;
-    overview_matches_stats(&b, &server).await;
-    text_until(&b, "#destinations tr[data-destination=shop]", |t| {
+    scene.sign_in().await;
+    overview_matches_stats(b, server).await;
+    text_until(b, "#destinations tr[data-destination=shop]", |t| {
         t.contains("last failure:")
     })
     .await;
-    screenshot(&b, "overview").await;
+    screenshot(b, "overview").await;
     // Pause and resume the destination, each after saying yes.
-    click(&b, "#destinations tr[data-destination=shop] button").await;
-    click(&b, "#dialog-confirm").await;
-    text_until(&b, "#flash", |t| t == "shop is paused.").await;
-    text_until(&b, "#destinations tr[data-destination=shop]", |t| {
+    click(b, "#destinations tr[data-destination=shop] button").await;
+    click(b, "#dialog-confirm").await;
+    text_until(b, "#flash", |t| t == "shop is paused.").await;
+    text_until(b, "#destinations tr[data-destination=shop]", |t| {
         t.contains("paused")
     })
     .await;
-    api_until(&server, "/api/destinations", |d| {
+    api_until(server, "/api/destinations", |d| {
         d["destinations"][0]["paused"] == true
     })
     .await;
-    click(&b, "#destinations tr[data-destination=shop] button").await;
-    click(&b, "#dialog-confirm").await;
-    text_until(&b, "#flash", |t| t == "shop is delivering again.").await;
+    click(b, "#destinations tr[data-destination=shop] button").await;
+    click(b, "#dialog-confirm").await;
+    text_until(b, "#flash", |t| t == "shop is delivering again.").await;
+    scene.end().await;
+}
 
-    // Find the first event by what its payload holds, and open it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_events_page_finds_an_event_by_its_payload_and_pages_newest_first() {
+    let scene = Scene::six_dead_events().await;
+    let (b, server) = (&scene.b, &scene.server);
+    scene.sign_in().await;
+
+    // Find the first event by what its payload holds.
     b.goto(&format!("{}/#/events", server.admin)).await.unwrap();
-    type_into(&b, "#q", "cus_alpha").await;
-    click(&b, "form.filters button[type=submit]").await;
-    text_until(&b, "#search-progress", |t| {
+    type_into(b, "#q", "cus_alpha").await;
+    click(b, "form.filters button[type=submit]").await;
+    text_until(b, "#search-progress", |t| {
         t.starts_with("Search complete: 6 payloads read in all")
     })
     .await;
-    let rows = text_until(&b, "#events tbody", |t| t.contains("evt_alpha")).await;
+    let rows = text_until(b, "#events tbody", |t| t.contains("evt_alpha")).await;
     assert!(!rows.contains("evt_bravo"), "{rows}");
-    screenshot(&b, "events-search").await;
+    screenshot(b, "events-search").await;
     // Pages newest first, two at a time here, with the cursor.
     b.goto(&format!("{}/#/events?limit=2", server.admin))
         .await
         .unwrap();
-    let first = text_until(&b, "#events tbody", |t| t.contains("evt_golf")).await;
+    let first = text_until(b, "#events tbody", |t| t.contains("evt_golf")).await;
     assert!(
         first.contains("evt_foxtrot") && !first.contains("evt_delta"),
         "{first}"
     );
-    click(&b, "#more").await;
-    text_until(&b, "#events tbody", |t| {
+    click(b, "#more").await;
+    text_until(b, "#events tbody", |t| {
         t.contains("evt_foxtrot") && t.contains("evt_charlie")
     })
     .await;
@@ -289,74 +380,81 @@ async fn the_dashboard_finds_replays_ignores_and_bulk_replays_dead_events_in_a_b
     b.goto(&format!("{}/#/events?q=invoice.paid&limit=2", server.admin))
         .await
         .unwrap();
-    text_until(&b, "#search-progress", |t| {
+    text_until(b, "#search-progress", |t| {
         t.starts_with("Scanned back to 20")
     })
     .await;
-    click(&b, "#more").await;
-    text_until(&b, "#events tbody", |t| t.contains("evt_charlie")).await;
+    click(b, "#more").await;
+    text_until(b, "#events tbody", |t| t.contains("evt_charlie")).await;
+    scene.end().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_page_says_why_it_died_and_replays_ignores_and_erases_after_a_yes() {
+    let scene = Scene::six_dead_events().await;
+    let (b, server, dest, ids) = (&scene.b, &scene.server, &scene.dest, &scene.ids);
+    scene.sign_in().await;
+
+    // Found by its payload and opened, it says why it died.
     b.goto(&format!("{}/#/events?q=cus_alpha", server.admin))
         .await
         .unwrap();
-    text_until(&b, "#events tbody", |t| t.contains("evt_alpha")).await;
-    click(&b, &format!("#events tr[data-id='{}'] a", ids[0])).await;
-    text_until(&b, "#what-happened", |t| {
+    text_until(b, "#events tbody", |t| t.contains("evt_alpha")).await;
+    click(b, &format!("#events tr[data-id='{}'] a", ids[0])).await;
+    text_until(b, "#what-happened", |t| {
         t.starts_with("Dead: your app answered 422") && t.ends_with("after 1 attempt.")
     })
     .await;
-    text_until(&b, "#attempts", |t| t.contains("amount must be positive")).await;
-    text_until(&b, "#payload", |t| {
-        t.contains("\"customer\": \"cus_alpha\"")
-    })
-    .await;
-    screenshot(&b, "event-dead").await;
+    text_until(b, "#attempts", |t| t.contains("amount must be positive")).await;
+    text_until(b, "#payload", |t| t.contains("\"customer\": \"cus_alpha\"")).await;
+    screenshot(b, "event-dead").await;
 
     // The app is fixed: replay it, after saying yes, and see it delivered.
     dest.set(Mode::Ok);
-    click(&b, "#replay").await;
-    click(&b, "#dialog-confirm").await;
-    text_until(&b, "#flash", |t| t.starts_with("Replayed evt_alpha")).await;
-    api_until(&server, &format!("/api/events/{}", ids[0]), |e| {
+    click(b, "#replay").await;
+    click(b, "#dialog-confirm").await;
+    text_until(b, "#flash", |t| t.starts_with("Replayed evt_alpha")).await;
+    api_until(server, &format!("/api/events/{}", ids[0]), |e| {
         e["status"] == "delivered"
     })
     .await;
     b.refresh().await.unwrap();
-    text_until(&b, "#what-happened", |t| t.starts_with("Delivered at")).await;
-    screenshot(&b, "event-delivered").await;
+    text_until(b, "#what-happened", |t| t.starts_with("Delivered at")).await;
+    screenshot(b, "event-delivered").await;
 
     // Ignore the second: a note is required, and then it shows.
     b.goto(&format!("{}/#/event/{}", server.admin, ids[1]))
         .await
         .unwrap();
-    text_until(&b, "#what-happened", |t| t.starts_with("Dead:")).await;
-    click(&b, "#ignore").await;
-    click(&b, "#dialog-confirm").await;
-    text_until(&b, "dialog .error", |t| t.contains("A note is required")).await;
-    type_into(&b, "#dialog-note", "refunded by hand, ticket 4411").await;
-    click(&b, "#dialog-confirm").await;
-    text_until(&b, "#what-happened", |t| {
+    text_until(b, "#what-happened", |t| t.starts_with("Dead:")).await;
+    click(b, "#ignore").await;
+    click(b, "#dialog-confirm").await;
+    text_until(b, "dialog .error", |t| t.contains("A note is required")).await;
+    type_into(b, "#dialog-note", "refunded by hand, ticket 4411").await;
+    click(b, "#dialog-confirm").await;
+    text_until(b, "#what-happened", |t| {
         t.starts_with("Ignored at") && t.contains("refunded by hand, ticket 4411")
     })
     .await;
-    text_until(&b, "dl.facts", |t| {
+    text_until(b, "dl.facts", |t| {
         t.contains("refunded by hand, ticket 4411")
     })
     .await;
 
     // Delete its payload: it warns, asks for a note, and says what it did.
-    click(&b, "#erase").await;
-    text_until(&b, "dialog", |t| t.contains("cannot be brought back")).await;
-    type_into(&b, "#dialog-note", "customer asked for erasure").await;
-    click(&b, "#dialog-confirm").await;
-    text_until(&b, "#flash", |t| t == "Deleted the payload of evt_bravo.").await;
-    text_until(&b, "dl.facts", |t| t.contains("customer asked for erasure")).await;
+    click(b, "#erase").await;
+    text_until(b, "dialog", |t| t.contains("cannot be brought back")).await;
+    type_into(b, "#dialog-note", "customer asked for erasure").await;
+    click(b, "#dialog-confirm").await;
+    text_until(b, "#flash", |t| t == "Deleted the payload of evt_bravo.").await;
+    text_until(b, "dl.facts", |t| t.contains("customer asked for erasure")).await;
 
     // Someone else replayed charlie while this page was open: the refusal
     // comes back in words.
     b.goto(&format!("{}/#/event/{}", server.admin, ids[2]))
         .await
         .unwrap();
-    text_until(&b, "#what-happened", |t| t.starts_with("Dead:")).await;
+    text_until(b, "#what-happened", |t| t.starts_with("Dead:")).await;
     dest.set(Mode::Slow(Duration::from_secs(3)));
     let r = client()
         .post(format!("{}/api/events/{}/replay", server.admin, ids[2]))
@@ -365,69 +463,97 @@ async fn the_dashboard_finds_replays_ignores_and_bulk_replays_dead_events_in_a_b
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    click(&b, "#replay").await;
-    click(&b, "#dialog-confirm").await;
-    text_until(&b, "#flash", |t| {
+    click(b, "#replay").await;
+    click(b, "#dialog-confirm").await;
+    text_until(b, "#flash", |t| {
         t.starts_with("That cannot be done right now:")
     })
     .await;
-    api_until(&server, &format!("/api/events/{}", ids[2]), |e| {
+    api_until(server, &format!("/api/events/{}", ids[2]), |e| {
         e["status"] == "delivered"
     })
     .await;
     dest.set(Mode::Ok);
+    scene.end().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dlq_page_ignores_picked_events_and_replays_the_rest_by_filter_after_a_count() {
+    let scene = Scene::six_dead_events().await;
+    let (b, server, ids) = (&scene.b, &scene.server, &scene.ids);
+    scene.alpha_and_charlie_delivered_bravo_ignored().await;
+    scene.sign_in().await;
 
     // The dead-letter queue holds the other three.
     b.goto(&format!("{}/#/dlq", server.admin)).await.unwrap();
-    let rows = text_until(&b, "#dlq tbody", |t| {
+    let rows = text_until(b, "#dlq tbody", |t| {
         t.contains("evt_delta") && t.contains("evt_foxtrot") && t.contains("evt_golf")
     })
     .await;
     for gone in ["evt_alpha", "evt_bravo", "evt_charlie"] {
         assert!(!rows.contains(gone), "{rows}");
     }
-    text_until(&b, &format!("#dlq tr[data-id='{}']", ids[3]), |t| {
+    text_until(b, &format!("#dlq tr[data-id='{}']", ids[3]), |t| {
         t.contains("cus_delta")
     })
     .await;
-    screenshot(&b, "dlq").await;
+    screenshot(b, "dlq").await;
     // One picked by hand and ignored with a note…
     click(
-        &b,
+        b,
         &format!("#dlq tr[data-id='{}'] input[type=checkbox]", ids[4]),
     )
     .await;
-    click(&b, "#ignore-selected").await;
-    text_until(&b, "#dialog-title", |t| t == "Ignore 1 selected event?").await;
-    type_into(&b, "#dialog-note", "test order, not a real sale").await;
-    click(&b, "#dialog-confirm").await;
-    text_until(&b, "#flash", |t| t == "Ignored 1 of 1.").await;
-    let rows = text_until(&b, "#dlq tbody", |t| !t.contains("evt_foxtrot")).await;
+    click(b, "#ignore-selected").await;
+    text_until(b, "#dialog-title", |t| t == "Ignore 1 selected event?").await;
+    type_into(b, "#dialog-note", "test order, not a real sale").await;
+    click(b, "#dialog-confirm").await;
+    text_until(b, "#flash", |t| t == "Ignored 1 of 1.").await;
+    let rows = text_until(b, "#dlq tbody", |t| !t.contains("evt_foxtrot")).await;
     assert!(
         rows.contains("evt_delta") && rows.contains("evt_golf"),
         "{rows}"
     );
     // …and the rest replayed by the filter, after a count.
-    click(&b, "#replay-matching").await;
-    text_until(&b, "#dialog-title", |t| t == "Replay 2 events?").await;
-    click(&b, "#dialog-confirm").await;
-    text_until(&b, "#flash", |t| t == "Replayed 2 of 2.").await;
-    text_until(&b, "#dlq-empty", |t| t.contains("empty")).await;
-    api_until(&server, "/api/stats", |s| {
+    click(b, "#replay-matching").await;
+    text_until(b, "#dialog-title", |t| t == "Replay 2 events?").await;
+    click(b, "#dialog-confirm").await;
+    text_until(b, "#flash", |t| t == "Replayed 2 of 2.").await;
+    text_until(b, "#dlq-empty", |t| t.contains("empty")).await;
+    api_until(server, "/api/stats", |s| {
         s["sources"]["shop"]["stored"]["delivered"] == 4
     })
     .await;
 
+    // The overview agrees with the API once everything settled.
+    b.goto(&format!("{}/#/", server.admin)).await.unwrap();
+    overview_matches_stats(b, server).await;
+    text_until(
+        b,
+        "#sources tr[data-source=shop]:not(.sub) td[data-k=ignored]",
+        |t| t == "2",
+    )
+    .await;
+    scene.end().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_mode_shows_a_new_event_and_at_phone_width_only_tables_scroll_sideways() {
+    let scene = Scene::six_dead_events().await;
+    let (b, server, ids) = (&scene.b, &scene.server, &scene.ids);
+    scene.alpha_and_charlie_delivered_bravo_ignored().await;
+    scene.sign_in().await;
+
     // Live mode shows an event that arrives while the page is open.
     b.goto(&format!("{}/#/events", server.admin)).await.unwrap();
-    click(&b, "#live").await;
+    click(b, "#live").await;
     let body = br#"{"type":"invoice.created","data":{"object":{"id":"in_9"}}}"#.to_vec();
     let mut request = client().post(server.url("/in/shop")).body(body.clone());
     for (k, v) in standard_headers("evt_echo", &body) {
         request = request.header(k, v);
     }
     assert_eq!(request.send().await.unwrap().status(), 200);
-    text_until(&b, "#events tbody tr:first-child", |t| {
+    text_until(b, "#events tbody tr:first-child", |t| {
         t.contains("evt_echo")
     })
     .await;
@@ -437,7 +563,7 @@ async fn the_dashboard_finds_replays_ignores_and_bulk_replays_dead_events_in_a_b
     b.goto(&format!("{}/#/event/{}", server.admin, ids[0]))
         .await
         .unwrap();
-    text_until(&b, "#what-happened", |t| t.starts_with("Delivered")).await;
+    text_until(b, "#what-happened", |t| t.starts_with("Delivered")).await;
     let fits = b
         .execute(
             "return document.documentElement.scrollWidth <= window.innerWidth;",
@@ -446,21 +572,9 @@ async fn the_dashboard_finds_replays_ignores_and_bulk_replays_dead_events_in_a_b
         .await
         .unwrap();
     assert_eq!(fits, Value::Bool(true));
-    screenshot(&b, "event-phone").await;
+    screenshot(b, "event-phone").await;
     b.set_window_size(1280, 1100).await.unwrap();
-
-    // The overview agrees with the API once everything settled.
-    b.goto(&format!("{}/#/", server.admin)).await.unwrap();
-    overview_matches_stats(&b, &server).await;
-    text_until(
-        &b,
-        "#sources tr[data-source=shop]:not(.sub) td[data-k=ignored]",
-        |t| t == "2",
-    )
-    .await;
-
-    b.close().await.unwrap();
-    assert!(server.terminate().success(), "{}", server.log_text());
+    scene.end().await;
 }
 
 /// The assets come with a policy that keeps the page to its own origin.
@@ -541,10 +655,20 @@ async fn the_dashboard_shows_each_destination_and_replays_at_one() {
     let config = write_config(
         dir.path(),
         &format!(
-            "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
-             [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
-             [[source.destination]]\nurl = \"{}\"\n\
-             [[source.destination]]\nname = \"billing\"\nurl = \"{}\"\n\n",
+            r#"{}[admin]
+token = "{TOKEN}"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+[[source.destination]]
+url = "{}"
+[[source.destination]]
+name = "billing"
+url = "{}"
+
+"#,
             server_section(&dir.path().join("data")),
             app.url(),
             billing.url()

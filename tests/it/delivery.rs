@@ -18,9 +18,15 @@ const DEST_SECRET: &str = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
 
 fn config(dir: &std::path::Path, dest: &Destination, extra: &str) -> String {
     format!(
-        "{}[[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{}\"\n\
-         destination = \"{}\"\ndestination_secret = \"{DEST_SECRET}\"\n\
-         forward_headers = [\"X-Shop-Domain\"]\n{extra}\n",
+        r#"{}[[source]]
+name = "shop"
+kind = "standard"
+secret = "{}"
+destination = "{}"
+destination_secret = "{DEST_SECRET}"
+forward_headers = ["X-Shop-Domain"]
+{extra}
+"#,
         server_section(dir),
         crate::support::STANDARD_SECRET,
         dest.url()
@@ -297,8 +303,12 @@ async fn an_open_circuit_stops_spending_attempts_and_a_probe_closes_it() {
         &config(
             dir.path(),
             &dest,
-            "initial_interval = \"20ms\"\nmax_interval = \"40ms\"\nmax_attempts = 1000\n\
-             breaker_failures = 3\nbreaker_cooldown = \"1500ms\"\n",
+            r#"initial_interval = "20ms"
+max_interval = "40ms"
+max_attempts = 1000
+breaker_failures = 3
+breaker_cooldown = "1500ms"
+"#,
         ),
         Clock::system(),
     )
@@ -487,8 +497,12 @@ async fn events_of_one_key_go_one_at_a_time_in_received_order_under_retries() {
         &config(
             dir.path(),
             &dest,
-            "ordering_key = \"/data/order\"\nmax_concurrency = 8\n\
-             initial_interval = \"30ms\"\nmax_interval = \"60ms\"\nbreaker_failures = 1000\n",
+            r#"ordering_key = "/data/order"
+max_concurrency = 8
+initial_interval = "30ms"
+max_interval = "60ms"
+breaker_failures = 1000
+"#,
         ),
         Clock::system(),
     )
@@ -679,9 +693,15 @@ async fn https_destinations_work_and_an_untrusted_certificate_is_a_connect_failu
     let url = format!("https://localhost:{}/hook", addr.port());
     let source = |name: &str, extra: &str| {
         format!(
-            "[[source]]\nname = \"{name}\"\nkind = \"standard\"\nsecret = \"{}\"\n\
-             destination = \"{url}\"\ndestination_secret = \"{DEST_SECRET}\"\n\
-             initial_interval = \"10s\"\n{extra}\n",
+            r#"[[source]]
+name = "{name}"
+kind = "standard"
+secret = "{}"
+destination = "{url}"
+destination_secret = "{DEST_SECRET}"
+initial_interval = "10s"
+{extra}
+"#,
             crate::support::STANDARD_SECRET
         )
     };
@@ -780,8 +800,13 @@ async fn the_verification_examples_take_real_deliveries_and_refuse_forged_ones()
 
         let dir = tempfile::tempdir().unwrap();
         let text = format!(
-            "{}[[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{}\"\n\
-             destination = \"http://127.0.0.1:{port}/webhooks\"\ndestination_secret = \"{DEST_SECRET}\"\n",
+            r#"{}[[source]]
+name = "shop"
+kind = "standard"
+secret = "{}"
+destination = "http://127.0.0.1:{port}/webhooks"
+destination_secret = "{DEST_SECRET}"
+"#,
             server_section(dir.path()),
             crate::support::STANDARD_SECRET,
         );

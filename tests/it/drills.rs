@@ -441,9 +441,14 @@ async fn destination_down_then_back_gets_the_whole_backlog_within_its_limits() {
     let config = write_config(
         dir.path(),
         &format!(
-            "{}{}destination = \"{}\"\ninitial_interval = \"100ms\"\nmax_interval = \"1s\"\n\
-             max_concurrency = {OUTAGE_MAX_CONCURRENCY}\nmax_rate = {OUTAGE_MAX_RATE}.0\n\
-             breaker_failures = 3\nbreaker_cooldown = \"1s\"\n",
+            r#"{}{}destination = "{}"
+initial_interval = "100ms"
+max_interval = "1s"
+max_concurrency = {OUTAGE_MAX_CONCURRENCY}
+max_rate = {OUTAGE_MAX_RATE}.0
+breaker_failures = 3
+breaker_cooldown = "1s"
+"#,
             server_section(&dir.path().join("data")),
             standard_source("demo"),
             reserved.url()

@@ -88,53 +88,162 @@ async fn listed(server: &TestServer, query: &str) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn each_destination_gets_what_it_takes_and_fails_replays_and_resumes_on_its_own() {
-    let dir = tempfile::tempdir().unwrap();
-    let app = Destination::start(Mode::Ok).await;
-    let billing = Destination::start(Mode::Status(500, "down")).await;
-    let analytics = Destination::start(Mode::Ok).await;
-    let text = format!(
-        "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
-         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
-         [[source.destination]]\nurl = \"{}\"\n\
-         [[source.destination]]\nname = \"billing\"\nurl = \"{}\"\n\
-         filter_types = [\"invoice.*\"]\nmax_attempts = 1\n\
-         [[source.destination]]\nname = \"analytics\"\nurl = \"{}\"\npaused = true\n",
-        server_section(dir.path()),
-        app.url(),
-        billing.url(),
-        analytics.url(),
-    );
-    let server = TestServer::start(&text, Clock::system()).await;
-    let invoice = send(&server, "e1", "invoice.paid").await;
-    let customer = send(&server, "e2", "customer.created").await;
+/// One source, three destinations: the app takes everything; billing takes
+/// `invoice.*`, answers 500 and gives up after one attempt; analytics is
+/// paused. `invoice` (`invoice.paid`) and `customer` (`customer.created`)
+/// have been sent and have settled on every queue.
+struct Fanout {
+    server: TestServer,
+    app: Destination,
+    billing: Destination,
+    analytics: Destination,
+    invoice: String,
+    customer: String,
+    _dir: tempfile::TempDir,
+}
 
-    wait_for(
-        &server,
-        &invoice,
-        &[
-            ("shop", "delivered"),
-            ("shop.billing", "dead"),
-            ("shop.analytics", "pending"),
-        ],
-    )
-    .await;
-    wait_for(
-        &server,
-        &customer,
-        &[("shop", "delivered"), ("shop.analytics", "pending")],
-    )
-    .await;
-    assert_eq!(ids(&app), [invoice.clone(), customer.clone()]);
+impl Fanout {
+    async fn start() -> Fanout {
+        let dir = tempfile::tempdir().unwrap();
+        let app = Destination::start(Mode::Ok).await;
+        let billing = Destination::start(Mode::Status(500, "down")).await;
+        let analytics = Destination::start(Mode::Ok).await;
+        let text = format!(
+            r#"{}[admin]
+token = "{TOKEN}"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+[[source.destination]]
+url = "{}"
+[[source.destination]]
+name = "billing"
+url = "{}"
+filter_types = ["invoice.*"]
+max_attempts = 1
+[[source.destination]]
+name = "analytics"
+url = "{}"
+paused = true
+"#,
+            server_section(dir.path()),
+            app.url(),
+            billing.url(),
+            analytics.url(),
+        );
+        let server = TestServer::start(&text, Clock::system()).await;
+        let invoice = send(&server, "e1", "invoice.paid").await;
+        let customer = send(&server, "e2", "customer.created").await;
+
+        wait_for(
+            &server,
+            &invoice,
+            &[
+                ("shop", "delivered"),
+                ("shop.billing", "dead"),
+                ("shop.analytics", "pending"),
+            ],
+        )
+        .await;
+        wait_for(
+            &server,
+            &customer,
+            &[("shop", "delivered"), ("shop.analytics", "pending")],
+        )
+        .await;
+        Fanout {
+            server,
+            app,
+            billing,
+            analytics,
+            invoice,
+            customer,
+            _dir: dir,
+        }
+    }
+
+    /// Resumes analytics and waits until its backlog is delivered.
+    async fn resume_analytics(&self) {
+        let (server, invoice, customer) = (&self.server, &self.invoice, &self.customer);
+        let resumed = server
+            .admin(
+                "POST",
+                "/api/destinations/shop.analytics/resume",
+                Some(TOKEN),
+                None,
+            )
+            .await;
+        assert_eq!(resumed.status, 200, "{:?}", resumed.json);
+        wait_for(
+            server,
+            customer,
+            &[("shop", "delivered"), ("shop.analytics", "delivered")],
+        )
+        .await;
+        wait_for(
+            server,
+            invoice,
+            &[
+                ("shop", "delivered"),
+                ("shop.billing", "dead"),
+                ("shop.analytics", "delivered"),
+            ],
+        )
+        .await;
+    }
+
+    /// With billing fixed, replays the invoice to billing alone and waits
+    /// until it is delivered there (a replay naming no such destination is
+    /// 404 first).
+    async fn replay_invoice_to_billing(&self) {
+        let (server, invoice) = (&self.server, &self.invoice);
+        self.billing.set(Mode::Ok);
+        let unknown = server
+            .admin(
+                "POST",
+                &format!("/api/events/{invoice}/replay?destination=shop.nope"),
+                Some(TOKEN),
+                None,
+            )
+            .await;
+        assert_eq!(unknown.status, 404, "{:?}", unknown.json);
+        let replayed = server
+            .admin(
+                "POST",
+                &format!("/api/events/{invoice}/replay?destination=shop.billing"),
+                Some(TOKEN),
+                None,
+            )
+            .await;
+        assert_eq!(replayed.status, 200, "{:?}", replayed.json);
+        wait_for(
+            server,
+            invoice,
+            &[
+                ("shop", "delivered"),
+                ("shop.billing", "delivered"),
+                ("shop.analytics", "delivered"),
+            ],
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn each_destination_gets_only_what_its_filter_takes_on_its_own_queue() {
+    let f = Fanout::start().await;
+    let (server, invoice, customer) = (&f.server, &f.invoice, &f.customer);
+    assert_eq!(ids(&f.app), [invoice.clone(), customer.clone()]);
     assert_eq!(
-        ids(&billing),
-        std::slice::from_ref(&invoice),
+        ids(&f.billing),
+        std::slice::from_ref(invoice),
         "its filter took e1 only"
     );
-    assert!(ids(&analytics).is_empty(), "paused");
+    assert!(ids(&f.analytics).is_empty(), "paused");
     // The event as a whole is pending while one destination still has it.
-    let shown = event(&server, &invoice).await;
+    let shown = event(server, invoice).await;
     assert_eq!(shown["status"], "pending");
     let destinations: Vec<&str> = shown["attempt_history"]
         .as_array()
@@ -143,18 +252,23 @@ async fn each_destination_gets_what_it_takes_and_fails_replays_and_resumes_on_it
         .map(|a| a["destination"].as_str().unwrap())
         .collect();
     assert_eq!(destinations, ["shop", "shop.billing"]);
+    f.server.stop().await;
+}
 
-    // Lists and stats by destination.
+#[tokio::test]
+async fn lists_and_stats_count_each_delivery_under_its_destination() {
+    let f = Fanout::start().await;
+    let (server, invoice, customer) = (&f.server, &f.invoice, &f.customer);
     assert_eq!(
-        listed(&server, "destination=shop.billing&status=dead").await,
-        std::slice::from_ref(&invoice)
+        listed(server, "destination=shop.billing&status=dead").await,
+        std::slice::from_ref(invoice)
     );
     assert_eq!(
-        listed(&server, "destination=shop.analytics&status=pending").await,
+        listed(server, "destination=shop.analytics&status=pending").await,
         [customer.clone(), invoice.clone()]
     );
     assert_eq!(
-        listed(&server, "source=shop").await,
+        listed(server, "source=shop").await,
         [customer.clone(), invoice.clone()],
         "one row per event"
     );
@@ -167,70 +281,30 @@ async fn each_destination_gets_what_it_takes_and_fails_replays_and_resumes_on_it
     );
     assert_eq!(shop["destinations"]["shop"]["stored"]["delivered"], 2);
     assert_eq!(shop["stored"]["delivered"], 2);
+    f.server.stop().await;
+}
 
-    // Resuming one destination sends its backlog there and nowhere else.
-    let resumed = server
-        .admin(
-            "POST",
-            "/api/destinations/shop.analytics/resume",
-            Some(TOKEN),
-            None,
-        )
-        .await;
-    assert_eq!(resumed.status, 200, "{:?}", resumed.json);
-    wait_for(
-        &server,
-        &customer,
-        &[("shop", "delivered"), ("shop.analytics", "delivered")],
-    )
-    .await;
-    wait_for(
-        &server,
-        &invoice,
-        &[
-            ("shop", "delivered"),
-            ("shop.billing", "dead"),
-            ("shop.analytics", "delivered"),
-        ],
-    )
-    .await;
-    assert_eq!(ids(&analytics), [invoice.clone(), customer.clone()]);
+#[tokio::test]
+async fn resuming_a_destination_sends_its_backlog_there_and_nowhere_else() {
+    let f = Fanout::start().await;
+    f.resume_analytics().await;
+    assert_eq!(ids(&f.analytics), [f.invoice.clone(), f.customer.clone()]);
+    assert_eq!(ids(&f.app).len(), 2, "the app got nothing again");
+    assert_eq!(ids(&f.billing).len(), 1, "billing got nothing again");
+    f.server.stop().await;
+}
 
-    // A replay to one destination re-sends it there only.
-    billing.set(Mode::Ok);
-    let unknown = server
-        .admin(
-            "POST",
-            &format!("/api/events/{invoice}/replay?destination=shop.nope"),
-            Some(TOKEN),
-            None,
-        )
-        .await;
-    assert_eq!(unknown.status, 404, "{:?}", unknown.json);
-    let replayed = server
-        .admin(
-            "POST",
-            &format!("/api/events/{invoice}/replay?destination=shop.billing"),
-            Some(TOKEN),
-            None,
-        )
-        .await;
-    assert_eq!(replayed.status, 200, "{:?}", replayed.json);
-    wait_for(
-        &server,
-        &invoice,
-        &[
-            ("shop", "delivered"),
-            ("shop.billing", "delivered"),
-            ("shop.analytics", "delivered"),
-        ],
-    )
-    .await;
+#[tokio::test]
+async fn a_replay_to_one_destination_resends_it_there_only() {
+    let f = Fanout::start().await;
+    let (server, invoice) = (&f.server, &f.invoice);
+    f.resume_analytics().await;
+    f.replay_invoice_to_billing().await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(ids(&billing), [invoice.clone(), invoice.clone()]);
-    assert_eq!(ids(&app).len(), 2, "the app got nothing again");
-    assert_eq!(ids(&analytics).len(), 2, "analytics got nothing again");
-    let shown = event(&server, &invoice).await;
+    assert_eq!(ids(&f.billing), [invoice.clone(), invoice.clone()]);
+    assert_eq!(ids(&f.app).len(), 2, "the app got nothing again");
+    assert_eq!(ids(&f.analytics).len(), 2, "analytics got nothing again");
+    let shown = event(server, invoice).await;
     assert_eq!(shown["status"], "delivered");
     let billing_delivery = shown["deliveries"]
         .as_array()
@@ -240,15 +314,28 @@ async fn each_destination_gets_what_it_takes_and_fails_replays_and_resumes_on_it
         .unwrap()
         .clone();
     assert_eq!(billing_delivery["replays"], 1);
+    f.server.stop().await;
+}
 
-    // Each destination signs with its own key, under the same webhook-id.
-    let a = &app.received()[0];
-    let b = &billing.received()[1];
+#[tokio::test]
+async fn each_destination_signs_with_its_own_key_under_the_same_webhook_id() {
+    let f = Fanout::start().await;
+    f.resume_analytics().await;
+    f.replay_invoice_to_billing().await;
+    let a = &f.app.received()[0];
+    let b = &f.billing.received()[1];
     assert_eq!(a.header("webhook-id"), b.header("webhook-id"));
     assert_ne!(a.header("webhook-signature"), b.header("webhook-signature"));
+    f.server.stop().await;
+}
 
-    // Metrics carry the destination.
-    let metrics = server
+#[tokio::test]
+async fn metrics_count_deliveries_and_dead_letters_per_destination() {
+    let f = Fanout::start().await;
+    f.resume_analytics().await;
+    f.replay_invoice_to_billing().await;
+    let metrics = f
+        .server
         .metrics()
         .encode(hookinbox::metrics::Exposition::Prometheus);
     for line in [
@@ -259,7 +346,7 @@ async fn each_destination_gets_what_it_takes_and_fails_replays_and_resumes_on_it
     ] {
         assert!(metrics.contains(line), "no {line:?} in\n{metrics}");
     }
-    server.stop().await;
+    f.server.stop().await;
 }
 
 #[tokio::test]
@@ -268,10 +355,22 @@ async fn an_event_no_destination_takes_is_filtered_and_replays_to_the_one_named(
     let a = Destination::start(Mode::Ok).await;
     let b = Destination::start(Mode::Ok).await;
     let text = format!(
-        "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
-         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
-         [[source.destination]]\nname = \"a\"\nurl = \"{}\"\nfilter_types = [\"a.*\"]\n\
-         [[source.destination]]\nname = \"b\"\nurl = \"{}\"\nfilter_types = [\"b.*\"]\n",
+        r#"{}[admin]
+token = "{TOKEN}"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+[[source.destination]]
+name = "a"
+url = "{}"
+filter_types = ["a.*"]
+[[source.destination]]
+name = "b"
+url = "{}"
+filter_types = ["b.*"]
+"#,
         server_section(dir.path()),
         a.url(),
         b.url(),

@@ -28,79 +28,132 @@ async fn status(server: &TestServer, id: &str) -> String {
     a.json["status"].as_str().unwrap().to_owned()
 }
 
+/// `shop`'s destination takes `invoice.*` and `customer.created` events in
+/// live mode. Five events sent, one of each case; the two it takes are
+/// delivered.
+struct Filtered {
+    server: TestServer,
+    dest: Destination,
+    /// `invoice.paid`, live: taken.
+    paid: String,
+    /// `invoice.paid`, test mode: filtered by `filter_match`.
+    test_mode: String,
+    /// `charge.succeeded`: filtered by `filter_types`.
+    other_type: String,
+    /// No type: filtered by `filter_types`.
+    no_type: String,
+    /// `customer.created`, live: taken.
+    customer: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Filtered {
+    async fn start() -> Filtered {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = Destination::start(Mode::Ok).await;
+        let text = format!(
+            r#"{}[admin]
+token = "{TOKEN}"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+destination = "{}"
+filter_types = ["invoice.*", "customer.created"]
+filter_match = "/livemode=true"
+"#,
+            server_section(dir.path()),
+            dest.url()
+        );
+        let server = TestServer::start(&text, Clock::system()).await;
+        let (paid, _) = send(
+            &server,
+            "e1",
+            json!({"type": "invoice.paid", "livemode": true}),
+        )
+        .await;
+        let (test_mode, _) = send(
+            &server,
+            "e2",
+            json!({"type": "invoice.paid", "livemode": false}),
+        )
+        .await;
+        let (other_type, _) = send(
+            &server,
+            "e3",
+            json!({"type": "charge.succeeded", "livemode": true}),
+        )
+        .await;
+        let (no_type, _) = send(&server, "e4", json!({"livemode": true})).await;
+        let (customer, _) = send(
+            &server,
+            "e5",
+            json!({"type": "customer.created", "livemode": true}),
+        )
+        .await;
+        eventually(
+            "the invoice.paid and customer.created events are delivered",
+            Duration::from_secs(10),
+            Duration::from_millis(10),
+            async || match (
+                status(&server, &paid).await,
+                status(&server, &customer).await,
+            ) {
+                (p, c) if p == "delivered" && c == "delivered" => Ok(()),
+                (p, c) => Err(format!("{paid} {p}, {customer} {c}")),
+            },
+        )
+        .await;
+        Filtered {
+            server,
+            dest,
+            paid,
+            test_mode,
+            other_type,
+            no_type,
+            customer,
+            _dir: dir,
+        }
+    }
+}
+
 #[tokio::test]
 async fn only_what_the_filter_takes_is_delivered_and_the_rest_is_kept_as_filtered() {
-    let dir = tempfile::tempdir().unwrap();
-    let dest = Destination::start(Mode::Ok).await;
-    let text = format!(
-        "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
-         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
-         destination = \"{}\"\nfilter_types = [\"invoice.*\", \"customer.created\"]\n\
-         filter_match = \"/livemode=true\"\n",
-        server_section(dir.path()),
-        dest.url()
-    );
-    let server = TestServer::start(&text, Clock::system()).await;
-    let (paid, _) = send(
-        &server,
-        "e1",
-        json!({"type": "invoice.paid", "livemode": true}),
-    )
-    .await;
-    let (test_mode, _) = send(
-        &server,
-        "e2",
-        json!({"type": "invoice.paid", "livemode": false}),
-    )
-    .await;
-    let (other_type, _) = send(
-        &server,
-        "e3",
-        json!({"type": "charge.succeeded", "livemode": true}),
-    )
-    .await;
-    let (no_type, _) = send(&server, "e4", json!({"livemode": true})).await;
-    let (customer, _) = send(
-        &server,
-        "e5",
-        json!({"type": "customer.created", "livemode": true}),
-    )
-    .await;
-    // A provider's retry of a filtered event is a duplicate like any other.
-    let (again, duplicate) = send(
-        &server,
-        "e2",
-        json!({"type": "invoice.paid", "livemode": false}),
-    )
-    .await;
-    assert!(duplicate);
-    assert_eq!(again, test_mode);
-
-    eventually(
-        "the invoice.paid and customer.created events are delivered",
-        Duration::from_secs(10),
-        Duration::from_millis(10),
-        async || match (
-            status(&server, &paid).await,
-            status(&server, &customer).await,
-        ) {
-            (p, c) if p == "delivered" && c == "delivered" => Ok(()),
-            (p, c) => Err(format!("{paid} {p}, {customer} {c}")),
-        },
-    )
-    .await;
-    for id in [&test_mode, &other_type, &no_type] {
-        assert_eq!(status(&server, id).await, "filtered", "{id}");
+    let f = Filtered::start().await;
+    for id in [&f.test_mode, &f.other_type, &f.no_type] {
+        assert_eq!(status(&f.server, id).await, "filtered", "{id}");
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let delivered: Vec<String> = dest
+    let delivered: Vec<String> = f
+        .dest
         .received()
         .iter()
         .map(|r| r.header("webhook-id").to_owned())
         .collect();
     assert_eq!(delivered.len(), 2, "{delivered:?}");
-    assert!(delivered.contains(&paid) && delivered.contains(&customer));
+    assert!(delivered.contains(&f.paid) && delivered.contains(&f.customer));
+    f.server.stop().await;
+}
 
+#[tokio::test]
+async fn a_providers_retry_of_a_filtered_event_is_a_duplicate_like_any_other() {
+    let f = Filtered::start().await;
+    let (again, duplicate) = send(
+        &f.server,
+        "e2",
+        json!({"type": "invoice.paid", "livemode": false}),
+    )
+    .await;
+    assert!(duplicate);
+    assert_eq!(again, f.test_mode);
+    f.server.stop().await;
+}
+
+#[tokio::test]
+async fn filtered_events_are_counted_listed_and_measured() {
+    let f = Filtered::start().await;
+    let server = &f.server;
     let stats = server.admin("GET", "/api/stats", Some(TOKEN), None).await;
     assert_eq!(stats.json["sources"]["shop"]["stored"]["filtered"], 3);
     assert_eq!(stats.json["sources"]["shop"]["stored"]["delivered"], 2);
@@ -115,7 +168,13 @@ async fn only_what_the_filter_takes_is_delivered_and_the_rest_is_kept_as_filtere
         metrics.contains("hookinbox_filtered_total{source=\"shop\"} 3\n"),
         "{metrics}"
     );
+    f.server.stop().await;
+}
 
+#[tokio::test]
+async fn a_filtered_event_cannot_be_ignored_but_an_operators_replay_sends_it() {
+    let f = Filtered::start().await;
+    let (server, other_type) = (&f.server, &f.other_type);
     // Ignoring it makes no sense: it was never to be delivered.
     let ignored = server
         .admin(
@@ -140,14 +199,14 @@ async fn only_what_the_filter_takes_is_delivered_and_the_rest_is_kept_as_filtere
         "the replay is delivered",
         Duration::from_secs(10),
         Duration::from_millis(10),
-        async || match status(&server, &other_type).await {
+        async || match status(server, other_type).await {
             s if s == "delivered" => Ok(()),
             s => Err(format!("{other_type} {s}")),
         },
     )
     .await;
-    assert_eq!(dest.count(), 3);
-    server.stop().await;
+    assert_eq!(f.dest.count(), 3);
+    f.server.stop().await;
 }
 
 async fn send_raw(server: &TestServer, id: &str, body: &str) -> String {
@@ -169,9 +228,16 @@ async fn a_value_written_with_json_escapes_is_routed_and_found_as_its_raw_form_i
     let dir = tempfile::tempdir().unwrap();
     let dest = Destination::start(Mode::Ok).await;
     let text = format!(
-        "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
-         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
-         destination = \"{}\"\nfilter_match = \"/data/tier=café/😀\"\n",
+        r#"{}[admin]
+token = "{TOKEN}"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+destination = "{}"
+filter_match = "/data/tier=café/😀"
+"#,
         server_section(dir.path()),
         dest.url()
     );

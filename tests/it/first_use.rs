@@ -137,8 +137,15 @@ fn the_first_start_banner_prints_a_send_command_that_works_for_the_source() {
 #[test]
 fn config_value_errors_name_the_line_and_the_source() {
     let dir = tempfile::tempdir().unwrap();
-    let head = "[[source]]\nname = \"a\"\nkind = \"github\"\nsecret_env = \"A\"\n\n\
-                [[source]]\nname = \"stripe\"\nkind = \"standard\"\n";
+    let head = r#"[[source]]
+name = "a"
+kind = "github"
+secret_env = "A"
+
+[[source]]
+name = "stripe"
+kind = "standard"
+"#;
     let secret = "secret_env = \"SECRET\"\n";
     for (rest, at, key) in [
         (

@@ -166,9 +166,15 @@ async fn events_are_published_with_the_contract_headers_and_consumed_back_byte_f
     let nats = NatsServer::start(&dir.path().join("nats"));
     let (js, _) = nats.stream().await;
     let text = format!(
-        "{}[admin]\ntoken = \"test-admin-token-0123456789\"\n\n\
-         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
-         destination = \"{}\"\n",
+        r#"{}[admin]
+token = "test-admin-token-0123456789"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+destination = "{}"
+"#,
         server_section(&dir.path().join("data")),
         nats.url()
     );
@@ -271,9 +277,16 @@ async fn kill_9_while_publishing_leaves_each_event_in_the_stream_exactly_once() 
     let config = write_config(
         dir.path(),
         &format!(
-            "{}[admin]\ntoken = \"test-admin-token-0123456789\"\n\n\
-             [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
-             destination = \"{}\"\nmax_concurrency = 8\n",
+            r#"{}[admin]
+token = "test-admin-token-0123456789"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+destination = "{}"
+max_concurrency = 8
+"#,
             server_section(&dir.path().join("data")),
             nats.url()
         ),
@@ -351,11 +364,22 @@ async fn the_server_down_then_back_opens_the_circuit_and_loses_nothing() {
     let mut nats = NatsServer::start(&dir.path().join("nats"));
     let (js, _) = nats.stream().await;
     let text = format!(
-        "{}[admin]\ntoken = \"test-admin-token-0123456789\"\n\n\
-         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
-         destination = \"{}\"\nconnect_timeout = \"500ms\"\ntimeout = \"1s\"\n\
-         initial_interval = \"100ms\"\nmax_interval = \"500ms\"\nmax_attempts = 1000\n\
-         breaker_failures = 3\nbreaker_cooldown = \"300ms\"\n",
+        r#"{}[admin]
+token = "test-admin-token-0123456789"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+destination = "{}"
+connect_timeout = "500ms"
+timeout = "1s"
+initial_interval = "100ms"
+max_interval = "500ms"
+max_attempts = 1000
+breaker_failures = 3
+breaker_cooldown = "300ms"
+"#,
         server_section(&dir.path().join("data")),
         nats.url()
     );

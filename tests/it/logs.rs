@@ -119,10 +119,22 @@ async fn under_journald_json_lines_carry_priorities_and_a_summary_replaces_per_e
     let dir = tempfile::tempdir().unwrap();
     let dest = Destination::start(Mode::Ok).await;
     let config = format!(
-        "{}[log]\nformat = \"json\"\nlevel = \"info\"\nsummary_interval = \"1s\"\n\n\
-         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
-         destination = \"{}\"\n\n\
-         [[source]]\nname = \"fresh\"\nkind = \"standard\"\ngenerate_secret = true\n",
+        r#"{}[log]
+format = "json"
+level = "info"
+summary_interval = "1s"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+destination = "{}"
+
+[[source]]
+name = "fresh"
+kind = "standard"
+generate_secret = true
+"#,
         server_section(dir.path()),
         dest.url()
     );

@@ -111,9 +111,7 @@ fn validate_destination(
 
     let ca = destination_ca(cx, key, &mut rs)?;
     let forward_headers = destination_forward_headers(cx, key, &mut rs)?;
-    let duration = |k: &str, v: &Option<String>, default: &str, longest: Duration| {
-        cx.positive_duration(&key(k), v.as_deref(), default, longest)
-    };
+    let duration = durations(cx, key);
     let (initial_interval, max_interval, retry_statuses, max_attempts) =
         destination_retry(cx, key, &mut rs)?;
     let max_concurrency = rs.max_concurrency.unwrap_or(default::MAX_CONCURRENCY);
@@ -167,6 +165,15 @@ fn validate_destination(
             longest::INTERVAL,
         )?,
     })
+}
+
+/// Reads a destination's duration setting: `duration(key, value, default,
+/// longest)`, positive, `default` when left out, at most `longest`.
+fn durations<'a>(
+    cx: &'a Ctx<'_>,
+    key: &'a dyn Fn(&str) -> String,
+) -> impl Fn(&str, &Option<String>, &str, Duration) -> Result<Duration, ConfigError> + 'a {
+    move |k, v, default, longest| cx.positive_duration(&key(k), v.as_deref(), default, longest)
 }
 
 /// Its `url` and what it names: an app over http(s), or NATS JetStream
@@ -349,9 +356,7 @@ fn destination_retry(
     key: &dyn Fn(&str) -> String,
     rs: &mut RawDestination,
 ) -> Result<(Duration, Duration, Vec<StatusPattern>, u32), ConfigError> {
-    let duration = |k: &str, v: &Option<String>, default: &str, longest: Duration| {
-        cx.positive_duration(&key(k), v.as_deref(), default, longest)
-    };
+    let duration = durations(cx, key);
     let initial_interval = duration(
         "initial_interval",
         &rs.initial_interval,

@@ -5,6 +5,17 @@
 //! Owns which families and side tables one happening touches, so a caller
 //! makes one call and the totals, budgets and families agree. Refuses to
 //! name a family (`registry` does) or to format text (`exposition` does).
+//!
+//! This file holds the handle, the series declared at start, the totals and
+//! the encoding; the typed methods are in one file per area of the product:
+//! `listener`, `ingest`, `delivery`, `store` (with the sweeper) and
+//! `operations` (alerts, replays, ignores, admin refusals).
+
+mod delivery;
+mod ingest;
+mod listener;
+mod operations;
+mod store;
 
 use std::sync::{Arc, Mutex};
 
@@ -18,7 +29,7 @@ use super::budget::Budget;
 use super::exposition::{Exposition, to_prometheus_text};
 use super::labels::{
     AdminReason, AlertKind, AlertLabels, AlertStatus, AttemptOutcome, Circuit, CircuitLabels,
-    DestinationLabel, KindLabel, Listener, ListenerLabel, OutcomeLabels, ReasonLabel, RejectReason,
+    DestinationLabel, KindLabel, ListenerLabel, OutcomeLabels, ReasonLabel, RejectReason,
     RejectedLabels, SourceLabel, StoreFile, StoreFileLabel, SweptKind, UNKNOWN_SOURCE,
 };
 use super::tally::{Recent, Tally, Totals, TypeTally};
@@ -108,201 +119,6 @@ pub struct StoreDisk {
 }
 
 impl Metrics {
-    /// A connection opened (`+1`) or closed (`-1`) on `listener`.
-    pub fn connection(&self, listener: Listener, delta: i64) {
-        self.inner
-            .open_connections
-            .get_or_create(&ListenerLabel { listener })
-            .inc_by(delta);
-    }
-
-    pub fn tls_handshake_failed(&self, listener: Listener) {
-        self.inner
-            .tls_handshake_failures
-            .get_or_create(&ListenerLabel { listener })
-            .inc();
-    }
-
-    /// A waiting connection was closed to admit a new one.
-    pub fn connection_evicted(&self, listener: Listener) {
-        self.inner
-            .connections_evicted
-            .get_or_create(&ListenerLabel { listener })
-            .inc();
-    }
-
-    pub fn connection_limit_wait(&self, listener: Listener) {
-        self.inner
-            .connection_limit_waits
-            .get_or_create(&ListenerLabel { listener })
-            .inc();
-    }
-
-    /// A new event of `event_type` (`store::NO_TYPE` for none) stored.
-    pub fn received(&self, source: &str, event_type: &str, ack: std::time::Duration) {
-        let label = SourceLabel {
-            source: source.to_owned(),
-        };
-        self.inner.received.get_or_create(&label).inc();
-        Totals::add(&self.inner.totals.received);
-        self.inner.by_type.count(source, event_type, false);
-        self.inner
-            .ack_seconds
-            .get_or_create(&label)
-            .observe(ack.as_secs_f64());
-        self.inner.recent_acks.remember(source, ack);
-    }
-
-    /// p50 and p99 of the last acks of `source`, in ms.
-    pub fn recent_ack_ms(&self, source: &str) -> Option<(f64, f64)> {
-        self.inner.recent_acks.percentiles(source)
-    }
-
-    /// p50 and p99 of `source`'s last received → delivered latencies, in ms.
-    pub fn recent_delivery_ms(&self, source: &str) -> Option<(f64, f64)> {
-        self.inner.recent_deliveries.percentiles(source)
-    }
-
-    /// Every (reason, count) of `source`'s rejections since start, in the
-    /// order of the reasons' text.
-    pub fn rejected_by_reason(&self, source: &str) -> Vec<(RejectReason, u64)> {
-        let seen = self
-            .inner
-            .rejected_seen
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let mut counts: Vec<(RejectReason, u64)> = seen
-            .into_iter()
-            .filter(|(s, _)| s == source)
-            .map(|(s, r)| (r, self.rejected_count(&s, r)))
-            .collect();
-        counts.sort_by_key(|(r, _)| r.as_str());
-        counts
-    }
-
-    /// A repeat of a stored event of `event_type` answered as a duplicate.
-    pub fn duplicate(&self, source: &str, event_type: &str, ack: std::time::Duration) {
-        let label = SourceLabel {
-            source: source.to_owned(),
-        };
-        self.inner.duplicates.get_or_create(&label).inc();
-        Totals::add(&self.inner.totals.duplicates);
-        self.inner.by_type.count(source, event_type, true);
-        self.inner
-            .ack_seconds
-            .get_or_create(&label)
-            .observe(ack.as_secs_f64());
-        self.inner.recent_acks.remember(source, ack);
-    }
-
-    /// `source` is the configured name, or [`UNKNOWN_SOURCE`]. Returns
-    /// whether the refusal's log line may be loud (within this minute's
-    /// [`Budget`]).
-    #[must_use = "says at which level to log the refusal"]
-    pub fn rejected(&self, source: &str, reason: RejectReason) -> bool {
-        Totals::add(&self.inner.totals.rejected);
-        self.inner
-            .rejected_seen
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert((source.to_owned(), reason));
-        self.inner
-            .rejected
-            .get_or_create(&RejectedLabels {
-                source: source.to_owned(),
-                reason,
-            })
-            .inc();
-        self.inner.loud_rejections.take()
-    }
-
-    pub fn attempt(
-        &self,
-        to: &DestinationLabel,
-        outcome: AttemptOutcome,
-        took: std::time::Duration,
-    ) {
-        if outcome != AttemptOutcome::Delivered {
-            Totals::add(&self.inner.totals.failed_attempts);
-        }
-        self.inner
-            .attempts
-            .get_or_create(&OutcomeLabels {
-                source: to.source.clone(),
-                destination: to.destination.clone(),
-                outcome,
-            })
-            .inc();
-        self.inner
-            .attempt_seconds
-            .get_or_create(to)
-            .observe(took.as_secs_f64());
-    }
-
-    pub fn delivered(&self, to: &DestinationLabel, since_received: std::time::Duration) {
-        self.inner.delivered.get_or_create(to).inc();
-        Totals::add(&self.inner.totals.delivered);
-        self.inner
-            .received_to_delivered
-            .get_or_create(to)
-            .observe(since_received.as_secs_f64());
-        self.inner
-            .recent_deliveries
-            .remember(&to.source, since_received);
-    }
-
-    /// One durable commit of `jobs` jobs that took `took`.
-    pub fn commit(&self, jobs: usize, took: std::time::Duration) {
-        self.inner.commit_batch.observe(jobs as f64);
-        self.inner.commit_seconds.observe(took.as_secs_f64());
-    }
-
-    /// The store's state of `source`, set just before a scrape.
-    pub fn set_source_gauges(&self, source: &str, held: SourceGauges) {
-        let label = SourceLabel {
-            source: source.to_owned(),
-        };
-        let gauge = |family: &Family<SourceLabel, Gauge>, value: u64| {
-            family
-                .get_or_create(&label)
-                .set(i64::try_from(value).unwrap_or(i64::MAX));
-        };
-        gauge(&self.inner.pending, held.pending);
-        gauge(&self.inner.retrying, held.retrying);
-        gauge(&self.inner.held, held.held);
-        gauge(&self.inner.dlq_size, held.dead);
-        gauge(
-            &self.inner.oldest_pending_seconds,
-            held.oldest_pending.as_secs(),
-        );
-    }
-
-    /// The store's files and filesystem, set just before a scrape.
-    pub fn set_store_disk(&self, disk: StoreDisk) {
-        let bytes = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-        for (file, size) in [
-            (StoreFile::Database, disk.database_bytes),
-            (StoreFile::Wal, disk.wal_bytes),
-        ] {
-            self.inner
-                .store_file_bytes
-                .get_or_create(&StoreFileLabel { file })
-                .set(bytes(size));
-        }
-        self.inner
-            .filesystem_available_bytes
-            .set(bytes(disk.filesystem_available_bytes));
-        self.inner
-            .filesystem_size_bytes
-            .set(bytes(disk.filesystem_size_bytes));
-    }
-
-    /// Whether the store takes writes, set just before a scrape.
-    pub fn set_store_writable(&self, writable: bool) {
-        self.inner.store_writable.set(i64::from(writable));
-    }
-
     /// Creates every series of the configured sources at 0: each reason a
     /// request can be refused for, each attempt outcome and circuit state of
     /// a destination, each alert kind, sweep kind and admin refusal. A
@@ -403,141 +219,6 @@ impl Metrics {
             dead_lettered: get(&t.dead_lettered),
             quieted: self.inner.loud_rejections.quieted() + self.inner.loud_dead_letters.quieted(),
         }
-    }
-
-    pub fn alert(&self, kind: AlertKind, status: AlertStatus, sent: bool) {
-        self.inner
-            .alerts
-            .get_or_create(&AlertLabels { kind, status, sent })
-            .inc();
-    }
-
-    pub fn set_circuit_state(&self, to: &DestinationLabel, state: Circuit) {
-        self.inner
-            .circuit_state
-            .get_or_create(to)
-            .set(state.level());
-    }
-
-    /// A new event the destination's filter did not take.
-    pub fn filtered(&self, source: &str) {
-        self.inner
-            .filtered
-            .get_or_create(&SourceLabel {
-                source: source.to_owned(),
-            })
-            .inc();
-    }
-
-    /// Returns whether the dead letter's log line may be loud (within this
-    /// minute's [`Budget`]).
-    #[must_use = "says at which level to log the dead letter"]
-    pub fn dead_lettered(&self, to: &DestinationLabel) -> bool {
-        self.inner.dead_lettered.get_or_create(to).inc();
-        Totals::add(&self.inner.totals.dead_lettered);
-        self.inner.loud_dead_letters.take()
-    }
-
-    pub fn circuit(&self, to: &DestinationLabel, state: Circuit) {
-        self.inner
-            .circuit
-            .get_or_create(&CircuitLabels {
-                source: to.source.clone(),
-                destination: to.destination.clone(),
-                state,
-            })
-            .inc();
-    }
-
-    pub fn replayed(&self, source: &str) {
-        let label = SourceLabel {
-            source: source.to_owned(),
-        };
-        self.inner.replayed.get_or_create(&label).inc();
-    }
-
-    pub fn ignored(&self, source: &str) {
-        let label = SourceLabel {
-            source: source.to_owned(),
-        };
-        self.inner.ignored.get_or_create(&label).inc();
-    }
-
-    pub fn admin_rejected(&self, reason: AdminReason) {
-        self.inner
-            .admin_rejected
-            .get_or_create(&ReasonLabel { reason })
-            .inc();
-    }
-
-    pub fn swept(&self, kind: SweptKind, n: u64) {
-        self.inner
-            .swept
-            .get_or_create(&KindLabel { kind })
-            .inc_by(n);
-    }
-
-    pub fn admin_rejected_count(&self, reason: AdminReason) -> u64 {
-        self.inner
-            .admin_rejected
-            .get_or_create(&ReasonLabel { reason })
-            .get()
-    }
-
-    /// Attempts at `destination` (a source's own is named after it).
-    pub fn attempt_count(&self, source: &str, destination: &str, outcome: AttemptOutcome) -> u64 {
-        self.inner
-            .attempts
-            .get_or_create(&OutcomeLabels {
-                source: source.to_owned(),
-                destination: destination.to_owned(),
-                outcome,
-            })
-            .get()
-    }
-
-    pub fn circuit_count(&self, source: &str, destination: &str, state: Circuit) -> u64 {
-        self.inner
-            .circuit
-            .get_or_create(&CircuitLabels {
-                source: source.to_owned(),
-                destination: destination.to_owned(),
-                state,
-            })
-            .get()
-    }
-
-    /// (event type, received, duplicates) of `source` since the start.
-    pub fn by_type(&self, source: &str) -> Vec<(String, u64, u64)> {
-        self.inner.by_type.of(source)
-    }
-
-    pub fn received_count(&self, source: &str) -> u64 {
-        self.inner
-            .received
-            .get_or_create(&SourceLabel {
-                source: source.to_owned(),
-            })
-            .get()
-    }
-
-    pub fn duplicate_count(&self, source: &str) -> u64 {
-        self.inner
-            .duplicates
-            .get_or_create(&SourceLabel {
-                source: source.to_owned(),
-            })
-            .get()
-    }
-
-    pub fn rejected_count(&self, source: &str, reason: RejectReason) -> u64 {
-        self.inner
-            .rejected
-            .get_or_create(&RejectedLabels {
-                source: source.to_owned(),
-                reason,
-            })
-            .get()
     }
 
     /// Every metric, in `format`.

@@ -1,0 +1,93 @@
+//! The server-wide sections of a validated config: `[server]`,
+//! `[retention]`, `[log]`, `[admin]` and `[alerts]`. Types only; `validate/`
+//! makes them from the file.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::resolve::{Resolved, Stage};
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    pub admin_listen: SocketAddr,
+    pub data_dir: PathBuf,
+    pub header_read_timeout: Duration,
+    pub body_read_timeout: Duration,
+    pub shutdown_timeout: Duration,
+    /// Open ingest connections at most; past it a new one closes the open
+    /// one that has waited longest for a request head.
+    pub max_connections: usize,
+    /// Request bodies held in memory at once, over all ingest requests
+    /// (bodies of at most 64 KiB have a further quarter of it reserved).
+    pub max_buffered_body: usize,
+    /// TLS on the ingest listener (the admin listener stays on loopback).
+    pub tls: Option<crate::tls::TlsFiles>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RetentionConfig {
+    pub dedupe_ttl: Duration,
+    /// Delivered events are deleted this long after delivery.
+    pub payload_ttl: Duration,
+    /// Dead-lettered and ignored events are deleted this long after.
+    pub dlq_ttl: Duration,
+    pub sweep_interval: Duration,
+}
+
+/// Where and when to post alerts.
+#[derive(Debug, Clone)]
+pub struct AlertConfig {
+    /// A URL that takes `{"text": …}` (a Slack incoming webhook, or your own).
+    pub url: reqwest::Url,
+    /// Alert when a source's DLQ holds more than this many events.
+    pub dlq_threshold: u64,
+    /// Alert when a source's oldest pending event is older than this.
+    pub pending_age: Duration,
+    /// The same alert (kind + source) at most once per this window.
+    pub min_interval: Duration,
+    /// How often the conditions are checked.
+    pub check_interval: Duration,
+    /// The body's shape: Slack's `{"text": …}` or the plain JSON object.
+    pub format: AlertFormat,
+    /// The machine named in each alert; `None`: the host name.
+    pub host: Option<String>,
+    /// Where people open the dashboard (a tunnel or proxy to the admin
+    /// listener); `None`: `http://` the admin listener's address.
+    pub dashboard_url: Option<reqwest::Url>,
+}
+
+/// The body an alert is posted with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AlertFormat {
+    /// `{"text": "…", "hookinbox": {…}}`: a Slack (or Mattermost, Rocket.Chat,
+    /// Discord `/slack`) incoming webhook shows the text.
+    Slack,
+    /// The alert object alone, for a receiver of your own.
+    Json,
+}
+
+/// The admin listener's bearer token.
+#[derive(Debug, Clone)]
+pub struct AdminConfig<S: Stage = Resolved> {
+    pub token: S::AdminToken,
+}
+
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    pub level: String,
+    pub format: LogFormat,
+    /// How often the one-line summary of what happened is logged at info.
+    pub summary_interval: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}

@@ -1,0 +1,44 @@
+//! What operators and alerts record: alerts posted, events replayed or
+//! ignored, and admin API refusals.
+
+use super::Metrics;
+use crate::metrics::labels::{
+    AdminReason, AlertKind, AlertLabels, AlertStatus, ReasonLabel, SourceLabel,
+};
+
+impl Metrics {
+    pub fn alert(&self, kind: AlertKind, status: AlertStatus, sent: bool) {
+        self.inner
+            .alerts
+            .get_or_create(&AlertLabels { kind, status, sent })
+            .inc();
+    }
+
+    pub fn replayed(&self, source: &str) {
+        let label = SourceLabel {
+            source: source.to_owned(),
+        };
+        self.inner.replayed.get_or_create(&label).inc();
+    }
+
+    pub fn ignored(&self, source: &str) {
+        let label = SourceLabel {
+            source: source.to_owned(),
+        };
+        self.inner.ignored.get_or_create(&label).inc();
+    }
+
+    pub fn admin_rejected(&self, reason: AdminReason) {
+        self.inner
+            .admin_rejected
+            .get_or_create(&ReasonLabel { reason })
+            .inc();
+    }
+
+    pub fn admin_rejected_count(&self, reason: AdminReason) -> u64 {
+        self.inner
+            .admin_rejected
+            .get_or_create(&ReasonLabel { reason })
+            .get()
+    }
+}
