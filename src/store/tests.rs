@@ -1,12 +1,17 @@
 //! Store tests on a real redb file in a temp dir, and the helpers other
 //! modules' tests use to fill one.
 
+use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
+use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
+use super::schema::{EVENTS, META, META_SCHEMA, SCHEMA_VERSION, STATE};
 use super::*;
 use crate::config::{Config, Kind};
+use crate::verify::VerifiedEvent;
 use crate::verify::sign::{Signing, sign};
 use crate::verify::{Request, Verified, Verifier};
 
@@ -1482,8 +1487,9 @@ mod props {
         let mut in_blocks = 0;
         for row in events.iter().map_err(|e| e.to_string())? {
             let seq = row.map_err(|e| e.to_string())?.0.value();
-            let block: Vec<Delivery> = super::super::block::<StoreError>(&events, &states, seq)
-                .map_err(|e| e.to_string())?;
+            let block: Vec<Delivery> =
+                super::super::block::block::<StoreError>(&events, &states, seq)
+                    .map_err(|e| e.to_string())?;
             if block.is_empty() || block[0].key != seq {
                 return Err(format!("event {seq} has deliveries {block:?}"));
             }

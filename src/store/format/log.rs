@@ -19,7 +19,7 @@
 
 use std::borrow::Cow;
 
-use super::super::{Change, Finish, Initial};
+use super::super::types::{Change, Finish, Initial};
 use super::v1::EntryV1;
 
 /// The version frames are written in.

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::super::schema::{
     Attempt, AttemptClass, DeadLetter, EventRecord, EventState, Note, Status,
 };
-use super::super::{Change, Finish, Initial, Next, Route};
+use super::super::types::{Change, Finish, Initial, Next, Route};
 use super::log::Entry;
 
 // ---------------------------------------------------------------- rows
