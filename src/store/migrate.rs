@@ -16,34 +16,45 @@ const META_INDEXED_UP_TO: &str = "migration_indexed_up_to";
 /// and a step's dirty pages stay small in memory.
 const MIGRATION_STEP: usize = 50_000;
 
-/// Brings a database of schema `from` (≥ [`MIGRATES_FROM`]) to
+/// Brings a database of schema `from` (≥ [`MIGRATES_FROM`](schema::MIGRATES_FROM)) to
 /// [`SCHEMA_VERSION`], before the writer starts. From 3: builds the indexes
 /// and counts from `state`, in durable steps. From 4: drops the two indexes
 /// schema 5 no longer kept, in one transaction. From 5: marks the file 6
 /// (an event of schema 5 is a block of one delivery: no row changes).
 pub(super) fn migrate(db: &Database, from: u8) -> Result<(), WriteError> {
     if from >= 4 {
-        // 4: drop the indexes `by_type` answers. 5: a schema-5 event is a
-        // block of one delivery, so no row changes. Both: mark the file.
-        let started = std::time::Instant::now();
-        let mut txn = db.begin_write()?;
-        txn.set_quick_repair(true);
-        if from == 4 {
-            for name in schema::DROPPED_IN_5 {
-                txn.delete_table(redb::TableDefinition::<(), ()>::new(name))?;
-            }
-        }
-        txn.open_table(META)?
-            .insert(META_SCHEMA, [SCHEMA_VERSION].as_slice())?;
-        txn.commit()?;
-        tracing::info!(
-            from,
-            to = SCHEMA_VERSION,
-            seconds = started.elapsed().as_secs_f64(),
-            "migrated the database"
-        );
-        return Ok(());
+        return mark_current(db, from);
     }
+    index_in_steps(db, from)
+}
+
+/// From 4 or 5, in one transaction.
+fn mark_current(db: &Database, from: u8) -> Result<(), WriteError> {
+    // 4: drop the indexes `by_type` answers. 5: a schema-5 event is a
+    // block of one delivery, so no row changes. Both: mark the file.
+    let started = std::time::Instant::now();
+    let mut txn = db.begin_write()?;
+    txn.set_quick_repair(true);
+    if from == 4 {
+        for name in schema::DROPPED_IN_5 {
+            txn.delete_table(redb::TableDefinition::<(), ()>::new(name))?;
+        }
+    }
+    txn.open_table(META)?
+        .insert(META_SCHEMA, [SCHEMA_VERSION].as_slice())?;
+    txn.commit()?;
+    tracing::info!(
+        from,
+        to = SCHEMA_VERSION,
+        seconds = started.elapsed().as_secs_f64(),
+        "migrated the database"
+    );
+    Ok(())
+}
+
+/// From 3: the indexes and counts built from `state`, [`MIGRATION_STEP`]
+/// events a durable transaction, resuming where [`META_INDEXED_UP_TO`] says.
+fn index_in_steps(db: &Database, from: u8) -> Result<(), WriteError> {
     let started = std::time::Instant::now();
     tracing::info!(
         from,

@@ -42,20 +42,7 @@ impl Store {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
                 .map_err(|e| open_err(e.into()))?;
         }
-        let tag = match init_meta(&db).map_err(open_err)? {
-            Ok(tag) => tag,
-            Err(found) if found > SCHEMA_VERSION => {
-                return Err(StoreError::NewerSchema { path, found });
-            }
-            Err(found) if found >= MIGRATES_FROM => {
-                migrate(&db, found).map_err(open_err)?;
-                match init_meta(&db).map_err(open_err)? {
-                    Ok(tag) => tag,
-                    Err(found) => return Err(StoreError::OlderSchema { path, found }),
-                }
-            }
-            Err(found) => return Err(StoreError::OlderSchema { path, found }),
-        };
+        let tag = checked_tag(&db, &path)?;
         // Before anything reads the tables: what the log holds beyond the
         // file's last checkpoint is as much the store as the file is.
         let mut wal = wal::Wal::open(&options.data_dir, tag).map_err(|e| open_err(e.into()))?;
@@ -122,6 +109,28 @@ impl Store {
                 exited: Some(exited),
             },
         ))
+    }
+}
+
+/// The database's tag, once its schema is this build's: a file of a schema
+/// it migrates from is migrated first; any other is refused.
+fn checked_tag(db: &Database, path: &Path) -> Result<u32, StoreError> {
+    let path = path.to_owned();
+    let open_err = |source: WriteError| StoreError::Open {
+        path: path.clone(),
+        source,
+    };
+    match init_meta(db).map_err(open_err)? {
+        Ok(tag) => Ok(tag),
+        Err(found) if found > SCHEMA_VERSION => Err(StoreError::NewerSchema { path, found }),
+        Err(found) if found >= MIGRATES_FROM => {
+            migrate(db, found).map_err(open_err)?;
+            match init_meta(db).map_err(open_err)? {
+                Ok(tag) => Ok(tag),
+                Err(found) => Err(StoreError::OlderSchema { path, found }),
+            }
+        }
+        Err(found) => Err(StoreError::OlderSchema { path, found }),
     }
 }
 

@@ -467,42 +467,7 @@ impl Writer {
                 initial,
                 reply,
             } => {
-                let fp = fingerprint(event.source().as_str(), event.event_id().as_str());
-                // Earlier in this batch first: the index learns the batch's keys after the commit.
-                let live = index
-                    .get(fp)
-                    .filter(|seq| !keys.removed.contains(&(fp, *seq)));
-                let result = match keys.added.get(&fp).or(live.as_ref()) {
-                    Some(&seq) => {
-                        let (received_ms, source) =
-                            (event.received_at_ms(), event.source().as_str());
-                        t.index
-                            .count_minute(received_ms, source, MinuteKind::Duplicate);
-                        self.wal.push(&Entry::Duplicate {
-                            received_ms,
-                            source: Cow::Borrowed(source),
-                        });
-                        Ok(Ingested::Duplicate {
-                            id: public_id(self.shared.tag, seq),
-                        })
-                    }
-                    None => {
-                        let seq = self.next_seq;
-                        self.insert_event(t, seq, fp, &event, &initial)
-                            .map(|taken| {
-                                self.next_seq += taken;
-                                keys.added.insert(fp, seq);
-                                self.wal.push(&Entry::Ingest {
-                                    seq,
-                                    initial: Cow::Borrowed(&initial),
-                                    record: Cow::Borrowed(&self.record_buf),
-                                });
-                                Ingested::New {
-                                    id: public_id(self.shared.tag, seq),
-                                }
-                            })
-                    }
-                };
+                let result = self.ingest(t, index, keys, &event, &initial);
                 settle(reply, result, ready, Ready::Ingested)
             }
             Job::Claim {
@@ -568,6 +533,53 @@ impl Writer {
                         swept
                     });
                 settle(reply, result, ready, Ready::Swept)
+            }
+        }
+    }
+
+    /// An event's step: a duplicate of a live key (one this batch added
+    /// first, then the index's, unless this batch removed it), or stored
+    /// under the next seq.
+    fn ingest(
+        &mut self,
+        t: &mut Tables<'_>,
+        index: &DedupeIndex,
+        keys: &mut Keys,
+        event: &VerifiedEvent,
+        initial: &Initial,
+    ) -> Result<Ingested, WriteError> {
+        let fp = fingerprint(event.source().as_str(), event.event_id().as_str());
+        // Earlier in this batch first: the index learns the batch's keys after the commit.
+        let live = index
+            .get(fp)
+            .filter(|seq| !keys.removed.contains(&(fp, *seq)));
+        match keys.added.get(&fp).or(live.as_ref()) {
+            Some(&seq) => {
+                let (received_ms, source) = (event.received_at_ms(), event.source().as_str());
+                t.index
+                    .count_minute(received_ms, source, MinuteKind::Duplicate);
+                self.wal.push(&Entry::Duplicate {
+                    received_ms,
+                    source: Cow::Borrowed(source),
+                });
+                Ok(Ingested::Duplicate {
+                    id: public_id(self.shared.tag, seq),
+                })
+            }
+            None => {
+                let seq = self.next_seq;
+                self.insert_event(t, seq, fp, event, initial).map(|taken| {
+                    self.next_seq += taken;
+                    keys.added.insert(fp, seq);
+                    self.wal.push(&Entry::Ingest {
+                        seq,
+                        initial: Cow::Borrowed(initial),
+                        record: Cow::Borrowed(&self.record_buf),
+                    });
+                    Ingested::New {
+                        id: public_id(self.shared.tag, seq),
+                    }
+                })
             }
         }
     }
