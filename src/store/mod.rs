@@ -3,18 +3,19 @@
 //! Owns the database file and every byte in it. Only [`writer`] opens a write
 //! transaction; everything else reads through [`Store`]'s read methods, which
 //! use redb's MVCC snapshots and never wait for the writer. The store does not
-//! know HTTP, providers or config files: it takes a [`VerifiedEvent`] and
-//! answers with where it landed.
+//! know HTTP, providers or config files: it takes a
+//! [`VerifiedEvent`](crate::verify::VerifiedEvent) and answers with where it
+//! landed.
 //!
-//! Files by what they own, in the order an event meets them: [`types`] (the
-//! domain types callers and the store's files share), [`options`],
-//! [`error`]; [`handle`] ([`Store`] and what its clones share with the
-//! writer), [`open`] (with [`migrate`] and [`recover`]); the write side,
-//! [`write`] (a job per call) → [`job`] → [`writer`] (one transaction per
-//! batch, over [`tables`], [`index`], [`dedupe`]) → [`wal`] and
-//! [`durable`] (the answer once durable); the read side, [`read`],
-//! [`list`] (with [`payload`]) and [`stats`]; [`backup`]. [`schema`],
-//! [`block`] and [`format`] are the file's shape and bytes.
+//! Files by what they own, in the order an event meets them: `types` (the
+//! domain types callers and the store's files share), `options`,
+//! `error`; `handle` ([`Store`] and what its clones share with the
+//! writer), `open` (with `migrate` and `recover`); the write side,
+//! `write` (a job per call) → `job` → `writer` (one transaction per
+//! batch, over `tables`, `index`, `dedupe`) → `wal` and
+//! `durable` (the answer once durable); the read side, `read`,
+//! `list` (with `payload`) and `stats`; `backup`. `schema`,
+//! `block` and `format` are the file's shape and bytes.
 
 mod types;
 mod options;

@@ -29,7 +29,7 @@ pub struct StoreOptions {
     /// benches/ingest.rs compares group commit against).
     pub max_batch: usize,
     /// How often a batch is committed to redb durably (a checkpoint) instead
-    /// of through the write-ahead log (see [`wal`]). Longer: fewer bytes
+    /// of through the write-ahead log (see [`wal`](super::wal)). Longer: fewer bytes
     /// written per event; shorter: less log to replay after a crash.
     pub checkpoint_every: Duration,
     /// Told of every successful commit: jobs in it, and how long it took.

@@ -69,7 +69,7 @@ pub enum Ingested {
     Duplicate { id: String },
 }
 
-/// A lease on one attempt, from [`Store::claim`].
+/// A lease on one attempt, from [`Store::claim`](super::Store::claim).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Claimed {
     /// 1 for the first attempt of the current round.
@@ -78,7 +78,7 @@ pub struct Claimed {
     pub round_started_ms: u64,
 }
 
-/// What an attempt came to and what happens next, for [`Store::finish`].
+/// What an attempt came to and what happens next, for [`Store::finish`](super::Store::finish).
 #[derive(Debug, Clone)]
 pub struct Finish {
     pub seq: u64,
@@ -229,11 +229,11 @@ pub struct StoredEvent {
     pub seq: u64,
     pub id: String,
     pub record: EventRecord,
-    /// The delivery asked about ([`Store::delivery`]), else the first: the
+    /// The delivery asked about ([`Store::delivery`](super::Store::delivery)), else the first: the
     /// only one of an event with one destination (or held, or filtered).
     pub state: EventState,
     /// Every delivery of the event, by key (at least one); from
-    /// [`Store::delivery`], only the one asked about.
+    /// [`Store::delivery`](super::Store::delivery), only the one asked about.
     pub deliveries: Vec<Delivery>,
     /// Its payload and headers were deleted on request, and why.
     pub erased: Option<schema::Note>,
