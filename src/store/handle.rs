@@ -2,8 +2,9 @@
 //! the writer and the log thread ([`Shared`]: the database slot, the job
 //! queue, the dedupe index, the commit signal, the last write failure);
 //! [`WriterHandle`], the writer thread to join at shutdown; public ids.
-//! What a `Store` does lives by side: `write.rs` (jobs for the writer),
-//! `read.rs`, `list.rs` and `stats.rs` (snapshots), `open.rs`, `backup.rs`.
+//! `Store`'s methods live with what they do: `open.rs`, `write.rs` (jobs
+//! for the writer), `read.rs`, `list.rs` and `stats.rs` (snapshots),
+//! `backup.rs`.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};

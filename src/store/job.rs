@@ -1,6 +1,6 @@
-//! What the writer's queue carries: a [`Job`] per call to [`super::Store`]
-//! that changes the database, each with its own typed reply channel, and
-//! the [`Message`] that shuts the writer down.
+//! What the writer's queue carries: a [`Job`] per call of [`super::Store`]
+//! that goes through the writer, each with its own typed reply channel,
+//! and the [`Message`] that shuts the writer down.
 
 use tokio::sync::oneshot;
 
