@@ -26,8 +26,11 @@ use std::time::Instant;
 
 use tokio::sync::oneshot;
 
+use super::error::{Report, StoreError, WriteError};
+use super::handle::Shared;
+use super::options::CommitHook;
+use super::types::{ChangeError, Claimed, Ingested, Swept};
 use super::wal::Frame;
-use super::{CommitHook, Shared, StoreError, WriteError};
 
 /// A job's answer, held until its batch is durable. It carries the job's
 /// own reply channel, so a job can only be answered with its own kind of
@@ -38,11 +41,11 @@ pub(super) struct Reply<T> {
 }
 
 pub(super) enum Ready {
-    Ingested(Reply<super::Ingested>),
-    Claimed(Reply<Option<super::Claimed>>),
+    Ingested(Reply<Ingested>),
+    Claimed(Reply<Option<Claimed>>),
     Done(Reply<()>),
-    Changed(Reply<Result<(), super::ChangeError>>),
-    Swept(Reply<super::Swept>),
+    Changed(Reply<Result<(), ChangeError>>),
+    Swept(Reply<Swept>),
 }
 
 // A dropped receiver is a caller that went away: what was committed stands.
@@ -231,7 +234,7 @@ impl LogThread {
             && let Err(e) = self.write(group)
         {
             let cause = Arc::new(WriteError::Io(e));
-            tracing::error!(cause = %super::Report(&*cause), batches = group.len(), "cannot write the write-ahead log; answering 503 and reopening the database");
+            tracing::error!(cause = %Report(&*cause), batches = group.len(), "cannot write the write-ahead log; answering 503 and reopening the database");
             self.shared.write_error.send_replace(Some(cause.clone()));
             self.progress.failed.store(true, Ordering::Release);
             self.failed = Some(cause);

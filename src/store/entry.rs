@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use super::{Change, Finish, Initial};
+use super::types::{Change, Finish, Initial};
 
 /// What one job changed, enough to apply it again after a crash: an event
 /// as stored (its encoded record and where), or a job's own inputs, which

@@ -20,7 +20,7 @@ use std::borrow::Cow;
 
 use redb::{ReadTransaction, ReadableTable, Table, WriteTransaction};
 
-use super::WriteError;
+use super::error::WriteError;
 use super::schema::{BY_TYPE, COUNTS, EventState, MINUTES, PENDING_SINCE, STATE, Status};
 
 /// Per-minute buckets older than this are swept: the dashboard draws hours.

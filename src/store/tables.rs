@@ -8,14 +8,16 @@
 
 use redb::{ReadableTable, ReadableTableMetadata, Table, WriteTransaction};
 
+use super::block;
 use super::dedupe::Fingerprint;
+use super::error::WriteError;
 use super::format::row::{self, EventRecordRef};
 use super::index::{IndexTables, Indexed, MinuteKind};
 use super::schema::{
     self, ATTEMPTS, Attempt, AttemptClass, DEDUPE, DLQ, DeadLetter, ERASED, EVENTS, EXPIRY,
     EventRecord, EventState, LEASES, META, Note, ORDERED, SCHEDULE, STATE, Status,
 };
-use super::{Change, ChangeError, Claimed, Delivery, Finish, Next, Swept, WriteError};
+use super::types::{Change, ChangeError, Claimed, Delivery, Finish, Initial, Next, Swept};
 
 /// Retention, in ms, as the writer applies it.
 pub(super) struct Ttls {
@@ -84,12 +86,12 @@ impl<'t> Tables<'t> {
 
     /// The seq of the event whose block holds delivery `key`.
     fn event_of(&self, key: u64) -> Result<Option<u64>, WriteError> {
-        super::event_of(&self.events, key)
+        block::event_of(&self.events, key)
     }
 
     /// Every delivery of event `seq`.
     fn block(&self, seq: u64) -> Result<Vec<Delivery>, WriteError> {
-        super::block(&self.events, &self.states, seq)
+        block::block(&self.events, &self.states, seq)
     }
 
     fn add_attempt(
@@ -596,4 +598,45 @@ impl<'t> Tables<'t> {
         }
         Ok(leased.len())
     }
+}
+
+/// Where and as what a new event is stored.
+pub(super) struct StoredAs<'a> {
+    pub seq: u64,
+    pub fp: Fingerprint,
+    pub source: &'a str,
+    pub event_type: Option<&'a str>,
+    pub received: u64,
+}
+
+/// Stores a new event: its encoded `record`, dedupe key, and per delivery
+/// (`initial`'s routes, keys `seq`, `seq + 1`, …) its state, indexes and
+/// place in its destination's queue. Returns how many keys the event took.
+pub(super) fn store_event(
+    t: &mut Tables<'_>,
+    at: &StoredAs<'_>,
+    record: &[u8],
+    initial: &Initial,
+    ttls: &Ttls,
+) -> Result<u64, WriteError> {
+    let (seq, source, received) = (at.seq, at.source, at.received);
+    t.events.insert(seq, record)?;
+    t.index.count_minute(received, source, MinuteKind::Received);
+    t.dedupe.insert(seq, (at.fp, received))?;
+    let starts = initial.starts(source);
+    for (key, (route, status, ordering)) in (seq..).zip(&starts) {
+        let ordering = ordering.map(str::to_owned);
+        if let Some(line) = &ordering {
+            t.ordered.insert((*route, line.as_str(), key), ())?;
+        }
+        let mut state = EventState::new(route, at.event_type, *status, received, ordering);
+        if *status == Status::Filtered {
+            t.expire_at(key, &mut state, received.saturating_add(ttls.payload_ms))?;
+        }
+        t.put_state(key, None, &state)?;
+        if *status == Status::Pending {
+            t.schedule.insert((*route, received, key), ())?;
+        }
+    }
+    Ok(starts.len() as u64)
 }

@@ -7,7 +7,7 @@
 //! without durability (visible to readers at once, kept in redb's memory)
 //! and makes them durable here instead: the batch's entries as one frame,
 //! appended and `fdatasync`ed before any job of the batch is answered. Every
-//! [`StoreOptions::checkpoint_every`](super::StoreOptions) (or when the log
+//! [`StoreOptions::checkpoint_every`](super::options::StoreOptions) (or when the log
 //! is full) a batch is committed durably instead: a checkpoint, after which
 //! the log starts again at offset 0 and overwrites itself, so the file stays
 //! the size of one checkpoint's frames and its blocks stay allocated.

@@ -1,7 +1,7 @@
 //! The single writer: the only code that opens a redb write transaction.
 //!
 //! Group commit: the thread blocks for one job, then takes everything else
-//! already queued (up to [`MAX_BATCH`]), applies the whole batch in ONE
+//! already queued (up to [`MAX_BATCH`](super::options::MAX_BATCH)), applies the whole batch in ONE
 //! transaction and commits it: to redb without durability, its entries
 //! sealed as one write-ahead log frame ([`super::wal`]); or, once per
 //! `checkpoint_every`, durably (a checkpoint, after which the log starts
@@ -27,31 +27,26 @@ use std::time::{Duration, Instant};
 
 use std::borrow::Cow;
 
-use redb::{Database, Durability, ReadableDatabase};
+use redb::{Database, Durability};
 use tokio::sync::{mpsc, oneshot};
 
-use super::dedupe::{Fingerprint, fingerprint};
+use super::dedupe::{DedupeIndex, Fingerprint, fingerprint};
 use super::durable::{Batch, Durability as Made, LogHandle, Ready, Reply, fail};
 use super::entry::Entry;
-use super::format::log as payload;
+use super::error::{Report, StoreError, WriteError};
 use super::format::row::{self, EventRecordRef};
+use super::handle::{Shared, public_id};
 use super::index::MinuteKind;
-use super::schema::{self, EventState, Status};
-use super::tables::{Tables, Ttls};
-use super::wal::{META_LSN, Wal, WalError};
-use super::{
-    Change, ChangeError, Claimed, Finish, Ingested, Initial, Shared, StoreError, StoreOptions,
-    Swept, WriteError, last_event, open_database, public_id,
-};
+use super::job::{Job, Message};
+use super::options::StoreOptions;
+use super::recover::{commit_checkpoint, last_event, open_database, recover};
+use super::tables::{StoredAs, Tables, Ttls, store_event};
+use super::types::{Ingested, Initial};
+use super::wal::{META_LSN, Wal};
 
 /// The `meta` row a readiness probe writes and removes.
 const PROBE_KEY: &str = "readiness-probe";
 use crate::verify::VerifiedEvent;
-
-/// 512 events per transaction at most. benches/ingest.rs shows throughput
-/// flat beyond ~256 per commit on 2 cores while a larger batch only makes the
-/// first waiter's ack later.
-pub const MAX_BATCH: usize = 512;
 
 /// Linger: a commit answers its whole batch at once, and those producers
 /// come back together a few microseconds later — after the writer has already
@@ -64,62 +59,6 @@ pub const MAX_BATCH: usize = 512;
 const LINGER_FROM: usize = 4;
 const LINGER_QUIET: Duration = Duration::from_micros(50);
 const LINGER_MAX: Duration = Duration::from_micros(400);
-
-pub(super) enum Job {
-    Ingest {
-        event: VerifiedEvent,
-        initial: Initial,
-        reply: oneshot::Sender<Result<Ingested, StoreError>>,
-    },
-    /// Take a lease on a pending event before its attempt goes out.
-    Claim {
-        seq: u64,
-        started_ms: u64,
-        reply: oneshot::Sender<Result<Option<Claimed>, StoreError>>,
-    },
-    /// Record an attempt's outcome and what happens next.
-    Finish {
-        finish: Finish,
-        reply: oneshot::Sender<Result<(), StoreError>>,
-    },
-    /// A person's change to one event: replay or ignore.
-    Change {
-        seq: u64,
-        change: Change,
-        now_ms: u64,
-        reply: oneshot::Sender<Result<Result<(), ChangeError>, StoreError>>,
-    },
-    /// Delete up to `limit` expired things.
-    Sweep {
-        now_ms: u64,
-        limit: usize,
-        reply: oneshot::Sender<Result<Swept, StoreError>>,
-    },
-    /// Set one `meta` row (a destination's pause state, …).
-    SetMeta {
-        key: String,
-        value: Vec<u8>,
-        reply: oneshot::Sender<Result<(), StoreError>>,
-    },
-    /// Commit (an empty transaction if alone): proves the writer alive.
-    Ping {
-        reply: oneshot::Sender<Result<(), StoreError>>,
-    },
-    /// Readiness probe: write a `bytes`-long row (or remove it, with 0). A
-    /// commit that writes an event-sized row is what proves the store can
-    /// take events again; only this clears the last write failure.
-    Probe {
-        bytes: usize,
-        reply: oneshot::Sender<Result<(), StoreError>>,
-    },
-}
-
-/// What the writer's queue carries.
-pub(super) enum Message {
-    Job(Job),
-    /// Finish what is queued, refuse new jobs, close the database.
-    Shutdown,
-}
 
 /// Dedupe keys a batch added and removed.
 struct Keys {
@@ -315,7 +254,7 @@ impl Writer {
             }
             Err(cause) => {
                 self.next_seq = first_seq;
-                tracing::error!(cause = %super::Report(&*cause), jobs, "store commit failed; answering 503 and reopening the database");
+                tracing::error!(cause = %Report(&*cause), jobs, "store commit failed; answering 503 and reopening the database");
                 for reply in ready.drain(..) {
                     reply.fail(&cause);
                 }
@@ -517,7 +456,7 @@ impl Writer {
     fn apply_one(
         &mut self,
         t: &mut Tables<'_>,
-        index: &super::dedupe::DedupeIndex,
+        index: &DedupeIndex,
         keys: &mut Keys,
         job: Job,
         ready: &mut Vec<Ready>,
@@ -528,42 +467,7 @@ impl Writer {
                 initial,
                 reply,
             } => {
-                let fp = fingerprint(event.source().as_str(), event.event_id().as_str());
-                // Earlier in this batch first: the index learns the batch's keys after the commit.
-                let live = index
-                    .get(fp)
-                    .filter(|seq| !keys.removed.contains(&(fp, *seq)));
-                let result = match keys.added.get(&fp).or(live.as_ref()) {
-                    Some(&seq) => {
-                        let (received_ms, source) =
-                            (event.received_at_ms(), event.source().as_str());
-                        t.index
-                            .count_minute(received_ms, source, MinuteKind::Duplicate);
-                        self.wal.push(&Entry::Duplicate {
-                            received_ms,
-                            source: Cow::Borrowed(source),
-                        });
-                        Ok(Ingested::Duplicate {
-                            id: public_id(self.shared.tag, seq),
-                        })
-                    }
-                    None => {
-                        let seq = self.next_seq;
-                        self.insert_event(t, seq, fp, &event, &initial)
-                            .map(|taken| {
-                                self.next_seq += taken;
-                                keys.added.insert(fp, seq);
-                                self.wal.push(&Entry::Ingest {
-                                    seq,
-                                    initial: Cow::Borrowed(&initial),
-                                    record: Cow::Borrowed(&self.record_buf),
-                                });
-                                Ingested::New {
-                                    id: public_id(self.shared.tag, seq),
-                                }
-                            })
-                    }
-                };
+                let result = self.ingest(t, index, keys, &event, &initial);
                 settle(reply, result, ready, Ready::Ingested)
             }
             Job::Claim {
@@ -633,6 +537,53 @@ impl Writer {
         }
     }
 
+    /// An event's step: a duplicate of a live key (one this batch added
+    /// first, then the index's, unless this batch removed it), or stored
+    /// under the next seq.
+    fn ingest(
+        &mut self,
+        t: &mut Tables<'_>,
+        index: &DedupeIndex,
+        keys: &mut Keys,
+        event: &VerifiedEvent,
+        initial: &Initial,
+    ) -> Result<Ingested, WriteError> {
+        let fp = fingerprint(event.source().as_str(), event.event_id().as_str());
+        // Earlier in this batch first: the index learns the batch's keys after the commit.
+        let live = index
+            .get(fp)
+            .filter(|seq| !keys.removed.contains(&(fp, *seq)));
+        match keys.added.get(&fp).or(live.as_ref()) {
+            Some(&seq) => {
+                let (received_ms, source) = (event.received_at_ms(), event.source().as_str());
+                t.index
+                    .count_minute(received_ms, source, MinuteKind::Duplicate);
+                self.wal.push(&Entry::Duplicate {
+                    received_ms,
+                    source: Cow::Borrowed(source),
+                });
+                Ok(Ingested::Duplicate {
+                    id: public_id(self.shared.tag, seq),
+                })
+            }
+            None => {
+                let seq = self.next_seq;
+                self.insert_event(t, seq, fp, event, initial).map(|taken| {
+                    self.next_seq += taken;
+                    keys.added.insert(fp, seq);
+                    self.wal.push(&Entry::Ingest {
+                        seq,
+                        initial: Cow::Borrowed(initial),
+                        record: Cow::Borrowed(&self.record_buf),
+                    });
+                    Ingested::New {
+                        id: public_id(self.shared.tag, seq),
+                    }
+                })
+            }
+        }
+    }
+
     fn ttls(&self) -> Ttls {
         ttls(&self.options)
     }
@@ -681,7 +632,7 @@ impl Writer {
     fn reopen(&mut self) {
         self.release_database();
         if let Err(cause) = self.database() {
-            tracing::error!(cause = %super::Report(&cause), "cannot reopen the database; trying again with the next write");
+            tracing::error!(cause = %Report(&cause), "cannot reopen the database; trying again with the next write");
         }
     }
 
@@ -710,159 +661,11 @@ impl Writer {
     }
 }
 
-/// Where and as what a new event is stored.
-struct StoredAs<'a> {
-    seq: u64,
-    fp: Fingerprint,
-    source: &'a str,
-    event_type: Option<&'a str>,
-    received: u64,
-}
-
-/// Stores a new event: its encoded `record`, dedupe key, and per delivery
-/// (`initial`'s routes, keys `seq`, `seq + 1`, …) its state, indexes and
-/// place in its destination's queue. Returns how many keys the event took.
-fn store_event(
-    t: &mut Tables<'_>,
-    at: &StoredAs<'_>,
-    record: &[u8],
-    initial: &Initial,
-    ttls: &Ttls,
-) -> Result<u64, WriteError> {
-    let (seq, source, received) = (at.seq, at.source, at.received);
-    t.events.insert(seq, record)?;
-    t.index.count_minute(received, source, MinuteKind::Received);
-    t.dedupe.insert(seq, (at.fp, received))?;
-    let starts = initial.starts(source);
-    for (key, (route, status, ordering)) in (seq..).zip(&starts) {
-        let ordering = ordering.map(str::to_owned);
-        if let Some(line) = &ordering {
-            t.ordered.insert((*route, line.as_str(), key), ())?;
-        }
-        let mut state = EventState::new(route, at.event_type, *status, received, ordering);
-        if *status == Status::Filtered {
-            t.expire_at(key, &mut state, received.saturating_add(ttls.payload_ms))?;
-        }
-        t.put_state(key, None, &state)?;
-        if *status == Status::Pending {
-            t.schedule.insert((*route, received, key), ())?;
-        }
-    }
-    Ok(starts.len() as u64)
-}
-
 pub(super) fn ttls(options: &StoreOptions) -> Ttls {
     Ttls {
         dedupe_ms: options.dedupe_ttl.as_millis() as u64,
         payload_ms: options.payload_ttl.as_millis() as u64,
         dlq_ms: options.dlq_ttl.as_millis() as u64,
-    }
-}
-
-/// Commits `txn` durably, with the allocator state: reopening after kill -9
-/// is then instant instead of a walk of the file.
-fn commit_checkpoint(mut txn: redb::WriteTransaction) -> Result<(), WriteError> {
-    txn.set_durability(Durability::Immediate)?;
-    txn.set_quick_repair(true);
-    txn.commit()?;
-    Ok(())
-}
-
-/// What [`recover`] found and did.
-pub(super) struct Recovered {
-    /// The last frame it holds now.
-    pub lsn: u64,
-    /// Frames replayed.
-    pub frames: usize,
-}
-
-/// Replays into `db` the log's frames it does not hold (each entry applied
-/// as the writer applied it, to the same state), then checkpoints: one
-/// durable commit, after which the log starts over.
-pub(super) fn recover(db: &Database, wal: &mut Wal, ttls: &Ttls) -> Result<Recovered, WriteError> {
-    let held = {
-        let txn = db.begin_read()?;
-        let meta = txn.open_table(schema::META)?;
-        meta.get(META_LSN)?.map_or(0, |v| {
-            u64::from_le_bytes(v.value().try_into().unwrap_or([0; 8]))
-        })
-    };
-    let frames = match wal.read_after(held) {
-        Ok(found) => found.frames,
-        Err(gap @ WalError::Gap { .. }) => {
-            let aside = wal.set_aside(held)?;
-            tracing::error!(cause = %gap, kept_at = %aside.display(), "the write-ahead log does not continue this database; it was set aside, not replayed");
-            Vec::new()
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let mut lsn = held;
-    let txn = db.begin_write()?;
-    {
-        let mut t = Tables::open(&txn)?;
-        for (n, payload) in &frames {
-            for entry in payload::entries(*n, payload).map_err(WalError::from)? {
-                replay(&mut t, entry, ttls)?;
-            }
-            lsn = *n;
-        }
-        t.meta.insert(META_LSN, lsn.to_le_bytes().as_slice())?;
-        t.index.flush()?;
-    }
-    commit_checkpoint(txn)?;
-    wal.rewind();
-    if !frames.is_empty() {
-        tracing::info!(
-            frames = frames.len(),
-            from = held + 1,
-            to = lsn,
-            "replayed the write-ahead log"
-        );
-    }
-    Ok(Recovered {
-        lsn,
-        frames: frames.len(),
-    })
-}
-
-/// Applies one logged entry again.
-fn replay(t: &mut Tables<'_>, entry: Entry<'_>, ttls: &Ttls) -> Result<(), WriteError> {
-    match entry {
-        Entry::Ingest {
-            seq,
-            initial,
-            record,
-        } => {
-            let event = row::decode_event(&record)?;
-            let at = StoredAs {
-                seq,
-                fp: fingerprint(&event.source, &event.event_id),
-                source: &event.source,
-                event_type: event.event_type.as_deref(),
-                received: event.received_at_ms,
-            };
-            store_event(t, &at, &record, &initial, ttls).map(drop)
-        }
-        Entry::Duplicate {
-            received_ms,
-            source,
-        } => {
-            t.index
-                .count_minute(received_ms, &source, MinuteKind::Duplicate);
-            Ok(())
-        }
-        Entry::Claim { seq, started_ms } => t.claim(seq, started_ms).map(drop),
-        Entry::Finish(finish) => t.finish(&finish, ttls),
-        Entry::Change {
-            seq,
-            change,
-            now_ms,
-        } => t.change(seq, &change, now_ms, ttls).map(drop),
-        Entry::Sweep { now_ms, limit } => t.sweep(now_ms, limit, ttls).map(drop),
-        Entry::SetMeta { key, value } => {
-            t.meta.insert(&*key, &*value)?;
-            Ok(())
-        }
     }
 }
 

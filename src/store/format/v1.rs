@@ -20,7 +20,7 @@ use super::super::entry::Entry;
 use super::super::schema::{
     Attempt, AttemptClass, DeadLetter, EventRecord, EventState, Note, Status,
 };
-use super::super::{Change, Finish, Initial, Next, Route};
+use super::super::types::{Change, Finish, Initial, Next, Route};
 
 // ---------------------------------------------------------------- rows
 

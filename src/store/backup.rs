@@ -1,0 +1,105 @@
+//! The database file as a whole: [`Store::backup_to`], a consistent copy
+//! from one read snapshot, and [`Store::disk_usage`], the files' sizes and
+//! the room left on their filesystem.
+
+use std::path::Path;
+
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata};
+
+use super::error::{StoreError, WriteError};
+use super::handle::Store;
+use super::schema::{
+    self, ATTEMPTS, DEDUPE, DLQ, EVENTS, EXPIRY, LEASES, META, ORDERED, SCHEDULE, STATE,
+};
+use super::wal;
+
+impl Store {
+    /// Writes a consistent copy of the whole database to `path` (a new redb
+    /// file), from one read snapshot: ingest and delivery go on meanwhile.
+    /// Blocking: call it from a blocking context. Returns the events copied.
+    pub fn backup_to(&self, path: &Path) -> Result<u64, StoreError> {
+        let db = self.db()?;
+        let snapshot = db.begin_read()?;
+        let events = snapshot.open_table(EVENTS)?.len()?;
+        write_backup(&snapshot, path).map_err(|source| StoreError::Backup {
+            path: path.to_owned(),
+            source,
+        })?;
+        Ok(events)
+    }
+
+    /// The sizes of the store's files and the room on their filesystem:
+    /// three `stat`s, whatever the store holds. (redb can also count its
+    /// free pages, but only by walking every page under the write lock:
+    /// 4.5 s at 5M events.)
+    pub fn disk_usage(&self) -> std::io::Result<DiskUsage> {
+        let dir = self.shared.path.parent().unwrap_or(Path::new("."));
+        let size = |path: &Path| match std::fs::metadata(path) {
+            Ok(m) => Ok(m.len()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(e),
+        };
+        let fs = rustix::fs::statvfs(dir)?;
+        Ok(DiskUsage {
+            database_bytes: size(&self.shared.path)?,
+            wal_bytes: size(&dir.join(wal::WAL_FILE))?,
+            filesystem_available_bytes: fs.f_bavail.saturating_mul(fs.f_frsize),
+            filesystem_size_bytes: fs.f_blocks.saturating_mul(fs.f_frsize),
+        })
+    }
+}
+
+/// [`Store::disk_usage`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiskUsage {
+    pub database_bytes: u64,
+    pub wal_bytes: u64,
+    /// Free for an unprivileged writer (statvfs `f_bavail`).
+    pub filesystem_available_bytes: u64,
+    pub filesystem_size_bytes: u64,
+}
+
+/// Writes every table of `snapshot` into a new redb file at `path` (0600:
+/// a backup holds every payload), committed durably.
+fn write_backup(snapshot: &redb::ReadTransaction, path: &Path) -> Result<(), WriteError> {
+    let target = Database::builder().create(path)?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    let mut txn = target.begin_write()?;
+    txn.set_durability(redb::Durability::Immediate)?;
+    copy_table(snapshot, &txn, META)?;
+    copy_table(snapshot, &txn, EVENTS)?;
+    copy_table(snapshot, &txn, STATE)?;
+    copy_table(snapshot, &txn, DEDUPE)?;
+    copy_table(snapshot, &txn, schema::DEDUPE_KEPT)?;
+    copy_table(snapshot, &txn, SCHEDULE)?;
+    copy_table(snapshot, &txn, LEASES)?;
+    copy_table(snapshot, &txn, ATTEMPTS)?;
+    copy_table(snapshot, &txn, DLQ)?;
+    copy_table(snapshot, &txn, ORDERED)?;
+    copy_table(snapshot, &txn, EXPIRY)?;
+    copy_table(snapshot, &txn, schema::BY_TYPE)?;
+    copy_table(snapshot, &txn, schema::PENDING_SINCE)?;
+    copy_table(snapshot, &txn, schema::COUNTS)?;
+    copy_table(snapshot, &txn, schema::MINUTES)?;
+    copy_table(snapshot, &txn, schema::ERASED)?;
+    txn.commit()?;
+    Ok(())
+}
+
+/// Copies every row of `def` from a read snapshot into a write transaction.
+fn copy_table<K: redb::Key + 'static, V: redb::Value + 'static>(
+    from: &redb::ReadTransaction,
+    to: &redb::WriteTransaction,
+    def: redb::TableDefinition<K, V>,
+) -> Result<(), WriteError> {
+    let source = from.open_table(def)?;
+    let mut target = to.open_table(def)?;
+    for row in source.iter()? {
+        let (k, v) = row?;
+        target.insert(k.value(), v.value())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,262 @@
+//! [`Store::open`]: the data dir and the file (created private), the schema
+//! checked (or migrated, [`super::migrate`]), the log replayed
+//! ([`super::recover`]), interrupted attempts recorded, the dedupe index
+//! rebuilt, then the log thread and the writer started.
+
+use std::path::Path;
+use std::sync::{Arc, RwLock};
+
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata};
+use tokio::sync::{Notify, mpsc, oneshot};
+
+use super::dedupe::{self, DedupeIndex};
+use super::error::{StoreError, WriteError};
+use super::handle::{Shared, Store, WriterHandle};
+use super::migrate::migrate;
+use super::options::StoreOptions;
+use super::recover::{last_event, open_database, recover};
+use super::schema::{
+    self, ATTEMPTS, DEDUPE, DLQ, EVENTS, EXPIRY, LEASES, META, META_SCHEMA, META_TAG,
+    MIGRATES_FROM, ORDERED, SCHEDULE, SCHEMA_VERSION, STATE,
+};
+use super::{durable, tables, wal, writer};
+
+/// The database file's name inside the data dir.
+pub const DB_FILE: &str = "hookinbox.redb";
+
+impl Store {
+    /// Opens (or creates) the database in `options.data_dir` and starts the writer.
+    pub fn open(options: StoreOptions) -> Result<(Store, WriterHandle), StoreError> {
+        let path = options.data_dir.join(DB_FILE);
+        let open_err = |source: WriteError| StoreError::Open {
+            path: path.clone(),
+            source,
+        };
+        create_private_dir(&options.data_dir).map_err(|e| open_err(e.into()))?;
+        let started = std::time::Instant::now();
+        let db = open_database(&path, options.cache_bytes).map_err(open_err)?;
+        let opened = started.elapsed();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            // Payloads are customer data: readable by the service user only.
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| open_err(e.into()))?;
+        }
+        let tag = checked_tag(&db, &path)?;
+        // Before anything reads the tables: what the log holds beyond the
+        // file's last checkpoint is as much the store as the file is.
+        let mut wal = wal::Wal::open(&options.data_dir, tag).map_err(|e| open_err(e.into()))?;
+        let replayed = recover(&db, &mut wal, &writer::ttls(&options)).map_err(open_err)?;
+        let replay_done = started.elapsed();
+        let recovered = recover_leases(&db).map_err(open_err)?;
+        if recovered > 0 {
+            tracing::warn!(
+                attempts = recovered,
+                "attempts were in flight when hookinbox stopped; recorded as interrupted, delivering again"
+            );
+        }
+        let (next_seq, last_received_ms) = last_event(&db)?.map_or((1, 0), |(s, r)| (s + 1, r));
+        let before_dedupe = started.elapsed();
+        let (dedupe, keys) = load_dedupe(&db)?;
+        tracing::info!(
+            database_ms = opened.as_millis() as u64,
+            log_frames = replayed.frames,
+            replay_ms = (replay_done - opened).as_millis() as u64,
+            dedupe_keys = keys,
+            dedupe_mib = dedupe.bytes() >> 20,
+            dedupe_ms = (started.elapsed() - before_dedupe).as_millis() as u64,
+            total_ms = started.elapsed().as_millis() as u64,
+            "store opened"
+        );
+        // 4096 queued requests: a burst far beyond what one batch takes; past
+        // it, handlers wait, which slows the senders instead of growing memory.
+        let (jobs, rx) = mpsc::channel(4096);
+        let shared = Arc::new(Shared {
+            db: RwLock::new(Some(Arc::new(db))),
+            path,
+            tag,
+            jobs: jobs.clone(),
+            dedupe: RwLock::new(dedupe),
+            schedule_changed: Notify::new(),
+            write_error: tokio::sync::watch::Sender::new(None),
+        });
+        let (exit_tx, exited) = oneshot::channel();
+        let thread_err = |e: std::io::Error| StoreError::Open {
+            path: shared.path.clone(),
+            source: e.into(),
+        };
+        let log = durable::LogHandle::spawn(shared.clone(), options.on_commit.clone())
+            .map_err(thread_err)?;
+        let thread = writer::spawn(
+            writer::Writer::new(
+                shared.clone(),
+                options,
+                next_seq,
+                last_received_ms,
+                wal,
+                replayed.lsn,
+                log,
+            ),
+            rx,
+            exit_tx,
+        )
+        .map_err(thread_err)?;
+        Ok((
+            Store { shared },
+            WriterHandle {
+                thread: Some(thread),
+                jobs,
+                exited: Some(exited),
+            },
+        ))
+    }
+}
+
+/// The database's tag, once its schema is this build's: a file of a schema
+/// it migrates from is migrated first; any other is refused.
+fn checked_tag(db: &Database, path: &Path) -> Result<u32, StoreError> {
+    let path = path.to_owned();
+    let open_err = |source: WriteError| StoreError::Open {
+        path: path.clone(),
+        source,
+    };
+    match init_meta(db).map_err(open_err)? {
+        Ok(tag) => Ok(tag),
+        Err(found) if found > SCHEMA_VERSION => Err(StoreError::NewerSchema { path, found }),
+        Err(found) if found >= MIGRATES_FROM => {
+            migrate(db, found).map_err(open_err)?;
+            match init_meta(db).map_err(open_err)? {
+                Ok(tag) => Ok(tag),
+                Err(found) => Err(StoreError::OlderSchema { path, found }),
+            }
+        }
+        Err(found) => Err(StoreError::OlderSchema { path, found }),
+    }
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+    {
+        Ok(()) => Ok(()),
+        Err(e) => Err(std::io::Error::new(
+            e.kind(),
+            format!("cannot create data dir {}: {e}", dir.display()),
+        )),
+    }
+}
+
+/// Creates every table and the meta rows on a new file; on an existing one
+/// reads its schema version. Returns the database's tag, or `Err(version)`
+/// for a file of a schema this build cannot use (nothing written then).
+fn init_meta(db: &Database) -> Result<Result<u32, u8>, WriteError> {
+    let txn = db.begin_write()?;
+    let tag = {
+        let mut meta = txn.open_table(META)?;
+        let found = meta.get(META_SCHEMA)?.map(|v| v.value().first().copied());
+        match found {
+            // Dropping the transaction aborts it: nothing is written.
+            Some(Some(v)) if v != SCHEMA_VERSION => return Ok(Err(v)),
+            Some(_) => {}
+            None => {
+                meta.insert(META_SCHEMA, [SCHEMA_VERSION].as_slice())?;
+            }
+        }
+        let existing = meta.get(META_TAG)?.map(|v| v.value().to_vec());
+        match existing {
+            Some(bytes) if bytes.len() == 4 => {
+                u32::from_be_bytes(bytes.try_into().expect("4 bytes"))
+            }
+            _ => {
+                let tag: u32 = rand::random();
+                meta.insert(META_TAG, tag.to_be_bytes().as_slice())?;
+                tag
+            }
+        }
+    };
+    // Create every table now so readers never meet a missing one.
+    txn.open_table(EVENTS)?;
+    txn.open_table(STATE)?;
+    txn.open_table(DEDUPE)?;
+    txn.open_table(schema::DEDUPE_KEPT)?;
+    txn.open_table(SCHEDULE)?;
+    txn.open_table(LEASES)?;
+    txn.open_table(ATTEMPTS)?;
+    txn.open_table(DLQ)?;
+    txn.open_table(ORDERED)?;
+    txn.open_table(EXPIRY)?;
+    txn.open_table(schema::BY_TYPE)?;
+    txn.open_table(schema::PENDING_SINCE)?;
+    txn.open_table(schema::COUNTS)?;
+    txn.open_table(schema::MINUTES)?;
+    txn.open_table(schema::ERASED)?;
+    txn.commit()?;
+    Ok(Ok(tag))
+}
+
+/// Records attempts that a crash interrupted (see `Tables::recover_leases`);
+/// returns how many.
+fn recover_leases(db: &Database) -> Result<usize, WriteError> {
+    let mut txn = db.begin_write()?;
+    txn.set_quick_repair(true);
+    let recovered = {
+        let mut t = tables::Tables::open(&txn)?;
+        let recovered = t.recover_leases()?;
+        t.index.flush()?;
+        recovered
+    };
+    txn.commit()?;
+    Ok(recovered)
+}
+
+/// Rebuilds the in-memory dedupe index from its durable log: one thread per
+/// core reads a range of it (≈ 70 ns per row), each thread then builds a
+/// range of the index's shards. Returns it and the number of rows read.
+fn load_dedupe(db: &Database) -> Result<(DedupeIndex, usize), StoreError> {
+    let txn = db.begin_read()?;
+    let log = txn.open_table(DEDUPE)?;
+    let rows = log.len()? as usize;
+    let (first, last) = match (log.first()?, log.last()?) {
+        (Some(first), Some(last)) => (first.0.value(), last.0.value()),
+        _ => (1, 0),
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8) as u64;
+    // Ranges of seqs: the log's rows are spread evenly enough over them.
+    let span = last.saturating_sub(first) / threads + 1;
+    let read = |from: u64| -> Result<dedupe::Loader, StoreError> {
+        let mut loader = dedupe::Loader::new(threads as usize, rows / threads as usize);
+        for row in log.range(from..from.saturating_add(span))? {
+            let (seq, value) = row?;
+            loader.push(value.value().0, seq.value());
+        }
+        Ok(loader)
+    };
+    let mut loaders = std::thread::scope(|scope| {
+        let readers: Vec<_> = (0..threads)
+            .map(|i| scope.spawn(move || read(first + i * span)))
+            .collect();
+        readers
+            .into_iter()
+            .map(|r| r.join().expect("a dedupe read thread panicked"))
+            .collect::<Result<Vec<_>, _>>()
+    })?;
+    // Kept keys share no fingerprint with the log's (each is the one live
+    // key of its event), so where they go among the loaders does not matter.
+    let kept = txn.open_table(schema::DEDUPE_KEPT)?;
+    let kept_rows = kept.len()? as usize;
+    let mut extra = dedupe::Loader::new(threads as usize, kept_rows);
+    for row in kept.iter()? {
+        let (seq, value) = row?;
+        extra.push(value.value().0, seq.value());
+    }
+    loaders.push(extra);
+    Ok((
+        DedupeIndex::from_loaders(loaders),
+        rows + kept.len()? as usize,
+    ))
+}

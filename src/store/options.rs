@@ -1,0 +1,55 @@
+//! [`StoreOptions`]: the settings the store takes from config, and their
+//! defaults.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// 512 events per transaction at most. benches/ingest.rs shows throughput
+/// flat beyond ~256 per commit on 2 cores while a larger batch only makes the
+/// first waiter's ack later.
+pub const MAX_BATCH: usize = 512;
+
+/// See [`StoreOptions::checkpoint_every`].
+pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
+/// Settings the store takes from config.
+#[derive(Clone)]
+pub struct StoreOptions {
+    pub data_dir: PathBuf,
+    pub dedupe_ttl: Duration,
+    /// A delivered event is swept this long after its delivery.
+    pub payload_ttl: Duration,
+    /// A dead or ignored event is swept this long after it became so.
+    pub dlq_ttl: Duration,
+    /// redb's page cache. 256 MiB keeps the dedupe table and the hot ends of
+    /// the sequential tables in memory on a small VM.
+    pub cache_bytes: usize,
+    /// Most events per transaction. 1 means one fsync per event (what
+    /// benches/ingest.rs compares group commit against).
+    pub max_batch: usize,
+    /// How often a batch is committed to redb durably (a checkpoint) instead
+    /// of through the write-ahead log (see [`wal`](super::wal)). Longer: fewer bytes
+    /// written per event; shorter: less log to replay after a crash.
+    pub checkpoint_every: Duration,
+    /// Told of every successful commit: jobs in it, and how long it took.
+    pub on_commit: Option<CommitHook>,
+}
+
+impl StoreOptions {
+    pub fn new(data_dir: impl Into<PathBuf>, dedupe_ttl: Duration) -> StoreOptions {
+        StoreOptions {
+            data_dir: data_dir.into(),
+            dedupe_ttl,
+            payload_ttl: Duration::from_secs(7 * 86_400),
+            dlq_ttl: Duration::from_secs(30 * 86_400),
+            cache_bytes: 256 << 20,
+            max_batch: MAX_BATCH,
+            checkpoint_every: CHECKPOINT_EVERY,
+            on_commit: None,
+        }
+    }
+}
+
+/// See [`StoreOptions::on_commit`].
+pub type CommitHook = Arc<dyn Fn(usize, Duration) + Send + Sync>;

@@ -1,0 +1,148 @@
+//! Bringing a database file up to what the log says, at open and at every
+//! reopen after a failed write: [`open_database`], [`recover`] (the replay
+//! of the log's frames the file does not hold, then a checkpoint) and
+//! [`last_event`], where the writer's numbering goes on from.
+
+use std::path::Path;
+
+use redb::{Database, Durability, ReadableDatabase, ReadableTable};
+
+use super::dedupe::fingerprint;
+use super::entry::Entry;
+use super::error::{StoreError, WriteError};
+use super::format::log as payload;
+use super::format::row;
+use super::index::MinuteKind;
+use super::schema::{self, EVENTS, STATE};
+use super::tables::{StoredAs, Tables, Ttls, store_event};
+use super::wal::{META_LSN, Wal, WalError};
+
+pub(super) fn open_database(path: &Path, cache_bytes: usize) -> Result<Database, WriteError> {
+    Ok(Database::builder()
+        .set_cache_size(cache_bytes)
+        .create(path)?)
+}
+
+/// The newest stored event's seq and receipt time.
+/// The last key in use (an event's last delivery may be past its seq)
+/// and the newest event's receipt time.
+pub(super) fn last_event(db: &Database) -> Result<Option<(u64, u64)>, StoreError> {
+    let txn = db.begin_read()?;
+    let events = txn.open_table(EVENTS)?;
+    let states = txn.open_table(STATE)?;
+    let last_key = states.last()?.map(|(k, _)| k.value());
+    match events.last()? {
+        Some((seq, raw)) => {
+            let received = row::decode_event(raw.value())?.received_at_ms;
+            Ok(Some((seq.value().max(last_key.unwrap_or(0)), received)))
+        }
+        None => Ok(None),
+    }
+}
+
+/// Commits `txn` durably, with the allocator state: reopening after kill -9
+/// is then instant instead of a walk of the file.
+pub(super) fn commit_checkpoint(mut txn: redb::WriteTransaction) -> Result<(), WriteError> {
+    txn.set_durability(Durability::Immediate)?;
+    txn.set_quick_repair(true);
+    txn.commit()?;
+    Ok(())
+}
+
+/// What [`recover`] found and did.
+pub(super) struct Recovered {
+    /// The last frame it holds now.
+    pub lsn: u64,
+    /// Frames replayed.
+    pub frames: usize,
+}
+
+/// Replays into `db` the log's frames it does not hold (each entry applied
+/// as the writer applied it, to the same state), then checkpoints: one
+/// durable commit, after which the log starts over.
+pub(super) fn recover(db: &Database, wal: &mut Wal, ttls: &Ttls) -> Result<Recovered, WriteError> {
+    let held = {
+        let txn = db.begin_read()?;
+        let meta = txn.open_table(schema::META)?;
+        meta.get(META_LSN)?.map_or(0, |v| {
+            u64::from_le_bytes(v.value().try_into().unwrap_or([0; 8]))
+        })
+    };
+    let frames = match wal.read_after(held) {
+        Ok(found) => found.frames,
+        Err(gap @ WalError::Gap { .. }) => {
+            let aside = wal.set_aside(held)?;
+            tracing::error!(cause = %gap, kept_at = %aside.display(), "the write-ahead log does not continue this database; it was set aside, not replayed");
+            Vec::new()
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut lsn = held;
+    let txn = db.begin_write()?;
+    {
+        let mut t = Tables::open(&txn)?;
+        for (n, payload) in &frames {
+            for entry in payload::entries(*n, payload).map_err(WalError::from)? {
+                replay(&mut t, entry, ttls)?;
+            }
+            lsn = *n;
+        }
+        t.meta.insert(META_LSN, lsn.to_le_bytes().as_slice())?;
+        t.index.flush()?;
+    }
+    commit_checkpoint(txn)?;
+    wal.rewind();
+    if !frames.is_empty() {
+        tracing::info!(
+            frames = frames.len(),
+            from = held + 1,
+            to = lsn,
+            "replayed the write-ahead log"
+        );
+    }
+    Ok(Recovered {
+        lsn,
+        frames: frames.len(),
+    })
+}
+
+/// Applies one logged entry again.
+fn replay(t: &mut Tables<'_>, entry: Entry<'_>, ttls: &Ttls) -> Result<(), WriteError> {
+    match entry {
+        Entry::Ingest {
+            seq,
+            initial,
+            record,
+        } => {
+            let event = row::decode_event(&record)?;
+            let at = StoredAs {
+                seq,
+                fp: fingerprint(&event.source, &event.event_id),
+                source: &event.source,
+                event_type: event.event_type.as_deref(),
+                received: event.received_at_ms,
+            };
+            store_event(t, &at, &record, &initial, ttls).map(drop)
+        }
+        Entry::Duplicate {
+            received_ms,
+            source,
+        } => {
+            t.index
+                .count_minute(received_ms, &source, MinuteKind::Duplicate);
+            Ok(())
+        }
+        Entry::Claim { seq, started_ms } => t.claim(seq, started_ms).map(drop),
+        Entry::Finish(finish) => t.finish(&finish, ttls),
+        Entry::Change {
+            seq,
+            change,
+            now_ms,
+        } => t.change(seq, &change, now_ms, ttls).map(drop),
+        Entry::Sweep { now_ms, limit } => t.sweep(now_ms, limit, ttls).map(drop),
+        Entry::SetMeta { key, value } => {
+            t.meta.insert(&*key, &*value)?;
+            Ok(())
+        }
+    }
+}
