@@ -29,27 +29,46 @@ fn fixture() -> std::path::PathBuf {
 /// The fixture's config (`tests/fixtures/log0/hookinbox.toml`) with every
 /// destination pointed at `app`.
 fn config(data: &Path, app: &Destination) -> String {
+    let data = server_section(data);
+    let app = app.url();
     let source = |name: &str| {
         format!(
-            "[[source]]\nname = \"{name}\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n"
+            r#"[[source]]
+name = "{name}"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+"#
         )
     };
-    format!(
-        "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
-         {}destination = \"{app}\"\ndestination_secret = \"{DESTINATION_SECRET}\"\n\
-         filter_types = [\"order.*\"]\nmax_attempts = 5\ninitial_interval = \"1h\"\n\
-         max_interval = \"1h\"\n\n\
-         {}\n[[source.destination]]\nname = \"app\"\nurl = \"{app}\"\n\
-         secret = \"{DESTINATION_SECRET}\"\nfilter_types = [\"order.*\"]\n\n\
-         {}destination = \"{app}\"\ndestination_secret = \"{DESTINATION_SECRET}\"\n\
-         paused = true\n\n\
-         {}",
-        server_section(data),
+    let (shop, fan, later, inbox) = (
         source("shop"),
         source("fan"),
         source("later"),
         source("inbox"),
-        app = app.url(),
+    );
+    format!(
+        r#"{data}[admin]
+token = "{TOKEN}"
+
+{shop}destination = "{app}"
+destination_secret = "{DESTINATION_SECRET}"
+filter_types = ["order.*"]
+max_attempts = 5
+initial_interval = "1h"
+max_interval = "1h"
+
+{fan}
+[[source.destination]]
+name = "app"
+url = "{app}"
+secret = "{DESTINATION_SECRET}"
+filter_types = ["order.*"]
+
+{later}destination = "{app}"
+destination_secret = "{DESTINATION_SECRET}"
+paused = true
+
+{inbox}"#
     )
 }
 

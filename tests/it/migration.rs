@@ -30,27 +30,43 @@ fn copy_fixture(name: &str, to: &Path) {
 /// The fixture's sources, now with `shop` sent to a second, named
 /// destination, and nothing paused.
 fn config(dir: &Path, app: &Destination, audit: &Destination) -> String {
+    let server = server_section(dir);
+    let (app, audit) = (app.url(), audit.url());
     let source = |name: &str| {
         format!(
-            "[[source]]\nname = \"{name}\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n"
+            r#"[[source]]
+name = "{name}"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+"#
         )
     };
-    format!(
-        "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
-         {}[[source.destination]]\nurl = \"{app}\"\nsecret = \"{DESTINATION_SECRET}\"\n\
-         filter_types = [\"order.*\"]\n\
-         [[source.destination]]\nname = \"audit\"\nurl = \"{audit}\"\n\n\
-         {}destination = \"{app}\"\ndestination_secret = \"{DESTINATION_SECRET}\"\n\n\
-         {}\n\
-         {}destination = \"{app}\"\ndestination_secret = \"{DESTINATION_SECRET}\"\n\
-         ordering_key = \"/customer\"\n",
-        server_section(dir),
+    let (shop, later, inbox, keyed) = (
         source("shop"),
         source("later"),
         source("inbox"),
         source("keyed"),
-        app = app.url(),
-        audit = audit.url(),
+    );
+    format!(
+        r#"{server}[admin]
+token = "{TOKEN}"
+
+{shop}[[source.destination]]
+url = "{app}"
+secret = "{DESTINATION_SECRET}"
+filter_types = ["order.*"]
+[[source.destination]]
+name = "audit"
+url = "{audit}"
+
+{later}destination = "{app}"
+destination_secret = "{DESTINATION_SECRET}"
+
+{inbox}
+{keyed}destination = "{app}"
+destination_secret = "{DESTINATION_SECRET}"
+ordering_key = "/customer"
+"#
     )
 }
 

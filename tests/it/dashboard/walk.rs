@@ -72,13 +72,23 @@ impl Walk {
         let config = write_config(
             dir.path(),
             &format!(
-                "{}[admin]\ntoken = \"{TOKEN}\"\n\n\
-                 [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
-                 [[source.destination]]\nurl = \"{}\"\n\
-                 [[source.destination]]\nname = \"billing\"\nurl = \"{}\"\n\n",
-                server_section(&dir.path().join("data")),
-                app.url(),
-                billing.url()
+                r#"{server}[admin]
+token = "{TOKEN}"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+[[source.destination]]
+url = "{app}"
+[[source.destination]]
+name = "billing"
+url = "{billing}"
+
+"#,
+                server = server_section(&dir.path().join("data")),
+                app = app.url(),
+                billing = billing.url()
             ),
         );
         let server = BinaryServer::start(&config, &[], None);
