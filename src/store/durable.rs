@@ -28,6 +28,7 @@ use tokio::sync::oneshot;
 
 use super::error::{Report, StoreError, WriteError};
 use super::handle::Shared;
+use super::keys::KeyAnswer;
 use super::options::CommitHook;
 use super::types::{ChangeError, Claimed, Ingested, Swept};
 use super::wal::Frame;
@@ -46,6 +47,7 @@ pub(super) enum Ready {
     Done(Reply<()>),
     Changed(Reply<Result<(), ChangeError>>),
     Swept(Reply<Swept>),
+    Key(Reply<KeyAnswer>),
 }
 
 // A dropped receiver is a caller that went away: what was committed stands.
@@ -60,6 +62,7 @@ impl Ready {
             Ready::Done(r) => send(r),
             Ready::Changed(r) => send(r),
             Ready::Swept(r) => send(r),
+            Ready::Key(r) => send(r),
         }
     }
 
@@ -70,6 +73,7 @@ impl Ready {
             Ready::Done(r) => fail(r.to, cause),
             Ready::Changed(r) => fail(r.to, cause),
             Ready::Swept(r) => fail(r.to, cause),
+            Ready::Key(r) => fail(r.to, cause),
         }
     }
 }

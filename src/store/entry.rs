@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 
+use super::keys::KeyOp;
 use super::types::{Change, Finish, Initial};
 
 /// What one job changed, enough to apply it again after a crash: an event
@@ -36,5 +37,12 @@ pub enum Entry<'a> {
     SetMeta {
         key: Cow<'a, str>,
         value: Cow<'a, [u8]>,
+    },
+    /// A change of an idempotency key (format 2).
+    Key {
+        namespace: Cow<'a, str>,
+        key: Cow<'a, str>,
+        op: Cow<'a, KeyOp>,
+        now_ms: u64,
     },
 }

@@ -5,6 +5,7 @@
 use tokio::sync::oneshot;
 
 use super::error::StoreError;
+use super::keys::{KeyAnswer, KeyOp};
 use super::types::{Change, ChangeError, Claimed, Finish, Ingested, Initial, Swept};
 use crate::verify::VerifiedEvent;
 
@@ -43,6 +44,14 @@ pub(super) enum Job {
         key: String,
         value: Vec<u8>,
         reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+    /// Change one idempotency key.
+    Key {
+        namespace: String,
+        key: String,
+        op: KeyOp,
+        now_ms: u64,
+        reply: oneshot::Sender<Result<KeyAnswer, StoreError>>,
     },
     /// Commit (an empty transaction if alone): proves the writer alive.
     Ping {

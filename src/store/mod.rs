@@ -41,10 +41,12 @@ pub mod schema;
 mod block;
 mod entry;
 mod format;
+mod keys;
 
 pub use backup::DiskUsage;
 pub use error::{Report, StoreError, WriteError};
 pub use handle::{Store, WriterHandle};
+pub use keys::{KeyAnswer, KeyOp, KeyRecord, KeyState};
 pub use open::DB_FILE;
 pub use options::{CHECKPOINT_EVERY, CommitHook, MAX_BATCH, StoreOptions};
 pub use payload::PayloadMatch;

@@ -193,6 +193,8 @@ fn init_meta(db: &Database) -> Result<Result<u32, u8>, WriteError> {
     txn.open_table(schema::COUNTS)?;
     txn.open_table(schema::MINUTES)?;
     txn.open_table(schema::ERASED)?;
+    txn.open_table(schema::KEYS)?;
+    txn.open_table(schema::KEY_EXPIRY)?;
     txn.commit()?;
     Ok(Ok(tag))
 }

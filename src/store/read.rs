@@ -10,6 +10,7 @@ use super::dedupe;
 use super::error::StoreError;
 use super::format::row;
 use super::handle::Store;
+use super::keys::KeyRecord;
 use super::schema::{self, ATTEMPTS, Attempt, DLQ, EVENTS, ORDERED, SCHEDULE, STATE};
 use super::types::{Delivery, Due, StoredEvent};
 
@@ -210,6 +211,24 @@ impl Store {
         let txn = db.begin_read()?;
         let events = txn.open_table(EVENTS)?;
         Ok(events.len()?)
+    }
+
+    /// Idempotency key `key` of `namespace` as stored, unless it expired by
+    /// `now_ms` (the sweeper may not have reached it yet).
+    pub fn key_record(
+        &self,
+        namespace: &str,
+        key: &str,
+        now_ms: u64,
+    ) -> Result<Option<KeyRecord>, StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read()?;
+        let keys = txn.open_table(schema::KEYS)?;
+        let found = match keys.get((namespace, key))? {
+            Some(raw) => Some(row::decode_key(raw.value())?),
+            None => None,
+        };
+        Ok(found.filter(|r| r.expires_ms > now_ms))
     }
 }
 

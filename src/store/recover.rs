@@ -144,5 +144,11 @@ fn replay(t: &mut Tables<'_>, entry: Entry<'_>, ttls: &Ttls) -> Result<(), Write
             t.meta.insert(&*key, &*value)?;
             Ok(())
         }
+        Entry::Key {
+            namespace,
+            key,
+            op,
+            now_ms,
+        } => t.key(&namespace, &key, &op, now_ms).map(drop),
     }
 }

@@ -81,6 +81,10 @@ pub const PENDING_SINCE: TableDefinition<(&str, u64, u64), ()> =
 pub const COUNTS: TableDefinition<(&str, &str, u8), u64> = TableDefinition::new("counts");
 pub const MINUTES: TableDefinition<(u64, &str, u8), u64> = TableDefinition::new("minutes");
 pub const ERASED: TableDefinition<u64, &[u8]> = TableDefinition::new("erased");
+/// Idempotency keys ([`super::keys`]): (namespace, key) → record.
+pub const KEYS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("keys");
+/// (expires_ms, namespace, key) → (): when a key may be swept.
+pub const KEY_EXPIRY: TableDefinition<(u64, &str, &str), ()> = TableDefinition::new("key_expiry");
 
 /// The schema this build writes. Bump it with a migration when a table's key
 /// or a record's layout changes.

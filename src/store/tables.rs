@@ -41,7 +41,10 @@ pub(super) struct Tables<'t> {
     pub erased: Table<'t, u64, &'static [u8]>,
     /// The secondary indexes and counts, moved with every `state` write.
     pub index: IndexTables<'t>,
-    buf: Vec<u8>,
+    /// The transaction, for tables opened only when a job needs them
+    /// (the idempotency keys'), so other batches do not pay for them.
+    pub txn: &'t WriteTransaction,
+    pub buf: Vec<u8>,
 }
 
 impl<'t> Tables<'t> {
@@ -60,6 +63,7 @@ impl<'t> Tables<'t> {
             meta: txn.open_table(META)?,
             erased: txn.open_table(ERASED)?,
             index: IndexTables::open(txn)?,
+            txn,
             buf: Vec::with_capacity(256),
         })
     }
@@ -282,6 +286,10 @@ impl<'t> Tables<'t> {
         let room = room.saturating_sub(expired.len());
         let (minutes, more) = self.index.sweep_minutes(now_ms, room)?;
         swept.minute_buckets = minutes;
+        swept.more |= more;
+        let room = room.saturating_sub(minutes as usize);
+        let (keys, more) = self.sweep_keys(now_ms, room)?;
+        swept.keys = keys;
         swept.more |= more;
         Ok((swept, forgotten))
     }

@@ -212,6 +212,8 @@ pub struct Swept {
     pub dedupe_keys: u64,
     /// Per-minute counts older than `index::MINUTES_KEPT`.
     pub minute_buckets: u64,
+    /// Idempotency keys past their expiry.
+    pub keys: u64,
     /// Whether more is due: the step stopped at its limit.
     pub more: bool,
 }

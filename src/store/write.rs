@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::error::StoreError;
 use super::handle::Store;
 use super::job::{Job, Message};
+use super::keys::{KeyAnswer, KeyOp};
 use super::schema::META;
 use super::types::{Change, ChangeError, Claimed, Finish, Ingested, Initial, Swept};
 use crate::verify::VerifiedEvent;
@@ -34,6 +35,25 @@ impl Store {
         self.call(|reply| Job::Ingest {
             event,
             initial,
+            reply,
+        })
+        .await
+    }
+
+    /// Changes idempotency key `key` of `namespace` as `op` asks, at
+    /// `now_ms`. Returns once the answer is durable on disk.
+    pub async fn key(
+        &self,
+        namespace: &str,
+        key: &str,
+        op: KeyOp,
+        now_ms: u64,
+    ) -> Result<KeyAnswer, StoreError> {
+        self.call(|reply| Job::Key {
+            namespace: namespace.to_owned(),
+            key: key.to_owned(),
+            op,
+            now_ms,
             reply,
         })
         .await

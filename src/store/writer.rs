@@ -78,6 +78,7 @@ impl Job {
             | Job::Probe { reply, .. } => fail(reply, cause),
             Job::Change { reply, .. } => fail(reply, cause),
             Job::Sweep { reply, .. } => fail(reply, cause),
+            Job::Key { reply, .. } => fail(reply, cause),
         }
     }
 }
@@ -511,6 +512,26 @@ impl Writer {
                         .map(drop)
                 };
                 settle(reply, result.map_err(WriteError::from), ready, Ready::Done)
+            }
+            Job::Key {
+                namespace,
+                key,
+                op,
+                now_ms,
+                reply,
+            } => {
+                self.wal.push(&Entry::Key {
+                    namespace: Cow::Borrowed(&namespace),
+                    key: Cow::Borrowed(&key),
+                    op: Cow::Borrowed(&op),
+                    now_ms,
+                });
+                settle(
+                    reply,
+                    t.key(&namespace, &key, &op, now_ms),
+                    ready,
+                    Ready::Key,
+                )
             }
             Job::SetMeta { key, value, reply } => {
                 self.wal.push(&Entry::SetMeta {

@@ -2,7 +2,8 @@
 //! frames it on disk): the format byte, then the batch's entries, one after
 //! another, each the postcard bytes of that format's entry type.
 //!
-//! The format byte is `0x40 | version` (format 1: `0x41`). Builds before
+//! The format byte is `0x40 | version` (format 1: `0x41`; format 2, which
+//! adds idempotency keys ([`super::v2`]): `0x42`). Builds before
 //! versioned records wrote no format byte ("format 0"): their payload
 //! starts with an entry's variant index, one byte below 7 (a postcard
 //! varint; there are seven kinds), so the two never mix up, and format 0's
@@ -19,11 +20,14 @@
 
 use super::super::entry::Entry;
 use super::v1::EntryV1;
+use super::v2::EntryV2;
 
 /// The version frames are written in.
-pub const LOG_FORMAT: u8 = 1;
+pub const LOG_FORMAT: u8 = 2;
 /// The first byte of every payload this build writes.
 pub const FORMAT_BYTE: u8 = VERSIONED | LOG_FORMAT;
+/// The first byte of a format-1 payload (builds of 26 Nov 2026 before keys).
+const FORMAT_1: u8 = VERSIONED | 1;
 /// Set in the first byte of every versioned payload; never in format 0's.
 const VERSIONED: u8 = 0x40;
 /// Below [`VERSIONED`], a format byte's version.
@@ -50,35 +54,41 @@ pub fn begin(out: &mut Vec<u8>) {
 /// Appends one entry to a payload begun with [`begin`].
 pub fn push(out: &mut Vec<u8>, entry: &Entry<'_>) {
     let frame = std::mem::take(out);
-    *out = postcard::to_extend(&EntryV1::from(entry), frame).expect("postcard encodes into a Vec");
+    *out = postcard::to_extend(&EntryV2::from(entry), frame).expect("postcard encodes into a Vec");
 }
 
 /// The entries of frame `lsn`'s payload, in the order they were applied.
 pub fn entries(lsn: u64, payload: &[u8]) -> Result<Vec<Entry<'_>>, FrameError> {
-    let mut rest = match payload.split_first() {
-        // Format 0: entries from the first byte.
-        Some((&first, _)) if first < VERSIONED => payload,
-        Some((&FORMAT_BYTE, rest)) => rest,
+    match payload.split_first() {
+        // Format 0: format 1's entries from the first byte.
+        Some((&first, _)) if first < VERSIONED => decode::<EntryV1<'_>>(lsn, payload),
+        Some((&FORMAT_1, rest)) => decode::<EntryV1<'_>>(lsn, rest),
+        Some((&FORMAT_BYTE, rest)) => decode::<EntryV2<'_>>(lsn, rest),
         Some((&first, _))
             if first & !VERSION_BITS == VERSIONED && first & VERSION_BITS > LOG_FORMAT =>
         {
-            return Err(FrameError::NewerFormat {
+            Err(FrameError::NewerFormat {
                 lsn,
                 found: first & VERSION_BITS,
-            });
+            })
         }
-        Some((&first, _)) => {
-            return Err(FrameError::Corrupt {
-                lsn,
-                detail: format!("format byte {first:#04x}"),
-            });
-        }
-        None => &[],
-    };
+        Some((&first, _)) => Err(FrameError::Corrupt {
+            lsn,
+            detail: format!("format byte {first:#04x}"),
+        }),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Entries of one format, one after another, to their end.
+fn decode<'a, T>(lsn: u64, mut rest: &'a [u8]) -> Result<Vec<Entry<'a>>, FrameError>
+where
+    T: serde::Deserialize<'a> + Into<Entry<'a>>,
+{
     let mut out = Vec::new();
     while !rest.is_empty() {
         let (entry, tail) =
-            postcard::take_from_bytes::<EntryV1<'_>>(rest).map_err(|e| FrameError::Corrupt {
+            postcard::take_from_bytes::<T>(rest).map_err(|e| FrameError::Corrupt {
                 lsn,
                 detail: e.to_string(),
             })?;
@@ -86,4 +96,20 @@ pub fn entries(lsn: u64, payload: &[u8]) -> Result<Vec<Entry<'_>>, FrameError> {
         rest = tail;
     }
     Ok(out)
+}
+
+/// `entries` as a build of an older format wrote them (0: no format byte,
+/// or 1), for the tests that replay such logs. `None` if that format has
+/// not every entry's kind.
+#[cfg(test)]
+pub fn older_payload(format: u8, entries: &[Entry<'_>]) -> Option<Vec<u8>> {
+    let mut out = match format {
+        0 => Vec::new(),
+        1 => vec![FORMAT_1],
+        _ => return None,
+    };
+    for entry in entries {
+        out = postcard::to_extend(&EntryV1::of(entry)?, out).expect("postcard encodes into a Vec");
+    }
+    Some(out)
 }

@@ -15,10 +15,12 @@
 //! - [`log`]: a log frame's payload (a format byte, then entries), also the
 //!   unit replication sends.
 //! - `v1`: format 1's types, frozen.
+//! - `v2`: format 2's additions (idempotency keys), frozen.
 
 pub mod log;
 pub mod row;
 mod v1;
+mod v2;
 
 #[cfg(test)]
 mod tests;

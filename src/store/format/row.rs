@@ -9,11 +9,15 @@
 
 use serde::Deserialize;
 
+use super::super::keys::KeyRecord;
 use super::super::schema::{Attempt, EventRecord, EventState, Note};
 use super::v1::{AttemptV1, EventV1, EventViewV1, NoteV1, StateV1};
+use super::v2::KeyRowV2;
 
-/// The version every row is written in.
+/// The version every row of format 1 is written in.
 const ROW_V1: u8 = 1;
+/// The version of rows new in format 2 (`keys`).
+const ROW_V2: u8 = 2;
 /// Codec byte of an event record: postcard bytes as they are.
 const CODEC_PLAIN: u8 = 0;
 /// Codec byte of an event record: LZ4 block, decompressed size first.
@@ -64,9 +68,21 @@ pub fn decode_note(bytes: &[u8]) -> Result<Note, DecodeError> {
     decode::<NoteV1<'_>>(bytes).map(Note::from)
 }
 
+pub fn encode_key(record: &KeyRecord, out: &mut Vec<u8>) {
+    encode_as(ROW_V2, &KeyRowV2::from(record), out);
+}
+
+pub fn decode_key(bytes: &[u8]) -> Result<KeyRecord, DecodeError> {
+    decode_as::<KeyRowV2<'_>>(ROW_V2, bytes).map(KeyRecord::from)
+}
+
 fn encode<T: serde::Serialize>(value: &T, out: &mut Vec<u8>) {
+    encode_as(ROW_V1, value, out);
+}
+
+fn encode_as<T: serde::Serialize>(version: u8, value: &T, out: &mut Vec<u8>) {
     out.clear();
-    out.push(ROW_V1);
+    out.push(version);
     // Serializing plain structs into a Vec cannot fail.
     let encoded =
         postcard::to_extend(value, std::mem::take(out)).expect("postcard encodes into a Vec");
@@ -74,9 +90,13 @@ fn encode<T: serde::Serialize>(value: &T, out: &mut Vec<u8>) {
 }
 
 fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, DecodeError> {
+    decode_as(ROW_V1, bytes)
+}
+
+fn decode_as<'a, T: Deserialize<'a>>(version: u8, bytes: &'a [u8]) -> Result<T, DecodeError> {
     match bytes.split_first() {
         None => Err(DecodeError::Empty),
-        Some((&ROW_V1, rest)) => Ok(postcard::from_bytes(rest)?),
+        Some((&v, rest)) if v == version => Ok(postcard::from_bytes(rest)?),
         Some((&v, _)) => Err(DecodeError::UnknownVersion(v)),
     }
 }

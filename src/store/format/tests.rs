@@ -12,7 +12,7 @@ use crate::store::entry::Entry;
 use crate::store::schema::{
     Attempt, AttemptClass, DeadLetter, EventRecord, EventState, Note, Status,
 };
-use crate::store::{Change, Finish, Initial, Next, Route};
+use crate::store::{Change, Finish, Initial, KeyOp, KeyRecord, KeyState, Next, Route};
 
 fn bytes(hex_text: &str) -> Vec<u8> {
     hex::decode(hex_text).expect("hex")
@@ -231,15 +231,22 @@ fn debug(entries: &[Entry<'_>]) -> Vec<String> {
     entries.iter().map(|e| format!("{e:?}")).collect()
 }
 
+/// Format 2 writes each entry format 1 has as variant 0 followed by
+/// exactly format 0's bytes, so these goldens pin both.
 #[test]
-fn every_entry_is_the_bytes_format_0_gave_it_after_the_format_byte() {
+fn every_entry_is_written_as_format_2_around_the_bytes_format_0_gave_it() {
     let all = entries();
     let mut written = Vec::new();
     log::begin(&mut written);
     for (entry, _) in &all {
         log::push(&mut written, entry);
     }
-    assert_eq!(written, payload(Some(log::FORMAT_BYTE), &all));
+    let mut want_bytes = vec![log::FORMAT_BYTE];
+    for (_, hex_text) in &all {
+        want_bytes.push(0);
+        want_bytes.extend(bytes(hex_text));
+    }
+    assert_eq!(written, want_bytes);
     let want: Vec<String> = all.iter().map(|(e, _)| format!("{e:?}")).collect();
     assert_eq!(debug(&log::entries(7, &written).unwrap()), want);
     // A build of format 0 reads the format byte as an entry kind it has not.
@@ -247,11 +254,133 @@ fn every_entry_is_the_bytes_format_0_gave_it_after_the_format_byte() {
 }
 
 #[test]
-fn a_payload_of_format_0_reads_as_the_same_entries() {
+fn payloads_of_format_0_and_1_read_as_the_same_entries() {
     let all = entries();
     let want: Vec<String> = all.iter().map(|(e, _)| format!("{e:?}")).collect();
-    let old = payload(None, &all);
-    assert_eq!(debug(&log::entries(7, &old).unwrap()), want);
+    for format_byte in [None, Some(0x41)] {
+        let old = payload(format_byte, &all);
+        assert_eq!(
+            debug(&log::entries(7, &old).unwrap()),
+            want,
+            "{format_byte:?}"
+        );
+        let entries = log::entries(7, &old).unwrap();
+        let format = format_byte.map_or(0, |_| 1);
+        assert_eq!(log::older_payload(format, &entries).unwrap(), old);
+    }
+}
+
+/// Key changes, new in format 2, pinned from the build that introduced
+/// them; format 1 has no such entry.
+#[test]
+fn key_entries_keep_their_bytes() {
+    let key = |op, now_ms| Entry::Key {
+        namespace: "app".into(),
+        key: "order:1:email".into(),
+        op: Cow::Owned(op),
+        now_ms,
+    };
+    let cases = [
+        (
+            key(
+                KeyOp::Claim {
+                    lease_ms: 30_000,
+                    ttl_ms: 2_592_000_000,
+                },
+                1,
+            ),
+            "01036170700d6f726465723a313a656d61696c00b0ea018090fbd30901",
+        ),
+        (
+            key(
+                KeyOp::Complete {
+                    token: 7,
+                    result: Some(r#"{"sent":true}"#.into()),
+                },
+                2,
+            ),
+            "01036170700d6f726465723a313a656d61696c0107010d7b2273656e74223a747275657d02",
+        ),
+        (
+            key(
+                KeyOp::Complete {
+                    token: 7,
+                    result: None,
+                },
+                3,
+            ),
+            "01036170700d6f726465723a313a656d61696c01070003",
+        ),
+        (
+            key(KeyOp::Release { token: 7 }, 4),
+            "01036170700d6f726465723a313a656d61696c020704",
+        ),
+        (
+            key(
+                KeyOp::Extend {
+                    token: 7,
+                    lease_ms: 60_000,
+                },
+                5,
+            ),
+            "01036170700d6f726465723a313a656d61696c0307e0d40305",
+        ),
+        (
+            key(KeyOp::Delete, 6),
+            "01036170700d6f726465723a313a656d61696c0406",
+        ),
+    ];
+    for (entry, hex_text) in &cases {
+        let mut written = Vec::new();
+        log::begin(&mut written);
+        log::push(&mut written, entry);
+        assert_eq!(hex::encode(&written[1..]), *hex_text);
+        let read = log::entries(1, &written).unwrap();
+        assert_eq!(debug(&read), vec![format!("{entry:?}")]);
+        assert!(log::older_payload(1, &read).is_none());
+    }
+}
+
+#[test]
+fn key_rows_keep_their_bytes() {
+    let rows = [
+        KeyRecord {
+            state: KeyState::Claimed {
+                token: 3,
+                lease_until_ms: 31_000,
+            },
+            created_ms: 1_000,
+            ttl_ms: 60_000,
+            expires_ms: 61_000,
+            claims: 1,
+        },
+        KeyRecord {
+            state: KeyState::Done {
+                token: 4,
+                completed_ms: 2_000,
+                result: Some(r#"{"sent":true}"#.into()),
+            },
+            created_ms: 1_000,
+            ttl_ms: 60_000,
+            expires_ms: 62_000,
+            claims: 2,
+        },
+    ];
+    let want = [
+        "02000398f201e807e0d403c8dc0301",
+        "020104d00f010d7b2273656e74223a747275657de807e0d403b0e40302",
+    ];
+    for (record, hex_text) in rows.iter().zip(want) {
+        let mut out = Vec::new();
+        row::encode_key(record, &mut out);
+        assert_eq!(out[0], 2, "rows new in format 2 are version 2");
+        assert_eq!(hex::encode(&out), hex_text);
+        assert_eq!(&row::decode_key(&out).unwrap(), record);
+    }
+    assert!(matches!(
+        row::decode_key(&[1, 0]),
+        Err(DecodeError::UnknownVersion(1))
+    ));
 }
 
 #[test]

@@ -285,9 +285,10 @@ impl From<AttemptClass> for AttemptClassV1 {
     }
 }
 
-impl<'a> From<&'a Entry<'_>> for EntryV1<'a> {
-    fn from(entry: &'a Entry<'_>) -> Self {
-        match entry {
+impl<'a> EntryV1<'a> {
+    /// `entry` in format 1, if format 1 has its kind (it has no key entries).
+    pub(super) fn of(entry: &'a Entry<'_>) -> Option<Self> {
+        Some(match entry {
             Entry::Ingest {
                 seq,
                 initial,
@@ -353,7 +354,8 @@ impl<'a> From<&'a Entry<'_>> for EntryV1<'a> {
                 key: Cow::Borrowed(key),
                 value: Cow::Borrowed(value),
             },
-        }
+            Entry::Key { .. } => return None,
+        })
     }
 }
 

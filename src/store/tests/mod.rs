@@ -11,5 +11,6 @@ mod errors;
 mod list;
 mod migrate;
 mod props;
+mod keys;
 
 pub(crate) use support::{close, deliver, new_seq, options};

@@ -1,0 +1,306 @@
+//! Idempotency keys: one claimant at a time under a growing fencing token,
+//! a late worker refused, a result never overwritten, expiry and sweep, and
+//! every answered change surviving a crash through the log.
+
+use std::time::Duration;
+
+use super::super::*;
+use super::support::*;
+
+const NS: &str = "app";
+const MIN: u64 = 60_000;
+
+fn claim(lease_ms: u64, ttl_ms: u64) -> KeyOp {
+    KeyOp::Claim { lease_ms, ttl_ms }
+}
+
+fn complete(token: u64, result: &str) -> KeyOp {
+    KeyOp::Complete {
+        token,
+        result: Some(result.to_owned()),
+    }
+}
+
+async fn key(store: &Store, k: &str, op: KeyOp, now_ms: u64) -> KeyAnswer {
+    store.key(NS, k, op, now_ms).await.unwrap()
+}
+
+fn token_of(answer: &KeyAnswer) -> u64 {
+    match answer {
+        KeyAnswer::Claimed { token, .. } => *token,
+        other => panic!("not claimed: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_claimed_key_is_busy_until_done_then_done_with_its_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    let first = key(&store, "order:1:email", claim(30_000, MIN), 1_000).await;
+    assert_eq!(
+        first,
+        KeyAnswer::Claimed {
+            token: 1,
+            lease_until_ms: 31_000
+        }
+    );
+    assert_eq!(
+        key(&store, "order:1:email", claim(30_000, MIN), 2_000).await,
+        KeyAnswer::Busy {
+            lease_until_ms: 31_000
+        }
+    );
+    // Another key, another holder; the namespace is part of the key.
+    assert_eq!(
+        token_of(&key(&store, "order:2:email", claim(30_000, MIN), 2_000).await),
+        2
+    );
+    let other_ns = store
+        .key("billing", "order:1:email", claim(1, MIN), 2_000)
+        .await
+        .unwrap();
+    assert_eq!(token_of(&other_ns), 3);
+
+    assert_eq!(
+        key(
+            &store,
+            "order:1:email",
+            complete(1, r#"{"sent":true}"#),
+            3_000
+        )
+        .await,
+        KeyAnswer::Completed {
+            completed_ms: 3_000
+        }
+    );
+    let done = KeyAnswer::Done {
+        completed_ms: 3_000,
+        result: Some(r#"{"sent":true}"#.into()),
+    };
+    assert_eq!(
+        key(&store, "order:1:email", claim(30_000, MIN), 4_000).await,
+        done
+    );
+    // The completer's retry of its complete is answered, nothing changes.
+    assert_eq!(
+        key(&store, "order:1:email", complete(1, "{}"), 5_000).await,
+        done
+    );
+    let record = store
+        .key_record(NS, "order:1:email", 5_000)
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.expires_ms, 3_000 + MIN);
+    assert_eq!(record.claims, 1);
+    close(store, writer).await;
+}
+
+/// Worker A's lease runs out; B claims under a larger token and completes.
+/// A's late complete, extend and release are refused and B's result stays.
+#[tokio::test]
+async fn a_late_worker_is_fenced_off_and_the_result_never_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    let a = token_of(&key(&store, "k", claim(10_000, MIN), 0).await);
+    // Still A's until its lease ends; A can extend while it holds it.
+    assert_eq!(
+        key(
+            &store,
+            "k",
+            KeyOp::Extend {
+                token: a,
+                lease_ms: 10_000
+            },
+            5_000
+        )
+        .await,
+        KeyAnswer::Extended {
+            lease_until_ms: 15_000
+        }
+    );
+    assert!(matches!(
+        key(&store, "k", claim(10_000, MIN), 14_999).await,
+        KeyAnswer::Busy { .. }
+    ));
+    let b = token_of(&key(&store, "k", claim(10_000, MIN), 15_000).await);
+    assert!(b > a, "{b} > {a}");
+    for late in [
+        complete(a, r#"{"by":"a"}"#),
+        KeyOp::Extend {
+            token: a,
+            lease_ms: 10_000,
+        },
+        KeyOp::Release { token: a },
+    ] {
+        assert_eq!(key(&store, "k", late, 16_000).await, KeyAnswer::Stale);
+    }
+    assert_eq!(
+        key(&store, "k", complete(b, r#"{"by":"b"}"#), 17_000).await,
+        KeyAnswer::Completed {
+            completed_ms: 17_000
+        }
+    );
+    assert_eq!(
+        key(&store, "k", complete(a, r#"{"by":"a"}"#), 18_000).await,
+        KeyAnswer::Stale
+    );
+    let record = store.key_record(NS, "k", 18_000).unwrap().unwrap();
+    assert_eq!(
+        record.state,
+        KeyState::Done {
+            token: b,
+            completed_ms: 17_000,
+            result: Some(r#"{"by":"b"}"#.into())
+        }
+    );
+    assert_eq!(record.claims, 2);
+    close(store, writer).await;
+}
+
+#[tokio::test]
+async fn a_released_or_deleted_key_is_free_again_and_unknown_keys_are_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    let t = token_of(&key(&store, "k", claim(30_000, MIN), 0).await);
+    assert_eq!(
+        key(&store, "k", KeyOp::Release { token: t }, 1).await,
+        KeyAnswer::Released
+    );
+    assert!(store.key_record(NS, "k", 1).unwrap().is_none());
+    let again = token_of(&key(&store, "k", claim(30_000, MIN), 2).await);
+    assert!(again > t);
+    assert_eq!(key(&store, "k", KeyOp::Delete, 3).await, KeyAnswer::Deleted);
+    assert_eq!(
+        key(&store, "k", KeyOp::Delete, 4).await,
+        KeyAnswer::NotFound
+    );
+    for op in [complete(again, "{}"), KeyOp::Release { token: again }] {
+        assert_eq!(key(&store, "never", op, 5).await, KeyAnswer::NotFound);
+    }
+    assert!(matches!(
+        key(&store, "k", claim(30_000, MIN), 6).await,
+        KeyAnswer::Claimed { .. }
+    ));
+    close(store, writer).await;
+}
+
+/// 100 claims of one new key at once: exactly one is granted.
+#[tokio::test]
+async fn of_a_hundred_concurrent_claims_exactly_one_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    let mut claims = tokio::task::JoinSet::new();
+    for _ in 0..100 {
+        let store = store.clone();
+        claims.spawn(async move {
+            store
+                .key(NS, "race", claim(30_000, MIN), 1_000)
+                .await
+                .unwrap()
+        });
+    }
+    let mut won = 0;
+    let mut busy = 0;
+    for answer in claims.join_all().await {
+        match answer {
+            KeyAnswer::Claimed { .. } => won += 1,
+            KeyAnswer::Busy { .. } => busy += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!((won, busy), (1, 99));
+    close(store, writer).await;
+}
+
+/// A done key is kept `ttl` after it was completed, then swept; a claim of
+/// it is then new. An expired key not yet swept already reads as absent.
+#[tokio::test]
+async fn a_done_key_is_swept_after_its_ttl_and_then_claimable_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    let t = token_of(&key(&store, "k", claim(1_000, MIN), 0).await);
+    key(&store, "k", complete(t, "1"), 500).await;
+    let expires = 500 + MIN;
+    assert!(store.key_record(NS, "k", expires - 1).unwrap().is_some());
+    assert!(store.key_record(NS, "k", expires).unwrap().is_none());
+    assert_eq!(store.sweep(expires - 1, 100).await.unwrap().keys, 0);
+    // Past its expiry, before the sweep: a claim starts it over.
+    let fresh = key(&store, "k", claim(1_000, MIN), expires).await;
+    assert!(token_of(&fresh) > t);
+    let record = store.key_record(NS, "k", expires).unwrap().unwrap();
+    assert_eq!((record.claims, record.created_ms), (1, expires));
+    // The old expiry entry went with the old record: the sweep at the old
+    // time leaves the new one.
+    assert_eq!(store.sweep(expires, 100).await.unwrap().keys, 0);
+    assert!(store.key_record(NS, "k", expires).unwrap().is_some());
+    let swept = store.sweep(expires + MIN, 100).await.unwrap();
+    assert_eq!(swept.keys, 1);
+    assert!(
+        store.key_record(NS, "k", 0).unwrap().is_none(),
+        "gone, whatever the time"
+    );
+    close(store, writer).await;
+}
+
+/// Every answered key change is in the log: a crash image (the file as of
+/// its last checkpoint, and the log) reopens to the same keys, and tokens
+/// go on growing from where they were.
+#[tokio::test]
+async fn key_changes_survive_a_crash_and_tokens_keep_growing() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("live");
+    let never = StoreOptions {
+        checkpoint_every: Duration::from_secs(3600),
+        ..options(&live)
+    };
+    let (store, writer) = Store::open(never).unwrap();
+    let mut last = 0;
+    for i in 0..20 {
+        let k = format!("k{i}");
+        let t = token_of(&key(&store, &k, claim(30_000, MIN), 1_000).await);
+        last = t;
+        match i % 4 {
+            0 => assert!(matches!(
+                key(&store, &k, complete(t, &i.to_string()), 2_000).await,
+                KeyAnswer::Completed { .. }
+            )),
+            1 => assert_eq!(
+                key(&store, &k, KeyOp::Release { token: t }, 2_000).await,
+                KeyAnswer::Released
+            ),
+            2 => assert!(matches!(
+                key(
+                    &store,
+                    &k,
+                    KeyOp::Extend {
+                        token: t,
+                        lease_ms: 60_000
+                    },
+                    2_000
+                )
+                .await,
+                KeyAnswer::Extended { .. }
+            )),
+            _ => {}
+        }
+    }
+    let image = dir.path().join("image");
+    std::fs::create_dir_all(&image).unwrap();
+    for file in [DB_FILE, "hookinbox.wal"] {
+        std::fs::copy(live.join(file), image.join(file)).unwrap();
+    }
+    let records = |store: &Store| -> Vec<Option<KeyRecord>> {
+        (0..20)
+            .map(|i| store.key_record(NS, &format!("k{i}"), 3_000).unwrap())
+            .collect()
+    };
+    let before = records(&store);
+    close(store, writer).await;
+    assert_eq!(before.iter().filter(|r| r.is_some()).count(), 15);
+
+    let (crashed, crashed_writer) = Store::open(options(&image)).unwrap();
+    assert_eq!(records(&crashed), before);
+    let next = token_of(&key(&crashed, "new", claim(30_000, MIN), 3_000).await);
+    assert_eq!(next, last + 1);
+    close(crashed, crashed_writer).await;
+}
