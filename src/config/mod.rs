@@ -14,7 +14,7 @@
 //! back in the file's form, secrets redacted; `resolve.rs` is the step from a
 //! loaded config to one with every secret. `load.rs` reads the file and the
 //! environment; the validated types are in `sections.rs` (server, retention,
-//! log, admin, alerts), `source.rs` and `destination.rs`; `error.rs` is
+//! log, admin, keys, alerts), `source.rs` and `destination.rs`; `error.rs` is
 //! [`ConfigError`]; `values.rs` the text forms of durations, sizes and names.
 
 mod destination;
@@ -40,12 +40,14 @@ pub use resolve::{
 };
 pub use secret::{Secret, SecretOrigin};
 pub use sections::{
-    AdminConfig, AlertConfig, AlertFormat, LogConfig, LogFormat, RetentionConfig, ServerConfig,
+    AdminConfig, AlertConfig, AlertFormat, KeyClient, KeysConfig, LogConfig, LogFormat,
+    RetentionConfig, ServerConfig,
 };
 pub use source::{
     DEFAULT_MAX_BODY, HmacAlgorithm, HmacSpec, Kind, Locator, PayloadPart, SignatureEncoding,
     SourceConfig, SourceName,
 };
+pub use validate::{LONGEST_LEASE, LONGEST_TTL};
 pub use values::{parse_duration, parse_size, redact_url};
 
 /// The embedded default configuration: it serves with no file at all.
@@ -65,6 +67,8 @@ pub struct Config<S: Stage = Resolved> {
     pub retention: RetentionConfig,
     pub log: LogConfig,
     pub admin: AdminConfig<S>,
+    /// Idempotency keys: their defaults and the apps that may use them.
+    pub keys: KeysConfig,
     /// `None`: no alert URL configured (metrics and logs still tell).
     pub alerts: Option<AlertConfig>,
     pub sources: Vec<SourceConfig<S>>,

@@ -28,6 +28,7 @@ pub struct RawConfig {
     pub log: RawLog,
     pub alerts: Option<RawAlerts>,
     pub admin: Option<RawAdmin>,
+    pub keys: Option<RawKeys>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub source: Vec<RawSource>,
 }
@@ -83,6 +84,27 @@ pub struct RawAdmin {
     pub token: Option<String>,
     pub token_env: Option<String>,
     pub token_file: Option<String>,
+}
+
+/// `[keys]`: the idempotency keys' defaults and the apps that use them.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKeys {
+    pub lease: Option<String>,
+    pub ttl: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client: Vec<RawKeyClient>,
+}
+
+/// `[[keys.client]]`: one app, its token and its namespace.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKeyClient {
+    pub name: Option<String>,
+    pub token: Option<String>,
+    pub token_env: Option<String>,
+    pub token_file: Option<String>,
+    pub namespace: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize, Serialize)]
@@ -335,6 +357,13 @@ pub mod default {
     pub const HEADER_READ_TIMEOUT: &str = "10s";
     pub const BODY_READ_TIMEOUT: &str = "30s";
     pub const SHUTDOWN_TIMEOUT: &str = "30s";
+    /// A claim's lease when the claim names none: long enough for a
+    /// webhook handler's work, short enough that a crashed worker's key is
+    /// free again before the provider's next retry.
+    pub const KEY_LEASE: &str = "30s";
+    /// How long a key is kept after its last change: the 30 days the
+    /// idempotency guides use for side effects such as emails.
+    pub const KEY_TTL: &str = "30d";
     pub const MAX_CONNECTIONS: u64 = 1024;
     pub const MAX_BUFFERED_BODY: usize = 64 << 20;
 
@@ -492,6 +521,8 @@ mod tests {
             "[log]\n"
         } else if takes::<RawAlerts>(setting) {
             "[alerts]\nurl = \"http://127.0.0.1:9/\"\n"
+        } else if takes::<RawKeys>(setting) {
+            "[keys]\n"
         } else if takes::<RawSource>(setting) {
             // Delivery keys need a destination, ordering_on_dead_letter an
             // ordering_key.
@@ -579,6 +610,8 @@ ordering_key = "/id"
                 "min_interval",
                 "check_interval",
                 "format",
+                "lease",
+                "ttl",
                 "max_body",
                 "forward_headers",
                 "connect_timeout",

@@ -167,6 +167,7 @@ impl Config<Loaded> {
             retention: self.retention,
             log: self.log,
             admin: AdminConfig { token },
+            keys: self.keys,
             alerts: self.alerts,
             sources,
             warnings: self.warnings,

@@ -1,5 +1,5 @@
 //! The server-wide sections of a validated config: `[server]`,
-//! `[retention]`, `[log]`, `[admin]` and `[alerts]`. Types only; `validate/`
+//! `[retention]`, `[log]`, `[admin]`, `[keys]` and `[alerts]`. Types only; `validate/`
 //! makes them from the file.
 
 use std::net::SocketAddr;
@@ -75,6 +75,26 @@ pub enum AlertFormat {
 #[derive(Debug, Clone)]
 pub struct AdminConfig<S: Stage = Resolved> {
     pub token: S::AdminToken,
+}
+
+/// `[keys]`: the idempotency keys' defaults and the apps allowed to use
+/// them, each in its own namespace.
+#[derive(Debug, Clone)]
+pub struct KeysConfig {
+    /// A claim's lease when the claim names none.
+    pub lease: Duration,
+    /// How long a key is kept after its last change when the claim names
+    /// no ttl.
+    pub ttl: Duration,
+    pub clients: Vec<KeyClient>,
+}
+
+/// One app allowed to use keys: its token reaches only its namespace.
+#[derive(Debug, Clone)]
+pub struct KeyClient {
+    pub name: String,
+    pub namespace: String,
+    pub token: super::GivenSecret<super::Secret>,
 }
 
 #[derive(Debug, Clone)]

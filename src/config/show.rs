@@ -12,8 +12,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::raw::{
-    CodeOrText, OneOrMany, RawAdmin, RawAlerts, RawConfig, RawDestination, RawDestinations, RawLog,
-    RawRetention, RawServer, RawSize, RawSource,
+    CodeOrText, OneOrMany, RawAdmin, RawAlerts, RawConfig, RawDestination, RawDestinations,
+    RawKeyClient, RawKeys, RawLog, RawRetention, RawServer, RawSize, RawSource,
 };
 use super::{
     Config, DeliveryConfig, GivenSecret, Loaded, Locator, PayloadPart, SecretOrigin, SecretPlan,
@@ -77,6 +77,25 @@ pub fn redacted_toml(config: &Config<Loaded>) -> String {
             }
             SecretPlan::Generated => None,
         },
+        keys: Some(RawKeys {
+            lease: Some(human(config.keys.lease)),
+            ttl: Some(human(config.keys.ttl)),
+            client: config
+                .keys
+                .clients
+                .iter()
+                .map(|c| {
+                    let (token, token_env, token_file) = place(&c.token);
+                    RawKeyClient {
+                        name: Some(c.name.clone()),
+                        token,
+                        token_env,
+                        token_file,
+                        namespace: Some(c.namespace.clone()),
+                    }
+                })
+                .collect(),
+        }),
         source: config.sources.iter().map(source).collect(),
     };
     let mut out = format!(

@@ -980,3 +980,119 @@ fn sizes_and_durations_parse() {
     );
     assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
 }
+
+/// `[keys]`: the defaults, a client's namespace defaulting to its name, and
+/// its token read like the admin's (inline warned).
+#[test]
+fn keys_clients_take_their_tokens_and_namespaces() {
+    let config = Config::embedded(&no_env).unwrap();
+    assert_eq!(config.keys.lease, Duration::from_secs(30));
+    assert_eq!(config.keys.ttl, Duration::from_secs(30 * 86_400));
+    assert!(config.keys.clients.is_empty());
+
+    let env = |name: &str| (name == "SHOP_KEYS_TOKEN").then(|| "shop-token-0123\n".to_owned());
+    let text = "[keys]\nlease = \"10s\"\nttl = \"7d\"\n\
+                [[keys.client]]\nname = \"shop\"\ntoken_env = \"SHOP_KEYS_TOKEN\"\n\
+                [[keys.client]]\nname = \"mail\"\nnamespace = \"mailer\"\ntoken = \"mail-token-0123\"\n";
+    let config = Config::from_toml(text, "f.toml", None, &env).unwrap();
+    assert_eq!(config.keys.lease, Duration::from_secs(10));
+    assert_eq!(config.keys.ttl, Duration::from_secs(7 * 86_400));
+    let [shop, mail] = config.keys.clients.as_slice() else {
+        panic!("two clients: {:?}", config.keys.clients);
+    };
+    assert_eq!(
+        (shop.name.as_str(), shop.namespace.as_str()),
+        ("shop", "shop")
+    );
+    assert_eq!(shop.token.value.expose(), "shop-token-0123");
+    assert_eq!(mail.namespace, "mailer");
+    assert!(
+        config
+            .warnings
+            .iter()
+            .any(|w| w.contains("keys.client[1].token is inline")),
+        "{:?}",
+        config.warnings
+    );
+    let shown = config.to_redacted_toml();
+    assert!(!shown.contains("mail-token-0123"), "{shown}");
+    assert!(shown.contains("token_env = \"SHOP_KEYS_TOKEN\""), "{shown}");
+}
+
+/// Each refusal of `[keys]` names the file, the line and column of the
+/// value, the key and what to do.
+#[test]
+fn keys_refusals_name_the_place_and_the_problem() {
+    let error = |text: &str| {
+        Config::from_toml(text, "f.toml", None, &no_env)
+            .unwrap_err()
+            .to_string()
+    };
+    let client = |extra: &str| format!("[[keys.client]]\nname = \"a\"\ntoken = \"tok-a\"\n{extra}");
+    assert_eq!(
+        error("[keys]\nlease = \"0s\"\n"),
+        "f.toml:2:9: keys.lease: must be at least 1s"
+    );
+    assert!(
+        error("[keys]\nlease = \"2h\"\n")
+            .starts_with("f.toml:2:9: keys.lease: \"2h\" is longer than the maximum of 1h"),
+        "{}",
+        error("[keys]\nlease = \"2h\"\n")
+    );
+    assert_eq!(
+        error("[keys]\nttl = \"500ms\"\n"),
+        "f.toml:2:7: keys.ttl: must be at least 1s"
+    );
+    assert!(
+        error("[keys]\nttl = \"366d\"\n").starts_with("f.toml:2:7: keys.ttl: \"366d\" is longer"),
+        "{}",
+        error("[keys]\nttl = \"366d\"\n")
+    );
+    assert_eq!(
+        error("[[keys.client]]\nname = \"\"\ntoken = \"t\"\n"),
+        "f.toml:2:8: keys.client[0].name: is missing or empty: give each client a name"
+    );
+    assert_eq!(
+        error(&client(
+            "[[keys.client]]\nname = \"a\"\ntoken = \"tok-b\"\n"
+        )),
+        "f.toml:5:8: keys.client[1].name: \"a\" is already the name of another client"
+    );
+    assert_eq!(
+        error(&client("namespace = \"\"\n")),
+        "f.toml:4:13: keys.client[0].namespace: is empty: leave it out to use the name"
+    );
+    assert_eq!(
+        error(&client(
+            "[[keys.client]]\nname = \"b\"\nnamespace = \"a\"\ntoken = \"tok-b\"\n"
+        )),
+        "f.toml:6:13: keys.client[1].namespace: \"a\" is already another client's namespace: give each app its own"
+    );
+    assert_eq!(
+        error("[[keys.client]]\nname = \"a\"\n"),
+        "f.toml:1:1: keys.client[0].token: is missing: set token_file or token_env"
+    );
+    assert_eq!(
+        error("[[keys.client]]\nname = \"a\"\ntoken = \" \"\n"),
+        "f.toml:3:9: keys.client[0].token: is empty"
+    );
+    assert_eq!(
+        error(&client(
+            "[[keys.client]]\nname = \"b\"\ntoken = \"tok-a\"\n"
+        )),
+        "f.toml:6:9: keys.client[1].token: is another client's token: give each its own"
+    );
+    assert_eq!(
+        error(
+            "[admin]\ntoken = \"admin-token-0123456789\"\n\
+             [[keys.client]]\nname = \"a\"\ntoken = \"admin-token-0123456789\"\n"
+        ),
+        "f.toml:5:9: keys.client[0].token: is the admin token: give each client a token of its own"
+    );
+    assert!(
+        error(&client("token_env = \"X\"\n"))
+            .contains("set only one of token, token_env, token_file"),
+        "{}",
+        error(&client("token_env = \"X\"\n"))
+    );
+}

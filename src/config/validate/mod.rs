@@ -7,25 +7,29 @@
 //!
 //! This file holds the entry points ([`validate`], [`validate_operator`]),
 //! `Ctx` and the secret reader; each section's checks are in its own file:
-//! `server.rs` (with `[retention]` and `[log]`), `admin.rs`, `alerts.rs`,
+//! `server.rs` (with `[retention]` and `[log]`), `admin.rs`, `keys.rs`, `alerts.rs`,
 //! `source.rs` and `destination.rs`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::raw::{RawConfig, RawSize, default};
+pub use keys::{LONGEST_LEASE, LONGEST_TTL};
+
 use super::{
     AdminConfig, Config, ConfigError, Loaded, LogConfig, SecretOrigin, ServerConfig, SourceConfig,
     parse_duration, parse_size,
 };
 use admin::validate_admin;
 use alerts::validate_alerts;
+use keys::validate_keys;
 use server::{log_level, validate_retention, validate_server};
 use source::validate_source;
 
 mod admin;
 mod alerts;
 mod destination;
+mod keys;
 mod server;
 mod source;
 
@@ -270,6 +274,7 @@ pub fn validate(
         )?,
     };
     let admin = validate_admin(&mut cx, raw.admin.unwrap_or_default())?;
+    let keys = validate_keys(&mut cx, raw.keys.unwrap_or_default(), &admin)?;
     let alerts = raw.alerts.map(|ra| validate_alerts(&cx, ra)).transpose()?;
 
     let mut sources: Vec<SourceConfig<Loaded>> = Vec::new();
@@ -324,6 +329,7 @@ pub fn validate(
         retention,
         log,
         admin,
+        keys,
         alerts,
         sources,
         warnings: cx.warnings,
