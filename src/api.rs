@@ -571,3 +571,133 @@ mod tests {
         }
     }
 }
+
+/// The most bytes of JSON a completed key keeps as its result: enough for
+/// an id, a status and a receipt; a key is a marker, not a document store.
+pub const MAX_KEY_RESULT: usize = 64 * 1024;
+
+/// The most bytes of UTF-8 in a key: a webhook-id, or a business key such
+/// as `order:123:confirmation-email`, with room to spare.
+pub const MAX_KEY_LEN: usize = 256;
+
+/// `POST /api/keys/{key}/claim`. Both optional (an empty body too): the
+/// config's `[keys]` lease and ttl otherwise.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimRequest {
+    /// How long the claim is yours, from 1s to 1h, e.g. "30s".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<String>,
+    /// How long the key is kept after its last change, from 1s to 365d,
+    /// e.g. "7d".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<String>,
+}
+
+/// `POST /api/keys/{key}/complete`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompleteRequest {
+    /// The fencing token the claim gave.
+    pub token: u64,
+    /// Any JSON value of at most 64 KiB, kept and given to later claims.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Value>)]
+    pub result: Option<Box<serde_json::value::RawValue>>,
+}
+
+/// `POST /api/keys/{key}/release`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseRequest {
+    /// The fencing token the claim gave.
+    pub token: u64,
+}
+
+/// `POST /api/keys/{key}/extend`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExtendRequest {
+    /// The fencing token the claim gave.
+    pub token: u64,
+    /// The new lease, from now: from 1s to 1h. Absent: the config's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<String>,
+}
+
+/// Which namespace a key is in: a client's token may leave it out (its own
+/// is meant) and may name no other; the admin token must give it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct KeyScope {
+    pub namespace: Option<String>,
+}
+
+/// `DELETE /api/keys/{key}`: the admin token, a namespace and a note.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct KeyDeleteQuery {
+    pub namespace: Option<String>,
+    /// Why, for the log: required.
+    pub note: Option<String>,
+}
+
+/// A key's state as the API names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyStateName {
+    /// Held under `token` until `lease_until`.
+    Claimed,
+    /// Done: `result` is what the completer stored.
+    Done,
+    /// Another worker holds it until `lease_until`: retry after it.
+    Busy,
+    /// The token is no longer the holder's: nothing changed.
+    Stale,
+    /// Nobody holds it (released or deleted).
+    Free,
+}
+
+/// Every answer about a key: `state`, and the fields that state has. A
+/// claim gives `token` and `lease_until`; done gives `result` (null when
+/// none was stored) and `completed_at`; `GET` adds `claims`, `created_at`
+/// and `expires_at`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct KeyView {
+    pub state: KeyStateName,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_until: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Value>)]
+    pub result: Option<Box<serde_json::value::RawValue>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<Timestamp>,
+    /// Claims granted in this life of the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claims: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<Timestamp>,
+    /// When the sweeper removes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Timestamp>,
+}
+
+impl KeyView {
+    /// A view of `state` with no other field set.
+    pub fn of(state: KeyStateName) -> KeyView {
+        KeyView {
+            state,
+            token: None,
+            lease_until: None,
+            result: None,
+            completed_at: None,
+            claims: None,
+            created_at: None,
+            expires_at: None,
+        }
+    }
+}

@@ -111,6 +111,7 @@ impl App {
             sweep,
             sources: config.sources.iter().map(|s| s.name.to_string()).collect(),
             token: config.admin.token.clone(),
+            keys: config.keys.clone(),
             clock,
         };
         log_receiving(&config, ingest_addr, admin_addr);
@@ -276,6 +277,17 @@ fn alerter(
     Ok(alerter)
 }
 
+/// The admin listener's connection cap: [`ADMIN_MAX_CONNECTIONS`], or, once
+/// apps claim idempotency keys there (one connection per busy worker), the
+/// ingest listener's cap, which `server.max_connections` sets.
+fn admin_max_connections(admin: &AdminState, ingest: &ServeOptions) -> usize {
+    if admin.keys.clients.is_empty() {
+        ADMIN_MAX_CONNECTIONS
+    } else {
+        ingest.max_connections.max(ADMIN_MAX_CONNECTIONS)
+    }
+}
+
 /// The ingest listener's options; the admin listener takes the same with
 /// its own connection cap.
 fn serve_options(config: &Config) -> ServeOptions {
@@ -390,9 +402,9 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
         listener::serve(
             Listener::Admin,
             admin,
-            admin::router(admin_state),
+            admin::router(admin_state.clone()),
             ServeOptions {
-                max_connections: ADMIN_MAX_CONNECTIONS,
+                max_connections: admin_max_connections(&admin_state, &serve_options),
                 ..serve_options
             },
             metrics.clone(),

@@ -20,6 +20,9 @@ use crate::store::StoreError;
 pub(super) enum AdminError {
     #[error("a valid bearer token is required")]
     Unauthorized,
+    /// A valid token that may not call this path (least privilege).
+    #[error("{0}")]
+    Forbidden(String),
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -27,7 +30,12 @@ pub(super) enum AdminError {
     #[error("{0}")]
     Conflict(String),
     #[error("{0}")]
+    TooLarge(String),
+    #[error("{0}")]
     Store(#[from] StoreError),
+    /// Something that cannot happen did: a bug, said so in the log.
+    #[error("{0}")]
+    Internal(String),
     /// A blocking task of the handler panicked or was cancelled.
     #[error("the request's work stopped unexpectedly")]
     Task(#[from] tokio::task::JoinError),
@@ -45,14 +53,16 @@ impl IntoResponse for AdminError {
     fn into_response(self) -> Response {
         let (status, code) = match &self {
             AdminError::Unauthorized => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized),
+            AdminError::Forbidden(_) => (StatusCode::FORBIDDEN, ErrorCode::Forbidden),
             AdminError::NotFound(_) => (StatusCode::NOT_FOUND, ErrorCode::NotFound),
             AdminError::BadRequest(_) => (StatusCode::BAD_REQUEST, ErrorCode::BadRequest),
             AdminError::Conflict(_) => (StatusCode::CONFLICT, ErrorCode::Conflict),
+            AdminError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::PayloadTooLarge),
             AdminError::Store(e) if e.is_transient() => {
                 (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::StoreUnavailable)
             }
             AdminError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::StoreError),
-            AdminError::Task(_) | AdminError::Backup(_) => {
+            AdminError::Task(_) | AdminError::Backup(_) | AdminError::Internal(_) => {
                 (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::InternalError)
             }
         };
@@ -100,6 +110,16 @@ pub(super) async fn count_refusals(
 #[response(status = 401, description = "No or a wrong bearer token")]
 #[allow(dead_code)] // Only its OpenAPI form is used.
 pub(super) struct Unauthorized(api::ApiError);
+
+/// The 403 of a path a token of the other kind (admin or keys client) may
+/// not call, declared once for OpenAPI.
+#[derive(utoipa::IntoResponses)]
+#[response(
+    status = 403,
+    description = "A valid token that may not call this path: keys are claimed, completed, released and extended with a [[keys.client]] token, in its own namespace; deleted and listed with the admin token"
+)]
+#[allow(dead_code)] // Only its OpenAPI form is used.
+pub(super) struct Forbidden(api::ApiError);
 
 /// The 503 of every path that reads or changes the store, declared once for
 /// OpenAPI.

@@ -19,6 +19,7 @@ mod destinations;
 mod error;
 mod events;
 mod health;
+mod keys;
 mod openapi;
 mod scrape;
 mod stats;
@@ -30,7 +31,7 @@ use axum::middleware;
 use axum::routing::{get, post};
 
 use crate::clock::Clock;
-use crate::config::Secret;
+use crate::config::{KeysConfig, Secret};
 use crate::metrics::Metrics;
 use crate::schedule::DeliveryHandle;
 use crate::store::Store;
@@ -46,6 +47,8 @@ pub struct AdminState {
     pub delivery: DeliveryHandle,
     pub sweep: SweepHandle,
     pub token: Secret,
+    /// Idempotency keys' defaults and the apps whose tokens reach them.
+    pub keys: KeysConfig,
     /// Stamps changes and judges ages, as every task does.
     pub clock: Clock,
     /// Every configured source, so stats list quiet ones too.
@@ -78,12 +81,24 @@ pub fn router(state: AdminState) -> Router {
             state.clone(),
             auth::require_token,
         ));
+    // Either token reaches these; each handler knows what each may do.
+    let keys = Router::new()
+        .route("/api/keys/{key}", get(keys::show).delete(keys::delete))
+        .route("/api/keys/{key}/claim", post(keys::claim))
+        .route("/api/keys/{key}/complete", post(keys::complete))
+        .route("/api/keys/{key}/release", post(keys::release))
+        .route("/api/keys/{key}/extend", post(keys::extend))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_any_token,
+        ));
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/api/openapi.json", get(openapi::openapi_json))
         .route("/readyz", get(health::readyz))
         .merge(crate::dashboard::router())
         .merge(api)
+        .merge(keys)
         .fallback(|| async { AdminError::NotFound("no such admin path".into()) })
         // Last, so it wraps every route, the token check and the fallback.
         .layer(middleware::from_fn_with_state(

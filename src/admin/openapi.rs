@@ -4,7 +4,7 @@
 
 use axum::Json;
 
-use super::{backup, bulk, destinations, events, health, scrape, stats, sweep};
+use super::{backup, bulk, destinations, events, health, keys, scrape, stats, sweep};
 
 /// The admin API's contract as an OpenAPI 3.1 document, for other tools.
 #[utoipa::path(get, path = "/api/openapi.json", tag = "health", security(()),
@@ -28,7 +28,8 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
             events::list_events, events::show_event, events::replay_event,
             events::ignore_event, events::erase_event, bulk::bulk_replay, bulk::bulk_ignore,
             stats::stats, stats::activity, sweep::sweep_now, backup::backup,
-            destinations::destinations, destinations::pause, destinations::resume
+            destinations::destinations, destinations::pause, destinations::resume,
+            keys::claim, keys::complete, keys::release, keys::extend, keys::show, keys::delete
         )
     )]
     struct Doc;

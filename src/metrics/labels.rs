@@ -172,9 +172,11 @@ label_values! {
     /// also the `error` code of its JSON answer.
     pub enum AdminReason {
         Unauthorized => "unauthorized",
+        Forbidden => "forbidden",
         NotFound => "not_found",
         BadRequest => "bad_request",
         Conflict => "conflict",
+        PayloadTooLarge => "payload_too_large",
         StoreUnavailable => "store_unavailable",
         StoreError => "store_error",
         InternalError => "internal_error",

@@ -17,6 +17,7 @@ mod first_use;
 mod hostile;
 mod ingest;
 mod jetstream;
+mod keys;
 mod log0;
 mod logs;
 mod migration;

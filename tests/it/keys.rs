@@ -1,0 +1,512 @@
+//! Idempotency keys over HTTP against the real server (issue 28): one
+//! winner among concurrent claims, a lapsed lease handed on under a larger
+//! token with the late worker fenced off, done keys answering their result,
+//! release and extend, each bad input refused without a change, and the two
+//! kinds of token kept to their own paths and namespaces.
+
+use std::time::Duration;
+
+use hookinbox::clock::Clock;
+use hookinbox::metrics::AdminReason;
+use serde_json::{Value, json};
+
+use crate::support::{Answer, TestServer, eventually, server_section, standard_source};
+
+const ADMIN: &str = "test-admin-token-0123456789";
+const SHOP: &str = "shop-keys-token-0123";
+const MAIL: &str = "mail-keys-token-0123";
+
+fn config(dir: &std::path::Path) -> String {
+    format!(
+        r#"{}[admin]
+token = "{ADMIN}"
+
+[keys]
+lease = "30s"
+
+[[keys.client]]
+name = "shop"
+token = "{SHOP}"
+
+[[keys.client]]
+name = "mail"
+namespace = "mailer"
+token = "{MAIL}"
+
+{}"#,
+        server_section(dir),
+        standard_source("inbox")
+    )
+}
+
+async fn start() -> (tempfile::TempDir, TestServer) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(&config(dir.path()), Clock::system()).await;
+    (dir, server)
+}
+
+/// `POST /api/keys/{key}/{action}` with `token` and a JSON body.
+async fn call(server: &TestServer, token: &str, key: &str, action: &str, body: Value) -> Answer {
+    server
+        .admin(
+            "POST",
+            &format!("/api/keys/{key}/{action}"),
+            Some(token),
+            Some(body),
+        )
+        .await
+}
+
+/// `POST` with a body sent as is, not as JSON.
+async fn call_raw(server: &TestServer, token: &str, path: &str, body: &str) -> Answer {
+    let res = server
+        .client
+        .post(server.admin_url(path))
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap();
+    crate::support::answer(res).await
+}
+
+async fn show(server: &TestServer, key: &str) -> Answer {
+    server
+        .admin("GET", &format!("/api/keys/{key}"), Some(SHOP), None)
+        .await
+}
+
+fn token_of(a: &Answer) -> u64 {
+    assert_eq!(a.status, 201, "{:?}", a.json);
+    a.json["token"].as_u64().unwrap()
+}
+
+#[tokio::test]
+async fn a_hundred_concurrent_claims_of_a_new_key_have_one_winner() {
+    let (_dir, server) = start().await;
+    let server = std::sync::Arc::new(server);
+    let mut claims = tokio::task::JoinSet::new();
+    for _ in 0..100 {
+        let server = server.clone();
+        claims.spawn(async move { call(&server, SHOP, "evt_1", "claim", json!({})).await });
+    }
+    let answers = claims.join_all().await;
+    let won: Vec<_> = answers.iter().filter(|a| a.status == 201).collect();
+    let busy: Vec<_> = answers.iter().filter(|a| a.status == 409).collect();
+    assert_eq!((won.len(), busy.len()), (1, 99), "{answers:?}");
+    assert_eq!(won[0].json["state"], "claimed");
+    for a in busy {
+        assert_eq!(a.json["state"], "busy", "{:?}", a.json);
+        assert_eq!(a.json["lease_until"], won[0].json["lease_until"]);
+        let after: u64 = a.headers["retry-after"].to_str().unwrap().parse().unwrap();
+        assert!((1..=30).contains(&after), "Retry-After {after}");
+    }
+}
+
+#[tokio::test]
+async fn a_lapsed_lease_goes_to_the_next_claimant_and_the_late_worker_is_fenced_off() {
+    let (_dir, server) = start().await;
+    let a = token_of(&call(&server, SHOP, "order:1", "claim", json!({"lease": "1s"})).await);
+    // B retries as a busy answer tells it to, until A's lease has run out.
+    let b = eventually(
+        "A's lease runs out and B claims",
+        Duration::from_secs(5),
+        Duration::from_millis(100),
+        async || {
+            let answer = call(&server, SHOP, "order:1", "claim", json!({})).await;
+            match answer.status {
+                201 => Ok(token_of(&answer)),
+                409 => Err(format!("{:?}", answer.json)),
+                _ => panic!("{answer:?}"),
+            }
+        },
+    )
+    .await;
+    assert!(b > a, "B's token {b} is larger than A's {a}");
+    let done = call(
+        &server,
+        SHOP,
+        "order:1",
+        "complete",
+        json!({"token": b, "result": {"by": "b"}}),
+    )
+    .await;
+    assert_eq!(done.status, 200, "{:?}", done.json);
+    assert_eq!(done.json["result"], json!({"by": "b"}));
+    let late = call(
+        &server,
+        SHOP,
+        "order:1",
+        "complete",
+        json!({"token": a, "result": {"by": "a"}}),
+    )
+    .await;
+    assert_eq!((late.status, &late.json), (409, &json!({"state": "stale"})));
+    let now = show(&server, "order:1").await;
+    assert_eq!(now.json["state"], "done", "{:?}", now.json);
+    assert_eq!(now.json["result"], json!({"by": "b"}));
+    assert_eq!(now.json["claims"], 2);
+}
+
+#[tokio::test]
+async fn a_completed_key_answers_done_with_its_result_to_every_later_claim() {
+    let (_dir, server) = start().await;
+    let t = token_of(&call(&server, SHOP, "mail%2F42", "claim", json!({"ttl": "7d"})).await);
+    let done = call(
+        &server,
+        SHOP,
+        "mail%2F42",
+        "complete",
+        json!({"token": t, "result": [1, "two"]}),
+    )
+    .await;
+    assert_eq!(done.status, 200, "{:?}", done.json);
+    assert!(done.json["completed_at"].as_str().unwrap().ends_with('Z'));
+    for _ in 0..2 {
+        let again = call(&server, SHOP, "mail%2F42", "claim", json!({})).await;
+        assert_eq!(again.status, 200, "{:?}", again.json);
+        assert_eq!(again.json["state"], "done");
+        assert_eq!(again.json["result"], json!([1, "two"]));
+        assert_eq!(again.json["completed_at"], done.json["completed_at"]);
+    }
+    // The completer's retried complete is answered as done, not stale.
+    let retried = call(&server, SHOP, "mail%2F42", "complete", json!({"token": t})).await;
+    assert_eq!(retried.status, 200, "{:?}", retried.json);
+    assert_eq!(retried.json["result"], json!([1, "two"]));
+    // Without a result, done says null.
+    let u = token_of(&call(&server, SHOP, "bare", "claim", json!({})).await);
+    let bare = call(&server, SHOP, "bare", "complete", json!({"token": u})).await;
+    assert_eq!(bare.json["result"], Value::Null);
+    assert!(bare.json.as_object().unwrap().contains_key("result"));
+    // The key as read back, every field: "mail/42" was percent-encoded.
+    let read = show(&server, "mail%2F42").await;
+    assert_eq!(read.status, 200, "{:?}", read.json);
+    for field in ["completed_at", "created_at", "expires_at"] {
+        assert!(read.json[field].is_string(), "{field}: {:?}", read.json);
+    }
+    assert_eq!(read.json["claims"], 1);
+}
+
+#[tokio::test]
+async fn release_frees_a_key_and_extend_moves_its_lease() {
+    let (_dir, server) = start().await;
+    let t = token_of(&call(&server, SHOP, "k", "claim", json!({"lease": "5s"})).await);
+    let extended = call(
+        &server,
+        SHOP,
+        "k",
+        "extend",
+        json!({"token": t, "lease": "10m"}),
+    )
+    .await;
+    assert_eq!(extended.status, 200, "{:?}", extended.json);
+    assert_eq!(extended.json["token"], t);
+    let busy = call(&server, SHOP, "k", "claim", json!({})).await;
+    assert_eq!(busy.status, 409);
+    let after: u64 = busy.headers["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        after > 500,
+        "the lease was extended to 10m: Retry-After {after}"
+    );
+    let wrong = call(&server, SHOP, "k", "release", json!({"token": t + 1000})).await;
+    assert_eq!(
+        (wrong.status, &wrong.json),
+        (409, &json!({"state": "stale"}))
+    );
+    let freed = call(&server, SHOP, "k", "release", json!({"token": t})).await;
+    assert_eq!(
+        (freed.status, &freed.json),
+        (200, &json!({"state": "free"}))
+    );
+    assert_eq!(show(&server, "k").await.status, 404);
+    let gone = call(&server, SHOP, "k", "release", json!({"token": t})).await;
+    assert_eq!(gone.status, 404, "{:?}", gone.json);
+    let extend_gone = call(&server, SHOP, "k", "extend", json!({"token": t})).await;
+    assert_eq!(extend_gone.status, 404, "{:?}", extend_gone.json);
+    let complete_gone = call(&server, SHOP, "k", "complete", json!({"token": t})).await;
+    assert_eq!(complete_gone.status, 404, "{:?}", complete_gone.json);
+    let next = token_of(&call(&server, SHOP, "k", "claim", json!({})).await);
+    assert!(next > t);
+}
+
+#[tokio::test]
+async fn each_bad_input_is_refused_with_its_reason_and_changes_nothing() {
+    let (_dir, server) = start().await;
+    let t = token_of(&call(&server, SHOP, "k", "claim", json!({})).await);
+    let before = show(&server, "k").await.json;
+    let long_key = "x".repeat(257);
+    let big = format!(r#"{{"token": {t}, "result": "{}"}}"#, "x".repeat(64 * 1024));
+    let cases: Vec<(String, String, u16, &str)> = vec![
+        (
+            format!("/api/keys/{long_key}/claim"),
+            "{}".into(),
+            400,
+            "1 to 256 bytes",
+        ),
+        (
+            "/api/keys/k/claim".into(),
+            r#"{"lease": "0s"}"#.into(),
+            400,
+            "lease: must be from 1s to 1h",
+        ),
+        (
+            "/api/keys/k/claim".into(),
+            r#"{"lease": "2h"}"#.into(),
+            400,
+            "lease: must be from 1s to 1h",
+        ),
+        (
+            "/api/keys/k/claim".into(),
+            r#"{"lease": "soon"}"#.into(),
+            400,
+            "is not a duration",
+        ),
+        (
+            "/api/keys/k/claim".into(),
+            r#"{"ttl": "0s"}"#.into(),
+            400,
+            "ttl: must be from 1s",
+        ),
+        (
+            "/api/keys/k/claim".into(),
+            r#"{"ttl": "366d"}"#.into(),
+            400,
+            "ttl: must be from 1s to 365d",
+        ),
+        (
+            "/api/keys/k/claim".into(),
+            r#"{"lease": "5s", "owner": "me"}"#.into(),
+            400,
+            "unknown field `owner`",
+        ),
+        (
+            "/api/keys/k/complete".into(),
+            big,
+            413,
+            "at most 65536 bytes",
+        ),
+        (
+            "/api/keys/k/complete".into(),
+            format!(r#"{{"token": {t}, "result": nope}}"#),
+            400,
+            "not what this path takes",
+        ),
+        (
+            "/api/keys/k/complete".into(),
+            r#"{"result": 1}"#.into(),
+            400,
+            "missing field `token`",
+        ),
+        (
+            "/api/keys/k/complete".into(),
+            r#"{"token": "abc"}"#.into(),
+            400,
+            "invalid type",
+        ),
+        (
+            "/api/keys/k/release".into(),
+            "".into(),
+            400,
+            "not what this path takes",
+        ),
+        (
+            "/api/keys/k/extend".into(),
+            format!(r#"{{"token": {t}, "lease": "0s"}}"#),
+            400,
+            "lease: must be",
+        ),
+        (
+            "/api/keys/k/extend".into(),
+            format!(r#"{{"token": {t}, "lease": "61m"}}"#),
+            400,
+            "lease: must be",
+        ),
+    ];
+    for (path, body, status, reason) in cases {
+        let refused_before = server.metrics().admin_rejected_count(if status == 413 {
+            AdminReason::PayloadTooLarge
+        } else {
+            AdminReason::BadRequest
+        });
+        let a = call_raw(&server, SHOP, &path, &body).await;
+        assert_eq!(a.status, status, "{path} {:?}", a.json);
+        let said = a.json["reason"].as_str().unwrap_or_default();
+        assert!(said.contains(reason), "{path}: {said:?} lacks {reason:?}");
+        assert!(
+            !said.contains("xxxxxxxxxx"),
+            "the reason quotes the body: {said}"
+        );
+        let refused_after = server.metrics().admin_rejected_count(if status == 413 {
+            AdminReason::PayloadTooLarge
+        } else {
+            AdminReason::BadRequest
+        });
+        assert_eq!(refused_after, refused_before + 1, "{path}: counted once");
+        assert_eq!(
+            show(&server, "k").await.json,
+            before,
+            "{path}: the key changed"
+        );
+    }
+    assert_eq!(show(&server, &long_key).await.status, 400);
+}
+
+#[tokio::test]
+async fn each_token_reaches_only_its_own_paths_and_namespace() {
+    let (_dir, server) = start().await;
+    let t = token_of(&call(&server, SHOP, "k", "claim", json!({})).await);
+    // The admin token changes no key but by delete.
+    for action in ["claim", "complete", "release", "extend"] {
+        let a = call(&server, ADMIN, "k", action, json!({"token": t})).await;
+        assert_eq!(a.status, 403, "{action}: {:?}", a.json);
+        assert!(
+            a.json["reason"]
+                .as_str()
+                .unwrap()
+                .contains("[[keys.client]] token"),
+            "{:?}",
+            a.json
+        );
+    }
+    let forbidden_before = server
+        .metrics()
+        .admin_rejected_count(AdminReason::Forbidden);
+    // A client reaches its own namespace only: mail's "k" is another key.
+    let other = call(&server, MAIL, "k", "claim", json!({})).await;
+    assert_eq!(other.status, 201, "{:?}", other.json);
+    assert_ne!(other.json["token"], t);
+    let a = server
+        .admin("GET", "/api/keys/k?namespace=mailer", Some(SHOP), None)
+        .await;
+    assert_eq!(a.status, 403, "{:?}", a.json);
+    let a = server
+        .admin(
+            "POST",
+            "/api/keys/k/claim?namespace=mailer",
+            Some(SHOP),
+            None,
+        )
+        .await;
+    assert_eq!(a.status, 403, "{:?}", a.json);
+    assert_eq!(
+        server
+            .admin("GET", "/api/keys/k?namespace=shop", Some(SHOP), None)
+            .await
+            .status,
+        200
+    );
+    // A client's token reaches no other admin path, and deletes nothing.
+    let a = server
+        .admin(
+            "DELETE",
+            "/api/keys/k?namespace=shop&note=x",
+            Some(SHOP),
+            None,
+        )
+        .await;
+    assert_eq!(a.status, 403, "{:?}", a.json);
+    assert!(a.json["reason"].as_str().unwrap().contains("admin token"));
+    let a = server.admin("GET", "/api/events", Some(SHOP), None).await;
+    assert_eq!(a.status, 403, "{:?}", a.json);
+    assert_eq!(
+        server
+            .metrics()
+            .admin_rejected_count(AdminReason::Forbidden),
+        forbidden_before + 4
+    );
+    // No token, or an unknown one.
+    for token in [None, Some("not-a-token")] {
+        let a = server
+            .admin("POST", "/api/keys/k/claim", token, Some(json!({})))
+            .await;
+        assert_eq!(a.status, 401, "{:?}", a.json);
+        let a = server.admin("GET", "/api/keys/k", token, None).await;
+        assert_eq!(a.status, 401, "{:?}", a.json);
+    }
+    // The admin token reads any namespace it names, and must name one.
+    let a = server.admin("GET", "/api/keys/k", Some(ADMIN), None).await;
+    assert_eq!(a.status, 400, "{:?}", a.json);
+    for ns in ["shop", "mailer"] {
+        let a = server
+            .admin(
+                "GET",
+                &format!("/api/keys/k?namespace={ns}"),
+                Some(ADMIN),
+                None,
+            )
+            .await;
+        assert_eq!(
+            (a.status, &a.json["state"]),
+            (200, &json!("claimed")),
+            "{ns}"
+        );
+    }
+    assert_eq!(show(&server, "k").await.json["token"], t, "nothing changed");
+}
+
+#[tokio::test]
+async fn deleting_a_key_needs_the_admin_token_a_namespace_and_a_note() {
+    let (_dir, server) = start().await;
+    let t = token_of(&call(&server, SHOP, "k", "claim", json!({})).await);
+    for (path, reason) in [
+        ("/api/keys/k?namespace=shop", "note"),
+        ("/api/keys/k?namespace=shop&note=", "note"),
+        ("/api/keys/k?note=stuck", "namespace"),
+    ] {
+        let a = server.admin("DELETE", path, Some(ADMIN), None).await;
+        assert_eq!(a.status, 400, "{path}: {:?}", a.json);
+        assert!(
+            a.json["reason"].as_str().unwrap().contains(reason),
+            "{:?}",
+            a.json
+        );
+        assert_eq!(show(&server, "k").await.json["token"], t);
+    }
+    let a = server
+        .admin(
+            "DELETE",
+            "/api/keys/k?namespace=shop&note=worker%20died",
+            Some(ADMIN),
+            None,
+        )
+        .await;
+    assert_eq!((a.status, &a.json), (200, &json!({"state": "free"})));
+    assert_eq!(show(&server, "k").await.status, 404);
+    let a = server
+        .admin(
+            "DELETE",
+            "/api/keys/k?namespace=shop&note=again",
+            Some(ADMIN),
+            None,
+        )
+        .await;
+    assert_eq!(a.status, 404, "{:?}", a.json);
+    let stale = call(&server, SHOP, "k", "complete", json!({"token": t})).await;
+    assert_eq!(stale.status, 404, "{:?}", stale.json);
+}
+
+#[tokio::test]
+async fn the_openapi_document_has_every_key_path() {
+    let (_dir, server) = start().await;
+    let doc = server.admin("GET", "/api/openapi.json", None, None).await;
+    let paths = doc.json["paths"].as_object().unwrap();
+    for path in ["claim", "complete", "release", "extend"] {
+        let path = format!("/api/keys/{{key}}/{path}");
+        assert!(paths[&path]["post"].is_object(), "{path}");
+    }
+    assert!(paths["/api/keys/{key}"]["get"].is_object());
+    assert!(paths["/api/keys/{key}"]["delete"].is_object());
+    let out = crate::support::python("validate_openapi.py", doc.json.to_string().as_bytes());
+    assert!(
+        out.status.success(),
+        "{}{} ({})",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        crate::support::PYTHON_SETUP
+    );
+}
