@@ -195,6 +195,7 @@ fn declared_metrics(config: &Config) -> Metrics {
         })
         .collect();
     metrics.declare(&declared);
+    metrics.declare_key_namespaces(config.keys.clients.iter().map(|c| c.namespace.as_str()));
     metrics
 }
 

@@ -25,6 +25,7 @@ use super::auth::Caller;
 use super::error::{AdminError, Forbidden, StoreUnavailable, Unauthorized};
 use crate::api::{self, KeyStateName, KeyView, MAX_KEY_LEN, MAX_KEY_RESULT, Timestamp};
 use crate::config::{LONGEST_LEASE, LONGEST_TTL, parse_duration};
+use crate::metrics::KeyClaimOutcome;
 use crate::store::{KeyAnswer, KeyOp, KeyRecord, KeyState};
 
 /// What a key handler extracts: each extractor's refusal becomes a 400
@@ -195,12 +196,25 @@ pub(super) async fn claim(
         KeyAnswer::Claimed {
             token,
             lease_until_ms,
-        } => answer(StatusCode::CREATED, claimed(token, lease_until_ms)),
+            took_over,
+        } => {
+            state
+                .metrics
+                .key_claim(&namespace, KeyClaimOutcome::Claimed);
+            if took_over {
+                state.metrics.key_lease_expired(&namespace);
+            }
+            answer(StatusCode::CREATED, claimed(token, lease_until_ms))
+        }
         KeyAnswer::Done {
             completed_ms,
             result,
-        } => answer(StatusCode::OK, done(completed_ms, result.as_deref())),
+        } => {
+            state.metrics.key_claim(&namespace, KeyClaimOutcome::Done);
+            answer(StatusCode::OK, done(completed_ms, result.as_deref()))
+        }
         KeyAnswer::Busy { lease_until_ms } => {
+            state.metrics.key_claim(&namespace, KeyClaimOutcome::Busy);
             let view = KeyView {
                 lease_until: Some(Timestamp(lease_until_ms)),
                 ..KeyView::of(KeyStateName::Busy)

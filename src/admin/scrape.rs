@@ -1,5 +1,5 @@
 //! `/metrics`: the Prometheus scrape. Owns refreshing the gauges read at
-//! scrape time (what the store holds, its disk, each circuit) and picking
+//! scrape time (what the store holds, the keys stored, its disk, each circuit) and picking
 //! the exposition format; refuses to define a metric (see `crate::metrics`).
 
 use std::time::Duration;
@@ -19,8 +19,15 @@ pub(super) async fn metrics(State(state): State<AdminState>, headers: HeaderMap)
     // kept with every change and three `stat`s: the same cost at any size.
     state.metrics.set_store_writable(state.store.is_writable());
     let store = state.store.clone();
-    let read = tokio::task::spawn_blocking(move || (store.stats(), store.disk_usage())).await;
-    if let Ok((stats, disk)) = read {
+    let read = tokio::task::spawn_blocking(move || {
+        (store.stats(), store.disk_usage(), store.keys_stored())
+    })
+    .await;
+    if let Ok((stats, disk, keys)) = read {
+        match keys {
+            Ok(n) => state.metrics.set_keys_stored(n),
+            Err(e) => tracing::warn!(error = %e, "metrics: cannot count the stored keys"),
+        }
         if let Ok(held) = stats {
             let now = state.clock.now_ms();
             for name in &state.sources {

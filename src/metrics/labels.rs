@@ -218,6 +218,30 @@ pub struct SourceLabel {
 }
 
 label_values! {
+    /// What a claim of an idempotency key came to (`key_claims{outcome}`).
+    pub enum KeyClaimOutcome {
+        /// Granted: the caller holds it now.
+        Claimed => "claimed",
+        /// Already done: the caller answers without doing it again.
+        Done => "done",
+        /// Another worker holds it.
+        Busy => "busy",
+    }
+}
+
+/// A key namespace's series: a configured `[[keys.client]]` namespace only.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NamespaceLabel {
+    pub namespace: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KeyClaimLabels {
+    pub namespace: String,
+    pub outcome: KeyClaimOutcome,
+}
+
+label_values! {
     /// Which listener a connection came to (as the logs name it).
     pub enum Listener {
         Ingest => "ingest",
@@ -307,5 +331,6 @@ mod tests {
         check(SweptKind::ALL, SweptKind::as_str);
         check(AlertKind::ALL, AlertKind::as_str);
         check(AdminReason::ALL, AdminReason::as_str);
+        check(KeyClaimOutcome::ALL, KeyClaimOutcome::as_str);
     }
 }

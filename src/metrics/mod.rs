@@ -17,7 +17,7 @@
 //! - `labels`: the label enums and sets, and [`UNKNOWN_SOURCE`];
 //! - `registry`: [`Metrics::new`], every family's name and help text;
 //! - `record`: the [`Metrics`] handle and its typed methods, one file per
-//!   area (listener, ingest, delivery, store, operations);
+//!   area (listener, ingest, delivery, store, operations, keys);
 //! - `exposition`: [`Exposition`], OpenMetrics or Prometheus text 0.0.4;
 //! - `process`: the `process_*` families, read from `/proc` at a scrape;
 //! - `tally`: what stats and the summary read beside the registry;
@@ -35,8 +35,9 @@ pub use budget::{Budget, LOUD_PER_MINUTE};
 pub use exposition::Exposition;
 pub use labels::{
     AdminReason, AlertKind, AlertLabels, AlertStatus, AttemptOutcome, Circuit, CircuitLabels,
-    DestinationLabel, KindLabel, Listener, ListenerLabel, OutcomeLabels, ReasonLabel, RejectReason,
-    RejectedLabels, SourceLabel, StoreFile, SweptKind, UNKNOWN_SOURCE,
+    DestinationLabel, KeyClaimLabels, KeyClaimOutcome, KindLabel, Listener, ListenerLabel,
+    NamespaceLabel, OutcomeLabels, ReasonLabel, RejectReason, RejectedLabels, SourceLabel,
+    StoreFile, SweptKind, UNKNOWN_SOURCE,
 };
 pub use record::{Declared, Metrics, SourceGauges, StoreDisk};
 pub use tally::{OTHER_TYPES, Tally};

@@ -16,8 +16,9 @@ use prometheus_client::registry::Registry;
 
 use super::budget::Budget;
 use super::labels::{
-    AlertLabels, BuildLabels, CircuitLabels, DestinationLabel, KindLabel, Listener, ListenerLabel,
-    OutcomeLabels, ReasonLabel, RejectedLabels, SourceLabel, StoreFileLabel,
+    AlertLabels, BuildLabels, CircuitLabels, DestinationLabel, KeyClaimLabels, KindLabel, Listener,
+    ListenerLabel, NamespaceLabel, OutcomeLabels, ReasonLabel, RejectedLabels, SourceLabel,
+    StoreFileLabel,
 };
 use super::process::ProcessCollector;
 use super::record::{Inner, Metrics};
@@ -153,6 +154,12 @@ impl Metrics {
                 => "store_filesystem_size_bytes", "Size of the data directory's filesystem";
             store_writable: Gauge
                 => "store_writable", "1 while the store takes writes; 0 after a failed commit (a full or failing disk: ingest answers 503) until a probe commit passes";
+            key_claims: Family<KeyClaimLabels, Counter>
+                => "key_claims", "Claims of idempotency keys, by namespace and outcome (claimed, done, busy)";
+            key_leases_expired: Family<NamespaceLabel, Counter>
+                => "key_leases_expired", "Claims granted over a lease that had run out: a worker that took too long or died";
+            keys_stored: Gauge
+                => "keys_stored", "Idempotency keys in the store (claimed or done, expired ones the sweeper has not reached included), at the last scrape";
         }
         Metrics {
             inner: Arc::new(Inner {
@@ -189,6 +196,9 @@ impl Metrics {
                 filesystem_available_bytes,
                 filesystem_size_bytes,
                 store_writable,
+                key_claims,
+                key_leases_expired,
+                keys_stored,
                 totals: Totals::default(),
                 loud_rejections: Budget::default(),
                 loud_dead_letters: Budget::default(),

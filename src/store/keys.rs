@@ -77,6 +77,9 @@ pub enum KeyAnswer {
     Claimed {
         token: u64,
         lease_until_ms: u64,
+        /// Taken over from a holder whose lease had run out (the
+        /// `key_leases_expired` metric), not a free key.
+        took_over: bool,
     },
     /// Already done (or just now, by this complete).
     Done {
@@ -228,10 +231,18 @@ fn decide(
                     expires_ms: now_ms.saturating_add(*ttl_ms).max(lease_until_ms),
                     claims: found.as_ref().map_or(0, |r| r.claims) + 1,
                 };
+                let took_over = matches!(
+                    found,
+                    Some(KeyRecord {
+                        state: KeyState::Claimed { .. },
+                        ..
+                    })
+                );
                 (
                     KeyAnswer::Claimed {
                         token,
                         lease_until_ms,
+                        took_over,
                     },
                     Some(record),
                 )

@@ -230,6 +230,15 @@ impl Store {
         };
         Ok(found.filter(|r| r.expires_ms > now_ms))
     }
+
+    /// How many keys the `keys` table holds, expired ones the sweeper has
+    /// not reached yet included: redb keeps a table's length, so this costs
+    /// the same at any size (read at each scrape).
+    pub fn keys_stored(&self) -> Result<u64, StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read()?;
+        Ok(txn.open_table(schema::KEYS)?.len()?)
+    }
 }
 
 /// Why event `seq`'s payload was erased, if it was.

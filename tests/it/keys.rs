@@ -510,3 +510,83 @@ async fn the_openapi_document_has_every_key_path() {
         crate::support::PYTHON_SETUP
     );
 }
+
+/// The scrape's value of the series `series` (its name and labels as printed).
+fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn claims_lapsed_leases_and_stored_keys_are_counted_per_configured_namespace() {
+    let (_dir, server) = start().await;
+    let scrape = async || {
+        let a = server.admin("GET", "/metrics", Some(ADMIN), None).await;
+        assert_eq!(a.status, 200);
+        a.json.as_str().unwrap().to_owned()
+    };
+    let text = scrape().await;
+    for ns in ["shop", "mailer"] {
+        for outcome in ["claimed", "done", "busy"] {
+            let series =
+                format!("hookinbox_key_claims_total{{namespace=\"{ns}\",outcome=\"{outcome}\"}}");
+            assert_eq!(sample(&text, &series), 0.0, "{series} is there at 0");
+        }
+        let series = format!("hookinbox_key_leases_expired_total{{namespace=\"{ns}\"}}");
+        assert_eq!(sample(&text, &series), 0.0);
+    }
+    assert_eq!(sample(&text, "hookinbox_keys_stored"), 0.0);
+
+    let t = token_of(&call(&server, SHOP, "k", "claim", json!({})).await);
+    assert_eq!(
+        call(&server, SHOP, "k", "claim", json!({})).await.status,
+        409
+    );
+    call(&server, SHOP, "k", "complete", json!({"token": t})).await;
+    assert_eq!(
+        call(&server, SHOP, "k", "claim", json!({})).await.status,
+        200
+    );
+    token_of(&call(&server, SHOP, "lapse", "claim", json!({"lease": "1s"})).await);
+    eventually(
+        "the 1s lease runs out and a claim takes it over",
+        Duration::from_secs(5),
+        Duration::from_millis(100),
+        async || match call(&server, SHOP, "lapse", "claim", json!({}))
+            .await
+            .status
+        {
+            201 => Ok(()),
+            status => Err(format!("{status}")),
+        },
+    )
+    .await;
+    let text = scrape().await;
+    let claims = |outcome: &str| {
+        sample(
+            &text,
+            &format!("hookinbox_key_claims_total{{namespace=\"shop\",outcome=\"{outcome}\"}}"),
+        )
+    };
+    assert_eq!(claims("claimed"), 3.0, "k, lapse, and lapse taken over");
+    assert_eq!(claims("done"), 1.0);
+    assert!(claims("busy") >= 1.0);
+    assert_eq!(
+        sample(
+            &text,
+            "hookinbox_key_leases_expired_total{namespace=\"shop\"}"
+        ),
+        1.0
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "hookinbox_key_claims_total{namespace=\"mailer\",outcome=\"claimed\"}"
+        ),
+        0.0
+    );
+    assert_eq!(sample(&text, "hookinbox_keys_stored"), 2.0);
+}

@@ -9,10 +9,12 @@
 //! This file holds the handle, the series declared at start, the totals and
 //! the encoding; the typed methods are in one file per area of the product:
 //! `listener`, `ingest`, `delivery`, `store` (with the sweeper) and
-//! `operations` (alerts, replays, ignores, admin refusals).
+//! `operations` (alerts, replays, ignores, admin refusals) and `keys`
+//! (idempotency keys).
 
 mod delivery;
 mod ingest;
+mod keys;
 mod listener;
 mod operations;
 mod store;
@@ -29,8 +31,9 @@ use super::budget::Budget;
 use super::exposition::{Exposition, to_prometheus_text};
 use super::labels::{
     AdminReason, AlertKind, AlertLabels, AlertStatus, AttemptOutcome, Circuit, CircuitLabels,
-    DestinationLabel, KindLabel, ListenerLabel, OutcomeLabels, ReasonLabel, RejectReason,
-    RejectedLabels, SourceLabel, StoreFile, StoreFileLabel, SweptKind, UNKNOWN_SOURCE,
+    DestinationLabel, KeyClaimLabels, KindLabel, ListenerLabel, NamespaceLabel, OutcomeLabels,
+    ReasonLabel, RejectReason, RejectedLabels, SourceLabel, StoreFile, StoreFileLabel, SweptKind,
+    UNKNOWN_SOURCE,
 };
 use super::tally::{Recent, Tally, Totals, TypeTally};
 
@@ -76,6 +79,9 @@ pub(super) struct Inner {
     pub(super) filesystem_available_bytes: Gauge,
     pub(super) filesystem_size_bytes: Gauge,
     pub(super) store_writable: Gauge,
+    pub(super) key_claims: Family<KeyClaimLabels, Counter>,
+    pub(super) key_leases_expired: Family<NamespaceLabel, Counter>,
+    pub(super) keys_stored: Gauge,
     /// Sums over every source, for the log's periodic summary.
     pub(super) totals: Totals,
     /// How many refusals and dead letters may be logged at warn this minute.

@@ -41,7 +41,8 @@ async fn a_claimed_key_is_busy_until_done_then_done_with_its_result() {
         first,
         KeyAnswer::Claimed {
             token: 1,
-            lease_until_ms: 31_000
+            lease_until_ms: 31_000,
+            took_over: false,
         }
     );
     assert_eq!(
@@ -122,7 +123,18 @@ async fn a_late_worker_is_fenced_off_and_the_result_never_overwritten() {
         key(&store, "k", claim(10_000, MIN), 14_999).await,
         KeyAnswer::Busy { .. }
     ));
-    let b = token_of(&key(&store, "k", claim(10_000, MIN), 15_000).await);
+    let taken = key(&store, "k", claim(10_000, MIN), 15_000).await;
+    assert!(
+        matches!(
+            taken,
+            KeyAnswer::Claimed {
+                took_over: true,
+                ..
+            }
+        ),
+        "a claim over a lapsed lease takes it over: {taken:?}"
+    );
+    let b = token_of(&taken);
     assert!(b > a, "{b} > {a}");
     for late in [
         complete(a, r#"{"by":"a"}"#),
