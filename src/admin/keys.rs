@@ -343,6 +343,14 @@ pub(super) async fn extend(
     })
 }
 
+/// Any path of an empty key, which no `{key}` matches: the 400 every other
+/// key out of bounds gets.
+pub(super) async fn empty_key() -> AdminError {
+    AdminError::BadRequest(format!(
+        "a key is 1 to {MAX_KEY_LEN} bytes of UTF-8; this one is 0 bytes"
+    ))
+}
+
 fn no_such_key(namespace: &str, key: &str) -> AdminError {
     AdminError::NotFound(format!("no key {key:?} in namespace {namespace:?}"))
 }

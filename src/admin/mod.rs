@@ -28,7 +28,7 @@ mod wire;
 
 use axum::Router;
 use axum::middleware;
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 
 use crate::clock::Clock;
 use crate::config::{KeysConfig, Secret};
@@ -88,6 +88,9 @@ pub fn router(state: AdminState) -> Router {
         .route("/api/keys/{key}/complete", post(keys::complete))
         .route("/api/keys/{key}/release", post(keys::release))
         .route("/api/keys/{key}/extend", post(keys::extend))
+        // An empty key matches no `{key}`: say what a key is, not 404.
+        .route("/api/keys/", any(keys::empty_key))
+        .route("/api/keys//{action}", any(keys::empty_key))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::require_any_token,

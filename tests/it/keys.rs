@@ -249,6 +249,18 @@ async fn each_bad_input_is_refused_with_its_reason_and_changes_nothing() {
             "1 to 256 bytes",
         ),
         (
+            "/api/keys//claim".into(),
+            "{}".into(),
+            400,
+            "this one is 0 bytes",
+        ),
+        (
+            "/api/keys//complete".into(),
+            "{}".into(),
+            400,
+            "this one is 0 bytes",
+        ),
+        (
             "/api/keys/k/claim".into(),
             r#"{"lease": "0s"}"#.into(),
             400,
