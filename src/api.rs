@@ -666,6 +666,9 @@ pub enum KeyStateName {
 /// and `expires_at`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct KeyView {
+    /// The key itself: in a list and in `GET`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     pub state: KeyStateName,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<u64>,
@@ -690,6 +693,7 @@ impl KeyView {
     /// A view of `state` with no other field set.
     pub fn of(state: KeyStateName) -> KeyView {
         KeyView {
+            key: None,
             state,
             token: None,
             lease_until: None,
@@ -700,4 +704,53 @@ impl KeyView {
             expires_at: None,
         }
     }
+}
+
+/// The state a key list keeps: `--state` of `hookinbox keys list`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyListState {
+    Claimed,
+    Done,
+}
+
+impl std::str::FromStr for KeyListState {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<KeyListState, String> {
+        match text {
+            "claimed" => Ok(KeyListState::Claimed),
+            "done" => Ok(KeyListState::Done),
+            _ => Err(format!("{text:?}: expected claimed or done")),
+        }
+    }
+}
+
+/// `GET /api/keys`: one namespace's keys in key order (admin token).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct KeyListQuery {
+    /// Required.
+    pub namespace: Option<String>,
+    /// Only keys in this state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[param(value_type = Option<String>)]
+    pub state: Option<KeyListState>,
+    /// Keys after this one: the last page's `next_after`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// At most this many keys (1 to 500; default 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+}
+
+/// A page of keys.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct KeyList {
+    pub keys: Vec<KeyView>,
+    /// Pass as `after` for the next page; `null`: no more. A page may be
+    /// short (a state filter reads a bounded number of keys per call) and
+    /// still have a next one.
+    pub next_after: Option<String>,
 }

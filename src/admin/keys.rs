@@ -1,4 +1,4 @@
-//! `/api/keys/{key}`: idempotency keys for the apps behind hookinbox —
+//! `/api/keys/{key}` and the list `/api/keys`: idempotency keys for the apps behind hookinbox —
 //! claim before a side effect, complete after it, release on failure,
 //! extend for long work; read one, and delete one by hand. Owns checking
 //! each request (the key, the lease and ttl, the result's size, who may
@@ -26,7 +26,7 @@ use super::error::{AdminError, Forbidden, StoreUnavailable, Unauthorized};
 use crate::api::{self, KeyStateName, KeyView, MAX_KEY_LEN, MAX_KEY_RESULT, Timestamp};
 use crate::config::{LONGEST_LEASE, LONGEST_TTL, parse_duration};
 use crate::metrics::KeyClaimOutcome;
-use crate::store::{KeyAnswer, KeyOp, KeyRecord, KeyState};
+use crate::store::{KeyAnswer, KeyOp, KeyRecord, KeyState, KeyStateKind};
 
 /// What a key handler extracts: each extractor's refusal becomes a 400
 /// here, so it is counted and logged like every other.
@@ -376,6 +376,54 @@ fn view_of(record: &KeyRecord) -> KeyView {
     }
 }
 
+/// Most keys one list call returns.
+const MAX_KEY_PAGE: usize = 500;
+
+#[utoipa::path(get, path = "/api/keys", tag = "keys", params(api::KeyListQuery),
+    responses((status = 200, description = "A page of the namespace's keys, in key order", body = api::KeyList),
+              (status = 400, description = "No namespace, or a bad state or limit", body = api::ApiError), Unauthorized, Forbidden, StoreUnavailable))]
+pub(super) async fn list(
+    State(state): State<AdminState>,
+    Extension(caller): Extension<Caller>,
+    query: Result<Query<api::KeyListQuery>, QueryRejection>,
+) -> Result<Json<api::KeyList>, AdminError> {
+    if let Caller::Client { name, .. } = caller {
+        return Err(AdminError::Forbidden(format!(
+            "the token of keys client {name:?} cannot list keys: that needs the admin token"
+        )));
+    }
+    let Query(query) = query.map_err(|e| AdminError::BadRequest(e.body_text()))?;
+    let namespace = admin_namespace(query.namespace)?;
+    let limit = query.limit.unwrap_or(50);
+    if !(1..=MAX_KEY_PAGE).contains(&limit) {
+        return Err(AdminError::BadRequest(format!(
+            "limit must be between 1 and {MAX_KEY_PAGE}"
+        )));
+    }
+    let kind = query.state.map(|s| match s {
+        api::KeyListState::Claimed => KeyStateKind::Claimed,
+        api::KeyListState::Done => KeyStateKind::Done,
+    });
+    let store = state.store.clone();
+    let now_ms = state.clock.now_ms();
+    let page = tokio::task::spawn_blocking(move || {
+        store.list_keys(&namespace, kind, query.after.as_deref(), limit, now_ms)
+    })
+    .await??;
+    let keys = page
+        .keys
+        .iter()
+        .map(|(key, record)| KeyView {
+            key: Some(key.clone()),
+            ..view_of(record)
+        })
+        .collect();
+    Ok(Json(api::KeyList {
+        keys,
+        next_after: page.next_after,
+    }))
+}
+
 #[utoipa::path(get, path = "/api/keys/{key}", tag = "keys", params(("key" = String, Path, description = "1 to 256 bytes of UTF-8, percent-encoded"), api::KeyScope),
     responses((status = 200, description = "The key's state (claimed with a lease that ran out is claimable)", body = api::KeyView),
               (status = 404, description = "No such key", body = api::ApiError),
@@ -399,7 +447,10 @@ pub(super) async fn show(
     let (ns, k) = (namespace.clone(), key.clone());
     let found = tokio::task::spawn_blocking(move || store.key_record(&ns, &k, now_ms)).await??;
     let record = found.ok_or_else(|| no_such_key(&namespace, &key))?;
-    Ok(Json(view_of(&record)))
+    Ok(Json(KeyView {
+        key: Some(key),
+        ..view_of(&record)
+    }))
 }
 
 #[utoipa::path(delete, path = "/api/keys/{key}", tag = "keys", params(("key" = String, Path, description = "1 to 256 bytes of UTF-8, percent-encoded"), api::KeyDeleteQuery),

@@ -83,6 +83,7 @@ pub fn router(state: AdminState) -> Router {
         ));
     // Either token reaches these; each handler knows what each may do.
     let keys = Router::new()
+        .route("/api/keys", get(keys::list))
         .route("/api/keys/{key}", get(keys::show).delete(keys::delete))
         .route("/api/keys/{key}/claim", post(keys::claim))
         .route("/api/keys/{key}/complete", post(keys::complete))

@@ -29,7 +29,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
             events::ignore_event, events::erase_event, bulk::bulk_replay, bulk::bulk_ignore,
             stats::stats, stats::activity, sweep::sweep_now, backup::backup,
             destinations::destinations, destinations::pause, destinations::resume,
-            keys::claim, keys::complete, keys::release, keys::extend, keys::show, keys::delete
+            keys::claim, keys::complete, keys::release, keys::extend, keys::show, keys::delete, keys::list
         )
     )]
     struct Doc;

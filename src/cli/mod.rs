@@ -15,7 +15,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::app::App;
 use crate::clock::Clock;
 use crate::config::{self, Config, Loaded};
-use crate::ctl::{DestinationsCommand, DlqCommand, EventsCommand, OpsCommand, Remote};
+use crate::ctl::{DestinationsCommand, DlqCommand, EventsCommand, KeysCommand, OpsCommand, Remote};
 use crate::exit::{EXIT_FAILURE, EXIT_USAGE, Failure};
 use crate::send::{self, SendArgs};
 use banner::FirstStart;
@@ -68,6 +68,13 @@ pub enum Command {
         remote: Remote,
         #[command(subcommand)]
         command: DestinationsCommand,
+    },
+    /// Idempotency keys: show, list, delete.
+    Keys {
+        #[command(flatten)]
+        remote: Remote,
+        #[command(subcommand)]
+        command: KeysCommand,
     },
     /// Sweep expired data now.
     Sweep(Remote),
@@ -157,6 +164,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Events { remote, command } => ops(remote, OpsCommand::Events(command)),
         Command::Dlq { remote, command } => ops(remote, OpsCommand::Dlq(command)),
         Command::Destinations { remote, command } => ops(remote, OpsCommand::Destinations(command)),
+        Command::Keys { remote, command } => ops(remote, OpsCommand::Keys(command)),
         Command::Sweep(remote) => ops(remote, OpsCommand::Sweep),
         Command::Backup { remote, out } => ops(remote, OpsCommand::Backup { out }),
         Command::Completions { shell } => {

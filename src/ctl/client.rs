@@ -192,6 +192,17 @@ impl Client {
         answer(res).await
     }
 
+    /// `method` on `path` with any query and no body: the keys' paths.
+    pub(super) async fn with_query<T: DeserializeOwned>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        query: &impl Serialize,
+    ) -> Result<T, Failure> {
+        let res = self.call(method, path, Some(query), NO_BODY).await?;
+        answer(res).await
+    }
+
     /// Pages of `query` from its cursor: one, or with `all` every one.
     pub(super) async fn pages(
         &self,

@@ -1,5 +1,5 @@
 //! The operator's commands (`stats`, `events`, `dlq`, `destinations`,
-//! `sweep`, `backup`): clients of the admin API of a running server.
+//! `keys`, `sweep`, `backup`): clients of the admin API of a running server.
 //!
 //! Requests and answers are [`crate::api`]'s types, the ones the server
 //! writes. Tables for people by default, the API's JSON with `--json`. Exit codes:
@@ -7,7 +7,7 @@
 //! usage; 3 the server cannot be reached; 4 the token is missing or wrong.
 //!
 //! One file per command or command group (`stats`, `events` with `tail`,
-//! `dlq`, `destinations`, `sweep`, `backup`), each a `run` that makes its
+//! `dlq`, `destinations`, `keys`, `sweep`, `backup`), each a `run` that makes its
 //! requests and prints; `client` is the connection and its exit codes,
 //! `output` the JSON-or-table printing, `query` the shared event filters.
 //! This file only declares them and dispatches.
@@ -17,6 +17,7 @@ mod client;
 mod destinations;
 mod dlq;
 mod events;
+mod keys;
 mod output;
 mod query;
 mod stats;
@@ -32,6 +33,7 @@ pub use client::Remote;
 pub use destinations::DestinationsCommand;
 pub use dlq::DlqCommand;
 pub use events::EventsCommand;
+pub use keys::KeysCommand;
 pub use query::{Filter, Paging};
 
 use crate::config;
@@ -55,6 +57,9 @@ pub enum OpsCommand {
     /// Destinations: list, pause, resume.
     #[command(subcommand)]
     Destinations(DestinationsCommand),
+    /// Idempotency keys: show, list, delete.
+    #[command(subcommand)]
+    Keys(KeysCommand),
     /// Sweep expired data now.
     Sweep,
     /// Save a consistent copy of the database to a file.
@@ -72,6 +77,7 @@ pub async fn run(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
         OpsCommand::Events(command) => events::run(&client, command, json).await,
         OpsCommand::Dlq(command) => dlq::run(&client, command, json).await,
         OpsCommand::Destinations(command) => destinations::run(&client, command, json).await,
+        OpsCommand::Keys(command) => keys::run(&client, command, json).await,
         OpsCommand::Sweep => sweep::run(&client, json).await,
         OpsCommand::Backup { out } => backup::run(&client, &out, json).await,
     }

@@ -54,6 +54,31 @@ pub enum KeyState {
     },
 }
 
+/// Which of the two states a key is in, without its fields: what a list
+/// of keys filters by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyStateKind {
+    Claimed,
+    Done,
+}
+
+impl KeyState {
+    pub fn kind(&self) -> KeyStateKind {
+        match self {
+            KeyState::Claimed { .. } => KeyStateKind::Claimed,
+            KeyState::Done { .. } => KeyStateKind::Done,
+        }
+    }
+}
+
+/// A page of one namespace's keys, in key order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyPage {
+    pub keys: Vec<(String, KeyRecord)>,
+    /// Where the next page starts (after this key); `None`: no more.
+    pub next_after: Option<String>,
+}
+
 /// A change asked of one key. Logged in the write-ahead log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyOp {

@@ -46,7 +46,7 @@ mod keys;
 pub use backup::DiskUsage;
 pub use error::{Report, StoreError, WriteError};
 pub use handle::{Store, WriterHandle};
-pub use keys::{KeyAnswer, KeyOp, KeyRecord, KeyState};
+pub use keys::{KeyAnswer, KeyOp, KeyPage, KeyRecord, KeyState, KeyStateKind};
 pub use open::DB_FILE;
 pub use options::{CHECKPOINT_EVERY, CommitHook, MAX_BATCH, StoreOptions};
 pub use payload::PayloadMatch;

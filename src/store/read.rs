@@ -10,9 +10,13 @@ use super::dedupe;
 use super::error::StoreError;
 use super::format::row;
 use super::handle::Store;
-use super::keys::KeyRecord;
+use super::keys::{KeyPage, KeyRecord, KeyStateKind};
 use super::schema::{self, ATTEMPTS, Attempt, DLQ, EVENTS, ORDERED, SCHEDULE, STATE};
 use super::types::{Delivery, Due, StoredEvent};
+
+/// The most rows one [`Store::list_keys`] call reads: a filter that matches
+/// one key in a million still answers in milliseconds, with a cursor.
+pub const MAX_KEYS_EXAMINED: usize = 10_000;
 
 impl Store {
     /// Up to `limit` entries of `destination`'s queue due at `now_ms`, oldest
@@ -229,6 +233,57 @@ impl Store {
             None => None,
         };
         Ok(found.filter(|r| r.expires_ms > now_ms))
+    }
+
+    /// Up to `limit` live keys of `namespace` after key `after` (all from
+    /// the first without it), in key order, of state `kind` if given. Reads
+    /// at most [`MAX_KEYS_EXAMINED`] rows, so a filter that matches few costs
+    /// a bounded page: `next_after` then says where to go on even if the
+    /// page is short.
+    pub fn list_keys(
+        &self,
+        namespace: &str,
+        kind: Option<KeyStateKind>,
+        after: Option<&str>,
+        limit: usize,
+        now_ms: u64,
+    ) -> Result<KeyPage, StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read()?;
+        let table = txn.open_table(schema::KEYS)?;
+        let mut keys = Vec::new();
+        let mut examined = 0;
+        let mut last: Option<String> = None;
+        for entry in table.range((namespace, after.unwrap_or(""))..)? {
+            let (k, v) = entry?;
+            let (ns, key) = k.value();
+            if ns != namespace {
+                return Ok(KeyPage {
+                    keys,
+                    next_after: None,
+                });
+            }
+            if Some(key) == after {
+                continue;
+            }
+            if keys.len() == limit || examined == MAX_KEYS_EXAMINED {
+                return Ok(KeyPage {
+                    keys,
+                    next_after: last,
+                });
+            }
+            examined += 1;
+            last = Some(key.to_owned());
+            let record = row::decode_key(v.value())?;
+            let wanted = kind.is_none_or(|kind| record.state.kind() == kind);
+            if record.expires_ms > now_ms && wanted {
+                keys.push((key.to_owned(), record));
+            }
+        }
+        Ok(KeyPage {
+            keys,
+            next_after: None,
+        })
     }
 
     /// How many keys the `keys` table holds, expired ones the sweeper has

@@ -602,3 +602,156 @@ async fn claims_lapsed_leases_and_stored_keys_are_counted_per_configured_namespa
     );
     assert_eq!(sample(&text, "hookinbox_keys_stored"), 2.0);
 }
+
+/// `GET /api/keys` (admin token): a namespace's keys in key order, a page
+/// at a time, by state.
+#[tokio::test]
+async fn the_admin_lists_a_namespaces_keys_in_pages_by_state() {
+    let (_dir, server) = start().await;
+    for k in ["a", "b", "c"] {
+        let t = token_of(&call(&server, SHOP, k, "claim", json!({})).await);
+        if k != "b" {
+            call(
+                &server,
+                SHOP,
+                k,
+                "complete",
+                json!({"token": t, "result": k}),
+            )
+            .await;
+        }
+    }
+    token_of(&call(&server, MAIL, "z", "claim", json!({})).await);
+    let list = async |query: &str| {
+        let a = server
+            .admin("GET", &format!("/api/keys?{query}"), Some(ADMIN), None)
+            .await;
+        assert_eq!(a.status, 200, "{query}: {:?}", a.json);
+        let keys: Vec<String> = a.json["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["key"].as_str().unwrap().to_owned())
+            .collect();
+        (keys, a.json["next_after"].clone())
+    };
+    assert_eq!(
+        list("namespace=shop").await,
+        (vec!["a".into(), "b".into(), "c".into()], Value::Null)
+    );
+    assert_eq!(
+        list("namespace=shop&limit=2").await,
+        (vec!["a".into(), "b".into()], json!("b"))
+    );
+    assert_eq!(
+        list("namespace=shop&limit=2&after=b").await,
+        (vec!["c".into()], Value::Null)
+    );
+    assert_eq!(list("namespace=shop&state=done").await.0, ["a", "c"]);
+    assert_eq!(list("namespace=shop&state=claimed").await.0, ["b"]);
+    assert_eq!(list("namespace=mailer").await.0, ["z"]);
+    for (query, status) in [
+        ("", 400),
+        ("namespace=shop&state=busy", 400),
+        ("namespace=shop&limit=0", 400),
+    ] {
+        let a = server
+            .admin("GET", &format!("/api/keys?{query}"), Some(ADMIN), None)
+            .await;
+        assert_eq!(a.status, status, "{query}: {:?}", a.json);
+    }
+    let a = server
+        .admin("GET", "/api/keys?namespace=shop", Some(SHOP), None)
+        .await;
+    assert_eq!(a.status, 403, "a client does not list: {:?}", a.json);
+}
+
+/// `hookinbox keys show|list|delete` against the real server, with the
+/// admin token, as an operator runs them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_shows_lists_and_deletes_keys() {
+    let (_dir, server) = start().await;
+    let t = token_of(&call(&server, SHOP, "order%2F7", "claim", json!({})).await);
+    call(
+        &server,
+        SHOP,
+        "order%2F7",
+        "complete",
+        json!({"token": t, "result": {"id": 7}}),
+    )
+    .await;
+    token_of(&call(&server, SHOP, "stuck", "claim", json!({})).await);
+    let admin = server.admin_url("");
+    let run = async |args: &[&str]| {
+        let (admin, args) = (
+            admin.clone(),
+            args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+        );
+        tokio::task::spawn_blocking(move || crate::cli::ops(&admin, ADMIN, &args))
+            .await
+            .unwrap()
+    };
+    let (code, out, err) = run(&["keys", "show", "order/7", "--namespace", "shop"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("key           order/7\nstate         done\n"),
+        "{out}"
+    );
+    assert!(out.contains("result        {\"id\":7}"), "{out}");
+
+    let (code, out, err) =
+        run(&["keys", "list", "--namespace", "shop", "--state", "claimed"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("KEY") && out.contains("stuck") && !out.contains("order/7"),
+        "{out}"
+    );
+    let (code, out, _) = run(&[
+        "keys",
+        "list",
+        "--namespace",
+        "shop",
+        "--limit",
+        "1",
+        "--json",
+    ])
+    .await;
+    assert_eq!(code, 0);
+    let page: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(page["next_after"], "order/7", "{out}");
+    let (_, out, _) = run(&[
+        "keys",
+        "list",
+        "--namespace",
+        "shop",
+        "--limit",
+        "1",
+        "--all",
+    ])
+    .await;
+    assert!(
+        out.contains("order/7") && out.contains("stuck") && !out.contains("more:"),
+        "{out}"
+    );
+
+    let (code, _, err) = run(&["keys", "delete", "stuck", "--namespace", "shop"]).await;
+    assert_eq!(code, 2, "--note is required: {err}");
+    let (code, out, err) = run(&[
+        "keys",
+        "delete",
+        "stuck",
+        "--namespace",
+        "shop",
+        "--note",
+        "worker died",
+    ])
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "stuck (shop): deleted, free again\n");
+    let (code, _, err) = run(&["keys", "show", "stuck", "--namespace", "shop"]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("404") && err.contains("no key \"stuck\""),
+        "{err}"
+    );
+}

@@ -37,6 +37,7 @@ Commands:
   events        Search, show, replay and ignore events
   dlq           The dead-letter queue: list, replay, ignore
   destinations  Destinations: list, pause, resume
+  keys          Idempotency keys: show, list, delete
   sweep         Sweep expired data now
   backup        Save a consistent copy of the running server's database to a file
   completions   Print a shell's completions (the Debian package installs them)

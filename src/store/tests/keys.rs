@@ -316,3 +316,70 @@ async fn key_changes_survive_a_crash_and_tokens_keep_growing() {
     assert_eq!(next, last + 1);
     close(crashed, crashed_writer).await;
 }
+
+/// A namespace's keys page by page in key order, by state, without other
+/// namespaces' keys or expired ones; a page ends after `limit` keys.
+#[tokio::test]
+async fn keys_of_a_namespace_list_in_pages_by_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    for (i, k) in ["a", "b", "c", "d"].into_iter().enumerate() {
+        let t = token_of(&key(&store, k, claim(10_000, MIN), 1_000).await);
+        if i % 2 == 0 {
+            key(&store, k, complete(t, "1"), 1_000).await;
+        }
+    }
+    // Another namespace, before and after "app" in order, and a key that
+    // expires at 2_000.
+    for ns in ["aaa", "zzz"] {
+        store.key(ns, "a", claim(1, MIN), 1_000).await.unwrap();
+    }
+    key(&store, "e", claim(1_000, 1_000), 1_000).await;
+    let names = |page: &KeyPage| page.keys.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+
+    let all = store.list_keys(NS, None, None, 10, 1_500).unwrap();
+    assert_eq!(
+        (names(&all), all.next_after),
+        (
+            vec!["a", "b", "c", "d", "e"]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            None
+        )
+    );
+    let expired = store.list_keys(NS, None, None, 10, 2_000).unwrap();
+    assert_eq!(names(&expired), ["a", "b", "c", "d"]);
+
+    let first = store.list_keys(NS, None, None, 2, 1_500).unwrap();
+    assert_eq!(
+        (names(&first), first.next_after.as_deref()),
+        (vec!["a".to_owned(), "b".to_owned()], Some("b"))
+    );
+    let second = store.list_keys(NS, None, Some("b"), 2, 1_500).unwrap();
+    assert_eq!(names(&second), ["c", "d"]);
+    let third = store.list_keys(NS, None, Some("d"), 2, 1_500).unwrap();
+    assert_eq!(
+        (names(&third), third.next_after),
+        (vec!["e".to_owned()], None)
+    );
+
+    let done = store
+        .list_keys(NS, Some(KeyStateKind::Done), None, 10, 1_500)
+        .unwrap();
+    assert_eq!(names(&done), ["a", "c"]);
+    let claimed = store
+        .list_keys(NS, Some(KeyStateKind::Claimed), None, 10, 1_500)
+        .unwrap();
+    assert_eq!(names(&claimed), ["b", "d", "e"]);
+    assert!(matches!(claimed.keys[0].1.state, KeyState::Claimed { .. }));
+    assert_eq!(
+        store
+            .list_keys("nobody", None, None, 10, 1_500)
+            .unwrap()
+            .keys,
+        []
+    );
+    assert_eq!(store.keys_stored().unwrap(), 7);
+    close(store, writer).await;
+}
