@@ -91,6 +91,10 @@ level = "info"
 format = "text"
 summary_interval = "1m"
 
+[keys]
+lease = "30s"
+ttl = "30days"
+
 [[source]]
 name = "demo"
 kind = "standard"
