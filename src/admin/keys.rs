@@ -439,7 +439,7 @@ pub(super) async fn show(
             let Query(scope) = scope.map_err(|e| AdminError::BadRequest(e.body_text()))?;
             admin_namespace(scope.namespace)?
         }
-        client => client_namespace(&client, scope, "")?,
+        client => client_namespace(&client, scope, "a read")?,
     };
     let key = key_of(path)?;
     let store = state.store.clone();
