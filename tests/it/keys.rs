@@ -755,3 +755,38 @@ async fn the_cli_shows_lists_and_deletes_keys() {
         "{err}"
     );
 }
+
+/// A done key is kept for its ttl, then gone: a claim of it is new again,
+/// under a larger token.
+#[tokio::test]
+async fn a_done_key_past_its_ttl_is_claimed_anew() {
+    let (_dir, server) = start().await;
+    let t = token_of(&call(&server, SHOP, "k", "claim", json!({"ttl": "1s"})).await);
+    call(
+        &server,
+        SHOP,
+        "k",
+        "complete",
+        json!({"token": t, "result": 1}),
+    )
+    .await;
+    assert_eq!(
+        call(&server, SHOP, "k", "claim", json!({})).await.status,
+        200
+    );
+    let again = eventually(
+        "the done key's 1s ttl runs out",
+        Duration::from_secs(5),
+        Duration::from_millis(100),
+        async || {
+            let a = call(&server, SHOP, "k", "claim", json!({})).await;
+            match a.status {
+                201 => Ok(token_of(&a)),
+                _ => Err(format!("{:?}", a.json)),
+            }
+        },
+    )
+    .await;
+    assert!(again > t);
+    assert_eq!(show(&server, "k").await.json["claims"], 1, "a new life");
+}
