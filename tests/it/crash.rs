@@ -408,3 +408,249 @@ async fn kill_9_during_deliveries_loses_nothing_and_repeats_only_attempts_in_fli
         .await
         .unwrap();
 }
+
+const KEYS_ADMIN: &str = "crash-admin-token-0123456789";
+const KEYS_SHOP: &str = "crash-shop-keys-token-0123";
+
+/// What one key's client was answered before the kill.
+#[derive(Debug, Clone, Default)]
+struct KeyAnswers {
+    /// The token of a `201` claim.
+    claimed: Option<u64>,
+    /// The claim went out and no answer came back.
+    claim_unanswered: bool,
+    /// The result of a `200` complete.
+    completed: Option<serde_json::Value>,
+}
+
+/// `POST {admin}/api/keys/{key}/{action}` under the shop's token: the
+/// status and JSON, or `None` when no whole answer came back.
+async fn key_call(
+    http: &reqwest::Client,
+    admin: &str,
+    key: &str,
+    action: &str,
+    body: serde_json::Value,
+) -> Option<(u16, serde_json::Value)> {
+    let res = http
+        .post(format!("{admin}/api/keys/{key}/{action}"))
+        .bearer_auth(KEYS_SHOP)
+        .json(&body)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .ok()?;
+    let status = res.status().as_u16();
+    let raw = res.bytes().await.ok()?;
+    Some((status, serde_json::from_slice(&raw).ok()?))
+}
+
+/// Issue 28: 32 clients claim fresh keys and complete each with a result
+/// naming the key and its token; kill -9 after 600 answers; restart. Every
+/// answered claim and completion is there, no key is completed twice, and
+/// tokens go on growing past every token answered before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_9_under_claims_and_completions_loses_no_answered_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "{}[admin]\ntoken = \"{KEYS_ADMIN}\"\n\n[keys]\nlease = \"10m\"\n\n\
+             [[keys.client]]\nname = \"shop\"\ntoken = \"{KEYS_SHOP}\"\n\n{}",
+            server_section(&data),
+            standard_source("demo")
+        ),
+    );
+    let mut server = BinaryServer::start(&config, &[], None);
+    let answered = Arc::new(AtomicUsize::new(0));
+    let killed = Arc::new(AtomicBool::new(false));
+    let http = client();
+    let mut workers = Vec::new();
+    for w in 0..32u32 {
+        let (answered, killed, http, admin) = (
+            answered.clone(),
+            killed.clone(),
+            http.clone(),
+            server.admin.clone(),
+        );
+        workers.push(tokio::spawn(async move {
+            let mut seen: Vec<(String, KeyAnswers)> = Vec::new();
+            // At most 200 keys a client: the kill comes long before.
+            for i in 0..200u32 {
+                if killed.load(Ordering::Relaxed) {
+                    break;
+                }
+                let key = format!("order:{w}:{i}");
+                let mut got = KeyAnswers::default();
+                match key_call(&http, &admin, &key, "claim", serde_json::json!({})).await {
+                    Some((201, json)) => {
+                        answered.fetch_add(1, Ordering::Relaxed);
+                        got.claimed = Some(json["token"].as_u64().unwrap());
+                    }
+                    Some((status, json)) if !killed.load(Ordering::Relaxed) => {
+                        panic!("claim of a fresh key {key}: {status} {json}")
+                    }
+                    _ => got.claim_unanswered = true,
+                }
+                if let Some(token) = got.claimed {
+                    let result = serde_json::json!({"key": key, "token": token});
+                    let body = serde_json::json!({"token": token, "result": result});
+                    match key_call(&http, &admin, &key, "complete", body).await {
+                        Some((200, json)) => {
+                            answered.fetch_add(1, Ordering::Relaxed);
+                            assert_eq!(json["result"], result, "{key}");
+                            got.completed = Some(result);
+                        }
+                        Some((status, json)) if !killed.load(Ordering::Relaxed) => {
+                            panic!("complete of {key} under its token: {status} {json}")
+                        }
+                        _ => {}
+                    }
+                }
+                let stop = got.claimed.is_none();
+                seen.push((key, got));
+                if stop {
+                    break;
+                }
+            }
+            seen
+        }));
+    }
+    eventually(
+        "the load reaches 600 answers",
+        Duration::from_secs(120),
+        Duration::from_millis(1),
+        async || match answered.load(Ordering::Relaxed) {
+            n if n >= 600 => Ok(()),
+            n => Err(format!("{n} answers")),
+        },
+    )
+    .await;
+    server.kill9();
+    killed.store(true, Ordering::Relaxed);
+    let mut outcomes: Vec<(String, KeyAnswers)> = Vec::new();
+    for w in workers {
+        outcomes.extend(w.await.unwrap());
+    }
+    let claims = outcomes.iter().filter(|(_, a)| a.claimed.is_some()).count();
+    let completions = outcomes
+        .iter()
+        .filter(|(_, a)| a.completed.is_some())
+        .count();
+    assert!(claims + completions >= 600, "{claims} + {completions}");
+    let max_token = outcomes
+        .iter()
+        .filter_map(|(_, a)| a.claimed)
+        .max()
+        .unwrap();
+
+    // Restart on the same data dir.
+    let mut restarted = BinaryServer::start(&config, &[], None);
+    let admin = restarted.admin.clone();
+    let http = client();
+    let show = async |key: &str| -> (u16, serde_json::Value) {
+        let res = http
+            .get(format!("{admin}/api/keys/{key}"))
+            .bearer_auth(KEYS_SHOP)
+            .send()
+            .await
+            .unwrap();
+        (res.status().as_u16(), res.json().await.unwrap())
+    };
+    let (mut still_claimed, mut done, mut finished_after) = (0, 0, 0);
+    for (key, got) in &outcomes {
+        let (status, now) = show(key).await;
+        if let Some(result) = &got.completed {
+            // An answered completion: done with exactly that result and token.
+            assert_eq!(
+                (status, &now["state"]),
+                (200, &serde_json::json!("done")),
+                "{key}: {now}"
+            );
+            assert_eq!(&now["result"], result, "{key}");
+        }
+        if let Some(token) = got.claimed {
+            assert_eq!(status, 200, "answered claim of {key} lost: {now}");
+            match now["state"].as_str().unwrap() {
+                "claimed" => {
+                    assert_eq!(now["token"], token, "{key}: {now}");
+                    still_claimed += 1;
+                    // The holder's token still holds after the restart; a
+                    // stranger's does not and changes nothing.
+                    let foreign = serde_json::json!({"token": token + 1_000_000, "result": "x"});
+                    let (s, j) = key_call(&http, &admin, key, "complete", foreign)
+                        .await
+                        .unwrap();
+                    assert_eq!(
+                        (s, &j["state"]),
+                        (409, &serde_json::json!("stale")),
+                        "{key}"
+                    );
+                    let result = serde_json::json!({"key": key, "token": token});
+                    let body = serde_json::json!({"token": token, "result": result});
+                    let (s, j) = key_call(&http, &admin, key, "complete", body)
+                        .await
+                        .unwrap();
+                    assert_eq!((s, &j["result"]), (200, &result), "{key}: {j}");
+                    finished_after += 1;
+                }
+                "done" => {
+                    // Done only by the one claim this load made of it.
+                    assert_eq!(
+                        now["result"],
+                        serde_json::json!({"key": key, "token": token}),
+                        "{key}"
+                    );
+                    done += 1;
+                }
+                other => panic!("{key}: state {other}"),
+            }
+        } else if status == 200 {
+            // An unanswered claim may have landed; a done key then names it.
+            assert_eq!(
+                now["state"], "claimed",
+                "{key} done without an answered claim: {now}"
+            );
+        } else {
+            assert_eq!(status, 404, "{key}: {now}");
+        }
+        // A done key is done once: a new claim answers the same result.
+        if now["state"] == "done" {
+            let (s, again) = key_call(&http, &admin, key, "claim", serde_json::json!({}))
+                .await
+                .unwrap();
+            assert_eq!(
+                (s, &again["result"]),
+                (200, &now["result"]),
+                "{key}: {again}"
+            );
+            assert_eq!(again["completed_at"], now["completed_at"], "{key}");
+        }
+    }
+    // Tokens handed out after the restart are larger than every one before.
+    for i in 0..5 {
+        let (s, fresh) = key_call(
+            &http,
+            &admin,
+            &format!("after:{i}"),
+            "claim",
+            serde_json::json!({}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(s, 201, "{fresh}");
+        let token = fresh["token"].as_u64().unwrap();
+        assert!(
+            token > max_token,
+            "token {token} after the restart, {max_token} before"
+        );
+    }
+    assert!(restarted.terminate().success(), "{}", restarted.log_text());
+    eprintln!(
+        "keys crash test: {} keys tried, {claims} claims and {completions} completions answered \
+         before kill -9; after restart {done} done, {still_claimed} still claimed \
+         ({finished_after} completed by their holder after it)",
+        outcomes.len()
+    );
+}
