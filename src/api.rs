@@ -436,6 +436,10 @@ pub struct SweepResult {
     pub delivered: u64,
     pub dead_or_ignored: u64,
     pub dedupe_keys: u64,
+    /// Idempotency keys past their `ttl` (done) or expiry (issue 28).
+    /// Absent from a server before keys: read as 0.
+    #[serde(default)]
+    pub keys: u64,
     pub steps: u64,
     pub millis: u64,
 }

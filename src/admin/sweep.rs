@@ -18,6 +18,7 @@ pub(super) async fn sweep_now(
         delivered: t.delivered,
         dead_or_ignored: t.dead_or_ignored,
         dedupe_keys: t.dedupe_keys,
+        keys: t.keys,
         steps: t.steps,
         millis: t.millis,
     }))

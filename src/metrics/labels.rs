@@ -151,6 +151,8 @@ label_values! {
         Delivered => "delivered",
         DeadOrIgnored => "dead_or_ignored",
         DedupeKey => "dedupe_key",
+        /// An idempotency key past its expiry (`[keys]`).
+        IdempotencyKey => "idempotency_key",
     }
 }
 

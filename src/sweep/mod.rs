@@ -29,6 +29,8 @@ pub struct SweepTotals {
     pub delivered: u64,
     pub dead_or_ignored: u64,
     pub dedupe_keys: u64,
+    /// Idempotency keys.
+    pub keys: u64,
     pub steps: u64,
     pub millis: u64,
 }
@@ -109,10 +111,12 @@ impl Sweeper {
             totals.delivered += step.delivered;
             totals.dead_or_ignored += step.dead_or_ignored;
             totals.dedupe_keys += step.dedupe_keys;
+            totals.keys += step.keys;
             self.metrics.swept(SweptKind::Delivered, step.delivered);
             self.metrics
                 .swept(SweptKind::DeadOrIgnored, step.dead_or_ignored);
             self.metrics.swept(SweptKind::DedupeKey, step.dedupe_keys);
+            self.metrics.swept(SweptKind::IdempotencyKey, step.keys);
             if !step.more {
                 break;
             }
@@ -120,11 +124,12 @@ impl Sweeper {
             tokio::task::yield_now().await;
         }
         totals.millis = started.elapsed().as_millis() as u64;
-        if totals.delivered + totals.dead_or_ignored + totals.dedupe_keys > 0 {
+        if totals.delivered + totals.dead_or_ignored + totals.dedupe_keys + totals.keys > 0 {
             tracing::info!(
                 delivered = totals.delivered,
                 dead_or_ignored = totals.dead_or_ignored,
                 dedupe_keys = totals.dedupe_keys,
+                keys = totals.keys,
                 steps = totals.steps,
                 millis = totals.millis,
                 "swept expired data"

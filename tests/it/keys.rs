@@ -790,3 +790,40 @@ async fn a_done_key_past_its_ttl_is_claimed_anew() {
     assert!(again > t);
     assert_eq!(show(&server, "k").await.json["claims"], 1, "a new life");
 }
+
+#[tokio::test]
+async fn post_sweep_removes_a_done_key_past_its_ttl_and_counts_it() {
+    let (_dir, server) = start().await;
+    let t = token_of(&call(&server, SHOP, "swept", "claim", json!({"ttl": "1s"})).await);
+    let done = call(&server, SHOP, "swept", "complete", json!({"token": t})).await;
+    assert_eq!(done.status, 200, "{:?}", done.json);
+    // A key with the default ttl stays.
+    let u = token_of(&call(&server, SHOP, "kept", "claim", json!({})).await);
+    call(&server, SHOP, "kept", "complete", json!({"token": u})).await;
+    let first = server.admin("POST", "/api/sweep", Some(ADMIN), None).await;
+    assert_eq!(
+        (first.status, &first.json["keys"]),
+        (200, &json!(0)),
+        "{:?}",
+        first.json
+    );
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let swept = server.admin("POST", "/api/sweep", Some(ADMIN), None).await;
+    assert_eq!(swept.status, 200, "{:?}", swept.json);
+    assert_eq!(swept.json["keys"], 1, "{:?}", swept.json);
+    assert_eq!(show(&server, "swept").await.status, 404);
+    assert_eq!(show(&server, "kept").await.json["state"], "done");
+    let metrics = server.admin("GET", "/metrics", Some(ADMIN), None).await;
+    let text = metrics.json.as_str().unwrap();
+    assert!(
+        text.contains("hookinbox_swept_total{kind=\"idempotency_key\"} 1"),
+        "{text}"
+    );
+    // The OpenAPI document names the added field.
+    let doc = server.admin("GET", "/api/openapi.json", None, None).await;
+    assert!(
+        doc.json["components"]["schemas"]["SweepResult"]["properties"]["keys"].is_object(),
+        "{}",
+        doc.json["components"]["schemas"]["SweepResult"]
+    );
+}
