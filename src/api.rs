@@ -749,6 +749,22 @@ pub struct KeyListQuery {
     pub limit: Option<usize>,
 }
 
+/// `GET /api/key-namespaces`: the configured namespaces, for the dashboard
+/// and scripts that list keys (admin token).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct KeyNamespaces {
+    /// In name order; one per namespace, however many apps share it.
+    pub namespaces: Vec<KeyNamespace>,
+}
+
+/// One namespace of `[[keys.client]]` and the apps whose tokens reach it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct KeyNamespace {
+    pub namespace: String,
+    /// The `[[keys.client]]` names, in name order.
+    pub clients: Vec<String>,
+}
+
 /// A page of keys.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct KeyList {

@@ -1,4 +1,4 @@
-//! `/api/keys/{key}` and the list `/api/keys`: idempotency keys for the apps behind hookinbox —
+//! `/api/keys/{key}`, the list `/api/keys` and `/api/key-namespaces`: idempotency keys for the apps behind hookinbox —
 //! claim before a side effect, complete after it, release on failure,
 //! extend for long work; read one, and delete one by hand. Owns checking
 //! each request (the key, the lease and ttl, the result's size, who may
@@ -374,6 +374,27 @@ fn view_of(record: &KeyRecord) -> KeyView {
         expires_at: Some(Timestamp(record.expires_ms)),
         ..base
     }
+}
+
+#[utoipa::path(get, path = "/api/key-namespaces", tag = "keys",
+    responses((status = 200, description = "The configured [[keys.client]] namespaces and their apps, in name order", body = api::KeyNamespaces),
+              Unauthorized, Forbidden))]
+pub(super) async fn namespaces(State(state): State<AdminState>) -> Json<api::KeyNamespaces> {
+    let mut by_namespace = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for client in &state.keys.clients {
+        by_namespace
+            .entry(client.namespace.clone())
+            .or_default()
+            .push(client.name.clone());
+    }
+    let namespaces = by_namespace
+        .into_iter()
+        .map(|(namespace, mut clients)| {
+            clients.sort();
+            api::KeyNamespace { namespace, clients }
+        })
+        .collect();
+    Json(api::KeyNamespaces { namespaces })
 }
 
 /// Most keys one list call returns.

@@ -77,6 +77,8 @@ pub fn router(state: AdminState) -> Router {
             "/api/destinations/{name}/resume",
             post(destinations::resume),
         )
+        // Under /api/keys/ it would shadow a key named so.
+        .route("/api/key-namespaces", get(keys::namespaces))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::require_token,

@@ -29,7 +29,8 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
             events::ignore_event, events::erase_event, bulk::bulk_replay, bulk::bulk_ignore,
             stats::stats, stats::activity, sweep::sweep_now, backup::backup,
             destinations::destinations, destinations::pause, destinations::resume,
-            keys::claim, keys::complete, keys::release, keys::extend, keys::show, keys::delete, keys::list
+            keys::claim, keys::complete, keys::release, keys::extend, keys::show, keys::delete, keys::list,
+            keys::namespaces
         )
     )]
     struct Doc;

@@ -83,6 +83,7 @@ async fn every_endpoint_but_health_needs_the_token() {
         ("POST", "/api/sweep".to_owned()),
         ("GET", "/api/backup".to_owned()),
         ("GET", "/api/activity".to_owned()),
+        ("GET", "/api/key-namespaces".to_owned()),
     ];
     for (method, path) in &guarded {
         for token in [None, Some("wrong-token-wrong-token"), Some("")] {

@@ -513,6 +513,7 @@ async fn the_openapi_document_has_every_key_path() {
     }
     assert!(paths["/api/keys/{key}"]["get"].is_object());
     assert!(paths["/api/keys/{key}"]["delete"].is_object());
+    assert!(paths["/api/key-namespaces"]["get"].is_object());
     let out = crate::support::python("validate_openapi.py", doc.json.to_string().as_bytes());
     assert!(
         out.status.success(),
@@ -826,4 +827,64 @@ async fn post_sweep_removes_a_done_key_past_its_ttl_and_counts_it() {
         "{}",
         doc.json["components"]["schemas"]["SweepResult"]
     );
+}
+
+/// The dashboard's Keys page reads `/api/key-namespaces`, then each
+/// namespace's claimed keys: busy ones and those whose lease ran out.
+#[tokio::test]
+async fn the_keys_pages_data_names_each_namespace_and_its_claimed_keys() {
+    let (_dir, server) = start().await;
+    let names = server
+        .admin("GET", "/api/key-namespaces", Some(ADMIN), None)
+        .await;
+    assert_eq!(names.status, 200, "{:?}", names.json);
+    assert_eq!(
+        names.json,
+        json!({"namespaces": [
+            {"namespace": "mailer", "clients": ["mail"]},
+            {"namespace": "shop", "clients": ["shop"]},
+        ]})
+    );
+    // The admin token's: a client's is refused, and no token is.
+    let client = server
+        .admin("GET", "/api/key-namespaces", Some(SHOP), None)
+        .await;
+    assert_eq!(client.status, 403, "{:?}", client.json);
+    let none = server.admin("GET", "/api/key-namespaces", None, None).await;
+    assert_eq!(none.status, 401, "{:?}", none.json);
+    // A key named so is still a key.
+    let named = call(&server, SHOP, "key-namespaces", "claim", json!({})).await;
+    assert_eq!(named.status, 201, "{:?}", named.json);
+
+    let busy = token_of(&call(&server, SHOP, "busy", "claim", json!({})).await);
+    let lapsed = token_of(&call(&server, SHOP, "lapsed", "claim", json!({"lease": "1s"})).await);
+    let t = token_of(&call(&server, SHOP, "done", "claim", json!({})).await);
+    call(&server, SHOP, "done", "complete", json!({"token": t})).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let list = server
+        .admin(
+            "GET",
+            "/api/keys?namespace=shop&state=claimed&limit=500",
+            Some(ADMIN),
+            None,
+        )
+        .await;
+    assert_eq!(list.status, 200, "{:?}", list.json);
+    let keys = list.json["keys"].as_array().unwrap();
+    let names: Vec<&str> = keys.iter().map(|k| k["key"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["busy", "key-namespaces", "lapsed"],
+        "{:?}",
+        list.json
+    );
+    assert_eq!(keys[0]["token"], busy);
+    assert_eq!(keys[2]["token"], lapsed);
+    for k in keys {
+        assert!(k["lease_until"].is_string(), "{k}");
+    }
+    // The page tells them apart by lease_until against the time now.
+    let until = |k: &Value| humantime::parse_rfc3339(k["lease_until"].as_str().unwrap()).unwrap();
+    let now = std::time::SystemTime::now();
+    assert!(until(&keys[0]) > now && until(&keys[2]) <= now, "{keys:?}");
 }

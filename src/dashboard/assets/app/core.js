@@ -225,6 +225,7 @@ function route() {
   if (path === '/events') { page = 'events'; show = () => events(params); }
   else if (path.startsWith('/event/')) { page = 'events'; show = () => detail(decodeURIComponent(path.slice(7))); }
   else if (path === '/dlq') { page = 'dlq'; show = () => dlq(params); }
+  else if (path === '/keys') { page = 'keys'; show = () => keys(); }
   for (const a of nav.querySelectorAll('a')) {
     if (a.dataset.page === page) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
