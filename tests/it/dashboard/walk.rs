@@ -20,6 +20,9 @@ use crate::support::{
 const LONG_ID: &str = "evt_1NirD82eZvKYlo2CIvbZtJqC_from_the_2026_backfill_0001";
 const LONG_TYPE: &str = "checkout.session.async_payment_succeeded.from_the_2026_backfill";
 
+/// The `[[keys.client]]` app `shop`'s token.
+const KEYS_TOKEN: &str = "walk-shop-keys-token-0123";
+
 /// The payload as the provider sent it: an integer past 2^53, a number
 /// written with an exponent, escapes, empty containers.
 fn exact_payload() -> String {
@@ -84,6 +87,10 @@ url = "{app}"
 [[source.destination]]
 name = "billing"
 url = "{billing}"
+
+[[keys.client]]
+name = "shop"
+token = "{KEYS_TOKEN}"
 
 "#,
                 server = server_section(&dir.path().join("data")),
@@ -396,6 +403,23 @@ async fn every_dashboard_page_passes_axe_and_fits_phone_and_desktop_widths() {
     w.goto("#/dlq").await;
     text_until(b, "#dlq tbody", |t| t.contains(LONG_ID)).await;
     assert_accessible(b, "dead letters").await;
+
+    // The Keys page: a busy key and one whose lease ran out.
+    for (key, lease) in [(LONG_ID, "10m"), ("order:lapsed", "1s")] {
+        let r = client()
+            .post(format!("{}/api/keys/{key}/claim", w.server.admin))
+            .bearer_auth(KEYS_TOKEN)
+            .json(&json!({ "lease": lease }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201, "{key}");
+    }
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    w.goto("#/keys").await;
+    text_until(b, "#keys-busy-0 tbody", |t| t.contains(LONG_ID)).await;
+    text_until(b, "#keys-lapsed-0 tbody", |t| t.contains("order:lapsed")).await;
+    assert_accessible(b, "keys").await;
 
     // At phone width the event page does not scroll sideways.
     b.set_window_size(390, 844).await.unwrap();
