@@ -569,6 +569,14 @@ async fn kill_9_under_claims_and_completions_loses_no_answered_key() {
                 "{key}: {now}"
             );
             assert_eq!(&now["result"], result, "{key}");
+            // The completer's retry with another result is told the first
+            // one: a completion is never overwritten.
+            let token = got.claimed.unwrap();
+            let retry = serde_json::json!({"token": token, "result": "second"});
+            let (s, j) = key_call(&http, &admin, key, "complete", retry)
+                .await
+                .unwrap();
+            assert_eq!((s, &j["result"]), (200, result), "{key}: {j}");
         }
         if let Some(token) = got.claimed {
             assert_eq!(status, 200, "answered claim of {key} lost: {now}");

@@ -4,7 +4,8 @@
 
 // ---- keys ---------------------------------------------------------------------------
 
-// Claimed keys a namespace lists at most: pages of 500, this many pages.
+// Pages of claimed keys read per namespace (500 keys at most each; a page
+// may be short when the namespace holds many done keys).
 const KEY_PAGES = 10;
 
 // Every claimed key of `namespace`, and whether more are left unread.
@@ -70,7 +71,8 @@ async function keys() {
         lapsed.length
           ? keyTable(`Keys of ${n.namespace} whose lease ran out`, `keys-lapsed-${i}`, lapsed, now, false)
           : h('p', { class: 'muted', id: `keys-lapsed-${i}-empty`, text: 'None.' }),
-        more ? h('p', { class: 'muted', text: `Only the first ${KEY_PAGES * 500} claimed keys are shown.` }) : null);
+        more ? h('p', { class: 'muted', text: `More claimed keys may follow: this page reads ${KEY_PAGES} pages a namespace. ` +
+          `hookinbox keys list --namespace ${n.namespace} --state claimed --all lists every one.` }) : null);
     });
     body.replaceChildren(
       ...(sections.length ? sections : [h('p', { class: 'muted', id: 'keys-none',
