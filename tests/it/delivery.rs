@@ -848,8 +848,8 @@ async fn wait_delivered(server: &TestServer, id: &str, times: usize, script: &st
 /// (npm, PyPI), claims the `webhook-id`, sends its "email" (a line in a
 /// file) and completes the key before answering. Its side effect happens
 /// exactly once per event across a replay, a busy key (503 with
-/// Retry-After, retried by hookinbox) and a crash after complete and before
-/// the answer (hookinbox retries; the restarted app finds the key done and
+/// Retry-After, retried by hookinbox), failed work (the key released, 500,
+/// retried) and a crash after complete and before the answer (hookinbox retries; the restarted app finds the key done and
 /// answers 2xx without sending again); a forged delivery gets 400.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_verification_examples_do_their_work_once_per_event_across_replays_and_crashes() {
@@ -957,7 +957,40 @@ breaker_failures = 100
             "{script}"
         );
 
-        // 4. The app dies after completing the key, before answering: the
+        // 4. The work fails (the outbox cannot be written: a directory
+        // stands in its place): the app releases the key and answers 500;
+        // hookinbox retries and, the outbox back, the next claim is the
+        // app's at once (released, not busy until a lease runs out).
+        let aside = dir.path().join("outbox.aside");
+        std::fs::rename(&outbox, &aside).unwrap();
+        std::fs::create_dir(&outbox).unwrap();
+        let failing = send(&server, "ord_fail").await;
+        let seq = server.store().parse_public_id(&failing).unwrap();
+        eventually(
+            &format!("{script}: the failed work is answered 500"),
+            Duration::from_secs(10),
+            Duration::from_millis(20),
+            async || match server.store().attempts(seq).unwrap() {
+                h if h.is_empty() => Err("no attempt".to_owned()),
+                h => Ok(h),
+            },
+        )
+        .await;
+        std::fs::remove_dir(&outbox).unwrap();
+        std::fs::rename(&aside, &outbox).unwrap();
+        let history = wait_delivered(&server, &failing, 1, script).await;
+        let (last, failed) = history.split_last().unwrap();
+        assert_eq!(last.class, AttemptClass::Delivered, "{script}: {history:?}");
+        assert!(
+            failed.iter().all(|a| a.status == Some(500)
+                && a.response_snippet
+                    .as_deref()
+                    .unwrap_or("")
+                    .starts_with("failed")),
+            "{script}: each failed attempt released the key: {history:?}"
+        );
+
+        // 5. The app dies after completing the key, before answering: the
         // email is sent, hookinbox saw no answer and retries. The restarted
         // app's claim answers done: 2xx, no second email.
         let crash = send(&server, "ord_crash").await;
@@ -995,7 +1028,7 @@ breaker_failures = 100
             "{script}: {history:?}"
         );
 
-        // 5. A forged delivery is refused before any key is claimed.
+        // 6. A forged delivery is refused before any key is claimed.
         let forged = reqwest::Client::new()
             .post(format!("http://127.0.0.1:{port}/webhooks"))
             .header("webhook-id", "msg_forged")
@@ -1027,6 +1060,7 @@ breaker_failures = 100
             [
                 format!("{first} order.paid ord_example"),
                 format!("{busy} order.paid ord_busy"),
+                format!("{failing} order.paid ord_fail"),
                 format!("{crash} order.paid ord_crash"),
             ],
             "{script}: each email sent once, the forged one never"
