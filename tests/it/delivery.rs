@@ -7,7 +7,7 @@ use base64::Engine;
 use hookinbox::clock::Clock;
 use hookinbox::metrics::{AttemptOutcome, Circuit};
 use hookinbox::standard_webhooks::StandardKey;
-use hookinbox::store::schema::{AttemptClass, Status};
+use hookinbox::store::schema::{Attempt, AttemptClass, Status};
 use hookinbox::store::{Change, ChangeError, StoredEvent};
 
 use crate::destination::{Destination, Mode};
@@ -754,74 +754,281 @@ initial_interval = "10s"
     server.stop().await;
 }
 
-/// The app-side examples in docs/verify run as the destination: hookinbox
-/// delivers to each, each verifies with the official `standardwebhooks`
-/// library (npm, PyPI) and takes the event once; a delivery with a wrong
-/// signature gets 400 from it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_verification_examples_take_real_deliveries_and_refuse_forged_ones() {
+/// The [[keys.client]] token the docs/verify examples claim keys with.
+const EXAMPLE_KEYS_TOKEN: &str = "example-keys-token-0123";
+const EXAMPLE_ADMIN_TOKEN: &str = "example-admin-token-0123456789";
+
+/// One docs/verify example as a child process listening on `port`, with
+/// its keys pointed at `server`'s admin listener and its side effect (one
+/// line per "email sent") appended to `outbox`. It exits right after
+/// completing the key of the event whose `id` is `ord_crash`, before it
+/// answers. Returns once it listens.
+fn start_example(
+    program: &std::path::Path,
+    script: &str,
+    port: u16,
+    server: &TestServer,
+    outbox: &std::path::Path,
+) -> std::process::Child {
     use std::io::Read;
     use std::process::{Command, Stdio};
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut app = Command::new(program)
+        .arg(root.join(script))
+        .env("HOOKINBOX_DESTINATION_SECRET", DEST_SECRET)
+        .env("HOOKINBOX_KEYS_URL", server.admin_url(""))
+        .env("HOOKINBOX_KEYS_TOKEN", EXAMPLE_KEYS_TOKEN)
+        .env("OUTBOX_FILE", outbox)
+        .env("EXAMPLE_CRASH_AFTER_COMPLETE", "ord_crash")
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{} runs: {e}", program.display()));
+    eventually_sync(
+        &format!("{script} listens"),
+        Duration::from_secs(15),
+        Duration::from_millis(50),
+        || match std::net::TcpStream::connect(("127.0.0.1", port)) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                // An app that exited will never listen: say why now.
+                if let Some(status) = app.try_wait().unwrap() {
+                    let mut err = String::new();
+                    app.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+                    panic!(
+                        "{script} exited ({status}); its library is installed by the README's test command \
+                         (npm ci --prefix docs/verify/node; {}):\n{err}",
+                        crate::support::PYTHON_SETUP
+                    );
+                }
+                Err(format!("connect to port {port}: {e}"))
+            }
+        },
+    );
+    app
+}
+
+/// The outbox's lines: one per side effect done.
+fn outbox_lines(outbox: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(outbox)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Waits until `id` has been delivered `times` times (a replay delivers again).
+async fn wait_delivered(server: &TestServer, id: &str, times: usize, script: &str) -> Vec<Attempt> {
+    let seq = server.store().parse_public_id(id).unwrap();
+    eventually(
+        &format!("{script}: {id} delivered {times} time(s)"),
+        Duration::from_secs(20),
+        Duration::from_millis(20),
+        async || {
+            let history = server.store().attempts(seq).unwrap();
+            let delivered = history
+                .iter()
+                .filter(|a| a.class == AttemptClass::Delivered)
+                .count();
+            let status = event(server, id).state.status;
+            if delivered == times && status == Status::Delivered {
+                Ok(history)
+            } else {
+                Err(format!("{status:?} {history:?}"))
+            }
+        },
+    )
+    .await
+}
+
+/// The app-side examples in docs/verify run as the destination, each with
+/// hookinbox's idempotency keys around its side effect: hookinbox delivers
+/// to each, each verifies with the official `standardwebhooks` library
+/// (npm, PyPI), claims the `webhook-id`, sends its "email" (a line in a
+/// file) and completes the key before answering. Its side effect happens
+/// exactly once per event across a replay, a busy key (503 with
+/// Retry-After, retried by hookinbox), failed work (the key released, 500,
+/// retried) and a crash after complete and before the answer (hookinbox retries; the restarted app finds the key done and
+/// answers 2xx without sending again); a forged delivery gets 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_verification_examples_do_their_work_once_per_event_across_replays_and_crashes() {
     for (program, script) in [
-        ("node".into(), "docs/verify/node/app.js"),
+        (std::path::PathBuf::from("node"), "docs/verify/node/app.js"),
         (crate::support::python3(), "docs/verify/python/app.py"),
     ] {
         let port = crate::support::free_port();
-        let mut app = Command::new(&program)
-            .arg(root.join(script))
-            .env("HOOKINBOX_DESTINATION_SECRET", DEST_SECRET)
-            .env("PORT", port.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{} runs: {e}", program.display()));
-        eventually_sync(
-            &format!("{script} listens"),
-            Duration::from_secs(15),
-            Duration::from_millis(50),
-            || match std::net::TcpStream::connect(("127.0.0.1", port)) {
-                Ok(_) => Ok(()),
-                Err(e) => {
-                    // An app that exited will never listen: say why now.
-                    if let Some(status) = app.try_wait().unwrap() {
-                        let mut err = String::new();
-                        app.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-                        panic!(
-                            "{script} exited ({status}); its library is installed by the README's test command \
-                             (npm ci --prefix docs/verify/node; {}):\n{err}",
-                            crate::support::PYTHON_SETUP
-                        );
-                    }
-                    Err(format!("connect to port {port}: {e}"))
-                }
-            },
-        );
-
         let dir = tempfile::tempdir().unwrap();
+        let outbox = dir.path().join("outbox.txt");
         let text = format!(
-            r#"{}[[source]]
+            r#"{}[admin]
+token = "{EXAMPLE_ADMIN_TOKEN}"
+
+[keys]
+lease = "30s"
+
+[[keys.client]]
+name = "example"
+token = "{EXAMPLE_KEYS_TOKEN}"
+
+[[source]]
 name = "shop"
 kind = "standard"
 secret = "{}"
 destination = "http://127.0.0.1:{port}/webhooks"
 destination_secret = "{DEST_SECRET}"
+initial_interval = "200ms"
+max_interval = "2s"
+breaker_failures = 100
 "#,
             server_section(dir.path()),
             crate::support::STANDARD_SECRET,
         );
         let server = TestServer::start(&text, Clock::system()).await;
-        let id = send(&server, "ord_example").await;
-        wait_status(&server, &id, Status::Delivered, Duration::from_secs(10)).await;
-        // A replay is a new delivery of the same webhook-id: verified, not taken twice.
-        server
-            .store()
-            .change(event(&server, &id).seq, Change::Replay, 0)
-            .await
-            .unwrap()
-            .unwrap();
-        wait_status(&server, &id, Status::Delivered, Duration::from_secs(10)).await;
+        let mut app = start_example(&program, script, port, &server, &outbox);
 
+        // 1. Delivered once: the email is sent, the key done with its result.
+        let first = send(&server, "ord_example").await;
+        wait_delivered(&server, &first, 1, script).await;
+        let key = server
+            .admin(
+                "GET",
+                &format!("/api/keys/{first}"),
+                Some(EXAMPLE_KEYS_TOKEN),
+                None,
+            )
+            .await;
+        assert_eq!(key.status, 200, "{script}: {:?}", key.json);
+        assert_eq!(key.json["state"], "done", "{script}: {:?}", key.json);
+        assert_eq!(
+            key.json["result"],
+            serde_json::json!({"sent": "ord_example"})
+        );
+
+        // 2. A replay through the admin API is a new delivery of the same
+        // webhook-id: the claim answers done, the app answers 2xx at once.
+        let replay = server
+            .admin(
+                "POST",
+                &format!("/api/events/{first}/replay"),
+                Some(EXAMPLE_ADMIN_TOKEN),
+                None,
+            )
+            .await;
+        assert_eq!(replay.status, 200, "{script}: {:?}", replay.json);
+        wait_delivered(&server, &first, 2, script).await;
+
+        // 3. Busy: another worker holds the key when the delivery comes.
+        // The app answers 503 with the key's Retry-After; hookinbox retries
+        // and, once that lease has run out, the app claims and sends.
+        let paused = server
+            .admin(
+                "POST",
+                "/api/destinations/shop/pause",
+                Some(EXAMPLE_ADMIN_TOKEN),
+                None,
+            )
+            .await;
+        assert_eq!(paused.status, 200, "{:?}", paused.json);
+        let busy = send(&server, "ord_busy").await;
+        let held = server
+            .admin(
+                "POST",
+                &format!("/api/keys/{busy}/claim"),
+                Some(EXAMPLE_KEYS_TOKEN),
+                Some(serde_json::json!({"lease": "1s"})),
+            )
+            .await;
+        assert_eq!(held.status, 201, "{:?}", held.json);
+        let resumed = server
+            .admin(
+                "POST",
+                "/api/destinations/shop/resume",
+                Some(EXAMPLE_ADMIN_TOKEN),
+                None,
+            )
+            .await;
+        assert_eq!(resumed.status, 200, "{:?}", resumed.json);
+        let history = wait_delivered(&server, &busy, 1, script).await;
+        assert_eq!(history[0].status, Some(503), "{script}: {history:?}");
+        assert_eq!(
+            history[0].response_snippet.as_deref(),
+            Some("busy"),
+            "{script}"
+        );
+
+        // 4. The work fails (the outbox cannot be written: a directory
+        // stands in its place): the app releases the key and answers 500;
+        // hookinbox retries and, the outbox back, the next claim is the
+        // app's at once (released, not busy until a lease runs out).
+        let aside = dir.path().join("outbox.aside");
+        std::fs::rename(&outbox, &aside).unwrap();
+        std::fs::create_dir(&outbox).unwrap();
+        let failing = send(&server, "ord_fail").await;
+        let seq = server.store().parse_public_id(&failing).unwrap();
+        eventually(
+            &format!("{script}: the failed work is answered 500"),
+            Duration::from_secs(10),
+            Duration::from_millis(20),
+            async || match server.store().attempts(seq).unwrap() {
+                h if h.is_empty() => Err("no attempt".to_owned()),
+                h => Ok(h),
+            },
+        )
+        .await;
+        std::fs::remove_dir(&outbox).unwrap();
+        std::fs::rename(&aside, &outbox).unwrap();
+        let history = wait_delivered(&server, &failing, 1, script).await;
+        let (last, failed) = history.split_last().unwrap();
+        assert_eq!(last.class, AttemptClass::Delivered, "{script}: {history:?}");
+        assert!(
+            failed.iter().all(|a| a.status == Some(500)
+                && a.response_snippet
+                    .as_deref()
+                    .unwrap_or("")
+                    .starts_with("failed")),
+            "{script}: each failed attempt released the key: {history:?}"
+        );
+
+        // 5. The app dies after completing the key, before answering: the
+        // email is sent, hookinbox saw no answer and retries. The restarted
+        // app's claim answers done: 2xx, no second email.
+        let crash = send(&server, "ord_crash").await;
+        let status = eventually_sync(
+            &format!("{script} exits after completing ord_crash"),
+            Duration::from_secs(20),
+            Duration::from_millis(20),
+            || app.try_wait().unwrap().ok_or_else(|| "running".to_owned()),
+        );
+        assert_eq!(status.code(), Some(3), "{script}");
+        assert!(
+            outbox_lines(&outbox)
+                .iter()
+                .any(|l| l.ends_with(" ord_crash")),
+            "{script}: the email went out before the crash"
+        );
+        let seq = server.store().parse_public_id(&crash).unwrap();
+        eventually(
+            &format!("{script}: hookinbox records the crashed attempt"),
+            Duration::from_secs(10),
+            Duration::from_millis(20),
+            async || match server.store().attempts(seq).unwrap() {
+                h if h.is_empty() => Err("no attempt".to_owned()),
+                h => Ok(h),
+            },
+        )
+        .await;
+        assert_ne!(event(&server, &crash).state.status, Status::Delivered);
+        let mut app = start_example(&program, script, port, &server, &outbox);
+        let history = wait_delivered(&server, &crash, 1, script).await;
+        assert!(history.len() >= 2, "{script}: {history:?}");
+        assert_ne!(
+            history[0].class,
+            AttemptClass::Delivered,
+            "{script}: {history:?}"
+        );
+
+        // 6. A forged delivery is refused before any key is claimed.
         let forged = reqwest::Client::new()
             .post(format!("http://127.0.0.1:{port}/webhooks"))
             .header("webhook-id", "msg_forged")
@@ -835,16 +1042,28 @@ destination_secret = "{DEST_SECRET}"
             .await
             .unwrap();
         assert_eq!(forged.status(), 400, "{script}");
-        server.stop().await;
+        let none = server
+            .admin(
+                "GET",
+                "/api/keys/msg_forged",
+                Some(EXAMPLE_KEYS_TOKEN),
+                None,
+            )
+            .await;
+        assert_eq!(none.status, 404, "{script}: {:?}", none.json);
 
         let _ = app.kill();
         app.wait().unwrap();
-        let mut out = String::new();
-        app.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        server.stop().await;
         assert_eq!(
-            out.lines().collect::<Vec<_>>(),
-            [format!("verified {id} order.paid ord_example")],
-            "{script}: taken once, the forged one never"
+            outbox_lines(&outbox),
+            [
+                format!("{first} order.paid ord_example"),
+                format!("{busy} order.paid ord_busy"),
+                format!("{failing} order.paid ord_fail"),
+                format!("{crash} order.paid ord_crash"),
+            ],
+            "{script}: each email sent once, the forged one never"
         );
     }
 }
