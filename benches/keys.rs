@@ -2,13 +2,18 @@
 //! concurrent clients, on an empty store and on one holding `--preload` done
 //! keys, against Redis doing the guides' pattern durably in the same run.
 //!
-//! The HTTP API does not exist yet: this measures the **Store API
-//! in-process**, as `benches/ingest.rs` measures `Store::ingest` —
+//! Twice: over **HTTP**, as an app meets it (the release binary as a child
+//! process, `POST /api/keys/{key}/claim` then `…/complete` on keep-alive
+//! loopback connections with a `[[keys.client]]` token, see
+//! `support/keys_http.rs`), and through the **Store API in-process**, as
+//! `benches/ingest.rs` measures `Store::ingest` —
 //! `Store::key(ns, key, Claim { lease 30 s, ttl 30 d })` then
-//! `Store::key(ns, key, Complete { token, result })`, each durable (one job
-//! of the writer's group commit, fsynced) before it returns. Each client
-//! loops over its own fresh keys (`evt_` + 16 hex digits spread over the key
-//! space, as provider event ids are), timing each pair.
+//! `Store::key(ns, key, Complete { token, result })` — the store's share.
+//! Each change is durable (one job of the writer's group commit, fsynced)
+//! before it is answered. Each client loops over its own fresh keys
+//! (`evt_` and 16 hex digits spread over the key space, as provider event
+//! ids are), timing each pair. The preload goes through the Store API (a few times
+//! faster than HTTP), then the binary serves that same data dir.
 //!
 //! Redis (`redis-server` from Debian, skipped with a note when not on PATH):
 //! a child on a free loopback port with `--appendonly yes --appendfsync
@@ -20,7 +25,7 @@
 //!
 //! Rerun: cargo bench --bench keys -- [--quick] [--preload 5000000]
 //!        [--seconds 10] [--clients 64] [--pairs N] [--preload-seconds S]
-//!        [--keys random|sequential]
+//!        [--keys random|sequential] [--no-http] [--bin PATH]
 
 use std::path::Path;
 use std::sync::Arc;
@@ -37,6 +42,9 @@ mod support;
 #[allow(dead_code)]
 #[path = "support/drive.rs"]
 mod drive;
+
+#[path = "support/keys_http.rs"]
+mod keys_http;
 
 use drive::{Cost, close, file_size, open};
 use support::Flags;
@@ -61,6 +69,8 @@ struct Args {
     preload_limit: Duration,
     /// `random` (default) or `sequential`: see [`key`].
     keys: String,
+    /// The binary the HTTP runs start; `None`: no HTTP runs (`--no-http`).
+    bin: Option<std::path::PathBuf>,
 }
 
 fn args() -> Args {
@@ -72,6 +82,12 @@ fn args() -> Args {
         preload: flags.value("--preload", 100_000, 5_000_000),
         preload_limit: Duration::from_secs(flags.value("--preload-seconds", 300, 1_800) as u64),
         keys: flags.text("--keys").unwrap_or("random").to_owned(),
+        bin: (!std::env::args().any(|a| a == "--no-http")).then(|| {
+            flags
+                .text("--bin")
+                .unwrap_or(env!("CARGO_BIN_EXE_hookinbox"))
+                .into()
+        }),
     }
 }
 
@@ -544,7 +560,7 @@ async fn main() {
         std::sync::atomic::Ordering::Relaxed,
     );
     println!(
-        "hookinbox keys bench: Store::key in-process (no HTTP yet), claim + complete pairs, {} clients, {} keys, {} s or {} pairs per run, MAX_BATCH {MAX_BATCH}, {} cores",
+        "hookinbox keys bench: claim + complete pairs over HTTP and through Store::key in-process, {} clients, {} keys, {} s or {} pairs per run, MAX_BATCH {MAX_BATCH}, {} cores",
         args.clients,
         args.keys,
         args.seconds.as_secs(),
@@ -553,9 +569,18 @@ async fn main() {
     );
     println!();
 
-    // hookinbox: empty, then preloaded.
+    // HTTP, empty: a data dir of its own.
+    let mut http_empty = None;
+    if let Some(bin) = &args.bin {
+        let dir = tempfile::tempdir().unwrap();
+        let server = keys_http::Server::start(bin, dir.path(), &dir.path().join("data"));
+        http_empty = Some(keys_http::pairs(&server, &args, 3).await);
+        server.stop();
+    }
+
+    // hookinbox in-process: empty, then preloaded.
     let dir = tempfile::tempdir().unwrap();
-    let (store, writer) = open(dir.path(), MAX_BATCH);
+    let (store, writer) = open(&dir.path().join("data"), MAX_BATCH);
     let h_empty = hookinbox_pairs(&store, &args, 1).await;
     let started = Instant::now();
     let before = Cost::now();
@@ -573,6 +598,18 @@ async fn main() {
     );
     let h_loaded = hookinbox_pairs(&store, &args, 2).await;
     close(store, writer).await;
+    // HTTP, loaded: the binary on the store just preloaded.
+    let mut http_loaded = None;
+    if let Some(bin) = &args.bin {
+        let started = Instant::now();
+        let server = keys_http::Server::start(bin, dir.path(), &dir.path().join("data"));
+        println!(
+            "hookinbox serving the preloaded store after {:.2} s",
+            started.elapsed().as_secs_f64()
+        );
+        http_loaded = Some(keys_http::pairs(&server, &args, 4).await);
+        server.stop();
+    }
     drop(dir);
 
     // Redis: the same.
@@ -609,39 +646,56 @@ async fn main() {
         args.clients
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-    println!("{}", row("hookinbox, empty", &h_empty));
+    if let (Some(empty), Some(loaded)) = (&http_empty, &http_loaded) {
+        println!("{}", row("hookinbox HTTP, empty", empty));
+        println!(
+            "{}",
+            row(&format!("hookinbox HTTP, {h_loaded_n} keys"), loaded)
+        );
+    }
+    println!("{}", row("hookinbox Store::key, empty", &h_empty));
     println!(
         "{}",
-        row(&format!("hookinbox, {h_loaded_n} keys"), &h_loaded)
+        row(
+            &format!("hookinbox Store::key, {h_loaded_n} keys"),
+            &h_loaded
+        )
     );
     if let Some((empty, n, loaded)) = &redis {
         println!("{}", row("Redis, empty", empty));
         println!("{}", row(&format!("Redis, {n} keys"), loaded));
     }
     println!();
-    println!(
-        "hookinbox loaded / empty: {:.2} pairs/s, {:.2} p99",
-        h_loaded.run.rate() / h_empty.run.rate(),
-        h_loaded.run.p99.as_secs_f64() / h_empty.run.p99.as_secs_f64()
-    );
-    if let Some((empty, _, loaded)) = &redis {
+    let ratios = |name: &str, empty: &Measured, loaded: &Measured| {
         println!(
-            "hookinbox / Redis pairs/s: empty {:.2}, loaded {:.2}",
-            h_empty.run.rate() / empty.run.rate(),
-            h_loaded.run.rate() / loaded.run.rate()
+            "{name} loaded / empty: {:.2} pairs/s, {:.2} p99",
+            loaded.run.rate() / empty.run.rate(),
+            loaded.run.p99.as_secs_f64() / empty.run.p99.as_secs_f64()
         );
+        if let Some((r_empty, _, r_loaded)) = &redis {
+            println!(
+                "{name} / Redis pairs/s: empty {:.2}, loaded {:.2}",
+                empty.run.rate() / r_empty.run.rate(),
+                loaded.run.rate() / r_loaded.run.rate()
+            );
+        }
+    };
+    if let (Some(empty), Some(loaded)) = (&http_empty, &http_loaded) {
+        ratios("hookinbox HTTP", empty, loaded);
     }
+    ratios("hookinbox Store::key", &h_empty, &h_loaded);
     println!(
-        "(server CPU: hookinbox's writer thread only, Redis's whole process; disk: bytes the server process made the kernel write)"
+        "(server CPU: HTTP and Redis, the whole process; Store::key, the writer thread only; disk: bytes the server process made the kernel write)"
     );
     println!();
     println!("targets: ≥ 20,000 pairs/s, p99 ≤ 10 ms, flat from empty to 5M");
     println!(
-        "rerun: cargo bench --bench keys -- --preload {} --seconds {} --clients {} --pairs {} --keys {}",
+        "rerun: cargo bench --bench keys -- --preload {} --seconds {} --clients {} --pairs {} --keys {}{}",
         args.preload,
         args.seconds.as_secs(),
         args.clients,
         args.pairs,
-        args.keys
+        args.keys,
+        if args.bin.is_none() { " --no-http" } else { "" }
     );
 }

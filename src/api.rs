@@ -730,7 +730,7 @@ impl std::str::FromStr for KeyListState {
     }
 }
 
-/// `GET /api/keys`: one namespace's keys in key order (admin token).
+/// `GET /api/keys`: one namespace's keys, the most recently changed first (admin token).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
@@ -741,7 +741,8 @@ pub struct KeyListQuery {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[param(value_type = Option<String>)]
     pub state: Option<KeyListState>,
-    /// Keys after this one: the last page's `next_after`.
+    /// Where the page starts: the last page's `next_after`, as given (an
+    /// opaque cursor).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,
     /// At most this many keys (1 to 500; default 50).
@@ -771,6 +772,6 @@ pub struct KeyList {
     pub keys: Vec<KeyView>,
     /// Pass as `after` for the next page; `null`: no more. A page may be
     /// short (a state filter reads a bounded number of keys per call) and
-    /// still have a next one.
+    /// still have a next one. An opaque cursor, not a key.
     pub next_after: Option<String>,
 }

@@ -401,7 +401,7 @@ pub(super) async fn namespaces(State(state): State<AdminState>) -> Json<api::Key
 const MAX_KEY_PAGE: usize = 500;
 
 #[utoipa::path(get, path = "/api/keys", tag = "keys", params(api::KeyListQuery),
-    responses((status = 200, description = "A page of the namespace's keys, in key order", body = api::KeyList),
+    responses((status = 200, description = "A page of the namespace's keys, the most recently changed first", body = api::KeyList),
               (status = 400, description = "No namespace, or a bad state or limit", body = api::ApiError), Unauthorized, Forbidden, StoreUnavailable))]
 pub(super) async fn list(
     State(state): State<AdminState>,
@@ -425,10 +425,16 @@ pub(super) async fn list(
         api::KeyListState::Claimed => KeyStateKind::Claimed,
         api::KeyListState::Done => KeyStateKind::Done,
     });
+    let before = match query.after.as_deref() {
+        None => None,
+        Some(cursor) => Some(cursor.parse::<u64>().map_err(|_| {
+            AdminError::BadRequest("after must be a page's next_after, as it was given".to_owned())
+        })?),
+    };
     let store = state.store.clone();
     let now_ms = state.clock.now_ms();
     let page = tokio::task::spawn_blocking(move || {
-        store.list_keys(&namespace, kind, query.after.as_deref(), limit, now_ms)
+        store.list_keys(&namespace, kind, before, limit, now_ms)
     })
     .await??;
     let keys = page
@@ -441,7 +447,7 @@ pub(super) async fn list(
         .collect();
     Ok(Json(api::KeyList {
         keys,
-        next_after: page.next_after,
+        next_after: page.next_before.map(|seq| seq.to_string()),
     }))
 }
 

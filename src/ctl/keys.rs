@@ -19,7 +19,7 @@ pub enum KeysCommand {
         #[arg(long)]
         namespace: String,
     },
-    /// A namespace's keys in key order.
+    /// A namespace's keys, the most recently changed first.
     List {
         /// The app's namespace (its [[keys.client]] namespace, or name).
         #[arg(long)]
@@ -27,7 +27,7 @@ pub enum KeysCommand {
         /// claimed or done.
         #[arg(long)]
         state: Option<KeyListState>,
-        /// Start after this key (the last page's next_after).
+        /// Go on from the last page (its next_after, as printed).
         #[arg(long)]
         after: Option<String>,
         /// At most this many keys a page (1 to 500).

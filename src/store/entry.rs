@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use super::keys::KeyOp;
+use super::keys::{KeyOp, KeyWrite};
 use super::types::{Change, Finish, Initial};
 
 /// What one job changed, enough to apply it again after a crash: an event
@@ -38,7 +38,10 @@ pub enum Entry<'a> {
         key: Cow<'a, str>,
         value: Cow<'a, [u8]>,
     },
-    /// A change of an idempotency key (format 2).
+    /// What a change of an idempotency key wrote (format 3).
+    KeyWrite(Cow<'a, KeyWrite>),
+    /// A change of an idempotency key as format 2 logged it: the operation,
+    /// decided again on replay. Read, never written.
     Key {
         namespace: Cow<'a, str>,
         key: Cow<'a, str>,

@@ -5,6 +5,7 @@ use redb::{Database, ReadableTable};
 
 use super::error::WriteError;
 use super::format::row;
+use super::keys::{KeyWrite, META_KEY_SEQ, META_KEY_TOKEN};
 use super::schema::{self, META, META_SCHEMA, SCHEMA_VERSION};
 use super::tables;
 
@@ -19,8 +20,9 @@ const MIGRATION_STEP: usize = 50_000;
 /// Brings a database of schema `from` (≥ [`MIGRATES_FROM`](schema::MIGRATES_FROM)) to
 /// [`SCHEMA_VERSION`], before the writer starts. From 3: builds the indexes
 /// and counts from `state`, in durable steps. From 4: drops the two indexes
-/// schema 5 no longer kept, in one transaction. From 5: marks the file 6
+/// schema 5 no longer kept, in one transaction. From 5: marks the file
 /// (an event of schema 5 is a block of one delivery: no row changes).
+/// From 6: moves the idempotency keys into the key log.
 pub(super) fn migrate(db: &Database, from: u8) -> Result<(), WriteError> {
     if from >= 4 {
         return mark_current(db, from);
@@ -28,10 +30,11 @@ pub(super) fn migrate(db: &Database, from: u8) -> Result<(), WriteError> {
     index_in_steps(db, from)
 }
 
-/// From 4 or 5, in one transaction.
+/// From 4, 5 or 6, in one transaction.
 fn mark_current(db: &Database, from: u8) -> Result<(), WriteError> {
     // 4: drop the indexes `by_type` answers. 5: a schema-5 event is a
-    // block of one delivery, so no row changes. Both: mark the file.
+    // block of one delivery, so no row changes. 6: move the keys. All:
+    // mark the file.
     let started = std::time::Instant::now();
     let mut txn = db.begin_write()?;
     txn.set_quick_repair(true);
@@ -40,16 +43,55 @@ fn mark_current(db: &Database, from: u8) -> Result<(), WriteError> {
             txn.delete_table(redb::TableDefinition::<(), ()>::new(name))?;
         }
     }
+    let keys = move_keys(&txn)?;
     txn.open_table(META)?
         .insert(META_SCHEMA, [SCHEMA_VERSION].as_slice())?;
     txn.commit()?;
     tracing::info!(
         from,
         to = SCHEMA_VERSION,
+        keys,
         seconds = started.elapsed().as_secs_f64(),
         "migrated the database"
     );
     Ok(())
+}
+
+/// Schema 6's idempotency keys (a build of 26 Nov 2026 kept them under
+/// (namespace, key)), each written into the key log under the next seq
+/// after every token that build handed out, so a claim of this build still
+/// gets a larger token. Returns how many. Schema 6's token counter stays:
+/// a format-2 log replayed after this draws from it.
+fn move_keys(txn: &redb::WriteTransaction) -> Result<usize, WriteError> {
+    let mut moved = Vec::new();
+    {
+        // Opening creates it on a file that never had keys: deleted below.
+        let old = txn.open_table(schema::KEYS_6)?;
+        for row in old.iter()? {
+            let (at, value) = row?;
+            let (namespace, key) = at.value();
+            moved.push((
+                namespace.to_owned(),
+                key.to_owned(),
+                row::decode_key_v2(value.value())?,
+            ));
+        }
+    }
+    txn.delete_table(schema::KEYS_6)?;
+    txn.delete_table(schema::KEY_EXPIRY_6)?;
+    let mut t = tables::Tables::open(txn)?;
+    let after = t.meta_u64(META_KEY_TOKEN)?.max(t.meta_u64(META_KEY_SEQ)?);
+    let count = moved.len();
+    for (seq, (namespace, key, record)) in (after + 1..).zip(moved) {
+        t.write_key(&KeyWrite::Put {
+            namespace,
+            key,
+            seq,
+            replaces: None,
+            record,
+        })?;
+    }
+    Ok(count)
 }
 
 /// From 3: the indexes and counts built from `state`, [`MIGRATION_STEP`]

@@ -46,7 +46,9 @@ mod keys;
 pub use backup::DiskUsage;
 pub use error::{Report, StoreError, WriteError};
 pub use handle::{Store, WriterHandle};
-pub use keys::{KeyAnswer, KeyOp, KeyPage, KeyRecord, KeyState, KeyStateKind};
+pub use keys::{
+    KeyAnswer, KeyOp, KeyPage, KeyRecord, KeyState, KeyStateKind, KeyWrite, MAX_KEYS_EXAMINED,
+};
 pub use open::DB_FILE;
 pub use options::{CHECKPOINT_EVERY, CommitHook, MAX_BATCH, StoreOptions};
 pub use payload::PayloadMatch;

@@ -193,8 +193,9 @@ fn init_meta(db: &Database) -> Result<Result<u32, u8>, WriteError> {
     txn.open_table(schema::COUNTS)?;
     txn.open_table(schema::MINUTES)?;
     txn.open_table(schema::ERASED)?;
-    txn.open_table(schema::KEYS)?;
-    txn.open_table(schema::KEY_EXPIRY)?;
+    txn.open_table(schema::KEY_LOG)?;
+    txn.open_table(schema::KEY_DUE)?;
+    txn.open_table(schema::KEY_CLAIMED)?;
     txn.commit()?;
     Ok(Ok(tag))
 }
@@ -257,8 +258,18 @@ fn load_dedupe(db: &Database) -> Result<(DedupeIndex, usize), StoreError> {
         extra.push(value.value().0, seq.value());
     }
     loaders.push(extra);
+    // Idempotency keys: their fingerprints are of another kind (see
+    // `keys::fingerprint`), so they share no entry with events' either.
+    let keys = txn.open_table(schema::KEY_LOG)?;
+    let key_rows = keys.len()? as usize;
+    let mut of_keys = dedupe::Loader::new(threads as usize, key_rows);
+    for row in keys.iter()? {
+        let (at, value) = row?;
+        of_keys.push(value.value().0, at.value().1);
+    }
+    loaders.push(of_keys);
     Ok((
         DedupeIndex::from_loaders(loaders),
-        rows + kept.len()? as usize,
+        rows + kept_rows + key_rows,
     ))
 }

@@ -10,13 +10,8 @@ use super::dedupe;
 use super::error::StoreError;
 use super::format::row;
 use super::handle::Store;
-use super::keys::{KeyPage, KeyRecord, KeyStateKind};
 use super::schema::{self, ATTEMPTS, Attempt, DLQ, EVENTS, ORDERED, SCHEDULE, STATE};
 use super::types::{Delivery, Due, StoredEvent};
-
-/// The most rows one [`Store::list_keys`] call reads: a filter that matches
-/// one key in a million still answers in milliseconds, with a cursor.
-pub const MAX_KEYS_EXAMINED: usize = 10_000;
 
 impl Store {
     /// Up to `limit` entries of `destination`'s queue due at `now_ms`, oldest
@@ -215,84 +210,6 @@ impl Store {
         let txn = db.begin_read()?;
         let events = txn.open_table(EVENTS)?;
         Ok(events.len()?)
-    }
-
-    /// Idempotency key `key` of `namespace` as stored, unless it expired by
-    /// `now_ms` (the sweeper may not have reached it yet).
-    pub fn key_record(
-        &self,
-        namespace: &str,
-        key: &str,
-        now_ms: u64,
-    ) -> Result<Option<KeyRecord>, StoreError> {
-        let db = self.db()?;
-        let txn = db.begin_read()?;
-        let keys = txn.open_table(schema::KEYS)?;
-        let found = match keys.get((namespace, key))? {
-            Some(raw) => Some(row::decode_key(raw.value())?),
-            None => None,
-        };
-        Ok(found.filter(|r| r.expires_ms > now_ms))
-    }
-
-    /// Up to `limit` live keys of `namespace` after key `after` (all from
-    /// the first without it), in key order, of state `kind` if given. Reads
-    /// at most [`MAX_KEYS_EXAMINED`] rows, so a filter that matches few costs
-    /// a bounded page: `next_after` then says where to go on even if the
-    /// page is short.
-    pub fn list_keys(
-        &self,
-        namespace: &str,
-        kind: Option<KeyStateKind>,
-        after: Option<&str>,
-        limit: usize,
-        now_ms: u64,
-    ) -> Result<KeyPage, StoreError> {
-        let db = self.db()?;
-        let txn = db.begin_read()?;
-        let table = txn.open_table(schema::KEYS)?;
-        let mut keys = Vec::new();
-        let mut examined = 0;
-        let mut last: Option<String> = None;
-        for entry in table.range((namespace, after.unwrap_or(""))..)? {
-            let (k, v) = entry?;
-            let (ns, key) = k.value();
-            if ns != namespace {
-                return Ok(KeyPage {
-                    keys,
-                    next_after: None,
-                });
-            }
-            if Some(key) == after {
-                continue;
-            }
-            if keys.len() == limit || examined == MAX_KEYS_EXAMINED {
-                return Ok(KeyPage {
-                    keys,
-                    next_after: last,
-                });
-            }
-            examined += 1;
-            last = Some(key.to_owned());
-            let record = row::decode_key(v.value())?;
-            let wanted = kind.is_none_or(|kind| record.state.kind() == kind);
-            if record.expires_ms > now_ms && wanted {
-                keys.push((key.to_owned(), record));
-            }
-        }
-        Ok(KeyPage {
-            keys,
-            next_after: None,
-        })
-    }
-
-    /// How many keys the `keys` table holds, expired ones the sweeper has
-    /// not reached yet included: redb keeps a table's length, so this costs
-    /// the same at any size (read at each scrape).
-    pub fn keys_stored(&self) -> Result<u64, StoreError> {
-        let db = self.db()?;
-        let txn = db.begin_read()?;
-        Ok(txn.open_table(schema::KEYS)?.len()?)
     }
 }
 

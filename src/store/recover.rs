@@ -144,11 +144,12 @@ fn replay(t: &mut Tables<'_>, entry: Entry<'_>, ttls: &Ttls) -> Result<(), Write
             t.meta.insert(&*key, &*value)?;
             Ok(())
         }
+        Entry::KeyWrite(write) => t.write_key(&write),
         Entry::Key {
             namespace,
             key,
             op,
             now_ms,
-        } => t.key(&namespace, &key, &op, now_ms).map(drop),
+        } => t.key_by_op(&namespace, &key, &op, now_ms),
     }
 }

@@ -13,6 +13,7 @@ use super::dedupe::Fingerprint;
 use super::error::WriteError;
 use super::format::row::{self, EventRecordRef};
 use super::index::{IndexTables, Indexed, MinuteKind};
+use super::keys::KeyTables;
 use super::schema::{
     self, ATTEMPTS, Attempt, AttemptClass, DEDUPE, DLQ, DeadLetter, ERASED, EVENTS, EXPIRY,
     EventRecord, EventState, LEASES, META, Note, ORDERED, SCHEDULE, STATE, Status,
@@ -41,8 +42,9 @@ pub(super) struct Tables<'t> {
     pub erased: Table<'t, u64, &'static [u8]>,
     /// The secondary indexes and counts, moved with every `state` write.
     pub index: IndexTables<'t>,
-    /// The transaction, for tables opened only when a job needs them
-    /// (the idempotency keys'), so other batches do not pay for them.
+    /// The idempotency keys' tables, opened when a job first needs them,
+    /// so other batches do not pay for them.
+    pub keys: Option<KeyTables<'t>>,
     pub txn: &'t WriteTransaction,
     pub buf: Vec<u8>,
 }
@@ -63,6 +65,7 @@ impl<'t> Tables<'t> {
             meta: txn.open_table(META)?,
             erased: txn.open_table(ERASED)?,
             index: IndexTables::open(txn)?,
+            keys: None,
             txn,
             buf: Vec::with_capacity(256),
         })
@@ -289,8 +292,9 @@ impl<'t> Tables<'t> {
         swept.more |= more;
         let room = room.saturating_sub(minutes as usize);
         let (keys, more) = self.sweep_keys(now_ms, room)?;
-        swept.keys = keys;
+        swept.keys = keys.len() as u64;
         swept.more |= more;
+        forgotten.extend(keys);
         Ok((swept, forgotten))
     }
 

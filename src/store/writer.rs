@@ -38,6 +38,7 @@ use super::format::row::{self, EventRecordRef};
 use super::handle::{Shared, public_id};
 use super::index::MinuteKind;
 use super::job::{Job, Message};
+use super::keys::{self, KeyWrite};
 use super::options::StoreOptions;
 use super::recover::{commit_checkpoint, last_event, open_database, recover};
 use super::tables::{StoredAs, Tables, Ttls, store_event};
@@ -60,10 +61,38 @@ const LINGER_FROM: usize = 4;
 const LINGER_QUIET: Duration = Duration::from_micros(50);
 const LINGER_MAX: Duration = Duration::from_micros(400);
 
-/// Dedupe keys a batch added and removed.
+/// Dedupe keys (and idempotency keys' places) a batch added and removed.
 struct Keys {
     added: HashMap<Fingerprint, u64>,
     removed: HashSet<(Fingerprint, u64)>,
+}
+
+impl Keys {
+    /// Where `fp` is live as of this point of the batch: what the batch
+    /// put there first, then the index's, unless the batch removed it.
+    fn live(&self, index: &DedupeIndex, fp: Fingerprint) -> Option<u64> {
+        self.added.get(&fp).copied().or_else(|| {
+            index
+                .get(fp)
+                .filter(|seq| !self.removed.contains(&(fp, *seq)))
+        })
+    }
+
+    /// `fp` no longer at `old` (if it was anywhere) and now at `new`, if
+    /// anywhere: what a key's change did to its place.
+    fn moved(&mut self, fp: Fingerprint, old: Option<u64>, new: Option<u64>) {
+        if let Some(old) = old {
+            // Put there by this batch: the index never learns it.
+            if self.added.get(&fp) == Some(&old) {
+                self.added.remove(&fp);
+            } else {
+                self.removed.insert((fp, old));
+            }
+        }
+        if let Some(new) = new {
+            self.added.insert(fp, new);
+        }
+    }
 }
 
 impl Job {
@@ -520,18 +549,22 @@ impl Writer {
                 now_ms,
                 reply,
             } => {
-                self.wal.push(&Entry::Key {
-                    namespace: Cow::Borrowed(&namespace),
-                    key: Cow::Borrowed(&key),
-                    op: Cow::Borrowed(&op),
-                    now_ms,
-                });
-                settle(
-                    reply,
-                    t.key(&namespace, &key, &op, now_ms),
-                    ready,
-                    Ready::Key,
-                )
+                let fp = keys::fingerprint(&namespace, &key);
+                let at = keys.live(index, fp);
+                let result = t
+                    .key(&namespace, &key, at, &op, now_ms)
+                    .map(|(answer, write)| {
+                        if let Some(write) = write {
+                            let new = match &write {
+                                KeyWrite::Put { seq, .. } => Some(*seq),
+                                KeyWrite::Remove { .. } => None,
+                            };
+                            keys.moved(fp, at, new);
+                            self.wal.push(&Entry::KeyWrite(Cow::Owned(write)));
+                        }
+                        answer
+                    });
+                settle(reply, result, ready, Ready::Key)
             }
             Job::SetMeta { key, value, reply } => {
                 self.wal.push(&Entry::SetMeta {
@@ -571,11 +604,8 @@ impl Writer {
     ) -> Result<Ingested, WriteError> {
         let fp = fingerprint(event.source().as_str(), event.event_id().as_str());
         // Earlier in this batch first: the index learns the batch's keys after the commit.
-        let live = index
-            .get(fp)
-            .filter(|seq| !keys.removed.contains(&(fp, *seq)));
-        match keys.added.get(&fp).or(live.as_ref()) {
-            Some(&seq) => {
+        match keys.live(index, fp) {
+            Some(seq) => {
                 let (received_ms, source) = (event.received_at_ms(), event.source().as_str());
                 t.index
                     .count_minute(received_ms, source, MinuteKind::Duplicate);

@@ -604,8 +604,8 @@ async fn claims_lapsed_leases_and_stored_keys_are_counted_per_configured_namespa
     assert_eq!(sample(&text, "hookinbox_keys_stored"), 2.0);
 }
 
-/// `GET /api/keys` (admin token): a namespace's keys in key order, a page
-/// at a time, by state.
+/// `GET /api/keys` (admin token): a namespace's keys, the most recently
+/// changed first, a page at a time, by state.
 #[tokio::test]
 async fn the_admin_lists_a_namespaces_keys_in_pages_by_state() {
     let (_dir, server) = start().await;
@@ -638,23 +638,23 @@ async fn the_admin_lists_a_namespaces_keys_in_pages_by_state() {
     };
     assert_eq!(
         list("namespace=shop").await,
-        (vec!["a".into(), "b".into(), "c".into()], Value::Null)
+        (vec!["c".into(), "b".into(), "a".into()], Value::Null)
     );
+    let (first, next) = list("namespace=shop&limit=2").await;
+    assert_eq!(first, ["c", "b"]);
+    let next = next.as_str().expect("a cursor").to_owned();
     assert_eq!(
-        list("namespace=shop&limit=2").await,
-        (vec!["a".into(), "b".into()], json!("b"))
+        list(&format!("namespace=shop&limit=2&after={next}")).await,
+        (vec!["a".into()], Value::Null)
     );
-    assert_eq!(
-        list("namespace=shop&limit=2&after=b").await,
-        (vec!["c".into()], Value::Null)
-    );
-    assert_eq!(list("namespace=shop&state=done").await.0, ["a", "c"]);
+    assert_eq!(list("namespace=shop&state=done").await.0, ["c", "a"]);
     assert_eq!(list("namespace=shop&state=claimed").await.0, ["b"]);
     assert_eq!(list("namespace=mailer").await.0, ["z"]);
     for (query, status) in [
         ("", 400),
         ("namespace=shop&state=busy", 400),
         ("namespace=shop&limit=0", 400),
+        ("namespace=shop&after=b", 400),
     ] {
         let a = server
             .admin("GET", &format!("/api/keys?{query}"), Some(ADMIN), None)
@@ -719,7 +719,8 @@ async fn the_cli_shows_lists_and_deletes_keys() {
     .await;
     assert_eq!(code, 0);
     let page: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(page["next_after"], "order/7", "{out}");
+    assert_eq!(page["keys"][0]["key"], "stuck", "the newest first: {out}");
+    assert!(page["next_after"].is_string(), "{out}");
     let (_, out, _) = run(&[
         "keys",
         "list",
@@ -874,17 +875,17 @@ async fn the_keys_pages_data_names_each_namespace_and_its_claimed_keys() {
     let names: Vec<&str> = keys.iter().map(|k| k["key"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["busy", "key-namespaces", "lapsed"],
+        ["lapsed", "busy", "key-namespaces"],
         "{:?}",
         list.json
     );
-    assert_eq!(keys[0]["token"], busy);
-    assert_eq!(keys[2]["token"], lapsed);
+    assert_eq!(keys[0]["token"], lapsed);
+    assert_eq!(keys[1]["token"], busy);
     for k in keys {
         assert!(k["lease_until"].is_string(), "{k}");
     }
     // The page tells them apart by lease_until against the time now.
     let until = |k: &Value| humantime::parse_rfc3339(k["lease_until"].as_str().unwrap()).unwrap();
     let now = std::time::SystemTime::now();
-    assert!(until(&keys[0]) > now && until(&keys[2]) <= now, "{keys:?}");
+    assert!(until(&keys[1]) > now && until(&keys[0]) <= now, "{keys:?}");
 }

@@ -3,7 +3,8 @@
 //! another, each the postcard bytes of that format's entry type.
 //!
 //! The format byte is `0x40 | version` (format 1: `0x41`; format 2, which
-//! adds idempotency keys ([`super::v2`]): `0x42`). Builds before
+//! adds idempotency keys ([`super::v2`]): `0x42`; format 3, which logs what
+//! a key change wrote ([`super::v3`]): `0x43`). Builds before
 //! versioned records wrote no format byte ("format 0"): their payload
 //! starts with an entry's variant index, one byte below 7 (a postcard
 //! varint; there are seven kinds), so the two never mix up, and format 0's
@@ -21,13 +22,16 @@
 use super::super::entry::Entry;
 use super::v1::EntryV1;
 use super::v2::EntryV2;
+use super::v3::EntryV3;
 
 /// The version frames are written in.
-pub const LOG_FORMAT: u8 = 2;
+pub const LOG_FORMAT: u8 = 3;
 /// The first byte of every payload this build writes.
 pub const FORMAT_BYTE: u8 = VERSIONED | LOG_FORMAT;
 /// The first byte of a format-1 payload (builds of 26 Nov 2026 before keys).
 const FORMAT_1: u8 = VERSIONED | 1;
+/// The first byte of a format-2 payload (key operations, 26 Nov 2026).
+const FORMAT_2: u8 = VERSIONED | 2;
 /// Set in the first byte of every versioned payload; never in format 0's.
 const VERSIONED: u8 = 0x40;
 /// Below [`VERSIONED`], a format byte's version.
@@ -54,7 +58,7 @@ pub fn begin(out: &mut Vec<u8>) {
 /// Appends one entry to a payload begun with [`begin`].
 pub fn push(out: &mut Vec<u8>, entry: &Entry<'_>) {
     let frame = std::mem::take(out);
-    *out = postcard::to_extend(&EntryV2::from(entry), frame).expect("postcard encodes into a Vec");
+    *out = postcard::to_extend(&EntryV3::from(entry), frame).expect("postcard encodes into a Vec");
 }
 
 /// The entries of frame `lsn`'s payload, in the order they were applied.
@@ -63,7 +67,8 @@ pub fn entries(lsn: u64, payload: &[u8]) -> Result<Vec<Entry<'_>>, FrameError> {
         // Format 0: format 1's entries from the first byte.
         Some((&first, _)) if first < VERSIONED => decode::<EntryV1<'_>>(lsn, payload),
         Some((&FORMAT_1, rest)) => decode::<EntryV1<'_>>(lsn, rest),
-        Some((&FORMAT_BYTE, rest)) => decode::<EntryV2<'_>>(lsn, rest),
+        Some((&FORMAT_2, rest)) => decode::<EntryV2<'_>>(lsn, rest),
+        Some((&FORMAT_BYTE, rest)) => decode::<EntryV3<'_>>(lsn, rest),
         Some((&first, _))
             if first & !VERSION_BITS == VERSIONED && first & VERSION_BITS > LOG_FORMAT =>
         {
@@ -99,17 +104,23 @@ where
 }
 
 /// `entries` as a build of an older format wrote them (0: no format byte,
-/// or 1), for the tests that replay such logs. `None` if that format has
+/// 1 or 2), for the tests that replay such logs. `None` if that format has
 /// not every entry's kind.
 #[cfg(test)]
 pub fn older_payload(format: u8, entries: &[Entry<'_>]) -> Option<Vec<u8>> {
     let mut out = match format {
         0 => Vec::new(),
         1 => vec![FORMAT_1],
+        2 => vec![FORMAT_2],
         _ => return None,
     };
     for entry in entries {
-        out = postcard::to_extend(&EntryV1::of(entry)?, out).expect("postcard encodes into a Vec");
+        out = if format == 2 {
+            postcard::to_extend(&EntryV2::of(entry)?, out)
+        } else {
+            postcard::to_extend(&EntryV1::of(entry)?, out)
+        }
+        .expect("postcard encodes into a Vec");
     }
     Some(out)
 }

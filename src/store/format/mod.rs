@@ -16,11 +16,13 @@
 //!   unit replication sends.
 //! - `v1`: format 1's types, frozen.
 //! - `v2`: format 2's additions (idempotency keys), frozen.
+//! - `v3`: format 3's (what a key change wrote), frozen.
 
 pub mod log;
 pub mod row;
 mod v1;
 mod v2;
+mod v3;
 
 #[cfg(test)]
 mod tests;

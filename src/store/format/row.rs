@@ -13,11 +13,14 @@ use super::super::keys::KeyRecord;
 use super::super::schema::{Attempt, EventRecord, EventState, Note};
 use super::v1::{AttemptV1, EventV1, EventViewV1, NoteV1, StateV1};
 use super::v2::KeyRowV2;
+use super::v3::KeyRowV3;
 
 /// The version every row of format 1 is written in.
 const ROW_V1: u8 = 1;
-/// The version of rows new in format 2 (`keys`).
+/// The version of rows new in format 2 (schema 6's `keys`).
 const ROW_V2: u8 = 2;
+/// The version of rows new in format 3 (`key_log`).
+const ROW_V3: u8 = 3;
 /// Codec byte of an event record: postcard bytes as they are.
 const CODEC_PLAIN: u8 = 0;
 /// Codec byte of an event record: LZ4 block, decompressed size first.
@@ -68,12 +71,23 @@ pub fn decode_note(bytes: &[u8]) -> Result<Note, DecodeError> {
     decode::<NoteV1<'_>>(bytes).map(Note::from)
 }
 
-pub fn encode_key(record: &KeyRecord, out: &mut Vec<u8>) {
-    encode_as(ROW_V2, &KeyRowV2::from(record), out);
+/// A `key_log` row: the key and its record.
+pub fn encode_key(key: &str, record: &KeyRecord, out: &mut Vec<u8>) {
+    encode_as(ROW_V3, &KeyRowV3::of(key, record), out);
 }
 
-pub fn decode_key(bytes: &[u8]) -> Result<KeyRecord, DecodeError> {
+pub fn decode_key(bytes: &[u8]) -> Result<(String, KeyRecord), DecodeError> {
+    decode_as::<KeyRowV3<'_>>(ROW_V3, bytes).map(KeyRowV3::into_parts)
+}
+
+/// A row of schema 6's `keys` table, which the migration to 7 reads.
+pub fn decode_key_v2(bytes: &[u8]) -> Result<KeyRecord, DecodeError> {
     decode_as::<KeyRowV2<'_>>(ROW_V2, bytes).map(KeyRecord::from)
+}
+
+#[cfg(test)]
+pub fn encode_key_v2(record: &KeyRecord, out: &mut Vec<u8>) {
+    encode_as(ROW_V2, &KeyRowV2::from(record), out);
 }
 
 fn encode<T: serde::Serialize>(value: &T, out: &mut Vec<u8>) {

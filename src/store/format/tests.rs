@@ -12,7 +12,7 @@ use crate::store::entry::Entry;
 use crate::store::schema::{
     Attempt, AttemptClass, DeadLetter, EventRecord, EventState, Note, Status,
 };
-use crate::store::{Change, Finish, Initial, KeyOp, KeyRecord, KeyState, Next, Route};
+use crate::store::{Change, Finish, Initial, KeyOp, KeyRecord, KeyState, KeyWrite, Next, Route};
 
 fn bytes(hex_text: &str) -> Vec<u8> {
     hex::decode(hex_text).expect("hex")
@@ -231,10 +231,11 @@ fn debug(entries: &[Entry<'_>]) -> Vec<String> {
     entries.iter().map(|e| format!("{e:?}")).collect()
 }
 
-/// Format 2 writes each entry format 1 has as variant 0 followed by
-/// exactly format 0's bytes, so these goldens pin both.
+/// Format 3 writes each entry format 1 has as variant 0 (format 2's) of
+/// variant 0 (format 1's) followed by exactly format 0's bytes, so these
+/// goldens pin all of them.
 #[test]
-fn every_entry_is_written_as_format_2_around_the_bytes_format_0_gave_it() {
+fn every_entry_is_written_as_format_3_around_the_bytes_format_0_gave_it() {
     let all = entries();
     let mut written = Vec::new();
     log::begin(&mut written);
@@ -243,7 +244,7 @@ fn every_entry_is_written_as_format_2_around_the_bytes_format_0_gave_it() {
     }
     let mut want_bytes = vec![log::FORMAT_BYTE];
     for (_, hex_text) in &all {
-        want_bytes.push(0);
+        want_bytes.extend([0, 0]);
         want_bytes.extend(bytes(hex_text));
     }
     assert_eq!(written, want_bytes);
@@ -254,9 +255,17 @@ fn every_entry_is_written_as_format_2_around_the_bytes_format_0_gave_it() {
 }
 
 #[test]
-fn payloads_of_format_0_and_1_read_as_the_same_entries() {
+fn payloads_of_format_0_1_and_2_read_as_the_same_entries() {
     let all = entries();
     let want: Vec<String> = all.iter().map(|(e, _)| format!("{e:?}")).collect();
+    let mut format_2 = vec![0x42];
+    for (_, hex_text) in &all {
+        format_2.push(0);
+        format_2.extend(bytes(hex_text));
+    }
+    assert_eq!(debug(&log::entries(7, &format_2).unwrap()), want);
+    let entries = log::entries(7, &format_2).unwrap();
+    assert_eq!(log::older_payload(2, &entries).unwrap(), format_2);
     for format_byte in [None, Some(0x41)] {
         let old = payload(format_byte, &all);
         assert_eq!(
@@ -270,8 +279,8 @@ fn payloads_of_format_0_and_1_read_as_the_same_entries() {
     }
 }
 
-/// Key changes, new in format 2, pinned from the build that introduced
-/// them; format 1 has no such entry.
+/// Key changes as format 2 logged them, pinned from the build that
+/// introduced them; format 1 has no such entry. This build only reads them.
 #[test]
 fn key_entries_keep_their_bytes() {
     let key = |op, now_ms| Entry::Key {
@@ -331,9 +340,8 @@ fn key_entries_keep_their_bytes() {
         ),
     ];
     for (entry, hex_text) in &cases {
-        let mut written = Vec::new();
-        log::begin(&mut written);
-        log::push(&mut written, entry);
+        let written = log::older_payload(2, std::slice::from_ref(entry)).unwrap();
+        assert_eq!(written[0], 0x42);
         assert_eq!(hex::encode(&written[1..]), *hex_text);
         let read = log::entries(1, &written).unwrap();
         assert_eq!(debug(&read), vec![format!("{entry:?}")]);
@@ -341,44 +349,113 @@ fn key_entries_keep_their_bytes() {
     }
 }
 
+/// What a key change wrote, new in format 3: a put (the row's key and
+/// record, where, in place of what) and a removal.
+#[test]
+fn key_writes_keep_their_bytes() {
+    let put = |replaces, record| {
+        Entry::KeyWrite(Cow::Owned(KeyWrite::Put {
+            namespace: "app".into(),
+            key: "order:1:email".into(),
+            seq: 9,
+            replaces,
+            record,
+        }))
+    };
+    let cases = [
+        (put(None, claimed_row()), "01036170700900"),
+        (put(Some(8), done_row()), "0103617070090108"),
+        (
+            Entry::KeyWrite(Cow::Owned(KeyWrite::Remove {
+                namespace: "app".into(),
+                seq: 9,
+            })),
+            "020361707009",
+        ),
+    ];
+    for (entry, hex_text) in &cases {
+        let mut written = Vec::new();
+        log::begin(&mut written);
+        log::push(&mut written, entry);
+        assert_eq!(written[0], 0x43);
+        let text = hex::encode(&written[1..]);
+        assert!(text.starts_with(hex_text), "{text}");
+        if let Entry::KeyWrite(write) = entry
+            && let KeyWrite::Put { record, .. } = &**write
+        {
+            // Then the row: the key and the record as row version 2 has it.
+            let mut row_v2 = Vec::new();
+            row::encode_key_v2(record, &mut row_v2);
+            let want = format!(
+                "{hex_text}0d{}{}",
+                hex::encode("order:1:email"),
+                hex::encode(&row_v2[1..])
+            );
+            assert_eq!(text, want);
+        }
+        let read = log::entries(1, &written).unwrap();
+        assert_eq!(debug(&read), vec![format!("{entry:?}")]);
+        assert!(log::older_payload(2, &read).is_none());
+    }
+}
+
+fn claimed_row() -> KeyRecord {
+    KeyRecord {
+        state: KeyState::Claimed {
+            token: 3,
+            lease_until_ms: 31_000,
+        },
+        created_ms: 1_000,
+        ttl_ms: 60_000,
+        expires_ms: 61_000,
+        claims: 1,
+    }
+}
+
+fn done_row() -> KeyRecord {
+    KeyRecord {
+        state: KeyState::Done {
+            token: 4,
+            completed_ms: 2_000,
+            result: Some(r#"{"sent":true}"#.into()),
+        },
+        created_ms: 1_000,
+        ttl_ms: 60_000,
+        expires_ms: 62_000,
+        claims: 2,
+    }
+}
+
+/// Rows of schema 6's `keys` (version 2), which the migration reads, and
+/// of `key_log` (version 3): the key, then version 2's fields.
 #[test]
 fn key_rows_keep_their_bytes() {
-    let rows = [
-        KeyRecord {
-            state: KeyState::Claimed {
-                token: 3,
-                lease_until_ms: 31_000,
-            },
-            created_ms: 1_000,
-            ttl_ms: 60_000,
-            expires_ms: 61_000,
-            claims: 1,
-        },
-        KeyRecord {
-            state: KeyState::Done {
-                token: 4,
-                completed_ms: 2_000,
-                result: Some(r#"{"sent":true}"#.into()),
-            },
-            created_ms: 1_000,
-            ttl_ms: 60_000,
-            expires_ms: 62_000,
-            claims: 2,
-        },
-    ];
+    let rows = [claimed_row(), done_row()];
     let want = [
         "02000398f201e807e0d403c8dc0301",
         "020104d00f010d7b2273656e74223a747275657de807e0d403b0e40302",
     ];
     for (record, hex_text) in rows.iter().zip(want) {
         let mut out = Vec::new();
-        row::encode_key(record, &mut out);
-        assert_eq!(out[0], 2, "rows new in format 2 are version 2");
+        row::encode_key_v2(record, &mut out);
         assert_eq!(hex::encode(&out), hex_text);
-        assert_eq!(&row::decode_key(&out).unwrap(), record);
+        assert_eq!(&row::decode_key_v2(&out).unwrap(), record);
+        row::encode_key("k1", record, &mut out);
+        assert_eq!(
+            hex::encode(&out),
+            format!("0302{}{}", hex::encode("k1"), &hex_text[2..])
+        );
+        assert_eq!(
+            row::decode_key(&out).unwrap(),
+            ("k1".to_owned(), record.clone())
+        );
     }
     assert!(matches!(
-        row::decode_key(&[1, 0]),
+        row::decode_key(&[2, 0]),
+        Err(DecodeError::UnknownVersion(2))
+    ));
+    assert!(matches!(
+        row::decode_key_v2(&[1, 0]),
         Err(DecodeError::UnknownVersion(1))
     ));
 }
@@ -400,7 +477,11 @@ fn a_newer_format_is_refused_not_misread() {
         log::entries(9, &payload(Some(0x40), &all)),
         Err(FrameError::Corrupt { lsn: 9, .. })
     ));
-    let mut torn = payload(Some(log::FORMAT_BYTE), &all);
+    let mut torn = Vec::new();
+    log::begin(&mut torn);
+    for (entry, _) in &all {
+        log::push(&mut torn, entry);
+    }
     torn.pop();
     assert!(matches!(
         log::entries(9, &torn),

@@ -1,8 +1,10 @@
 //! Format 2: format 1 and idempotency keys ([`super::super::keys`]).
 //!
 //! A log entry of format 2 is either one of format 1's, unchanged behind
-//! variant 0, or a key change; the `keys` row is new in this format (row
-//! version 2). Frozen like `v1`.
+//! variant 0, or a key change (the operation, decided again on replay);
+//! the `keys` row of schema 6 is new in this format (row version 2).
+//! Frozen like `v1`; this build writes neither (format 3 logs what a key
+//! change wrote, [`super::v3`]) but reads both.
 
 use std::borrow::Cow;
 
@@ -127,9 +129,10 @@ impl From<KeyRowV2<'_>> for KeyRecord {
     }
 }
 
-impl<'a> From<&'a Entry<'_>> for EntryV2<'a> {
-    fn from(entry: &'a Entry<'_>) -> Self {
-        match entry {
+impl<'a> EntryV2<'a> {
+    /// `entry` in format 2, if format 2 has its kind (it has no key writes).
+    pub(super) fn of(entry: &'a Entry<'_>) -> Option<Self> {
+        Some(match entry {
             Entry::Key {
                 namespace,
                 key,
@@ -156,10 +159,8 @@ impl<'a> From<&'a Entry<'_>> for EntryV2<'a> {
                 },
                 now_ms: *now_ms,
             },
-            other => {
-                EntryV2::V1(EntryV1::of(other).expect("every entry but a key's is in format 1"))
-            }
-        }
+            other => EntryV2::V1(EntryV1::of(other)?),
+        })
     }
 }
 

@@ -311,13 +311,217 @@ async fn key_changes_survive_a_crash_and_tokens_keep_growing() {
     assert_eq!(before.iter().filter(|r| r.is_some()).count(), 15);
 
     let (crashed, crashed_writer) = Store::open(options(&image)).unwrap();
+    let (clean, clean_writer) = Store::open(options(&live)).unwrap();
     assert_eq!(records(&crashed), before);
     let next = token_of(&key(&crashed, "new", claim(30_000, MIN), 3_000).await);
-    assert_eq!(next, last + 1);
+    assert!(next > last);
+    assert_eq!(
+        token_of(&key(&clean, "new", claim(30_000, MIN), 3_000).await),
+        next,
+        "tokens go on from the same place"
+    );
+    // The index was rebuilt from the rows: each key is where it was.
+    assert_eq!(
+        key(&crashed, "k0", claim(30_000, MIN), 3_000).await,
+        KeyAnswer::Done {
+            completed_ms: 2_000,
+            result: Some("0".into())
+        }
+    );
+    assert!(matches!(
+        key(&crashed, "k2", claim(30_000, MIN), 3_000).await,
+        KeyAnswer::Busy { .. }
+    ));
+    assert!(matches!(
+        key(&crashed, "k1", claim(30_000, MIN), 3_000).await,
+        KeyAnswer::Claimed { .. }
+    ));
     close(crashed, crashed_writer).await;
+    close(clean, clean_writer).await;
 }
 
-/// A namespace's keys page by page in key order, by state, without other
+/// A file of schema 6 (a build of 26 Nov 2026 kept keys under (namespace,
+/// key)) opens with its keys moved into the key log: each reads and
+/// answers as before, and a new claim's token is larger than any that
+/// build handed out.
+#[tokio::test]
+async fn schema_6_keys_move_into_the_key_log_at_open() {
+    use super::super::keys::META_KEY_TOKEN;
+    use super::super::schema::{KEY_EXPIRY_6, KEYS_6, META, META_SCHEMA};
+
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    close(store, writer).await;
+    let done = KeyRecord {
+        state: KeyState::Done {
+            token: 4,
+            completed_ms: 2_000,
+            result: Some("1".into()),
+        },
+        created_ms: 1_000,
+        ttl_ms: MIN,
+        expires_ms: 2_000 + MIN,
+        claims: 1,
+    };
+    let claimed = KeyRecord {
+        state: KeyState::Claimed {
+            token: 9,
+            lease_until_ms: 31_000,
+        },
+        created_ms: 1_000,
+        ttl_ms: MIN,
+        expires_ms: 1_000 + MIN,
+        claims: 2,
+    };
+    {
+        let db = redb::Database::create(dir.path().join(DB_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        for name in ["key_log", "key_due", "key_claimed"] {
+            assert!(
+                txn.delete_table(redb::TableDefinition::<(), ()>::new(name))
+                    .unwrap()
+            );
+        }
+        {
+            let mut keys = txn.open_table(KEYS_6).unwrap();
+            let mut expiry = txn.open_table(KEY_EXPIRY_6).unwrap();
+            let mut meta = txn.open_table(META).unwrap();
+            for (k, record) in [("a", &done), ("b", &claimed)] {
+                let mut out = Vec::new();
+                super::super::format::row::encode_key_v2(record, &mut out);
+                keys.insert((NS, k), out.as_slice()).unwrap();
+                expiry.insert((record.expires_ms, NS, k), ()).unwrap();
+            }
+            meta.insert(META_KEY_TOKEN, 9u64.to_le_bytes().as_slice())
+                .unwrap();
+            meta.insert(META_SCHEMA, [6u8].as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    assert_eq!(store.key_record(NS, "a", 3_000).unwrap(), Some(done));
+    assert_eq!(store.key_record(NS, "b", 3_000).unwrap(), Some(claimed));
+    assert_eq!(store.keys_stored().unwrap(), 2);
+    let claimed_page = store
+        .list_keys(NS, Some(KeyStateKind::Claimed), None, 10, 3_000)
+        .unwrap();
+    assert_eq!(claimed_page.keys.len(), 1);
+    assert!(matches!(
+        key(&store, "b", complete(9, "2"), 3_000).await,
+        KeyAnswer::Completed { .. }
+    ));
+    assert!(token_of(&key(&store, "c", claim(1_000, MIN), 3_000).await) > 9);
+    // Its expiry moved too: swept at its time.
+    assert_eq!(store.sweep(2_000 + MIN, 100).await.unwrap().keys, 1);
+    {
+        let db = store.db().unwrap();
+        let txn = redb::ReadableDatabase::begin_read(&*db).unwrap();
+        let names: Vec<String> = txn
+            .list_tables()
+            .unwrap()
+            .map(|t| redb::TableHandle::name(&t).to_owned())
+            .collect();
+        assert!(
+            !names.iter().any(|n| n == "keys" || n == "key_expiry"),
+            "{names:?}"
+        );
+    }
+    close(store, writer).await;
+}
+
+/// A log of format 2 (key operations, as a build of 26 Nov 2026 logged
+/// them) left at a crash replays as that build decided: its tokens drawn
+/// from its own counter, a later claim's larger still.
+#[tokio::test]
+async fn a_format_2_log_of_key_operations_replays_as_its_build_decided() {
+    use super::recover::rewrite_frames;
+
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("live");
+    let never = StoreOptions {
+        checkpoint_every: Duration::from_secs(3600),
+        ..options(&live)
+    };
+    // What that build was asked, one frame each, with the tokens it gave:
+    // 1 (a), 2 (b), 3 (c).
+    let ops = [
+        ("a", claim(30_000, MIN)),
+        ("a", complete(1, "done-a")),
+        ("b", claim(30_000, MIN)),
+        ("b", KeyOp::Release { token: 2 }),
+        ("c", claim(30_000, MIN)),
+        (
+            "c",
+            KeyOp::Extend {
+                token: 3,
+                lease_ms: 90_000,
+            },
+        ),
+    ];
+    let (store, writer) = Store::open(never).unwrap();
+    // This build's own answers differ (its tokens are seqs); only the
+    // frames' count and order matter: each is rewritten below.
+    let mut tokens = std::collections::HashMap::new();
+    for (k, op) in &ops {
+        let op = match op {
+            KeyOp::Complete { result, .. } => KeyOp::Complete {
+                token: tokens[k],
+                result: result.clone(),
+            },
+            KeyOp::Release { .. } => KeyOp::Release { token: tokens[k] },
+            KeyOp::Extend { lease_ms, .. } => KeyOp::Extend {
+                token: tokens[k],
+                lease_ms: *lease_ms,
+            },
+            other => other.clone(),
+        };
+        if let KeyAnswer::Claimed { token, .. } = key(&store, k, op, 1_000).await {
+            tokens.insert(*k, token);
+        }
+    }
+    let image = dir.path().join("image");
+    std::fs::create_dir_all(&image).unwrap();
+    std::fs::copy(live.join(DB_FILE), image.join(DB_FILE)).unwrap();
+    std::fs::copy(live.join(wal::WAL_FILE), image.join(wal::WAL_FILE)).unwrap();
+    close(store, writer).await;
+    let first = std::cell::Cell::new(None);
+    let rewritten = rewrite_frames(&image.join(wal::WAL_FILE), |lsn, _| {
+        let from = first.get().unwrap_or(lsn);
+        first.set(Some(from));
+        let at = (lsn - from) as usize;
+        let (k, op) = &ops[at];
+        let entry = entry::Entry::Key {
+            namespace: NS.into(),
+            key: (*k).into(),
+            op: std::borrow::Cow::Borrowed(op),
+            now_ms: 1_000,
+        };
+        format::log::older_payload(2, std::slice::from_ref(&entry)).unwrap()
+    });
+    assert_eq!(rewritten, ops.len(), "one frame per change");
+
+    let (store, writer) = Store::open(options(&image)).unwrap();
+    assert_eq!(
+        key(&store, "a", claim(30_000, MIN), 2_000).await,
+        KeyAnswer::Done {
+            completed_ms: 1_000,
+            result: Some("done-a".into())
+        }
+    );
+    let c = store.key_record(NS, "c", 2_000).unwrap().unwrap();
+    assert_eq!(
+        c.state,
+        KeyState::Claimed {
+            token: 3,
+            lease_until_ms: 91_000
+        }
+    );
+    let b = token_of(&key(&store, "b", claim(30_000, MIN), 2_000).await);
+    assert!(b > 3, "{b}");
+    close(store, writer).await;
+}
+
+/// A namespace's keys page by page, the most recently changed first, by state, without other
 /// namespaces' keys or expired ones; a page ends after `limit` keys.
 #[tokio::test]
 async fn keys_of_a_namespace_list_in_pages_by_state() {
@@ -339,9 +543,9 @@ async fn keys_of_a_namespace_list_in_pages_by_state() {
 
     let all = store.list_keys(NS, None, None, 10, 1_500).unwrap();
     assert_eq!(
-        (names(&all), all.next_after),
+        (names(&all), all.next_before),
         (
-            vec!["a", "b", "c", "d", "e"]
+            vec!["e", "d", "c", "b", "a"]
                 .into_iter()
                 .map(String::from)
                 .collect(),
@@ -349,29 +553,30 @@ async fn keys_of_a_namespace_list_in_pages_by_state() {
         )
     );
     let expired = store.list_keys(NS, None, None, 10, 2_000).unwrap();
-    assert_eq!(names(&expired), ["a", "b", "c", "d"]);
+    assert_eq!(names(&expired), ["d", "c", "b", "a"]);
 
     let first = store.list_keys(NS, None, None, 2, 1_500).unwrap();
+    assert_eq!(names(&first), ["e", "d"]);
+    let second = store
+        .list_keys(NS, None, first.next_before, 2, 1_500)
+        .unwrap();
+    assert_eq!(names(&second), ["c", "b"]);
+    let third = store
+        .list_keys(NS, None, second.next_before, 2, 1_500)
+        .unwrap();
     assert_eq!(
-        (names(&first), first.next_after.as_deref()),
-        (vec!["a".to_owned(), "b".to_owned()], Some("b"))
-    );
-    let second = store.list_keys(NS, None, Some("b"), 2, 1_500).unwrap();
-    assert_eq!(names(&second), ["c", "d"]);
-    let third = store.list_keys(NS, None, Some("d"), 2, 1_500).unwrap();
-    assert_eq!(
-        (names(&third), third.next_after),
-        (vec!["e".to_owned()], None)
+        (names(&third), third.next_before),
+        (vec!["a".to_owned()], None)
     );
 
     let done = store
         .list_keys(NS, Some(KeyStateKind::Done), None, 10, 1_500)
         .unwrap();
-    assert_eq!(names(&done), ["a", "c"]);
+    assert_eq!(names(&done), ["c", "a"]);
     let claimed = store
         .list_keys(NS, Some(KeyStateKind::Claimed), None, 10, 1_500)
         .unwrap();
-    assert_eq!(names(&claimed), ["b", "d", "e"]);
+    assert_eq!(names(&claimed), ["e", "d", "b"]);
     assert!(matches!(claimed.keys[0].1.state, KeyState::Claimed { .. }));
     assert_eq!(
         store

@@ -137,7 +137,7 @@ async fn what_the_log_holds_past_the_checkpoint_is_replayed_exactly() {
 
 /// The frames of a log file, consecutive from offset 0 up to the first that
 /// does not check: each frame's header and payload.
-fn frames_of(log: &[u8]) -> Vec<([u8; 20], &[u8])> {
+pub(super) fn frames_of(log: &[u8]) -> Vec<([u8; 20], &[u8])> {
     let mut frames = Vec::new();
     let mut at = 0;
     while let Some(header) = log.get(at..at + 20) {
@@ -156,7 +156,7 @@ fn frames_of(log: &[u8]) -> Vec<([u8; 20], &[u8])> {
 /// Rewrites each frame of the log at `path` with `payload` applied to its
 /// payload, length and CRC made to match: what another build would have
 /// written. Returns how many frames it rewrote.
-fn rewrite_frames(path: &Path, payload: impl Fn(u64, &[u8]) -> Vec<u8>) -> usize {
+pub(super) fn rewrite_frames(path: &Path, payload: impl Fn(u64, &[u8]) -> Vec<u8>) -> usize {
     let old = std::fs::read(path).unwrap();
     let frames = frames_of(&old);
     let mut new = Vec::new();
@@ -207,6 +207,7 @@ fn the_log0_fixture_decodes_and_holds_every_kind_of_entry() {
                 entry::Entry::Sweep { .. } => "sweep",
                 entry::Entry::SetMeta { .. } => "set meta",
                 entry::Entry::Key { .. } => "key (format 2 only)",
+                entry::Entry::KeyWrite(_) => "key write (format 3 only)",
             });
         }
     }
