@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::admin::{self, AdminState};
+use crate::admin::{self, AdminContext, AdminState};
 use crate::alert::{Alerter, Watched};
 use crate::clock::Clock;
 use crate::config::Config;
@@ -104,7 +104,7 @@ impl App {
         let ingest_addr = ingest.local_addr()?;
         let admin_addr = admin.local_addr()?;
         let alerter = alerter(&config, &store, &metrics, &delivery, admin_addr, &clock)?;
-        let admin_state = AdminState {
+        let admin_state = AdminState::new(AdminContext {
             store: store.clone(),
             metrics: metrics.clone(),
             delivery: delivery.clone(),
@@ -113,7 +113,7 @@ impl App {
             token: config.admin.token.clone(),
             keys: config.keys.clone(),
             clock,
-        };
+        });
         log_receiving(&config, ingest_addr, admin_addr);
 
         let tls = config.server.tls.clone().map(Tls::new).transpose()?;
