@@ -587,7 +587,7 @@ async fn main() {
     let h_loaded_n = hookinbox_preload(&store, &args).await;
     let h_preload_time = started.elapsed();
     let h_preload_disk = Cost::now().disk_bytes.saturating_sub(before.disk_bytes);
-    let h_size = file_size(dir.path());
+    let h_size = file_size(&dir.path().join("data"));
     println!(
         "hookinbox preload: {h_loaded_n} done keys (claim + complete each, {PRELOAD_TASKS} tasks) in {:.1} s ({:.0} keys/s); file {:.0} MiB, {:.0} B/key (the empty run's keys included); disk written {:.0} B/key",
         h_preload_time.as_secs_f64(),

@@ -258,18 +258,68 @@ fn load_dedupe(db: &Database) -> Result<(DedupeIndex, usize), StoreError> {
         extra.push(value.value().0, seq.value());
     }
     loaders.push(extra);
-    // Idempotency keys: their fingerprints are of another kind (see
-    // `keys::fingerprint`), so they share no entry with events' either.
-    let keys = txn.open_table(schema::KEY_LOG)?;
-    let key_rows = keys.len()? as usize;
-    let mut of_keys = dedupe::Loader::new(threads as usize, key_rows);
-    for row in keys.iter()? {
-        let (at, value) = row?;
-        of_keys.push(value.value().0, at.value().1);
-    }
-    loaders.push(of_keys);
+    let (of_keys, key_rows) = load_keys(&txn, threads)?;
+    loaders.extend(of_keys);
     Ok((
         DedupeIndex::from_loaders(loaders),
         rows + kept_rows + key_rows,
     ))
+}
+
+/// The idempotency keys' part of the dedupe index, from `key_log`: their
+/// fingerprints are of another kind (see `keys::fingerprint`), so they
+/// share no entry with the events'. As for the events, one thread per core
+/// reads a range of seqs (of each namespace). Returns the loaders and the
+/// number of rows read.
+fn load_keys(
+    txn: &redb::ReadTransaction,
+    threads: u64,
+) -> Result<(Vec<dedupe::Loader>, usize), StoreError> {
+    let log = txn.open_table(schema::KEY_LOG)?;
+    let rows = log.len()? as usize;
+    // The namespaces, hopping from each one's rows to the next one's, and
+    // the largest seq.
+    let mut namespaces = Vec::new();
+    let mut last = 0;
+    let mut next = log.first()?.map(|(k, _)| k.value().0.to_owned());
+    while let Some(namespace) = next {
+        if let Some((k, _)) = log
+            .range((namespace.as_str(), 0)..=(namespace.as_str(), u64::MAX))?
+            .next_back()
+            .transpose()?
+        {
+            last = last.max(k.value().1);
+        }
+        next = log
+            .range((namespace.as_str(), u64::MAX)..)?
+            .find_map(|row| match row {
+                Ok((k, _)) if k.value().0 != namespace => Some(Ok(k.value().0.to_owned())),
+                Ok(_) => None,
+                Err(e) => Some(Err(e)),
+            })
+            .transpose()?;
+        namespaces.push(namespace);
+    }
+    let span = last / threads + 1;
+    let read = |from: u64| -> Result<dedupe::Loader, StoreError> {
+        let mut loader = dedupe::Loader::new(threads as usize, rows / threads as usize);
+        for namespace in &namespaces {
+            let range = (namespace.as_str(), from)..(namespace.as_str(), from.saturating_add(span));
+            for row in log.range(range)? {
+                let (at, value) = row?;
+                loader.push(value.value().0, at.value().1);
+            }
+        }
+        Ok(loader)
+    };
+    let loaders = std::thread::scope(|scope| {
+        let readers: Vec<_> = (0..threads)
+            .map(|i| scope.spawn(move || read(i * span)))
+            .collect();
+        readers
+            .into_iter()
+            .map(|r| r.join().expect("a key read thread panicked"))
+            .collect::<Result<Vec<_>, _>>()
+    })?;
+    Ok((loaders, rows))
 }

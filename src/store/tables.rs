@@ -45,6 +45,8 @@ pub(super) struct Tables<'t> {
     /// The idempotency keys' tables, opened when a job first needs them,
     /// so other batches do not pay for them.
     pub keys: Option<KeyTables<'t>>,
+    /// The last key seq handed out, once read in this transaction.
+    pub key_seq: Option<u64>,
     pub txn: &'t WriteTransaction,
     pub buf: Vec<u8>,
 }
@@ -66,6 +68,7 @@ impl<'t> Tables<'t> {
             erased: txn.open_table(ERASED)?,
             index: IndexTables::open(txn)?,
             keys: None,
+            key_seq: None,
             txn,
             buf: Vec::with_capacity(256),
         })

@@ -162,8 +162,8 @@ impl<'t> Tables<'t> {
                 if let Some(old) = replaces {
                     self.remove_key_row(namespace, *old)?;
                 }
-                if self.meta_u64(META_KEY_SEQ)? < *seq {
-                    self.set_meta_u64(META_KEY_SEQ, *seq)?;
+                if self.key_seq()? < *seq {
+                    self.set_key_seq(*seq)?;
                 }
                 row::encode_key(key, record, &mut self.buf);
                 let fp = fingerprint(namespace, key);
@@ -224,9 +224,26 @@ impl<'t> Tables<'t> {
 
     /// The next key seq: one more than the last handed out.
     fn next_key_seq(&mut self) -> Result<u64, WriteError> {
-        let seq = self.meta_u64(META_KEY_SEQ)? + 1;
-        self.set_meta_u64(META_KEY_SEQ, seq)?;
+        let seq = self.key_seq()? + 1;
+        self.set_key_seq(seq)?;
         Ok(seq)
+    }
+
+    /// [`META_KEY_SEQ`], read once a transaction: every write of it goes
+    /// through [`Self::set_key_seq`], which keeps the copy.
+    fn key_seq(&mut self) -> Result<u64, WriteError> {
+        if let Some(seq) = self.key_seq {
+            return Ok(seq);
+        }
+        let seq = self.meta_u64(META_KEY_SEQ)?;
+        self.key_seq = Some(seq);
+        Ok(seq)
+    }
+
+    fn set_key_seq(&mut self, seq: u64) -> Result<(), WriteError> {
+        self.set_meta_u64(META_KEY_SEQ, seq)?;
+        self.key_seq = Some(seq);
+        Ok(())
     }
 
     /// The next token of schema 6's counter; the seqs stay above it, so a
@@ -234,8 +251,8 @@ impl<'t> Tables<'t> {
     fn next_legacy_token(&mut self) -> Result<u64, WriteError> {
         let token = self.meta_u64(META_KEY_TOKEN)? + 1;
         self.set_meta_u64(META_KEY_TOKEN, token)?;
-        if self.meta_u64(META_KEY_SEQ)? < token {
-            self.set_meta_u64(META_KEY_SEQ, token)?;
+        if self.key_seq()? < token {
+            self.set_key_seq(token)?;
         }
         Ok(token)
     }

@@ -340,6 +340,67 @@ async fn key_changes_survive_a_crash_and_tokens_keep_growing() {
     close(clean, clean_writer).await;
 }
 
+/// Keys of several namespaces, their seqs interleaved, are each found
+/// where they are after a reopen (the index is rebuilt from `key_log`, a
+/// range of seqs of every namespace per thread).
+#[tokio::test]
+async fn every_namespaces_keys_are_found_after_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    let mut tokens = Vec::new();
+    for i in 0..60 {
+        let ns = ["a", "b", "c"][i % 3];
+        let answer = store
+            .key(ns, &format!("k{i}"), claim(30_000, MIN), 1_000)
+            .await
+            .unwrap();
+        tokens.push((ns, i, token_of(&answer)));
+    }
+    for &(ns, i, token) in tokens.iter().filter(|(_, i, _)| i % 2 == 0) {
+        store
+            .key(ns, &format!("k{i}"), complete(token, "r"), 2_000)
+            .await
+            .unwrap();
+    }
+    close(store, writer).await;
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    for &(ns, i, token) in &tokens {
+        let answer = store
+            .key(ns, &format!("k{i}"), claim(30_000, MIN), 3_000)
+            .await
+            .unwrap();
+        if i % 2 == 0 {
+            assert!(
+                matches!(answer, KeyAnswer::Done { .. }),
+                "{ns} k{i}: {answer:?}"
+            );
+        } else {
+            assert!(
+                matches!(answer, KeyAnswer::Busy { .. }),
+                "{ns} k{i}: {answer:?}"
+            );
+            assert_eq!(
+                store
+                    .key_record(ns, &format!("k{i}"), 3_000)
+                    .unwrap()
+                    .unwrap()
+                    .state,
+                KeyState::Claimed {
+                    token,
+                    lease_until_ms: 31_000
+                }
+            );
+        }
+        // Not found under another namespace.
+        let other = ["a", "b", "c"].into_iter().find(|o| *o != ns).unwrap();
+        assert_eq!(
+            store.key_record(other, &format!("k{i}"), 3_000).unwrap(),
+            None
+        );
+    }
+    close(store, writer).await;
+}
+
 /// A file of schema 6 (a build of 26 Nov 2026 kept keys under (namespace,
 /// key)) opens with its keys moved into the key log: each reads and
 /// answers as before, and a new claim's token is larger than any that
