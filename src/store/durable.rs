@@ -19,6 +19,7 @@
 //! duplicate with the original id); answering 200 for one that is not never
 //! happens.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -30,6 +31,7 @@ use super::error::{Report, StoreError, WriteError};
 use super::handle::Shared;
 use super::keys::KeyAnswer;
 use super::options::CommitHook;
+use super::ship::{ShipError, ShippedFrame, Shipper};
 use super::types::{ChangeError, Claimed, Ingested, Swept};
 use super::wal::Frame;
 
@@ -98,8 +100,12 @@ pub(super) enum Durability {
     /// Durable once its frame is synced.
     Logged(Frame),
     /// Committed durably: a checkpoint. `probe`: it wrote an event-sized
-    /// row, which proves the disk takes events again.
-    Checkpoint { probe: bool },
+    /// row, which proves the disk takes events again. `shipped`: its
+    /// frame's payload, kept for the shipper (none without one).
+    Checkpoint {
+        probe: bool,
+        shipped: Option<Vec<u8>>,
+    },
     /// Nothing to make durable (a ping); answered in order with the rest.
     Nothing,
 }
@@ -132,7 +138,11 @@ pub(super) struct LogHandle {
 const QUEUE: usize = 1024;
 
 impl LogHandle {
-    pub fn spawn(shared: Arc<Shared>, on_commit: Option<CommitHook>) -> std::io::Result<LogHandle> {
+    pub fn spawn(
+        shared: Arc<Shared>,
+        on_commit: Option<CommitHook>,
+        shipper: Option<Arc<dyn Shipper>>,
+    ) -> std::io::Result<LogHandle> {
         let (tx, rx) = mpsc::sync_channel(QUEUE);
         let progress = Arc::new(Progress::default());
         let thread = {
@@ -143,6 +153,9 @@ impl LogHandle {
                     LogThread {
                         shared,
                         on_commit,
+                        shipper,
+                        unshipped: VecDeque::new(),
+                        replaced: None,
                         progress,
                         failed: None,
                     }
@@ -200,6 +213,12 @@ impl LogHandle {
 struct LogThread {
     shared: Arc<Shared>,
     on_commit: Option<CommitHook>,
+    shipper: Option<Arc<dyn Shipper>>,
+    /// Frames on the local disk the shipper has not taken yet, oldest
+    /// first: shipped before any later one.
+    unshipped: VecDeque<(u64, Vec<u8>)>,
+    /// Set for good once the shipper says another writer took over.
+    replaced: Option<Arc<WriteError>>,
     progress: Arc<Progress>,
     /// Why the last write failed, until the writer settles.
     failed: Option<Arc<WriteError>>,
@@ -251,12 +270,23 @@ impl LogThread {
             }
             return;
         }
+        // On the local disk now: what the writer counts as stored.
+        let stored = group.iter().map(|b| b.lsn).max().unwrap_or(0);
+        if let Err(cause) = self.ship(group) {
+            for batch in group.drain(..) {
+                for reply in batch.replies {
+                    reply.fail(&cause);
+                }
+            }
+            self.progress.durable.fetch_max(stored, Ordering::AcqRel);
+            return;
+        }
         let mut newest = 0;
         for batch in group.drain(..) {
             if let Some(hook) = &self.on_commit {
                 hook(batch.jobs, batch.started.elapsed());
             }
-            if matches!(batch.durability, Durability::Checkpoint { probe: true }) {
+            if matches!(batch.durability, Durability::Checkpoint { probe: true, .. }) {
                 self.shared
                     .write_error
                     .send_if_modified(|e| e.take().is_some());
@@ -269,6 +299,74 @@ impl LogThread {
         self.progress.durable.fetch_max(newest, Ordering::AcqRel);
         // The schedule may have changed: new events, retries, replays.
         self.shared.schedule_changed.notify_one();
+    }
+
+    /// Ships the frames left over from earlier groups, then the group's,
+    /// in order (without a shipper: nothing to do). A frame not taken is
+    /// kept, with every later one, for the next group.
+    fn ship(&mut self, group: &[Batch]) -> Result<(), Arc<WriteError>> {
+        let Some(shipper) = self.shipper.clone() else {
+            return Ok(());
+        };
+        if let Some(cause) = &self.replaced {
+            return Err(cause.clone());
+        }
+        let payload = |batch: &Batch| -> Option<Vec<u8>> {
+            match &batch.durability {
+                Durability::Logged(frame) => Some(frame.payload().to_vec()),
+                Durability::Checkpoint { shipped, .. } => shipped.clone(),
+                Durability::Nothing => None,
+            }
+        };
+        let result = {
+            let mut frames: Vec<ShippedFrame<'_>> = self
+                .unshipped
+                .iter()
+                .map(|(lsn, payload)| ShippedFrame { lsn: *lsn, payload })
+                .collect();
+            for batch in group {
+                match &batch.durability {
+                    Durability::Logged(frame) => frames.push(ShippedFrame {
+                        lsn: batch.lsn,
+                        payload: frame.payload(),
+                    }),
+                    Durability::Checkpoint {
+                        shipped: Some(payload),
+                        ..
+                    } => frames.push(ShippedFrame {
+                        lsn: batch.lsn,
+                        payload,
+                    }),
+                    _ => {}
+                }
+            }
+            if frames.is_empty() {
+                return Ok(());
+            }
+            shipper.ship(&frames)
+        };
+        match result {
+            Ok(()) => {
+                self.unshipped.clear();
+                Ok(())
+            }
+            Err(e) => {
+                let replaced = matches!(e, ShipError::Replaced { .. });
+                let cause = Arc::new(WriteError::from(e));
+                tracing::error!(cause = %Report(&*cause), "frames stored here were not shipped; answering 503");
+                if replaced {
+                    self.replaced = Some(cause.clone());
+                    self.unshipped.clear();
+                } else {
+                    for batch in group {
+                        if let Some(payload) = payload(batch) {
+                            self.unshipped.push_back((batch.lsn, payload));
+                        }
+                    }
+                }
+                Err(cause)
+            }
+        }
     }
 
     /// Writes the group's frames that no later checkpoint covers, then

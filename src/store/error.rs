@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::format::row;
 use super::schema::SCHEMA_VERSION;
+use super::ship::ShipError;
 use super::wal;
 
 /// What went wrong in the store. [`StoreError::is_transient`] is the one rule
@@ -106,6 +107,10 @@ pub enum WriteError {
     Io(#[from] std::io::Error),
     #[error(transparent)]
     Wal(#[from] wal::WalError),
+    /// Stored on the local disk, but not shipped to the replication stream
+    /// in time (or this store was replaced): not answered 2xx.
+    #[error(transparent)]
+    Unshipped(#[from] ShipError),
 }
 
 impl WriteError {
@@ -115,6 +120,7 @@ impl WriteError {
             WriteError::Corrupt(_) => false,
             WriteError::Io(_) => true,
             WriteError::Wal(e) => matches!(e, wal::WalError::Io { .. }),
+            WriteError::Unshipped(e) => matches!(e, ShipError::Unavailable { .. }),
         }
     }
 }

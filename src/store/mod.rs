@@ -13,7 +13,7 @@
 //! writer), `open` (with `migrate` and `recover`); the write side,
 //! `write` (a job per call) → `job` → `writer` (one transaction per
 //! batch, over `tables`, `index`, `dedupe`) → `wal` and
-//! `durable` (the answer once durable); the read side, `read`,
+//! `durable` (the answer once durable, and shipped when `ship` is set); the read side, `read`,
 //! `list` (with `payload`) and `stats`; `backup`. `schema`,
 //! `block` and `format` (with `entry`) are the file's shape and bytes.
 
@@ -32,6 +32,7 @@ pub mod index;
 mod dedupe;
 mod wal;
 mod durable;
+mod ship;
 mod read;
 mod list;
 mod payload;
@@ -52,6 +53,7 @@ pub use keys::{
 pub use open::DB_FILE;
 pub use options::{CHECKPOINT_EVERY, CommitHook, MAX_BATCH, StoreOptions};
 pub use payload::PayloadMatch;
+pub use ship::{ShipError, ShippedFrame, Shipper};
 pub use stats::{Counts, NO_TYPE, RouteStats, SourceStats};
 pub use types::{
     Budget, Change, ChangeError, Claimed, Delivery, Due, EventFilter, Finish, Ingested, Initial,

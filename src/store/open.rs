@@ -85,8 +85,12 @@ impl Store {
             path: shared.path.clone(),
             source: e.into(),
         };
-        let log = durable::LogHandle::spawn(shared.clone(), options.on_commit.clone())
-            .map_err(thread_err)?;
+        let log = durable::LogHandle::spawn(
+            shared.clone(),
+            options.on_commit.clone(),
+            options.shipper.clone(),
+        )
+        .map_err(thread_err)?;
         let thread = writer::spawn(
             writer::Writer::new(
                 shared.clone(),

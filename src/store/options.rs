@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::ship::Shipper;
+
 /// 512 events per transaction at most. benches/ingest.rs shows throughput
 /// flat beyond ~256 per commit on 2 cores while a larger batch only makes the
 /// first waiter's ack later.
@@ -34,6 +36,9 @@ pub struct StoreOptions {
     pub checkpoint_every: Duration,
     /// Told of every successful commit: jobs in it, and how long it took.
     pub on_commit: Option<CommitHook>,
+    /// Where each batch's frame goes before the batch is answered
+    /// (replication); `None`: the local disk alone.
+    pub shipper: Option<Arc<dyn Shipper>>,
 }
 
 impl StoreOptions {
@@ -47,6 +52,7 @@ impl StoreOptions {
             max_batch: MAX_BATCH,
             checkpoint_every: CHECKPOINT_EVERY,
             on_commit: None,
+            shipper: None,
         }
     }
 }

@@ -107,7 +107,7 @@ pub(super) fn recover(db: &Database, wal: &mut Wal, ttls: &Ttls) -> Result<Recov
 }
 
 /// Applies one logged entry again.
-fn replay(t: &mut Tables<'_>, entry: Entry<'_>, ttls: &Ttls) -> Result<(), WriteError> {
+pub(super) fn replay(t: &mut Tables<'_>, entry: Entry<'_>, ttls: &Ttls) -> Result<(), WriteError> {
     match entry {
         Entry::Ingest {
             seq,

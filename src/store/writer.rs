@@ -474,9 +474,16 @@ impl Writer {
         });
         self.lsn = lsn;
         if durable {
+            // Not logged: the file holds it. Shipped all the same, so that
+            // a follower's frames have no gap.
+            let shipped = self
+                .options
+                .shipper
+                .is_some()
+                .then(|| self.wal.take_payload());
             self.wal.rewind();
             self.last_checkpoint = Instant::now();
-            Ok((lsn, Made::Checkpoint { probe }))
+            Ok((lsn, Made::Checkpoint { probe, shipped }))
         } else {
             Ok((lsn, Made::Logged(self.wal.take_frame(lsn))))
         }

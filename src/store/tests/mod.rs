@@ -12,5 +12,6 @@ mod list;
 mod migrate;
 mod props;
 mod keys;
+mod ship;
 
 pub(crate) use support::{close, deliver, new_seq, options};

@@ -9,7 +9,7 @@ use super::super::*;
 use super::support::*;
 
 /// Everything a reader sees of the store, as text, to compare two stores.
-fn dump(store: &Store) -> String {
+pub(super) fn dump(store: &Store) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     for e in store.scan(0, usize::MAX).unwrap() {
@@ -38,7 +38,7 @@ fn crash_image(live: &Path, image: &Path, log: bool) {
 /// ingests of each initial state, a duplicate, a delivery, a dead letter, a
 /// retry, an attempt left in flight, a replay, an ignore, an erasure, a
 /// pause and a sweep. Returns the seqs of events `e0`..`e29`.
-async fn every_kind_of_job(store: &Store) -> Vec<u64> {
+pub(super) async fn every_kind_of_job(store: &Store) -> Vec<u64> {
     let mut seqs = Vec::new();
     for i in 0..30 {
         let initial = match i % 3 {

@@ -1,0 +1,42 @@
+//! Shipping: where a primary's log frames go before their batches are
+//! answered (replication, `crate::replicate`). The store knows only this
+//! trait; what a frame is shipped to, and how, is the implementor's.
+//!
+//! Every batch that changes the store has a frame (a checkpoint's too,
+//! which the local log does not need), numbered without gaps. The log
+//! thread ships a group's frames in order once they are on the local disk,
+//! and answers the group only when the shipper says the frames are safe.
+//! A frame the shipper could not take is kept and shipped first next time:
+//! a follower never sees frame `n + 1` before frame `n`. Meanwhile the
+//! batches it held are answered 503, their changes stored all the same (a
+//! provider's retry is a duplicate, answered once the original has
+//! shipped).
+
+/// One frame to ship: its number and payload (as recovery reads it,
+/// [`super::format::log`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ShippedFrame<'a> {
+    pub lsn: u64,
+    pub payload: &'a [u8],
+}
+
+/// Why frames were not shipped.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ShipError {
+    /// Not taken within the shipper's budget (no quorum, unreachable):
+    /// try again with the next group.
+    #[error("the replication stream did not take frame {lsn}: {detail}")]
+    Unavailable { lsn: u64, detail: String },
+    /// Another writer appends to the stream: this store was replaced, and
+    /// must never answer 2xx again.
+    #[error("another primary writes the replication stream (frame {lsn}): {detail}")]
+    Replaced { lsn: u64, detail: String },
+}
+
+/// Takes frames, in order. Called from the log thread only, one call at a
+/// time; it may block (up to its own budget).
+pub trait Shipper: Send + Sync {
+    /// Returns once every frame is safe, or why not. The frames continue
+    /// the last ones it returned `Ok` for, without gaps.
+    fn ship(&self, frames: &[ShippedFrame<'_>]) -> Result<(), ShipError>;
+}

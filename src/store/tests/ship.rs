@@ -1,0 +1,175 @@
+//! Shipping frames to a follower: every batch's frame, checkpoints' too,
+//! in order and without gaps; a follower that replays them holds what the
+//! primary holds; a frame not taken is a 503 and goes first next time; a
+//! replaced store answers nothing more.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redb::ReadableDatabase;
+
+use super::super::format::log as payload;
+use super::super::recover::{open_database, replay};
+use super::super::tables::Tables;
+use super::super::writer::ttls;
+use super::super::*;
+use super::recover::{dump, every_kind_of_job};
+use super::support::*;
+
+/// Keeps what it takes; refuses with `refuse` while it is set.
+#[derive(Default)]
+struct Recorder {
+    frames: Mutex<Vec<(u64, Vec<u8>)>>,
+    refuse: Mutex<Option<ShipError>>,
+}
+
+impl Shipper for Recorder {
+    fn ship(&self, frames: &[ShippedFrame<'_>]) -> Result<(), ShipError> {
+        if let Some(e) = self.refuse.lock().unwrap().clone() {
+            return Err(e);
+        }
+        let mut kept = self.frames.lock().unwrap();
+        for frame in frames {
+            if let Some((last, _)) = kept.last() {
+                assert_eq!(frame.lsn, last + 1, "frames continue without a gap");
+            }
+            kept.push((frame.lsn, frame.payload.to_vec()));
+        }
+        Ok(())
+    }
+}
+
+impl Recorder {
+    fn lsns(&self) -> Vec<u64> {
+        self.frames
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(l, _)| *l)
+            .collect()
+    }
+}
+
+fn shipping(
+    dir: &std::path::Path,
+    recorder: &Arc<Recorder>,
+    checkpoint_every: Duration,
+) -> StoreOptions {
+    StoreOptions {
+        checkpoint_every,
+        shipper: Some(recorder.clone()),
+        ..options(dir)
+    }
+}
+
+/// Whether logged through the local log (checkpoints an hour apart) or
+/// every batch a checkpoint (which the local log never sees), each batch's
+/// frame is shipped, numbered 1, 2, 3, …; a new store that replays them
+/// holds what the primary holds.
+#[tokio::test]
+async fn every_batch_is_shipped_and_a_follower_replaying_the_frames_holds_the_same() {
+    for checkpoint_every in [Duration::from_secs(3600), Duration::ZERO] {
+        let dir = tempfile::tempdir().unwrap();
+        let (primary, follower) = (dir.path().join("primary"), dir.path().join("follower"));
+        let recorder = Arc::new(Recorder::default());
+        let (store, writer) = Store::open(shipping(&primary, &recorder, checkpoint_every)).unwrap();
+        every_kind_of_job(&store).await;
+        close(store, writer).await;
+        let lsns = recorder.lsns();
+        assert!(lsns.len() > 40, "{checkpoint_every:?}: {lsns:?}");
+        assert_eq!(lsns, (1..=lsns.len() as u64).collect::<Vec<_>>());
+
+        let (store, writer) = Store::open(options(&follower)).unwrap();
+        close(store, writer).await;
+        // The primary's tag, in its public ids: what a follower's snapshot
+        // of the primary brings.
+        let tag = {
+            let db = open_database(&primary.join(DB_FILE), 1 << 20).unwrap();
+            let txn = db.begin_read().unwrap();
+            let meta = txn.open_table(schema::META).unwrap();
+            meta.get(schema::META_TAG)
+                .unwrap()
+                .unwrap()
+                .value()
+                .to_vec()
+        };
+        {
+            let db = open_database(&follower.join(DB_FILE), 1 << 20).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut t = Tables::open(&txn).unwrap();
+                t.meta.insert(schema::META_TAG, tag.as_slice()).unwrap();
+                for (lsn, bytes) in recorder.frames.lock().unwrap().iter() {
+                    for entry in payload::entries(*lsn, bytes).unwrap() {
+                        replay(&mut t, entry, &ttls(&options(&follower))).unwrap();
+                    }
+                }
+                t.index.flush().unwrap();
+            }
+            txn.commit().unwrap();
+            drop(db.begin_read().unwrap());
+        }
+        let (a, a_writer) = Store::open(options(&primary)).unwrap();
+        let (b, b_writer) = Store::open(options(&follower)).unwrap();
+        assert_eq!(dump(&b), dump(&a), "{checkpoint_every:?}");
+        close(a, a_writer).await;
+        close(b, b_writer).await;
+    }
+}
+
+/// A frame the shipper does not take: its batch is answered 503 but stays
+/// stored, and the frame is shipped before the next batch's, so the
+/// provider's retry is a duplicate answered once the original is shipped.
+#[tokio::test]
+async fn a_frame_not_shipped_is_a_503_and_goes_first_next_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = Arc::new(Recorder::default());
+    let (store, writer) =
+        Store::open(shipping(dir.path(), &recorder, Duration::from_secs(3600))).unwrap();
+    new_seq(&store, "s", "e0", Initial::Hold).await;
+    *recorder.refuse.lock().unwrap() = Some(ShipError::Unavailable {
+        lsn: 0,
+        detail: "no quorum".into(),
+    });
+    let refused = store.ingest(event("s", "e1"), Initial::Hold).await;
+    assert!(
+        matches!(&refused, Err(StoreError::Write(e)) if matches!(**e, WriteError::Unshipped(_))),
+        "{refused:?}"
+    );
+    let shipped = recorder.lsns().len();
+    *recorder.refuse.lock().unwrap() = None;
+    let again = store.ingest(event("s", "e1"), Initial::Hold).await.unwrap();
+    assert!(matches!(again, Ingested::Duplicate { .. }), "{again:?}");
+    let lsns = recorder.lsns();
+    assert_eq!(
+        lsns.len(),
+        shipped + 2,
+        "the held frame, then the duplicate's"
+    );
+    close(store, writer).await;
+}
+
+/// Once the shipper says another writer took over, nothing is answered
+/// 2xx again, whatever it says later.
+#[tokio::test]
+async fn a_replaced_store_answers_nothing_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = Arc::new(Recorder::default());
+    let (store, writer) =
+        Store::open(shipping(dir.path(), &recorder, Duration::from_secs(3600))).unwrap();
+    new_seq(&store, "s", "e0", Initial::Hold).await;
+    *recorder.refuse.lock().unwrap() = Some(ShipError::Replaced {
+        lsn: 0,
+        detail: "wrong last sequence".into(),
+    });
+    assert!(store.ingest(event("s", "e1"), Initial::Hold).await.is_err());
+    *recorder.refuse.lock().unwrap() = None;
+    for id in ["e1", "e2"] {
+        let answer = store.ingest(event("s", id), Initial::Hold).await;
+        assert!(
+            matches!(&answer, Err(StoreError::Write(e)) if matches!(**e, WriteError::Unshipped(ShipError::Replaced { .. }))),
+            "{id}: {answer:?}"
+        );
+    }
+    close(store, writer).await;
+}
