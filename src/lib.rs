@@ -34,3 +34,4 @@ pub mod exit;
 pub mod cli;
 pub mod ctl;
 pub mod send;
+pub mod replicate;

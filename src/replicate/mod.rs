@@ -1,0 +1,11 @@
+//! Replication of the store's log to a NATS JetStream stream, so that an
+//! acknowledged event survives the loss of this machine.
+//!
+//! The store ships each batch's frame before it answers the batch
+//! ([`crate::store::Shipper`]); [`publish::Publisher`] is that shipper for
+//! a primary: each frame one message of the stream, in order, fenced so
+//! that only one writer can ever append.
+
+pub mod publish;
+
+pub use publish::{ConnectError, Publisher, StreamSettings};

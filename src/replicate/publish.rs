@@ -1,0 +1,253 @@
+//! The primary's side: each log frame published to the stream before its
+//! batch is answered.
+//!
+//! A frame is one message on `hookinbox.log.<stream>`: its payload as the
+//! store wrote it, `Nats-Msg-Id` `<tag>-<lsn>` (the database's tag in hex,
+//! the frame's number) and a `Hookinbox-Lsn` header. Every publish carries
+//! `Nats-Expected-Last-Sequence`: the stream's last sequence as this
+//! primary left it. So a second writer's message makes this one's next
+//! publish fail, and this primary learns it was replaced. A frame published
+//! again after a lost ack is in the stream's duplicate window: the server
+//! checks the message id first and acks it as a duplicate, with its
+//! sequence, which is not a refusal.
+//!
+//! A group of frames is published at once and its acks awaited in order.
+//! A frame that fails is published again, with every later one, until the
+//! budget runs out ([`StreamSettings::budget`]: an election of a new stream
+//! leader takes several seconds); then the store answers 503 and ships
+//! them first with the next group.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::context::PublishErrorKind;
+use async_nats::jetstream::message::PublishMessage;
+use async_nats::jetstream::{self, stream};
+use async_nats::{Client, ConnectOptions};
+use bytes::Bytes;
+
+use crate::store::{ShipError, ShippedFrame, Shipper};
+
+/// The header that carries a frame's number.
+pub const LSN_HEADER: &str = "Hookinbox-Lsn";
+
+/// Where and how frames are published.
+#[derive(Debug, Clone)]
+pub struct StreamSettings {
+    /// One or more `nats://host:port`, comma-separated.
+    pub urls: String,
+    /// The stream's name (one per inbox).
+    pub stream: String,
+    /// Its replicas when this primary creates it (1 or 3).
+    pub replicas: usize,
+    pub creds_file: Option<PathBuf>,
+    pub ca: Option<PathBuf>,
+    /// How long one publish may wait for its ack.
+    pub ack_timeout: Duration,
+    /// How long a group of frames may take, retries included, before its
+    /// batches are answered 503.
+    pub budget: Duration,
+}
+
+/// Why a primary cannot start publishing.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("cannot connect to NATS at {urls}: {detail}")]
+    Connect { urls: String, detail: String },
+    #[error("cannot find or create the replication stream {stream}: {detail}")]
+    Stream { stream: String, detail: String },
+    #[error(
+        "the replication stream {stream} holds frames of another inbox (message id {found:?}, this database's tag is {tag:08x}): give each inbox its own stream"
+    )]
+    OtherInbox {
+        stream: String,
+        found: String,
+        tag: u32,
+    },
+}
+
+/// Publishes frames for one primary.
+pub struct Publisher {
+    runtime: tokio::runtime::Handle,
+    context: jetstream::Context,
+    subject: String,
+    tag: u32,
+    ack_timeout: Duration,
+    budget: Duration,
+    /// The stream's last sequence as this primary left it.
+    last: Mutex<u64>,
+    _client: Client,
+}
+
+impl Publisher {
+    /// Connects, finds the stream (creating it if it does not exist) and
+    /// reads where it ends. Refuses a stream whose last frame is another
+    /// database's.
+    pub async fn connect(settings: &StreamSettings, tag: u32) -> Result<Publisher, ConnectError> {
+        let connect_err = |detail: String| ConnectError::Connect {
+            urls: settings.urls.clone(),
+            detail,
+        };
+        let mut options = match &settings.creds_file {
+            Some(path) => ConnectOptions::with_credentials_file(path)
+                .await
+                .map_err(|e| connect_err(format!("cannot read the credentials file: {e}")))?,
+            None => ConnectOptions::new(),
+        };
+        options = options
+            .name(concat!("hookinbox-primary/", env!("CARGO_PKG_VERSION")))
+            .connection_timeout(settings.ack_timeout)
+            // A node that stops answering is left within a few seconds.
+            .ping_interval(Duration::from_secs(1))
+            .max_reconnects(None);
+        if let Some(ca) = &settings.ca {
+            options = options.add_root_certificates(ca.clone());
+        }
+        let servers: Vec<&str> = settings.urls.split(',').map(str::trim).collect();
+        let client = options
+            .connect(servers)
+            .await
+            .map_err(|e| connect_err(e.to_string()))?;
+        let mut context = jetstream::new(client.clone());
+        context.set_timeout(settings.ack_timeout);
+        let subject = subject_of(&settings.stream);
+        let stream_err = |detail: String| ConnectError::Stream {
+            stream: settings.stream.clone(),
+            detail,
+        };
+        let mut stream = context
+            .get_or_create_stream(stream::Config {
+                name: settings.stream.clone(),
+                subjects: vec![subject.clone()],
+                num_replicas: settings.replicas,
+                storage: stream::StorageType::File,
+                duplicate_window: Duration::from_secs(120),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| stream_err(e.to_string()))?;
+        let last = stream
+            .info()
+            .await
+            .map_err(|e| stream_err(e.to_string()))?
+            .state
+            .last_sequence;
+        if last > 0 {
+            let message = stream
+                .get_last_raw_message_by_subject(&subject)
+                .await
+                .map_err(|e| stream_err(e.to_string()))?;
+            let found = message
+                .headers
+                .get(async_nats::header::NATS_MESSAGE_ID)
+                .map(|v| v.as_str().to_owned())
+                .unwrap_or_default();
+            if !found.starts_with(&format!("{tag:08x}-")) {
+                return Err(ConnectError::OtherInbox {
+                    stream: settings.stream.clone(),
+                    found,
+                    tag,
+                });
+            }
+        }
+        Ok(Publisher {
+            runtime: tokio::runtime::Handle::current(),
+            context,
+            subject,
+            tag,
+            ack_timeout: settings.ack_timeout,
+            budget: settings.budget,
+            last: Mutex::new(last),
+            _client: client,
+        })
+    }
+
+    /// The stream's last sequence as this primary left it.
+    pub fn last_sequence(&self) -> u64 {
+        *self.last.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn message(&self, frame: &ShippedFrame<'_>, expected_last: u64) -> PublishMessage {
+        PublishMessage::build()
+            .payload(Bytes::copy_from_slice(frame.payload))
+            .message_id(format!("{:08x}-{}", self.tag, frame.lsn))
+            .header(LSN_HEADER, frame.lsn.to_string().as_str())
+            .expected_last_sequence(expected_last)
+    }
+
+    async fn publish(&self, frames: &[ShippedFrame<'_>]) -> Result<(), ShipError> {
+        let deadline = Instant::now() + self.budget;
+        let mut last = self.last_sequence();
+        let mut done = 0;
+        let mut why = String::new();
+        while done < frames.len() {
+            if Instant::now() >= deadline {
+                *self.last.lock().unwrap_or_else(|p| p.into_inner()) = last;
+                return Err(ShipError::Unavailable {
+                    lsn: frames[done].lsn,
+                    detail: why,
+                });
+            }
+            // Every frame not yet acked, each expecting the one before.
+            let mut pending = Vec::new();
+            for (k, frame) in frames[done..].iter().enumerate() {
+                let message = self.message(frame, last + k as u64);
+                match self.context.send_publish(self.subject.clone(), message).await {
+                    Ok(ack) => pending.push(ack),
+                    Err(e) => {
+                        why = e.to_string();
+                        break;
+                    }
+                }
+            }
+            for ack in pending {
+                let frame = &frames[done];
+                match tokio::time::timeout(self.ack_timeout, ack).await {
+                    Ok(Ok(ack)) => {
+                        last = ack.sequence;
+                        done += 1;
+                    }
+                    // The first frame not acked expected the stream to end
+                    // where this primary left it, and it did not: another
+                    // writer appended (a frame of ours sent again would
+                    // have been acked as a duplicate).
+                    Ok(Err(e)) if e.kind() == PublishErrorKind::WrongLastSequence => {
+                        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = last;
+                        return Err(ShipError::Replaced {
+                            lsn: frame.lsn,
+                            detail: format!(
+                                "the stream no longer ends at sequence {last}: {e}"
+                            ),
+                        });
+                    }
+                    Ok(Err(e)) => {
+                        why = e.to_string();
+                        break;
+                    }
+                    Err(_) => {
+                        why = format!("no ack within {:?}", self.ack_timeout);
+                        break;
+                    }
+                }
+            }
+            if done < frames.len() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = last;
+        Ok(())
+    }
+}
+
+impl Shipper for Publisher {
+    fn ship(&self, frames: &[ShippedFrame<'_>]) -> Result<(), ShipError> {
+        // Called from the store's log thread, never from inside the runtime.
+        self.runtime.block_on(self.publish(frames))
+    }
+}
+
+/// The subject a stream's frames are published on.
+pub fn subject_of(stream: &str) -> String {
+    format!("hookinbox.log.{stream}")
+}
