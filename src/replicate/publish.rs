@@ -57,22 +57,16 @@ pub enum ConnectError {
     Connect { urls: String, detail: String },
     #[error("cannot find or create the replication stream {stream}: {detail}")]
     Stream { stream: String, detail: String },
-    #[error(
-        "the replication stream {stream} holds frames of another inbox (message id {found:?}, this database's tag is {tag:08x}): give each inbox its own stream"
-    )]
-    OtherInbox {
-        stream: String,
-        found: String,
-        tag: u32,
-    },
 }
 
 /// Publishes frames for one primary.
 pub struct Publisher {
     runtime: tokio::runtime::Handle,
     context: jetstream::Context,
+    stream: stream::Stream,
     subject: String,
-    tag: u32,
+    /// The database's, once attached.
+    tag: std::sync::atomic::AtomicU32,
     ack_timeout: Duration,
     budget: Duration,
     /// The stream's last sequence as this primary left it.
@@ -82,9 +76,10 @@ pub struct Publisher {
 
 impl Publisher {
     /// Connects, finds the stream (creating it if it does not exist) and
-    /// reads where it ends. Refuses a stream whose last frame is another
-    /// database's.
-    pub async fn connect(settings: &StreamSettings, tag: u32) -> Result<Publisher, ConnectError> {
+    /// reads where it ends. The store then [attaches](Shipper::attach) to
+    /// it, with its tag. Call it from a multi-threaded runtime: the store's
+    /// threads wait on it.
+    pub async fn connect(settings: &StreamSettings) -> Result<Publisher, ConnectError> {
         let connect_err = |detail: String| ConnectError::Connect {
             urls: settings.urls.clone(),
             detail,
@@ -116,7 +111,7 @@ impl Publisher {
             stream: settings.stream.clone(),
             detail,
         };
-        let mut stream = context
+        let stream = context
             .get_or_create_stream(stream::Config {
                 name: settings.stream.clone(),
                 subjects: vec![subject.clone()],
@@ -127,35 +122,13 @@ impl Publisher {
             })
             .await
             .map_err(|e| stream_err(e.to_string()))?;
-        let last = stream
-            .info()
-            .await
-            .map_err(|e| stream_err(e.to_string()))?
-            .state
-            .last_sequence;
-        if last > 0 {
-            let message = stream
-                .get_last_raw_message_by_subject(&subject)
-                .await
-                .map_err(|e| stream_err(e.to_string()))?;
-            let found = message
-                .headers
-                .get(async_nats::header::NATS_MESSAGE_ID)
-                .map(|v| v.as_str().to_owned())
-                .unwrap_or_default();
-            if !found.starts_with(&format!("{tag:08x}-")) {
-                return Err(ConnectError::OtherInbox {
-                    stream: settings.stream.clone(),
-                    found,
-                    tag,
-                });
-            }
-        }
+        let last = stream.cached_info().state.last_sequence;
         Ok(Publisher {
             runtime: tokio::runtime::Handle::current(),
             context,
+            stream,
             subject,
-            tag,
+            tag: std::sync::atomic::AtomicU32::new(0),
             ack_timeout: settings.ack_timeout,
             budget: settings.budget,
             last: Mutex::new(last),
@@ -171,7 +144,11 @@ impl Publisher {
     fn message(&self, frame: &ShippedFrame<'_>, expected_last: u64) -> PublishMessage {
         PublishMessage::build()
             .payload(Bytes::copy_from_slice(frame.payload))
-            .message_id(format!("{:08x}-{}", self.tag, frame.lsn))
+            .message_id(format!(
+                "{:08x}-{}",
+                self.tag.load(std::sync::atomic::Ordering::Relaxed),
+                frame.lsn
+            ))
             .header(LSN_HEADER, frame.lsn.to_string().as_str())
             .expected_last_sequence(expected_last)
     }
@@ -240,7 +217,67 @@ impl Publisher {
     }
 }
 
+impl Publisher {
+    /// The stream's last frame (its message id and number), if any.
+    async fn last_frame(&self) -> Result<Option<(String, u64)>, String> {
+        if self.last_sequence() == 0 {
+            return Ok(None);
+        }
+        let message = self
+            .stream
+            .get_last_raw_message_by_subject(&self.subject)
+            .await
+            .map_err(|e| e.to_string())?;
+        let header = |name: &str| {
+            message
+                .headers
+                .get(name)
+                .map(|v| v.as_str().to_owned())
+                .unwrap_or_default()
+        };
+        let lsn = header(LSN_HEADER).parse().unwrap_or(0);
+        Ok(Some((header("Nats-Msg-Id"), lsn)))
+    }
+}
+
 impl Shipper for Publisher {
+    fn attach(&self, tag: u32, lsn: u64) -> Result<(), ShipError> {
+        self.tag.store(tag, std::sync::atomic::Ordering::Relaxed);
+        // Store::open may run on a thread of the runtime: wait on another.
+        let found = std::thread::scope(|scope| {
+            scope
+                .spawn(|| self.runtime.block_on(self.last_frame()))
+                .join()
+                .expect("the stream check panicked")
+        })
+        .map_err(|detail| ShipError::Mismatch { detail })?;
+        let held = found.as_ref().map_or(0, |(_, last)| *last);
+        if held < lsn {
+            // Frames this store holds and the stream lacks: a follower
+            // would find a gap. (Shipping the frames recovery replays, and
+            // a snapshot for a store older than its stream, close it.)
+            return Err(ShipError::Mismatch {
+                detail: format!(
+                    "this data dir holds frames up to {lsn}, the stream only up to {held}"
+                ),
+            });
+        }
+        match found {
+            None => Ok(()),
+            Some((id, _)) if !id.starts_with(&format!("{tag:08x}-")) => Err(ShipError::Mismatch {
+                detail: format!(
+                    "its last frame {id:?} is another inbox's (this database's tag is {tag:08x}): give each inbox its own stream"
+                ),
+            }),
+            Some((_, last)) if last > lsn => Err(ShipError::Mismatch {
+                detail: format!(
+                    "it holds frame {last}, this data dir only up to {lsn}: another node went on from here (start this one as a standby, or restore the newer data)"
+                ),
+            }),
+            Some(_) => Ok(()),
+        }
+    }
+
     fn ship(&self, frames: &[ShippedFrame<'_>]) -> Result<(), ShipError> {
         // Called from the store's log thread, never from inside the runtime.
         self.runtime.block_on(self.publish(frames))

@@ -48,6 +48,11 @@ impl Store {
         let mut wal = wal::Wal::open(&options.data_dir, tag).map_err(|e| open_err(e.into()))?;
         let replayed = recover(&db, &mut wal, &writer::ttls(&options)).map_err(open_err)?;
         let replay_done = started.elapsed();
+        if let Some(shipper) = &options.shipper {
+            shipper
+                .attach(tag, replayed.lsn)
+                .map_err(|e| open_err(e.into()))?;
+        }
         let recovered = recover_leases(&db).map_err(open_err)?;
         if recovered > 0 {
             tracing::warn!(

@@ -31,11 +31,20 @@ pub enum ShipError {
     /// must never answer 2xx again.
     #[error("another primary writes the replication stream (frame {lsn}): {detail}")]
     Replaced { lsn: u64, detail: String },
+    /// The stream does not continue this store: another inbox's frames,
+    /// or frames this store does not hold. Found when the store opens.
+    #[error("the replication stream does not continue this data dir: {detail}")]
+    Mismatch { detail: String },
 }
 
 /// Takes frames, in order. Called from the log thread only, one call at a
 /// time; it may block (up to its own budget).
 pub trait Shipper: Send + Sync {
+    /// Called once when the store opens, before anything is shipped, with
+    /// the database's tag and the last frame it holds: refuses a stream
+    /// that does not continue this store.
+    fn attach(&self, tag: u32, lsn: u64) -> Result<(), ShipError>;
+
     /// Returns once every frame is safe, or why not. The frames continue
     /// the last ones it returned `Ok` for, without gaps.
     fn ship(&self, frames: &[ShippedFrame<'_>]) -> Result<(), ShipError>;

@@ -24,6 +24,10 @@ struct Recorder {
 }
 
 impl Shipper for Recorder {
+    fn attach(&self, _tag: u32, _lsn: u64) -> Result<(), ShipError> {
+        Ok(())
+    }
+
     fn ship(&self, frames: &[ShippedFrame<'_>]) -> Result<(), ShipError> {
         if let Some(e) = self.refuse.lock().unwrap().clone() {
             return Err(e);

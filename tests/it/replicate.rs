@@ -1,0 +1,167 @@
+//! Replication's primary side against a real `nats-server -js`: each
+//! batch's frame is a message of the stream before the batch is answered,
+//! numbered without gaps; a second writer on the stream, or a stream of
+//! another inbox, stops the primary; without the stream an answer is 503
+//! and its frame is shipped when the stream returns.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::jetstream;
+use hookinbox::replicate::{Publisher, StreamSettings, publish::subject_of};
+use hookinbox::store::{KeyAnswer, KeyOp, Store, StoreError, StoreOptions, WriterHandle};
+
+use crate::nats::NatsServer;
+
+const STREAM: &str = "INBOX";
+
+fn settings(url: &str) -> StreamSettings {
+    StreamSettings {
+        urls: url.to_owned(),
+        stream: STREAM.to_owned(),
+        replicas: 1,
+        creds_file: None,
+        ca: None,
+        ack_timeout: Duration::from_secs(1),
+        budget: Duration::from_secs(3),
+    }
+}
+
+async fn primary(dir: &Path, url: &str) -> Result<(Store, WriterHandle), StoreError> {
+    let publisher = Publisher::connect(&settings(url)).await.unwrap();
+    let options = StoreOptions {
+        shipper: Some(Arc::new(publisher)),
+        ..StoreOptions::new(dir, Duration::from_secs(3600))
+    };
+    Store::open(options)
+}
+
+async fn claim(store: &Store, key: &str) -> Result<KeyAnswer, StoreError> {
+    let op = KeyOp::Claim {
+        lease_ms: 30_000,
+        ttl_ms: 3_600_000,
+    };
+    store.key("app", key, op, 1_000).await
+}
+
+async fn close(store: Store, writer: WriterHandle) {
+    drop(store);
+    tokio::task::spawn_blocking(move || writer.shutdown())
+        .await
+        .unwrap();
+}
+
+/// (message id, Hookinbox-Lsn) of every message of the stream, in order.
+async fn frames(url: &str) -> Vec<(String, u64)> {
+    let client = async_nats::connect(url).await.unwrap();
+    let stream = jetstream::new(client).get_stream(STREAM).await.unwrap();
+    let mut out = Vec::new();
+    let mut seq = 1;
+    loop {
+        let Ok(message) = stream.get_raw_message(seq).await else {
+            break;
+        };
+        let header = |name: &str| message.headers.get(name).map(|v| v.as_str().to_owned());
+        out.push((
+            header("Nats-Msg-Id").unwrap(),
+            header("Hookinbox-Lsn").unwrap().parse().unwrap(),
+        ));
+        seq += 1;
+    }
+    out
+}
+
+/// Every answered change has its frame in the stream, the frames numbered
+/// 1, 2, 3, … under the database's tag; a reopened primary goes on after
+/// them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_answered_change_is_a_frame_of_the_stream_numbered_without_gaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let nats = NatsServer::start(&dir.path().join("nats"));
+    let data = dir.path().join("data");
+    let (store, writer) = primary(&data, &nats.url()).await.unwrap();
+    for i in 0..20 {
+        assert!(matches!(
+            claim(&store, &format!("k{i}")).await.unwrap(),
+            KeyAnswer::Claimed { .. }
+        ));
+        let shipped = frames(&nats.url()).await;
+        assert!(shipped.len() > i, "answered before its frame was in the stream");
+    }
+    let tag = store.public_id(0)[4..12].to_owned();
+    close(store, writer).await;
+    let (store, writer) = primary(&data, &nats.url()).await.unwrap();
+    claim(&store, "after-reopen").await.unwrap();
+    close(store, writer).await;
+    let shipped = frames(&nats.url()).await;
+    let lsns: Vec<u64> = shipped.iter().map(|(_, lsn)| *lsn).collect();
+    assert_eq!(lsns, (1..=lsns.len() as u64).collect::<Vec<_>>());
+    for (id, lsn) in &shipped {
+        assert_eq!(id, &format!("{tag}-{lsn}"));
+    }
+}
+
+/// Another writer appends to the stream: the primary's next answer is 503,
+/// and so is every one after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_writer_on_the_stream_stops_the_primary_for_good() {
+    let dir = tempfile::tempdir().unwrap();
+    let nats = NatsServer::start(&dir.path().join("nats"));
+    let (store, writer) = primary(&dir.path().join("data"), &nats.url()).await.unwrap();
+    claim(&store, "a").await.unwrap();
+    let client = async_nats::connect(nats.url()).await.unwrap();
+    jetstream::new(client)
+        .publish(subject_of(STREAM), "not a frame".into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    for key in ["b", "c"] {
+        let answer = claim(&store, key).await;
+        let text = format!("{:?}", answer);
+        assert!(answer.is_err() && text.contains("Replaced"), "{key}: {text}");
+    }
+    close(store, writer).await;
+}
+
+/// A data dir whose database is not the one the stream continues is
+/// refused when it opens, with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_of_another_inbox_is_refused_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let nats = NatsServer::start(&dir.path().join("nats"));
+    let (store, writer) = primary(&dir.path().join("one"), &nats.url()).await.unwrap();
+    claim(&store, "a").await.unwrap();
+    close(store, writer).await;
+    match primary(&dir.path().join("two"), &nats.url()).await {
+        Err(e) => {
+            let text = hookinbox::store::Report(&e).to_string();
+            assert!(text.contains("another inbox"), "{text}");
+        }
+        Ok(_) => panic!("a second inbox on the same stream was accepted"),
+    }
+}
+
+/// The stream's server is down: the answer is 503 once the budget runs
+/// out, and the change is kept; when the server is back, the held frame is
+/// shipped before the next one, and the retried claim finds the key taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_stream_an_answer_is_503_and_its_frame_ships_when_it_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut nats = NatsServer::start(&dir.path().join("nats"));
+    let (store, writer) = primary(&dir.path().join("data"), &nats.url()).await.unwrap();
+    claim(&store, "a").await.unwrap();
+    nats.stop();
+    let answer = claim(&store, "b").await;
+    assert!(
+        format!("{answer:?}").contains("Unavailable"),
+        "{answer:?}"
+    );
+    nats.restart();
+    let again = claim(&store, "b").await.unwrap();
+    assert!(matches!(again, KeyAnswer::Busy { .. }), "{again:?}");
+    close(store, writer).await;
+    let lsns: Vec<u64> = frames(&nats.url()).await.iter().map(|(_, l)| *l).collect();
+    assert_eq!(lsns, (1..=lsns.len() as u64).collect::<Vec<_>>());
+}
