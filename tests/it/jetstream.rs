@@ -4,100 +4,17 @@
 //! SIGKILL while it publishes leaves each event in the stream exactly once;
 //! the server down and back opens the circuit and loses nothing.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::{self, consumer, stream};
+use async_nats::jetstream::{self, consumer};
 use futures_util::StreamExt;
 use hookinbox::clock::Clock;
 
+use crate::nats::NatsServer;
 use crate::support::{
-    BinaryServer, STANDARD_SECRET, TestServer, client, eventually, eventually_sync, free_port,
-    server_section, standard_headers, write_config,
+    BinaryServer, STANDARD_SECRET, TestServer, client, eventually, server_section,
+    standard_headers, write_config,
 };
-
-/// `nats-server -js` on a loopback port with its store in `dir`.
-struct NatsServer {
-    child: Option<Child>,
-    port: u16,
-    dir: PathBuf,
-}
-
-impl NatsServer {
-    fn start(dir: &Path) -> NatsServer {
-        let mut server = NatsServer {
-            child: None,
-            port: free_port(),
-            dir: dir.to_owned(),
-        };
-        server.restart();
-        server
-    }
-
-    /// Starts it (again) on the same port and store.
-    fn restart(&mut self) {
-        let child = Command::new("nats-server")
-            .args([
-                "-js",
-                "-a",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-sd",
-            ])
-            .arg(&self.dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("nats-server runs (Debian: apt-get install nats-server)");
-        self.child = Some(child);
-        let port = self.port;
-        eventually_sync(
-            "nats-server listens",
-            Duration::from_secs(20),
-            Duration::from_millis(20),
-            || {
-                std::net::TcpStream::connect(("127.0.0.1", port))
-                    .map(drop)
-                    .map_err(|e| format!("connect to port {port}: {e}"))
-            },
-        );
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
-    }
-
-    /// A JetStream context, and the stream `HOOKS` on `webhooks.>` (file
-    /// storage, the default two-minute duplicate window).
-    async fn stream(&self) -> (jetstream::Context, stream::Stream) {
-        let client = async_nats::connect(self.url()).await.unwrap();
-        let js = jetstream::new(client);
-        let stream = js
-            .get_or_create_stream(stream::Config {
-                name: "HOOKS".into(),
-                subjects: vec!["webhooks.>".into()],
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        (js, stream)
-    }
-}
-
-impl Drop for NatsServer {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
 
 /// Every message in `HOOKS`, oldest first, through a durable pull consumer
 /// with explicit acks (as a consumer service would read it).

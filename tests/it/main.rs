@@ -22,6 +22,7 @@ mod log0;
 mod logs;
 mod migration;
 mod monitoring;
+mod nats;
 mod scale;
 mod snapshots;
 mod support;
