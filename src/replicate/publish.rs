@@ -170,7 +170,11 @@ impl Publisher {
             let mut pending = Vec::new();
             for (k, frame) in frames[done..].iter().enumerate() {
                 let message = self.message(frame, last + k as u64);
-                match self.context.send_publish(self.subject.clone(), message).await {
+                match self
+                    .context
+                    .send_publish(self.subject.clone(), message)
+                    .await
+                {
                     Ok(ack) => pending.push(ack),
                     Err(e) => {
                         why = e.to_string();
@@ -193,9 +197,7 @@ impl Publisher {
                         *self.last.lock().unwrap_or_else(|p| p.into_inner()) = last;
                         return Err(ShipError::Replaced {
                             lsn: frame.lsn,
-                            detail: format!(
-                                "the stream no longer ends at sequence {last}: {e}"
-                            ),
+                            detail: format!("the stream no longer ends at sequence {last}: {e}"),
                         });
                     }
                     Ok(Err(e)) => {

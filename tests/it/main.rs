@@ -23,6 +23,7 @@ mod logs;
 mod migration;
 mod monitoring;
 mod nats;
+mod replicate;
 mod scale;
 mod snapshots;
 mod support;

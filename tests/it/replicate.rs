@@ -87,7 +87,10 @@ async fn each_answered_change_is_a_frame_of_the_stream_numbered_without_gaps() {
             KeyAnswer::Claimed { .. }
         ));
         let shipped = frames(&nats.url()).await;
-        assert!(shipped.len() > i, "answered before its frame was in the stream");
+        assert!(
+            shipped.len() > i,
+            "answered before its frame was in the stream"
+        );
     }
     let tag = store.public_id(0)[4..12].to_owned();
     close(store, writer).await;
@@ -108,7 +111,9 @@ async fn each_answered_change_is_a_frame_of_the_stream_numbered_without_gaps() {
 async fn a_second_writer_on_the_stream_stops_the_primary_for_good() {
     let dir = tempfile::tempdir().unwrap();
     let nats = NatsServer::start(&dir.path().join("nats"));
-    let (store, writer) = primary(&dir.path().join("data"), &nats.url()).await.unwrap();
+    let (store, writer) = primary(&dir.path().join("data"), &nats.url())
+        .await
+        .unwrap();
     claim(&store, "a").await.unwrap();
     let client = async_nats::connect(nats.url()).await.unwrap();
     jetstream::new(client)
@@ -120,7 +125,10 @@ async fn a_second_writer_on_the_stream_stops_the_primary_for_good() {
     for key in ["b", "c"] {
         let answer = claim(&store, key).await;
         let text = format!("{:?}", answer);
-        assert!(answer.is_err() && text.contains("Replaced"), "{key}: {text}");
+        assert!(
+            answer.is_err() && text.contains("Replaced"),
+            "{key}: {text}"
+        );
     }
     close(store, writer).await;
 }
@@ -150,14 +158,13 @@ async fn a_stream_of_another_inbox_is_refused_at_open() {
 async fn without_the_stream_an_answer_is_503_and_its_frame_ships_when_it_returns() {
     let dir = tempfile::tempdir().unwrap();
     let mut nats = NatsServer::start(&dir.path().join("nats"));
-    let (store, writer) = primary(&dir.path().join("data"), &nats.url()).await.unwrap();
+    let (store, writer) = primary(&dir.path().join("data"), &nats.url())
+        .await
+        .unwrap();
     claim(&store, "a").await.unwrap();
     nats.stop();
     let answer = claim(&store, "b").await;
-    assert!(
-        format!("{answer:?}").contains("Unavailable"),
-        "{answer:?}"
-    );
+    assert!(format!("{answer:?}").contains("Unavailable"), "{answer:?}");
     nats.restart();
     let again = claim(&store, "b").await.unwrap();
     assert!(matches!(again, KeyAnswer::Busy { .. }), "{again:?}");
