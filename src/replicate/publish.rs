@@ -220,6 +220,21 @@ impl Publisher {
 }
 
 impl Publisher {
+    /// Runs `work` on the runtime and waits for it: from the store's log
+    /// thread directly; from a thread of the runtime (the store opening),
+    /// on a thread of its own.
+    fn wait<T: Send>(&self, work: impl std::future::Future<Output = T> + Send) -> T {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return self.runtime.block_on(work);
+        }
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| self.runtime.block_on(work))
+                .join()
+                .expect("a replication call panicked")
+        })
+    }
+
     /// The stream's last frame (its message id and number), if any.
     async fn last_frame(&self) -> Result<Option<(String, u64)>, String> {
         if self.last_sequence() == 0 {
@@ -243,46 +258,24 @@ impl Publisher {
 }
 
 impl Shipper for Publisher {
-    fn attach(&self, tag: u32, lsn: u64) -> Result<(), ShipError> {
+    fn attach(&self, tag: u32) -> Result<u64, ShipError> {
         self.tag.store(tag, std::sync::atomic::Ordering::Relaxed);
-        // Store::open may run on a thread of the runtime: wait on another.
-        let found = std::thread::scope(|scope| {
-            scope
-                .spawn(|| self.runtime.block_on(self.last_frame()))
-                .join()
-                .expect("the stream check panicked")
-        })
-        .map_err(|detail| ShipError::Mismatch { detail })?;
-        let held = found.as_ref().map_or(0, |(_, last)| *last);
-        if held < lsn {
-            // Frames this store holds and the stream lacks: a follower
-            // would find a gap. (Shipping the frames recovery replays, and
-            // a snapshot for a store older than its stream, close it.)
-            return Err(ShipError::Mismatch {
-                detail: format!(
-                    "this data dir holds frames up to {lsn}, the stream only up to {held}"
-                ),
-            });
-        }
+        let found = self
+            .wait(self.last_frame())
+            .map_err(|detail| ShipError::Mismatch { detail })?;
         match found {
-            None => Ok(()),
+            None => Ok(0),
             Some((id, _)) if !id.starts_with(&format!("{tag:08x}-")) => Err(ShipError::Mismatch {
                 detail: format!(
                     "its last frame {id:?} is another inbox's (this database's tag is {tag:08x}): give each inbox its own stream"
                 ),
             }),
-            Some((_, last)) if last > lsn => Err(ShipError::Mismatch {
-                detail: format!(
-                    "it holds frame {last}, this data dir only up to {lsn}: another node went on from here (start this one as a standby, or restore the newer data)"
-                ),
-            }),
-            Some(_) => Ok(()),
+            Some((_, last)) => Ok(last),
         }
     }
 
     fn ship(&self, frames: &[ShippedFrame<'_>]) -> Result<(), ShipError> {
-        // Called from the store's log thread, never from inside the runtime.
-        self.runtime.block_on(self.publish(frames))
+        self.wait(self.publish(frames))
     }
 }
 

@@ -49,8 +49,7 @@ impl Store {
         let replayed = recover(&db, &mut wal, &writer::ttls(&options)).map_err(open_err)?;
         let replay_done = started.elapsed();
         if let Some(shipper) = &options.shipper {
-            shipper
-                .attach(tag, replayed.lsn)
+            super::ship::catch_up(&**shipper, tag, replayed.lsn, &replayed.frames)
                 .map_err(|e| open_err(e.into()))?;
         }
         let recovered = recover_leases(&db).map_err(open_err)?;
@@ -65,7 +64,7 @@ impl Store {
         let (dedupe, keys) = load_dedupe(&db)?;
         tracing::info!(
             database_ms = opened.as_millis() as u64,
-            log_frames = replayed.frames,
+            log_frames = replayed.frames.len(),
             replay_ms = (replay_done - opened).as_millis() as u64,
             dedupe_keys = keys,
             dedupe_mib = dedupe.bytes() >> 20,

@@ -53,8 +53,9 @@ pub(super) fn commit_checkpoint(mut txn: redb::WriteTransaction) -> Result<(), W
 pub(super) struct Recovered {
     /// The last frame it holds now.
     pub lsn: u64,
-    /// Frames replayed.
-    pub frames: usize,
+    /// The frames replayed, each number and payload: a primary ships
+    /// those the replication stream lacks.
+    pub frames: Vec<(u64, Vec<u8>)>,
 }
 
 /// Replays into `db` the log's frames it does not hold (each entry applied
@@ -100,10 +101,7 @@ pub(super) fn recover(db: &Database, wal: &mut Wal, ttls: &Ttls) -> Result<Recov
             "replayed the write-ahead log"
         );
     }
-    Ok(Recovered {
-        lsn,
-        frames: frames.len(),
-    })
+    Ok(Recovered { lsn, frames })
 }
 
 /// Applies one logged entry again.

@@ -41,11 +41,53 @@ pub enum ShipError {
 /// time; it may block (up to its own budget).
 pub trait Shipper: Send + Sync {
     /// Called once when the store opens, before anything is shipped, with
-    /// the database's tag and the last frame it holds: refuses a stream
-    /// that does not continue this store.
-    fn attach(&self, tag: u32, lsn: u64) -> Result<(), ShipError>;
+    /// the database's tag: the number of the last frame the stream holds
+    /// (0: none), or why the stream is not this store's.
+    fn attach(&self, tag: u32) -> Result<u64, ShipError>;
 
     /// Returns once every frame is safe, or why not. The frames continue
     /// the last ones it returned `Ok` for, without gaps.
     fn ship(&self, frames: &[ShippedFrame<'_>]) -> Result<(), ShipError>;
+}
+
+/// When the store opens: the frames its log replayed that the stream
+/// lacks (a crash came after the local fsync, before the ship), shipped
+/// first. Refuses a stream that is ahead of this store (another node went
+/// on from it) or that lacks frames this store no longer has in its log.
+pub(super) fn catch_up(
+    shipper: &dyn Shipper,
+    tag: u32,
+    lsn: u64,
+    replayed: &[(u64, Vec<u8>)],
+) -> Result<(), ShipError> {
+    let held = shipper.attach(tag)?;
+    if held > lsn {
+        return Err(ShipError::Mismatch {
+            detail: format!(
+                "it holds frame {held}, this data dir only up to {lsn}: another node went on from here (start this one as a standby, or restore the newer data)"
+            ),
+        });
+    }
+    let missing: Vec<ShippedFrame<'_>> = replayed
+        .iter()
+        .filter(|(n, _)| *n > held)
+        .map(|(lsn, payload)| ShippedFrame { lsn: *lsn, payload })
+        .collect();
+    if held < lsn && missing.first().map(|f| f.lsn) != Some(held + 1) {
+        return Err(ShipError::Mismatch {
+            detail: format!(
+                "this data dir holds frames up to {lsn}, the stream only up to {held}, and frame {} is no longer in this data dir's log",
+                held + 1
+            ),
+        });
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    tracing::warn!(
+        from = held + 1,
+        to = lsn,
+        "shipping the frames the replication stream lacks before anything else"
+    );
+    shipper.ship(&missing)
 }

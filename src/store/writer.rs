@@ -327,7 +327,7 @@ impl Writer {
             .map_or((1, 0), |(s, r)| (s + 1, r));
         let db = Arc::new(db);
         *self.shared.db.write().unwrap_or_else(|p| p.into_inner()) = Some(db.clone());
-        tracing::info!(path = %self.shared.path.display(), replayed_frames = recovered.frames, "database reopened");
+        tracing::info!(path = %self.shared.path.display(), replayed_frames = recovered.frames.len(), "database reopened");
         Ok(db)
     }
 

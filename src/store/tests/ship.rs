@@ -24,8 +24,8 @@ struct Recorder {
 }
 
 impl Shipper for Recorder {
-    fn attach(&self, _tag: u32, _lsn: u64) -> Result<(), ShipError> {
-        Ok(())
+    fn attach(&self, _tag: u32) -> Result<u64, ShipError> {
+        Ok(self.frames.lock().unwrap().last().map_or(0, |(l, _)| *l))
     }
 
     fn ship(&self, frames: &[ShippedFrame<'_>]) -> Result<(), ShipError> {
@@ -176,4 +176,58 @@ async fn a_replaced_store_answers_nothing_more() {
         );
     }
     close(store, writer).await;
+}
+
+/// A crash after frames were stored here but before they were shipped: the
+/// reopened store ships them, from the log it replays, before anything
+/// else; a stream that holds frames this store does not is refused.
+#[tokio::test]
+async fn at_open_the_frames_the_stream_lacks_are_shipped_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("live");
+    let recorder = Arc::new(Recorder::default());
+    let (store, writer) =
+        Store::open(shipping(&live, &recorder, Duration::from_secs(3600))).unwrap();
+    new_seq(&store, "s", "e0", Initial::Hold).await;
+    *recorder.refuse.lock().unwrap() = Some(ShipError::Unavailable {
+        lsn: 0,
+        detail: "no quorum".into(),
+    });
+    for id in ["e1", "e2"] {
+        assert!(store.ingest(event("s", id), Initial::Hold).await.is_err());
+    }
+    let shipped = recorder.lsns();
+    // kill -9 now: the file as of its last checkpoint, and the log.
+    let image = dir.path().join("image");
+    std::fs::create_dir_all(&image).unwrap();
+    for file in [DB_FILE, "hookinbox.wal"] {
+        std::fs::copy(live.join(file), image.join(file)).unwrap();
+    }
+    close(store, writer).await;
+    *recorder.refuse.lock().unwrap() = None;
+    recorder.frames.lock().unwrap().truncate(shipped.len());
+
+    let (store, writer) =
+        Store::open(shipping(&image, &recorder, Duration::from_secs(3600))).unwrap();
+    let lsns = recorder.lsns();
+    assert_eq!(lsns, (1..=lsns.len() as u64).collect::<Vec<_>>());
+    assert_eq!(lsns.len(), shipped.len() + 2, "e1's and e2's frames");
+    let again = store.ingest(event("s", "e2"), Initial::Hold).await.unwrap();
+    assert!(matches!(again, Ingested::Duplicate { .. }), "{again:?}");
+    close(store, writer).await;
+
+    // A stream ahead of this data dir: refused.
+    let ahead = Arc::new(Recorder::default());
+    ahead
+        .frames
+        .lock()
+        .unwrap()
+        .extend((1..=50).map(|n| (n, vec![0x43])));
+    match Store::open(shipping(&live, &ahead, Duration::from_secs(3600))) {
+        Err(e) => {
+            let text = Report(&e).to_string();
+            assert!(text.contains("another node went on"), "{text}");
+        }
+        Ok(_) => panic!("a stream ahead of the data dir was accepted"),
+    }
 }
