@@ -50,6 +50,7 @@ pub(super) enum Ready {
     Changed(Reply<Result<(), ChangeError>>),
     Swept(Reply<Swept>),
     Key(Reply<KeyAnswer>),
+    Applied(Reply<u64>),
 }
 
 // A dropped receiver is a caller that went away: what was committed stands.
@@ -65,6 +66,7 @@ impl Ready {
             Ready::Changed(r) => send(r),
             Ready::Swept(r) => send(r),
             Ready::Key(r) => send(r),
+            Ready::Applied(r) => send(r),
         }
     }
 
@@ -76,6 +78,7 @@ impl Ready {
             Ready::Changed(r) => fail(r.to, cause),
             Ready::Swept(r) => fail(r.to, cause),
             Ready::Key(r) => fail(r.to, cause),
+            Ready::Applied(r) => fail(r.to, cause),
         }
     }
 }

@@ -111,6 +111,13 @@ pub enum WriteError {
     /// in time (or this store was replaced): not answered 2xx.
     #[error(transparent)]
     Unshipped(#[from] ShipError),
+    /// A job of the other role: a standby stores only its primary's
+    /// frames; a primary takes none.
+    #[error("{}", if *standby { "this is a standby: it stores only what its primary ships" } else { "this is a primary: it applies no frames of another" })]
+    Role { standby: bool },
+    /// Frames that do not continue the last one applied.
+    #[error("frame {found} does not continue frame {}, the last applied", expected - 1)]
+    Gap { expected: u64, found: u64 },
 }
 
 impl WriteError {
@@ -121,6 +128,7 @@ impl WriteError {
             WriteError::Io(_) => true,
             WriteError::Wal(e) => matches!(e, wal::WalError::Io { .. }),
             WriteError::Unshipped(e) => matches!(e, ShipError::Unavailable { .. }),
+            WriteError::Role { .. } | WriteError::Gap { .. } => false,
         }
     }
 }

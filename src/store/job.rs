@@ -53,6 +53,18 @@ pub(super) enum Job {
         now_ms: u64,
         reply: oneshot::Sender<Result<KeyAnswer, StoreError>>,
     },
+    /// A standby's: frames its primary shipped, applied in order; answers
+    /// the number of the last. `stream_seq`: where the last is in the
+    /// stream, recorded with it.
+    Apply {
+        frames: Vec<(u64, Vec<u8>)>,
+        stream_seq: u64,
+        reply: oneshot::Sender<Result<u64, StoreError>>,
+    },
+    /// A standby becomes the primary.
+    Promote {
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
     /// Commit (an empty transaction if alone): proves the writer alive.
     Ping {
         reply: oneshot::Sender<Result<(), StoreError>>,

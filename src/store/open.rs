@@ -42,7 +42,7 @@ impl Store {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
                 .map_err(|e| open_err(e.into()))?;
         }
-        let tag = checked_tag(&db, &path)?;
+        let tag = checked_tag(&db, &path, options.tag)?;
         // Before anything reads the tables: what the log holds beyond the
         // file's last checkpoint is as much the store as the file is.
         let mut wal = wal::Wal::open(&options.data_dir, tag).map_err(|e| open_err(e.into()))?;
@@ -52,7 +52,12 @@ impl Store {
             super::ship::catch_up(&**shipper, tag, replayed.lsn, &replayed.frames)
                 .map_err(|e| open_err(e.into()))?;
         }
-        let recovered = recover_leases(&db).map_err(open_err)?;
+        // A standby's leases are its primary's: their outcome comes as frames.
+        let recovered = if options.standby {
+            0
+        } else {
+            recover_leases(&db).map_err(open_err)?
+        };
         if recovered > 0 {
             tracing::warn!(
                 attempts = recovered,
@@ -122,23 +127,36 @@ impl Store {
 
 /// The database's tag, once its schema is this build's: a file of a schema
 /// it migrates from is migrated first; any other is refused.
-fn checked_tag(db: &Database, path: &Path) -> Result<u32, StoreError> {
+fn checked_tag(db: &Database, path: &Path, wanted: Option<u32>) -> Result<u32, StoreError> {
     let path = path.to_owned();
     let open_err = |source: WriteError| StoreError::Open {
         path: path.clone(),
         source,
     };
-    match init_meta(db).map_err(open_err)? {
-        Ok(tag) => Ok(tag),
-        Err(found) if found > SCHEMA_VERSION => Err(StoreError::NewerSchema { path, found }),
+    let tag = match init_meta(db, wanted).map_err(open_err)? {
+        Ok(tag) => tag,
+        Err(found) if found > SCHEMA_VERSION => {
+            return Err(StoreError::NewerSchema { path, found });
+        }
         Err(found) if found >= MIGRATES_FROM => {
             migrate(db, found).map_err(open_err)?;
-            match init_meta(db).map_err(open_err)? {
-                Ok(tag) => Ok(tag),
-                Err(found) => Err(StoreError::OlderSchema { path, found }),
+            match init_meta(db, wanted).map_err(open_err)? {
+                Ok(tag) => tag,
+                Err(found) => return Err(StoreError::OlderSchema { path, found }),
             }
         }
-        Err(found) => Err(StoreError::OlderSchema { path, found }),
+        Err(found) => return Err(StoreError::OlderSchema { path, found }),
+    };
+    match wanted {
+        Some(wanted) if wanted != tag => Err(StoreError::Open {
+            path,
+            source: WriteError::Unshipped(super::ship::ShipError::Mismatch {
+                detail: format!(
+                    "this data dir holds database {tag:08x}, not {wanted:08x}, the one its primary ships"
+                ),
+            }),
+        }),
+        _ => Ok(tag),
     }
 }
 
@@ -157,10 +175,11 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Creates every table and the meta rows on a new file; on an existing one
-/// reads its schema version. Returns the database's tag, or `Err(version)`
-/// for a file of a schema this build cannot use (nothing written then).
-fn init_meta(db: &Database) -> Result<Result<u32, u8>, WriteError> {
+/// Creates every table and the meta rows on a new file (tagged `wanted`
+/// if given, else at random); on an existing one reads its schema version.
+/// Returns the database's tag, or `Err(version)` for a file of a schema
+/// this build cannot use (nothing written then).
+fn init_meta(db: &Database, wanted: Option<u32>) -> Result<Result<u32, u8>, WriteError> {
     let txn = db.begin_write()?;
     let tag = {
         let mut meta = txn.open_table(META)?;
@@ -179,7 +198,7 @@ fn init_meta(db: &Database) -> Result<Result<u32, u8>, WriteError> {
                 u32::from_be_bytes(bytes.try_into().expect("4 bytes"))
             }
             _ => {
-                let tag: u32 = rand::random();
+                let tag: u32 = wanted.unwrap_or_else(rand::random);
                 meta.insert(META_TAG, tag.to_be_bytes().as_slice())?;
                 tag
             }

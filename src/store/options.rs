@@ -39,6 +39,13 @@ pub struct StoreOptions {
     /// Where each batch's frame goes before the batch is answered
     /// (replication); `None`: the local disk alone.
     pub shipper: Option<Arc<dyn Shipper>>,
+    /// A standby: its writer applies only the frames its primary shipped
+    /// ([`super::Store::apply_frames`]) until [promoted](super::Store::promote).
+    pub standby: bool,
+    /// The tag a new database takes (a standby takes its primary's, which
+    /// public ids carry); an existing one must already have it. `None`: a
+    /// new database draws one, an existing one keeps its own.
+    pub tag: Option<u32>,
 }
 
 impl StoreOptions {
@@ -53,6 +60,8 @@ impl StoreOptions {
             checkpoint_every: CHECKPOINT_EVERY,
             on_commit: None,
             shipper: None,
+            standby: false,
+            tag: None,
         }
     }
 }

@@ -223,3 +223,23 @@ pub(super) fn erased_note(
         None => Ok(None),
     }
 }
+
+impl Store {
+    /// The number of the last frame the database holds, and where it is in
+    /// the replication stream (0 when it applied none): where a standby
+    /// fetches from.
+    pub fn last_frame(&self) -> Result<(u64, u64), StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read()?;
+        let meta = txn.open_table(schema::META)?;
+        let read = |name: &str| -> Result<u64, StoreError> {
+            Ok(meta.get(name)?.map_or(0, |v| {
+                u64::from_le_bytes(v.value().try_into().unwrap_or([0; 8]))
+            }))
+        };
+        Ok((
+            read(super::wal::META_LSN)?,
+            read(super::writer::META_STREAM_SEQ)?,
+        ))
+    }
+}

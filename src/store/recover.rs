@@ -7,12 +7,13 @@ use std::path::Path;
 
 use redb::{Database, Durability, ReadableDatabase, ReadableTable};
 
-use super::dedupe::fingerprint;
+use super::dedupe::{Fingerprint, fingerprint};
 use super::entry::Entry;
 use super::error::{StoreError, WriteError};
 use super::format::log as payload;
 use super::format::row;
 use super::index::MinuteKind;
+use super::keys::KeyWrite;
 use super::schema::{self, EVENTS, STATE};
 use super::tables::{StoredAs, Tables, Ttls, store_event};
 use super::wal::{META_LSN, Wal, WalError};
@@ -106,6 +107,18 @@ pub(super) fn recover(db: &Database, wal: &mut Wal, ttls: &Ttls) -> Result<Recov
 
 /// Applies one logged entry again.
 pub(super) fn replay(t: &mut Tables<'_>, entry: Entry<'_>, ttls: &Ttls) -> Result<(), WriteError> {
+    replay_moving(t, entry, ttls, &mut |_, _, _| {})
+}
+
+/// [`replay`], telling `moved` of each dedupe index entry it changes:
+/// (fingerprint, the seq it was at, the seq it is at now), as the writer
+/// learns them live. A standby's index follows what it applies so.
+pub(super) fn replay_moving(
+    t: &mut Tables<'_>,
+    entry: Entry<'_>,
+    ttls: &Ttls,
+    moved: &mut dyn FnMut(Fingerprint, Option<u64>, Option<u64>),
+) -> Result<(), WriteError> {
     match entry {
         Entry::Ingest {
             seq,
@@ -120,7 +133,9 @@ pub(super) fn replay(t: &mut Tables<'_>, entry: Entry<'_>, ttls: &Ttls) -> Resul
                 event_type: event.event_type.as_deref(),
                 received: event.received_at_ms,
             };
-            store_event(t, &at, &record, &initial, ttls).map(drop)
+            store_event(t, &at, &record, &initial, ttls)?;
+            moved(at.fp, None, Some(seq));
+            Ok(())
         }
         Entry::Duplicate {
             received_ms,
@@ -137,12 +152,25 @@ pub(super) fn replay(t: &mut Tables<'_>, entry: Entry<'_>, ttls: &Ttls) -> Resul
             change,
             now_ms,
         } => t.change(seq, &change, now_ms, ttls).map(drop),
-        Entry::Sweep { now_ms, limit } => t.sweep(now_ms, limit, ttls).map(drop),
+        Entry::Sweep { now_ms, limit } => {
+            let (_, forgotten) = t.sweep(now_ms, limit, ttls)?;
+            for (fp, seq) in forgotten {
+                moved(fp, Some(seq), None);
+            }
+            Ok(())
+        }
         Entry::SetMeta { key, value } => {
             t.meta.insert(&*key, &*value)?;
             Ok(())
         }
-        Entry::KeyWrite(write) => t.write_key(&write),
+        Entry::KeyWrite(write) => {
+            let fp = t.write_key(&write)?;
+            match &*write {
+                KeyWrite::Put { seq, replaces, .. } => moved(fp, *replaces, Some(*seq)),
+                KeyWrite::Remove { seq, .. } => moved(fp, Some(*seq), None),
+            }
+            Ok(())
+        }
         Entry::Key {
             namespace,
             key,

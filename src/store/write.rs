@@ -59,6 +59,29 @@ impl Store {
         .await
     }
 
+    /// A standby's: applies `frames` (number, payload), which continue the
+    /// last frame applied without a gap; `stream_seq` is where the last of
+    /// them is in the replication stream. Returns the last one's number,
+    /// once readers see them.
+    pub async fn apply_frames(
+        &self,
+        frames: Vec<(u64, Vec<u8>)>,
+        stream_seq: u64,
+    ) -> Result<u64, StoreError> {
+        self.call(|reply| Job::Apply {
+            frames,
+            stream_seq,
+            reply,
+        })
+        .await
+    }
+
+    /// A standby becomes the primary: it takes every kind of job from now
+    /// on, numbering events and frames on from the last it applied.
+    pub async fn promote(&self) -> Result<(), StoreError> {
+        self.call(|reply| Job::Promote { reply }).await
+    }
+
     async fn call<T>(
         &self,
         job: impl FnOnce(oneshot::Sender<Result<T, StoreError>>) -> Job,

@@ -149,8 +149,9 @@ impl<'t> Tables<'t> {
     /// its place in the sweeper's and the claimed keys' tables) in place
     /// of the old one, or the old one removed. Keeps [`META_KEY_SEQ`] at
     /// least the newest seq, so a replayed log leaves the counter as the
-    /// live writer did.
-    pub fn write_key(&mut self, write: &KeyWrite) -> Result<(), WriteError> {
+    /// live writer did. Returns the key's fingerprint (0 for the removal
+    /// of a row that was not there).
+    pub fn write_key(&mut self, write: &KeyWrite) -> Result<Fingerprint, WriteError> {
         match write {
             KeyWrite::Put {
                 namespace,
@@ -179,9 +180,11 @@ impl<'t> Tables<'t> {
                     tables.claimed.insert((namespace.as_str(), *seq), ())?;
                 }
                 self.buf = buf;
-                Ok(())
+                Ok(fp)
             }
-            KeyWrite::Remove { namespace, seq } => self.remove_key_row(namespace, *seq).map(drop),
+            KeyWrite::Remove { namespace, seq } => {
+                Ok(self.remove_key_row(namespace, *seq)?.unwrap_or(0))
+            }
         }
     }
 

@@ -231,3 +231,85 @@ async fn at_open_the_frames_the_stream_lacks_are_shipped_first() {
         Ok(_) => panic!("a stream ahead of the data dir was accepted"),
     }
 }
+
+/// A standby applies the primary's shipped frames in pieces: it then reads
+/// exactly as the primary did, its dedupe index included; it refuses every
+/// job of its own until promoted, and then numbers on from the primary's
+/// last event, a resend of an applied event being a duplicate.
+#[tokio::test]
+async fn a_standby_applies_the_frames_reads_the_same_and_goes_on_once_promoted() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = Arc::new(Recorder::default());
+    let (primary, writer) = Store::open(shipping(
+        &dir.path().join("primary"),
+        &recorder,
+        Duration::from_millis(5),
+    ))
+    .unwrap();
+    let seqs = every_kind_of_job(&primary).await;
+    let want = dump(&primary);
+    let tag = u32::from_str_radix(&primary.public_id(0)[4..12], 16).unwrap();
+    close(primary, writer).await;
+
+    let options = StoreOptions {
+        standby: true,
+        tag: Some(tag),
+        ..options(&dir.path().join("standby"))
+    };
+    let (standby, writer) = Store::open(options).unwrap();
+    let refused = standby.ingest(event("s", "new"), Initial::Hold).await;
+    assert!(
+        matches!(&refused, Err(StoreError::Write(e)) if matches!(**e, WriteError::Role { standby: true })),
+        "{refused:?}"
+    );
+    let frames = recorder.frames.lock().unwrap().clone();
+    let mut last = 0;
+    for (i, piece) in frames.chunks(7).enumerate() {
+        last = standby
+            .apply_frames(piece.to_vec(), i as u64 + 1)
+            .await
+            .unwrap();
+    }
+    assert_eq!(last, frames.len() as u64);
+    assert_eq!(
+        standby.last_frame().unwrap(),
+        (last, frames.chunks(7).len() as u64)
+    );
+    // A gap is refused and changes nothing.
+    let gap = standby.apply_frames(vec![(last + 2, vec![0x43])], 99).await;
+    assert!(
+        matches!(&gap, Err(StoreError::Write(e)) if matches!(**e, WriteError::Gap { .. })),
+        "{gap:?}"
+    );
+    assert_eq!(dump(&standby), want);
+    assert_eq!(
+        standby.find("s", "e20").unwrap().map(|e| e.seq),
+        Some(seqs[20]),
+        "the index follows what was applied"
+    );
+
+    standby.promote().await.unwrap();
+    let again = standby
+        .ingest(event("s", "e20"), Initial::Hold)
+        .await
+        .unwrap();
+    assert_eq!(
+        again,
+        Ingested::Duplicate {
+            id: standby.public_id(seqs[20])
+        }
+    );
+    match standby
+        .ingest(event("s", "new"), Initial::Hold)
+        .await
+        .unwrap()
+    {
+        Ingested::New { id } => assert_eq!(id, standby.public_id(seqs[29] + 1)),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        standby.apply_frames(vec![], 0).await.is_err(),
+        "a primary applies nothing"
+    );
+    close(standby, writer).await;
+}

@@ -45,6 +45,10 @@ use super::tables::{StoredAs, Tables, Ttls, store_event};
 use super::types::{Ingested, Initial};
 use super::wal::{META_LSN, Wal};
 
+mod standby;
+use standby::Applied;
+pub(super) use standby::META_STREAM_SEQ;
+
 /// The `meta` row a readiness probe writes and removes.
 const PROBE_KEY: &str = "readiness-probe";
 use crate::verify::VerifiedEvent;
@@ -108,6 +112,8 @@ impl Job {
             Job::Change { reply, .. } => fail(reply, cause),
             Job::Sweep { reply, .. } => fail(reply, cause),
             Job::Key { reply, .. } => fail(reply, cause),
+            Job::Apply { reply, .. } => fail(reply, cause),
+            Job::Promote { reply } => fail(reply, cause),
         }
     }
 }
@@ -154,6 +160,11 @@ pub(super) struct Writer {
     /// then fails, the reopened database says whether it holds the batch,
     /// and the index keeps or forgets the keys to match ([`Writer::database`]).
     in_flight: VecDeque<InFlight>,
+    /// A standby's writer: it stores only the frames its primary shipped
+    /// ([`Job::Apply`]), until promoted.
+    standby: bool,
+    /// The last frame the batch being applied brought, if it applied any.
+    applied: Option<Applied>,
 }
 
 struct InFlight {
@@ -239,7 +250,6 @@ impl Writer {
     ) -> Writer {
         Writer {
             shared,
-            options,
             next_seq,
             last_received_ms,
             record_buf: Vec::with_capacity(4096),
@@ -247,8 +257,11 @@ impl Writer {
             wal,
             lsn,
             last_checkpoint: Instant::now(),
+            standby: options.standby,
+            options,
             log,
             in_flight: VecDeque::new(),
+            applied: None,
         }
     }
 
@@ -405,6 +418,7 @@ impl Writer {
     ) -> Result<(u64, Made), Arc<WriteError>> {
         let db = self.database().map_err(Arc::new)?;
         let mut txn = db.begin_write().map_err(|e| Arc::new(e.into()))?;
+        self.applied = None;
         let lsn = self.lsn + 1;
         self.wal.begin();
         let mut keys = Keys {
@@ -433,7 +447,10 @@ impl Writer {
             let durable = checkpoint
                 || !self.wal.fits()
                 || self.last_checkpoint.elapsed() >= self.options.checkpoint_every;
-            if durable || self.wal.has_entries() {
+            if let Some(applied) = &self.applied {
+                // A standby's frames: numbered by its primary.
+                applied.record(&mut t).map_err(Arc::new)?;
+            } else if !self.standby && (durable || self.wal.has_entries()) {
                 t.meta
                     .insert(META_LSN, lsn.to_le_bytes().as_slice())
                     .map_err(|e| Arc::new(e.into()))?;
@@ -443,7 +460,10 @@ impl Writer {
         };
         // Only jobs that log change keys: a batch without entries is a ping,
         // with no frame number and nothing to make durable.
-        let logs = durable || self.wal.has_entries();
+        let applied = self.applied.take().map(|a| a.lsn);
+        let lsn = applied.unwrap_or(lsn);
+        // A standby numbers nothing itself: only its primary's frames move it.
+        let logs = applied.is_some() || (!self.standby && (durable || self.wal.has_entries()));
         let committed = if durable {
             commit_checkpoint(txn)
         } else {
@@ -473,6 +493,21 @@ impl Writer {
             learned: true,
         });
         self.lsn = lsn;
+        if applied.is_some() {
+            // Its primary's log holds it: nothing of its own to log or ship.
+            if durable {
+                self.wal.rewind();
+                self.last_checkpoint = Instant::now();
+                return Ok((
+                    lsn,
+                    Made::Checkpoint {
+                        probe,
+                        shipped: None,
+                    },
+                ));
+            }
+            return Ok((lsn, Made::Nothing));
+        }
         if durable {
             // Not logged: the file holds it. Shipped all the same, so that
             // a follower's frames have no gap.
@@ -498,7 +533,32 @@ impl Writer {
         job: Job,
         ready: &mut Vec<Ready>,
     ) -> Result<(), Arc<WriteError>> {
+        let refused = match &job {
+            Job::Apply { .. } => !self.standby,
+            Job::Ping { .. } | Job::Promote { .. } => false,
+            _ => self.standby,
+        };
+        if refused {
+            // A standby stores only its primary's frames; a primary none.
+            let cause = Arc::new(WriteError::Role {
+                standby: self.standby,
+            });
+            job.fail(&cause);
+            return Ok(());
+        }
         match job {
+            Job::Apply {
+                frames,
+                stream_seq,
+                reply,
+            } => {
+                let result = self.apply_frames(t, keys, &frames, stream_seq);
+                settle(reply, result, ready, Ready::Applied)
+            }
+            Job::Promote { reply } => {
+                let result = self.promote(t);
+                settle(reply, result, ready, Ready::Done)
+            }
             Job::Ingest {
                 event,
                 initial,

@@ -1,0 +1,85 @@
+//! A standby's writer: the frames its primary shipped, applied as recovery
+//! applies them (nothing decided again), numbered as the primary numbered
+//! them; and the promotion that makes it a primary, going on from there.
+//!
+//! A standby logs nothing of its own: the primary's stream holds every
+//! frame, and after a crash the standby fetches again from the last frame
+//! its file holds ([`META_LSN`], and [`META_STREAM_SEQ`] for where that
+//! frame is in the stream).
+
+use redb::ReadableTable;
+
+use super::super::error::WriteError;
+use super::super::format::log as payload;
+use super::super::format::row;
+use super::super::recover::replay_moving;
+use super::super::tables::Tables;
+use super::super::wal::{META_LSN, WalError};
+use super::{Keys, Writer, ttls};
+
+/// The `meta` row holding the stream sequence of the last frame applied.
+pub const META_STREAM_SEQ: &str = "replicated_seq";
+
+/// The last frame a batch applied, and where it is in the stream.
+pub(in super::super) struct Applied {
+    pub lsn: u64,
+    stream_seq: u64,
+}
+
+impl Applied {
+    /// Records it in the batch's transaction.
+    pub(super) fn record(&self, t: &mut Tables<'_>) -> Result<(), WriteError> {
+        t.meta.insert(META_LSN, self.lsn.to_le_bytes().as_slice())?;
+        t.meta
+            .insert(META_STREAM_SEQ, self.stream_seq.to_le_bytes().as_slice())?;
+        Ok(())
+    }
+}
+
+impl Writer {
+    /// Applies `frames`, which must continue the last one applied without a
+    /// gap; the index learns what they changed when the batch commits.
+    /// Returns the number of the last.
+    pub(super) fn apply_frames(
+        &mut self,
+        t: &mut Tables<'_>,
+        keys: &mut Keys,
+        frames: &[(u64, Vec<u8>)],
+        stream_seq: u64,
+    ) -> Result<u64, WriteError> {
+        let ttls = ttls(&self.options);
+        let mut last = self.applied.as_ref().map_or(self.lsn, |a| a.lsn);
+        for (lsn, bytes) in frames {
+            if *lsn != last + 1 {
+                return Err(WriteError::Gap {
+                    expected: last + 1,
+                    found: *lsn,
+                });
+            }
+            for entry in payload::entries(*lsn, bytes).map_err(WalError::from)? {
+                replay_moving(t, entry, &ttls, &mut |fp, old, new| {
+                    keys.moved(fp, old, new)
+                })?;
+            }
+            last = *lsn;
+        }
+        self.applied = Some(Applied {
+            lsn: last,
+            stream_seq,
+        });
+        Ok(last)
+    }
+
+    /// From now on a primary: events are numbered on from the last one
+    /// applied, frames from the last frame.
+    pub(super) fn promote(&mut self, t: &mut Tables<'_>) -> Result<(), WriteError> {
+        let last_key = t.states.last()?.map(|(k, _)| k.value());
+        if let Some((seq, raw)) = t.events.last()? {
+            self.next_seq = seq.value().max(last_key.unwrap_or(0)) + 1;
+            self.last_received_ms = row::decode_event(raw.value())?.received_at_ms;
+        }
+        self.standby = false;
+        tracing::warn!(frame = self.lsn, "promoted: this store is the primary now");
+        Ok(())
+    }
+}
