@@ -80,32 +80,7 @@ impl Publisher {
     /// it, with its tag. Call it from a multi-threaded runtime: the store's
     /// threads wait on it.
     pub async fn connect(settings: &StreamSettings) -> Result<Publisher, ConnectError> {
-        let connect_err = |detail: String| ConnectError::Connect {
-            urls: settings.urls.clone(),
-            detail,
-        };
-        let mut options = match &settings.creds_file {
-            Some(path) => ConnectOptions::with_credentials_file(path)
-                .await
-                .map_err(|e| connect_err(format!("cannot read the credentials file: {e}")))?,
-            None => ConnectOptions::new(),
-        };
-        options = options
-            .name(concat!("hookinbox-primary/", env!("CARGO_PKG_VERSION")))
-            .connection_timeout(settings.ack_timeout)
-            // A node that stops answering is left within a few seconds.
-            .ping_interval(Duration::from_secs(1))
-            .max_reconnects(None);
-        if let Some(ca) = &settings.ca {
-            options = options.add_root_certificates(ca.clone());
-        }
-        let servers: Vec<&str> = settings.urls.split(',').map(str::trim).collect();
-        let client = options
-            .connect(servers)
-            .await
-            .map_err(|e| connect_err(e.to_string()))?;
-        let mut context = jetstream::new(client.clone());
-        context.set_timeout(settings.ack_timeout);
+        let (client, context) = connect(settings, "primary").await?;
         let subject = subject_of(&settings.stream);
         let stream_err = |detail: String| ConnectError::Stream {
             stream: settings.stream.clone(),
@@ -235,9 +210,19 @@ impl Publisher {
         })
     }
 
-    /// The stream's last frame (its message id and number), if any.
+    /// The stream's last frame (its message id and number), if any; where
+    /// the stream ends is read again, as another writer may have appended
+    /// since this publisher connected.
     async fn last_frame(&self) -> Result<Option<(String, u64)>, String> {
-        if self.last_sequence() == 0 {
+        let mut stream = self.stream.clone();
+        let last = stream
+            .info()
+            .await
+            .map_err(|e| e.to_string())?
+            .state
+            .last_sequence;
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = last;
+        if last == 0 {
             return Ok(None);
         }
         let message = self
@@ -277,6 +262,41 @@ impl Shipper for Publisher {
     fn ship(&self, frames: &[ShippedFrame<'_>]) -> Result<(), ShipError> {
         self.wait(self.publish(frames))
     }
+}
+
+/// A client of `settings`' servers, named for `role`, and its JetStream
+/// context (acks waited for up to `ack_timeout`).
+pub(super) async fn connect(
+    settings: &StreamSettings,
+    role: &str,
+) -> Result<(Client, jetstream::Context), ConnectError> {
+    let connect_err = |detail: String| ConnectError::Connect {
+        urls: settings.urls.clone(),
+        detail,
+    };
+    let mut options = match &settings.creds_file {
+        Some(path) => ConnectOptions::with_credentials_file(path)
+            .await
+            .map_err(|e| connect_err(format!("cannot read the credentials file: {e}")))?,
+        None => ConnectOptions::new(),
+    };
+    options = options
+        .name(format!("hookinbox-{role}/{}", env!("CARGO_PKG_VERSION")))
+        .connection_timeout(settings.ack_timeout)
+        // A node that stops answering is left within a few seconds.
+        .ping_interval(Duration::from_secs(1))
+        .max_reconnects(None);
+    if let Some(ca) = &settings.ca {
+        options = options.add_root_certificates(ca.clone());
+    }
+    let servers: Vec<&str> = settings.urls.split(',').map(str::trim).collect();
+    let client = options
+        .connect(servers)
+        .await
+        .map_err(|e| connect_err(e.to_string()))?;
+    let mut context = jetstream::new(client.clone());
+    context.set_timeout(settings.ack_timeout);
+    Ok((client, context))
 }
 
 /// The subject a stream's frames are published on.

@@ -48,7 +48,8 @@ impl Store {
         let mut wal = wal::Wal::open(&options.data_dir, tag).map_err(|e| open_err(e.into()))?;
         let replayed = recover(&db, &mut wal, &writer::ttls(&options)).map_err(open_err)?;
         let replay_done = started.elapsed();
-        if let Some(shipper) = &options.shipper {
+        // A standby ships nothing until promoted (see `Store::promote`).
+        if let Some(shipper) = options.shipper.as_ref().filter(|_| !options.standby) {
             super::ship::catch_up(&**shipper, tag, replayed.lsn, &replayed.frames)
                 .map_err(|e| open_err(e.into()))?;
         }

@@ -172,3 +172,88 @@ async fn without_the_stream_an_answer_is_503_and_its_frame_ships_when_it_returns
     let lsns: Vec<u64> = frames(&nats.url()).await.iter().map(|(_, l)| *l).collect();
     assert_eq!(lsns, (1..=lsns.len() as u64).collect::<Vec<_>>());
 }
+
+/// A standby follows the stream as the primary answers; the primary's
+/// machine is lost (its data dir deleted); the standby applies the rest,
+/// is promoted, and goes on: every answered key is there, a resent claim
+/// finds its key, and its new frames continue the stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_follows_and_takes_over_with_every_answered_change() {
+    use hookinbox::replicate::Follower;
+
+    let dir = tempfile::tempdir().unwrap();
+    let nats = NatsServer::start(&dir.path().join("nats"));
+    let primary_dir = dir.path().join("primary");
+    let (store, writer) = primary(&primary_dir, &nats.url()).await.unwrap();
+    claim(&store, "first").await.unwrap();
+
+    let follower = Follower::connect(&settings(&nats.url())).await.unwrap();
+    let tag = follower
+        .tag()
+        .await
+        .unwrap()
+        .expect("the stream has frames");
+    let standby_options = StoreOptions {
+        standby: true,
+        tag: Some(tag),
+        shipper: Some(Arc::new(
+            Publisher::connect(&settings(&nats.url())).await.unwrap(),
+        )),
+        ..StoreOptions::new(dir.path().join("standby"), Duration::from_secs(3600))
+    };
+    let (standby, standby_writer) = Store::open(standby_options).unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let following = {
+        let standby = standby.clone();
+        tokio::spawn(async move {
+            let follower = follower;
+            let applied = follower
+                .follow(&standby, tag, None, async {
+                    let _ = stopped.await;
+                })
+                .await;
+            (follower, applied)
+        })
+    };
+    let mut tokens = Vec::new();
+    for i in 0..30 {
+        match claim(&store, &format!("k{i}")).await.unwrap() {
+            KeyAnswer::Claimed { token, .. } => tokens.push(token),
+            other => panic!("{other:?}"),
+        }
+    }
+    let answered: Vec<_> = (0..30)
+        .map(|i| store.key_record("app", &format!("k{i}"), 1_000).unwrap())
+        .collect();
+    // The primary's machine is lost.
+    close(store, writer).await;
+    std::fs::remove_dir_all(&primary_dir).unwrap();
+
+    stop.send(()).unwrap();
+    let (follower, applied) = following.await.unwrap();
+    applied.unwrap();
+    let end = follower.end().await.unwrap();
+    follower
+        .follow(&standby, tag, Some(end), std::future::pending())
+        .await
+        .unwrap();
+    standby.promote().await.unwrap();
+    for (i, record) in answered.iter().enumerate() {
+        assert_eq!(
+            &standby.key_record("app", &format!("k{i}"), 1_000).unwrap(),
+            record,
+            "k{i}"
+        );
+    }
+    assert!(matches!(
+        claim(&standby, "k7").await.unwrap(),
+        KeyAnswer::Busy { .. }
+    ));
+    match claim(&standby, "after").await.unwrap() {
+        KeyAnswer::Claimed { token, .. } => assert!(token > *tokens.last().unwrap()),
+        other => panic!("{other:?}"),
+    }
+    close(standby, standby_writer).await;
+    let lsns: Vec<u64> = frames(&nats.url()).await.iter().map(|(_, l)| *l).collect();
+    assert_eq!(lsns, (1..=lsns.len() as u64).collect::<Vec<_>>());
+}

@@ -13,6 +13,7 @@ use super::super::error::WriteError;
 use super::super::format::log as payload;
 use super::super::format::row;
 use super::super::recover::replay_moving;
+use super::super::ship::ShipError;
 use super::super::tables::Tables;
 use super::super::wal::{META_LSN, WalError};
 use super::{Keys, Writer, ttls};
@@ -71,8 +72,21 @@ impl Writer {
     }
 
     /// From now on a primary: events are numbered on from the last one
-    /// applied, frames from the last frame.
+    /// applied, frames from the last frame. With a shipper, the stream must
+    /// end at the last frame applied (drained, and no one else appended):
+    /// this store's frames continue it.
     pub(super) fn promote(&mut self, t: &mut Tables<'_>) -> Result<(), WriteError> {
+        if let Some(shipper) = &self.options.shipper {
+            let held = shipper.attach(self.shared.tag)?;
+            if held != self.lsn {
+                return Err(WriteError::Unshipped(ShipError::Mismatch {
+                    detail: format!(
+                        "the stream ends at frame {held}, this standby applied up to {}: apply the rest first",
+                        self.lsn
+                    ),
+                }));
+            }
+        }
         let last_key = t.states.last()?.map(|(k, _)| k.value());
         if let Some((seq, raw)) = t.events.last()? {
             self.next_seq = seq.value().max(last_key.unwrap_or(0)) + 1;

@@ -1,0 +1,185 @@
+//! A standby's side: the stream's frames applied to its store as they
+//! come, in order, from where its file left off.
+//!
+//! An ordered consumer (the client recreates it from the last sequence
+//! seen when a message goes missing or the connection drops) delivers the
+//! frames; those already buffered are applied together, one writer job a
+//! group. A frame with another database's message id stops the standby:
+//! the stream is not its primary's.
+
+use std::time::Duration;
+
+use async_nats::jetstream::consumer::{DeliverPolicy, pull};
+use async_nats::jetstream::stream;
+use futures_util::StreamExt;
+
+use super::publish::{ConnectError, LSN_HEADER, StreamSettings, connect, subject_of};
+use crate::store::{Store, StoreError};
+
+/// Frames applied in one writer job at most.
+const GROUP: usize = 256;
+
+/// Why following stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum FollowError {
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    #[error("reading the replication stream {stream} failed: {detail}")]
+    Stream { stream: String, detail: String },
+    #[error(
+        "message {sequence} of the replication stream is not a frame of database {tag:08x} (message id {id:?})"
+    )]
+    Foreign { sequence: u64, id: String, tag: u32 },
+    #[error("applying the replication stream's frames failed")]
+    Apply(#[from] StoreError),
+}
+
+/// Follows one stream.
+pub struct Follower {
+    stream: stream::Stream,
+    name: String,
+    subject: String,
+    _client: async_nats::Client,
+}
+
+impl Follower {
+    /// Connects and finds the stream (it must exist: its primary makes it).
+    pub async fn connect(settings: &StreamSettings) -> Result<Follower, FollowError> {
+        let (client, context) = connect(settings, "standby").await?;
+        let stream =
+            context
+                .get_stream(&settings.stream)
+                .await
+                .map_err(|e| FollowError::Stream {
+                    stream: settings.stream.clone(),
+                    detail: e.to_string(),
+                })?;
+        Ok(Follower {
+            stream,
+            name: settings.stream.clone(),
+            subject: subject_of(&settings.stream),
+            _client: client,
+        })
+    }
+
+    fn failed(&self, detail: impl ToString) -> FollowError {
+        FollowError::Stream {
+            stream: self.name.clone(),
+            detail: detail.to_string(),
+        }
+    }
+
+    /// The tag of the database whose frames the stream holds (from its
+    /// first message's id), for a standby's new database; `None` if empty.
+    pub async fn tag(&self) -> Result<Option<u32>, FollowError> {
+        let mut stream = self.stream.clone();
+        let first = stream
+            .info()
+            .await
+            .map_err(|e| self.failed(e))?
+            .state
+            .first_sequence;
+        let message = match stream.get_raw_message(first.max(1)).await {
+            Ok(message) => message,
+            Err(_) => return Ok(None),
+        };
+        let id = header(&message.headers, "Nats-Msg-Id");
+        Ok(id
+            .split_once('-')
+            .and_then(|(tag, _)| u32::from_str_radix(tag, 16).ok()))
+    }
+
+    /// Where the stream ends now (its last sequence).
+    pub async fn end(&self) -> Result<u64, FollowError> {
+        let mut stream = self.stream.clone();
+        Ok(stream
+            .info()
+            .await
+            .map_err(|e| self.failed(e))?
+            .state
+            .last_sequence)
+    }
+
+    /// Applies the stream's frames after the store's last, as they come,
+    /// until the stream has been applied up to `until` (if given) or
+    /// `stop` resolves. Returns the stream sequence applied up to.
+    pub async fn follow(
+        &self,
+        store: &Store,
+        tag: u32,
+        until: Option<u64>,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> Result<u64, FollowError> {
+        let (mut lsn, mut applied_seq) = store.last_frame()?;
+        if until.is_some_and(|until| applied_seq >= until) {
+            return Ok(applied_seq);
+        }
+        let deliver_policy = match applied_seq {
+            0 => DeliverPolicy::All,
+            seq => DeliverPolicy::ByStartSequence {
+                start_sequence: seq + 1,
+            },
+        };
+        let consumer = self
+            .stream
+            .create_consumer(pull::OrderedConfig {
+                filter_subject: self.subject.clone(),
+                deliver_policy,
+                max_expires: Duration::from_secs(1),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| self.failed(e))?;
+        let mut messages = consumer.messages().await.map_err(|e| self.failed(e))?;
+        tokio::pin!(stop);
+        let prefix = format!("{tag:08x}-");
+        loop {
+            let first = tokio::select! {
+                next = messages.next() => next,
+                () = &mut stop => return Ok(applied_seq),
+            };
+            let mut group = Vec::new();
+            let mut next = first;
+            loop {
+                let message = match next {
+                    Some(Ok(message)) => message,
+                    Some(Err(e)) => return Err(self.failed(e)),
+                    None => return Err(self.failed("the consumer ended")),
+                };
+                let sequence = message.info().map_err(|e| self.failed(e))?.stream_sequence;
+                let headers = message.headers.clone().unwrap_or_default();
+                let id = header(&headers, "Nats-Msg-Id");
+                if !id.starts_with(&prefix) {
+                    return Err(FollowError::Foreign { sequence, id, tag });
+                }
+                let frame: u64 = header(&headers, LSN_HEADER)
+                    .parse()
+                    .map_err(|_| self.failed(format!("message {sequence} has no frame number")))?;
+                // Frames the store already holds (a snapshot's) are skipped.
+                if frame > lsn {
+                    group.push((frame, message.payload.to_vec()));
+                    lsn = frame;
+                }
+                applied_seq = sequence;
+                if group.len() == GROUP || until.is_some_and(|until| sequence >= until) {
+                    break;
+                }
+                match futures_util::FutureExt::now_or_never(messages.next()) {
+                    Some(more) => next = more,
+                    None => break,
+                }
+            }
+            store.apply_frames(group, applied_seq).await?;
+            if until.is_some_and(|until| applied_seq >= until) {
+                return Ok(applied_seq);
+            }
+        }
+    }
+}
+
+fn header(headers: &async_nats::HeaderMap, name: &str) -> String {
+    headers
+        .get(name)
+        .map(|v| v.as_str().to_owned())
+        .unwrap_or_default()
+}
