@@ -14,7 +14,7 @@ use super::error::{StoreError, WriteError};
 use super::handle::{Shared, Store, WriterHandle};
 use super::migrate::migrate;
 use super::options::StoreOptions;
-use super::recover::{last_event, open_database, recover};
+use super::recover::{last_event, open_database, recover_then};
 use super::schema::{
     self, ATTEMPTS, DEDUPE, DLQ, EVENTS, EXPIRY, LEASES, META, META_SCHEMA, META_TAG,
     MIGRATES_FROM, ORDERED, SCHEDULE, SCHEMA_VERSION, STATE,
@@ -46,13 +46,22 @@ impl Store {
         // Before anything reads the tables: what the log holds beyond the
         // file's last checkpoint is as much the store as the file is.
         let mut wal = wal::Wal::open(&options.data_dir, tag).map_err(|e| open_err(e.into()))?;
-        let replayed = recover(&db, &mut wal, &writer::ttls(&options)).map_err(open_err)?;
+        // A primary ships what its stream lacks before the checkpoint that
+        // starts the log over: a failure leaves the log to try again. A
+        // standby ships nothing until promoted (see `Store::promote`).
+        let shipper = options.shipper.as_ref().filter(|_| !options.standby);
+        let replayed =
+            recover_then(
+                &db,
+                &mut wal,
+                &writer::ttls(&options),
+                |lsn, frames| match shipper {
+                    Some(shipper) => Ok(super::ship::catch_up(&**shipper, tag, lsn, frames)?),
+                    None => Ok(()),
+                },
+            )
+            .map_err(open_err)?;
         let replay_done = started.elapsed();
-        // A standby ships nothing until promoted (see `Store::promote`).
-        if let Some(shipper) = options.shipper.as_ref().filter(|_| !options.standby) {
-            super::ship::catch_up(&**shipper, tag, replayed.lsn, &replayed.frames)
-                .map_err(|e| open_err(e.into()))?;
-        }
         // A standby's leases are its primary's: their outcome comes as frames.
         let recovered = if options.standby {
             0

@@ -63,6 +63,19 @@ pub(super) struct Recovered {
 /// as the writer applied it, to the same state), then checkpoints: one
 /// durable commit, after which the log starts over.
 pub(super) fn recover(db: &Database, wal: &mut Wal, ttls: &Ttls) -> Result<Recovered, WriteError> {
+    recover_then(db, wal, ttls, |_, _| Ok(()))
+}
+
+/// [`recover`], calling `first` with the last frame and the frames
+/// replayed before the checkpoint that makes them durable and starts the
+/// log over: if it fails, nothing is committed and the log stays as it
+/// was (a primary ships the frames its stream lacks there).
+pub(super) fn recover_then(
+    db: &Database,
+    wal: &mut Wal,
+    ttls: &Ttls,
+    first: impl FnOnce(u64, &[(u64, Vec<u8>)]) -> Result<(), WriteError>,
+) -> Result<Recovered, WriteError> {
     let held = {
         let txn = db.begin_read()?;
         let meta = txn.open_table(schema::META)?;
@@ -92,6 +105,7 @@ pub(super) fn recover(db: &Database, wal: &mut Wal, ttls: &Ttls) -> Result<Recov
         t.meta.insert(META_LSN, lsn.to_le_bytes().as_slice())?;
         t.index.flush()?;
     }
+    first(lsn, &frames)?;
     commit_checkpoint(txn)?;
     wal.rewind();
     if !frames.is_empty() {

@@ -552,6 +552,13 @@ impl Writer {
                 stream_seq,
                 reply,
             } => {
+                // Refused alone, before the transaction sees it: frames
+                // that do not continue are the follower's mistake, not a
+                // failed commit.
+                if let Err(gap) = self.continues(&frames) {
+                    fail(reply, &Arc::new(gap));
+                    return Ok(());
+                }
                 let result = self.apply_frames(t, keys, &frames, stream_seq);
                 settle(reply, result, ready, Ready::Applied)
             }

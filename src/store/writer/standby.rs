@@ -38,6 +38,21 @@ impl Applied {
 }
 
 impl Writer {
+    /// Whether `frames` continue the last frame applied without a gap.
+    pub(super) fn continues(&self, frames: &[(u64, Vec<u8>)]) -> Result<(), WriteError> {
+        let mut last = self.applied.as_ref().map_or(self.lsn, |a| a.lsn);
+        for (lsn, _) in frames {
+            if *lsn != last + 1 {
+                return Err(WriteError::Gap {
+                    expected: last + 1,
+                    found: *lsn,
+                });
+            }
+            last = *lsn;
+        }
+        Ok(())
+    }
+
     /// Applies `frames`, which must continue the last one applied without a
     /// gap; the index learns what they changed when the batch commits.
     /// Returns the number of the last.
