@@ -105,10 +105,7 @@ pub(super) enum Durability {
     /// Committed durably: a checkpoint. `probe`: it wrote an event-sized
     /// row, which proves the disk takes events again. `shipped`: its
     /// frame's payload, kept for the shipper (none without one).
-    Checkpoint {
-        probe: bool,
-        shipped: Option<Vec<u8>>,
-    },
+    Checkpoint { probe: bool, shipped: Option<Frame> },
     /// Nothing to make durable (a ping); answered in order with the rest.
     Nothing,
 }
@@ -124,6 +121,9 @@ enum Item {
 struct Progress {
     /// The number of the newest batch answered as durable.
     durable: AtomicU64,
+    /// The number of the newest frame the shipper took (with no shipper:
+    /// as `durable`): the log may start over once it reaches the writer's.
+    shipped: AtomicU64,
     /// A write or sync failed; set until the writer settles the thread.
     failed: AtomicBool,
 }
@@ -186,6 +186,11 @@ impl LogHandle {
     /// The newest batch number answered as durable.
     pub fn durable(&self) -> u64 {
         self.progress.durable.load(Ordering::Acquire)
+    }
+
+    /// The newest frame number shipped.
+    pub fn shipped(&self) -> u64 {
+        self.progress.shipped.load(Ordering::Acquire)
     }
 
     /// Whether a write or sync failed since the last settle.
@@ -300,6 +305,9 @@ impl LogThread {
             }
         }
         self.progress.durable.fetch_max(newest, Ordering::AcqRel);
+        if self.shipper.is_none() {
+            self.progress.shipped.fetch_max(newest, Ordering::AcqRel);
+        }
         // The schedule may have changed: new events, retries, replays.
         self.shared.schedule_changed.notify_one();
     }
@@ -317,7 +325,9 @@ impl LogThread {
         let payload = |batch: &Batch| -> Option<Vec<u8>> {
             match &batch.durability {
                 Durability::Logged(frame) => Some(frame.payload().to_vec()),
-                Durability::Checkpoint { shipped, .. } => shipped.clone(),
+                Durability::Checkpoint { shipped, .. } => {
+                    shipped.as_ref().map(|f| f.payload().to_vec())
+                }
                 Durability::Nothing => None,
             }
         };
@@ -334,11 +344,11 @@ impl LogThread {
                         payload: frame.payload(),
                     }),
                     Durability::Checkpoint {
-                        shipped: Some(payload),
+                        shipped: Some(frame),
                         ..
                     } => frames.push(ShippedFrame {
                         lsn: batch.lsn,
-                        payload,
+                        payload: frame.payload(),
                     }),
                     _ => {}
                 }
@@ -346,11 +356,15 @@ impl LogThread {
             if frames.is_empty() {
                 return Ok(());
             }
-            shipper.ship(&frames)
+            (shipper.ship(&frames), frames.last().map(|f| f.lsn))
         };
+        let (result, frames_last) = result;
         match result {
             Ok(()) => {
                 self.unshipped.clear();
+                if let Some(last) = frames_last {
+                    self.progress.shipped.fetch_max(last, Ordering::AcqRel);
+                }
                 Ok(())
             }
             Err(e) => {
@@ -373,15 +387,28 @@ impl LogThread {
     }
 
     /// Writes the group's frames that no later checkpoint covers, then
-    /// syncs the file they went to.
+    /// syncs the file they went to. With a shipper every frame is written,
+    /// a checkpoint's too: the log keeps each until it is shipped (the
+    /// writer starts the log over only once everything before is shipped).
     fn write(&self, group: &mut [Batch]) -> std::io::Result<()> {
-        let covered = group
-            .iter()
-            .rposition(|b| matches!(b.durability, Durability::Checkpoint { .. }))
-            .map_or(0, |i| i + 1);
+        let covered = match self.shipper {
+            Some(_) => 0,
+            None => group
+                .iter()
+                .rposition(|b| matches!(b.durability, Durability::Checkpoint { .. }))
+                .map_or(0, |i| i + 1),
+        };
         let mut synced: Option<Arc<std::fs::File>> = None;
         for batch in &mut group[covered..] {
-            if let Durability::Logged(frame) = &mut batch.durability {
+            let frame = match &mut batch.durability {
+                Durability::Logged(frame) => Some(frame),
+                Durability::Checkpoint {
+                    shipped: Some(frame),
+                    ..
+                } => Some(frame),
+                _ => None,
+            };
+            if let Some(frame) = frame {
                 frame.write()?;
                 if let Some(file) = &synced
                     && !Arc::ptr_eq(file, frame.file())

@@ -66,15 +66,15 @@ pub(super) fn recover(db: &Database, wal: &mut Wal, ttls: &Ttls) -> Result<Recov
     recover_then(db, wal, ttls, |_, _| Ok(()))
 }
 
-/// [`recover`], calling `first` with the last frame and the frames
-/// replayed before the checkpoint that makes them durable and starts the
-/// log over: if it fails, nothing is committed and the log stays as it
-/// was (a primary ships the frames its stream lacks there).
+/// [`recover`], calling `first` with the last frame and the log before
+/// the checkpoint that makes the replayed frames durable and starts the log
+/// over: if it fails, nothing is committed and the log stays as it was (a
+/// primary ships the frames its stream lacks there).
 pub(super) fn recover_then(
     db: &Database,
     wal: &mut Wal,
     ttls: &Ttls,
-    first: impl FnOnce(u64, &[(u64, Vec<u8>)]) -> Result<(), WriteError>,
+    first: impl FnOnce(u64, &Wal) -> Result<(), WriteError>,
 ) -> Result<Recovered, WriteError> {
     let held = {
         let txn = db.begin_read()?;
@@ -105,7 +105,7 @@ pub(super) fn recover_then(
         t.meta.insert(META_LSN, lsn.to_le_bytes().as_slice())?;
         t.index.flush()?;
     }
-    first(lsn, &frames)?;
+    first(lsn, wal)?;
     commit_checkpoint(txn)?;
     wal.rewind();
     if !frames.is_empty() {

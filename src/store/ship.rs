@@ -2,15 +2,19 @@
 //! answered (replication, `crate::replicate`). The store knows only this
 //! trait; what a frame is shipped to, and how, is the implementor's.
 //!
-//! Every batch that changes the store has a frame (a checkpoint's too,
-//! which the local log does not need), numbered without gaps. The log
-//! thread ships a group's frames in order once they are on the local disk,
-//! and answers the group only when the shipper says the frames are safe.
+//! Every batch that changes the store has a frame (a checkpoint's too),
+//! numbered without gaps, and with a shipper every frame is written to the
+//! local log, which starts over only once every frame before is shipped:
+//! what the stream lacks after a crash is in the log ([`catch_up`]). The
+//! log thread ships a group's frames in order once they are on the local
+//! disk, and answers the group only when the shipper says they are safe.
 //! A frame the shipper could not take is kept and shipped first next time:
 //! a follower never sees frame `n + 1` before frame `n`. Meanwhile the
 //! batches it held are answered 503, their changes stored all the same (a
 //! provider's retry is a duplicate, answered once the original has
 //! shipped).
+
+use super::wal::Wal;
 
 /// One frame to ship: its number and payload (as recovery reads it,
 /// [`super::format::log`]).
@@ -50,15 +54,16 @@ pub trait Shipper: Send + Sync {
     fn ship(&self, frames: &[ShippedFrame<'_>]) -> Result<(), ShipError>;
 }
 
-/// When the store opens: the frames its log replayed that the stream
-/// lacks (a crash came after the local fsync, before the ship), shipped
-/// first. Refuses a stream that is ahead of this store (another node went
-/// on from it) or that lacks frames this store no longer has in its log.
+/// When the store opens: the frames of its log that the stream lacks (a
+/// crash came after the local fsync, before the ship; the log keeps every
+/// frame until it is shipped), shipped first. Refuses a stream that is
+/// ahead of this store (another node went on from it) or that lacks frames
+/// the log no longer has.
 pub(super) fn catch_up(
     shipper: &dyn Shipper,
     tag: u32,
     lsn: u64,
-    replayed: &[(u64, Vec<u8>)],
+    wal: &Wal,
 ) -> Result<(), ShipError> {
     let held = shipper.attach(tag)?;
     if held > lsn {
@@ -68,21 +73,23 @@ pub(super) fn catch_up(
             ),
         });
     }
-    let missing: Vec<ShippedFrame<'_>> = replayed
+    if held == lsn {
+        return Ok(());
+    }
+    let lacking = || ShipError::Mismatch {
+        detail: format!(
+            "this data dir holds frames up to {lsn}, the stream only up to {held}, and frame {} is no longer in this data dir's log",
+            held + 1
+        ),
+    };
+    let found = wal.read_after(held).map_err(|_| lacking())?.frames;
+    let missing: Vec<ShippedFrame<'_>> = found
         .iter()
-        .filter(|(n, _)| *n > held)
+        .take_while(|(n, _)| *n <= lsn)
         .map(|(lsn, payload)| ShippedFrame { lsn: *lsn, payload })
         .collect();
-    if held < lsn && missing.first().map(|f| f.lsn) != Some(held + 1) {
-        return Err(ShipError::Mismatch {
-            detail: format!(
-                "this data dir holds frames up to {lsn}, the stream only up to {held}, and frame {} is no longer in this data dir's log",
-                held + 1
-            ),
-        });
-    }
-    if missing.is_empty() {
-        return Ok(());
+    if missing.last().map(|f| f.lsn) != Some(lsn) {
+        return Err(lacking());
     }
     tracing::warn!(
         from = held + 1,

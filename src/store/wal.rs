@@ -164,14 +164,6 @@ impl Wal {
         frame.file.sync_data()
     }
 
-    /// The payload of the frame being built, taken: a checkpoint's, which
-    /// is not logged but shipped. The next frame starts with [`Wal::begin`].
-    pub fn take_payload(&mut self) -> Vec<u8> {
-        let mut bytes = std::mem::take(&mut self.frame);
-        bytes.drain(..HEADER);
-        bytes
-    }
-
     /// After a checkpoint: the database holds every frame, start over.
     pub fn rewind(&mut self) {
         self.pos = 0;

@@ -183,11 +183,18 @@ async fn a_replaced_store_answers_nothing_more() {
 /// else; a stream that holds frames this store does not is refused.
 #[tokio::test]
 async fn at_open_the_frames_the_stream_lacks_are_shipped_first() {
+    // Checkpoints an hour apart, or every batch one: either way the log
+    // keeps each frame until it is shipped.
+    for every in [Duration::from_secs(3600), Duration::ZERO] {
+        at_open_the_frames_the_stream_lacks_are_shipped_first_with(every).await;
+    }
+}
+
+async fn at_open_the_frames_the_stream_lacks_are_shipped_first_with(every: Duration) {
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("live");
     let recorder = Arc::new(Recorder::default());
-    let (store, writer) =
-        Store::open(shipping(&live, &recorder, Duration::from_secs(3600))).unwrap();
+    let (store, writer) = Store::open(shipping(&live, &recorder, every)).unwrap();
     new_seq(&store, "s", "e0", Initial::Hold).await;
     *recorder.refuse.lock().unwrap() = Some(ShipError::Unavailable {
         lsn: 0,
@@ -207,11 +214,10 @@ async fn at_open_the_frames_the_stream_lacks_are_shipped_first() {
     recorder.frames.lock().unwrap().truncate(shipped.len());
     // The stream still away at the reopen: refused, the log kept for the
     // next try.
-    assert!(Store::open(shipping(&image, &recorder, Duration::from_secs(3600))).is_err());
+    assert!(Store::open(shipping(&image, &recorder, every)).is_err());
     *recorder.refuse.lock().unwrap() = None;
 
-    let (store, writer) =
-        Store::open(shipping(&image, &recorder, Duration::from_secs(3600))).unwrap();
+    let (store, writer) = Store::open(shipping(&image, &recorder, every)).unwrap();
     let lsns = recorder.lsns();
     assert_eq!(lsns, (1..=lsns.len() as u64).collect::<Vec<_>>());
     assert_eq!(lsns.len(), shipped.len() + 2, "e1's and e2's frames");
@@ -226,7 +232,7 @@ async fn at_open_the_frames_the_stream_lacks_are_shipped_first() {
         .lock()
         .unwrap()
         .extend((1..=50).map(|n| (n, vec![0x43])));
-    match Store::open(shipping(&live, &ahead, Duration::from_secs(3600))) {
+    match Store::open(shipping(&live, &ahead, every)) {
         Err(e) => {
             let text = Report(&e).to_string();
             assert!(text.contains("another node went on"), "{text}");

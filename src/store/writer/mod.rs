@@ -509,16 +509,32 @@ impl Writer {
             return Ok((lsn, Made::Nothing));
         }
         if durable {
-            // Not logged: the file holds it. Shipped all the same, so that
-            // a follower's frames have no gap.
-            let shipped = self
-                .options
-                .shipper
-                .is_some()
-                .then(|| self.wal.take_payload());
-            self.wal.rewind();
             self.last_checkpoint = Instant::now();
-            Ok((lsn, Made::Checkpoint { probe, shipped }))
+            if self.options.shipper.is_none() {
+                // Not logged: the file holds it.
+                self.wal.rewind();
+                return Ok((
+                    lsn,
+                    Made::Checkpoint {
+                        probe,
+                        shipped: None,
+                    },
+                ));
+            }
+            // Logged and shipped all the same, so that a follower's frames
+            // have no gap and every frame not yet shipped is in the log; the
+            // log starts over only when every frame before is shipped.
+            if self.log.shipped() + 1 >= lsn {
+                self.wal.rewind();
+            }
+            let frame = self.wal.take_frame(lsn);
+            Ok((
+                lsn,
+                Made::Checkpoint {
+                    probe,
+                    shipped: Some(frame),
+                },
+            ))
         } else {
             Ok((lsn, Made::Logged(self.wal.take_frame(lsn))))
         }
