@@ -38,6 +38,9 @@ pub enum Entry<'a> {
         key: Cow<'a, str>,
         value: Cow<'a, [u8]>,
     },
+    /// Every attempt still leased when the store last stopped, recorded as
+    /// interrupted (format 4).
+    Interrupted,
     /// What a change of an idempotency key wrote (format 3).
     KeyWrite(Cow<'a, KeyWrite>),
     /// A change of an idempotency key as format 2 logged it: the operation,

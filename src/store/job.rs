@@ -61,6 +61,11 @@ pub(super) enum Job {
         stream_seq: u64,
         reply: oneshot::Sender<Result<u64, StoreError>>,
     },
+    /// Record every attempt still leased as interrupted, through the log
+    /// (a shipping primary's first job at open).
+    Interrupted {
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
     /// A standby becomes the primary.
     Promote {
         reply: oneshot::Sender<Result<(), StoreError>>,

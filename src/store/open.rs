@@ -62,8 +62,11 @@ impl Store {
             )
             .map_err(open_err)?;
         let replay_done = started.elapsed();
-        // A standby's leases are its primary's: their outcome comes as frames.
-        let recovered = if options.standby {
+        // A standby's leases are its primary's: their outcome comes as
+        // frames. A shipping primary records them through the log, its
+        // writer's first job (below), so its standby records them too.
+        let ships = shipper.is_some();
+        let recovered = if options.standby || ships {
             0
         } else {
             recover_leases(&db).map_err(open_err)?
@@ -124,6 +127,15 @@ impl Store {
             exit_tx,
         )
         .map_err(thread_err)?;
+        if ships {
+            // The queue is empty: this is the writer's first job. Its
+            // answer is not waited for (a reader may see the leases for a
+            // moment); anything written after queues behind it.
+            let (reply, _) = oneshot::channel();
+            let _ = jobs.try_send(super::job::Message::Job(super::job::Job::Interrupted {
+                reply,
+            }));
+        }
         Ok((
             Store { shared },
             WriterHandle {

@@ -177,6 +177,7 @@ pub(super) fn replay_moving(
             t.meta.insert(&*key, &*value)?;
             Ok(())
         }
+        Entry::Interrupted => t.recover_leases().map(drop),
         Entry::KeyWrite(write) => {
             let fp = t.write_key(&write)?;
             match &*write {

@@ -4,7 +4,8 @@
 //!
 //! The format byte is `0x40 | version` (format 1: `0x41`; format 2, which
 //! adds idempotency keys ([`super::v2`]): `0x42`; format 3, which logs what
-//! a key change wrote ([`super::v3`]): `0x43`). Builds before
+//! a key change wrote ([`super::v3`]): `0x43`; format 4, which logs the
+//! attempts a stop interrupted ([`super::v4`]): `0x44`). Builds before
 //! versioned records wrote no format byte ("format 0"): their payload
 //! starts with an entry's variant index, one byte below 7 (a postcard
 //! varint; there are seven kinds), so the two never mix up, and format 0's
@@ -23,15 +24,18 @@ use super::super::entry::Entry;
 use super::v1::EntryV1;
 use super::v2::EntryV2;
 use super::v3::EntryV3;
+use super::v4::EntryV4;
 
 /// The version frames are written in.
-pub const LOG_FORMAT: u8 = 3;
+pub const LOG_FORMAT: u8 = 4;
 /// The first byte of every payload this build writes.
 pub const FORMAT_BYTE: u8 = VERSIONED | LOG_FORMAT;
 /// The first byte of a format-1 payload (builds of 26 Nov 2026 before keys).
 const FORMAT_1: u8 = VERSIONED | 1;
 /// The first byte of a format-2 payload (key operations, 26 Nov 2026).
 const FORMAT_2: u8 = VERSIONED | 2;
+/// The first byte of a format-3 payload (key writes, 26 Nov 2026).
+const FORMAT_3: u8 = VERSIONED | 3;
 /// Set in the first byte of every versioned payload; never in format 0's.
 const VERSIONED: u8 = 0x40;
 /// Below [`VERSIONED`], a format byte's version.
@@ -58,7 +62,7 @@ pub fn begin(out: &mut Vec<u8>) {
 /// Appends one entry to a payload begun with [`begin`].
 pub fn push(out: &mut Vec<u8>, entry: &Entry<'_>) {
     let frame = std::mem::take(out);
-    *out = postcard::to_extend(&EntryV3::from(entry), frame).expect("postcard encodes into a Vec");
+    *out = postcard::to_extend(&EntryV4::from(entry), frame).expect("postcard encodes into a Vec");
 }
 
 /// The entries of frame `lsn`'s payload, in the order they were applied.
@@ -68,7 +72,8 @@ pub fn entries(lsn: u64, payload: &[u8]) -> Result<Vec<Entry<'_>>, FrameError> {
         Some((&first, _)) if first < VERSIONED => decode::<EntryV1<'_>>(lsn, payload),
         Some((&FORMAT_1, rest)) => decode::<EntryV1<'_>>(lsn, rest),
         Some((&FORMAT_2, rest)) => decode::<EntryV2<'_>>(lsn, rest),
-        Some((&FORMAT_BYTE, rest)) => decode::<EntryV3<'_>>(lsn, rest),
+        Some((&FORMAT_3, rest)) => decode::<EntryV3<'_>>(lsn, rest),
+        Some((&FORMAT_BYTE, rest)) => decode::<EntryV4<'_>>(lsn, rest),
         Some((&first, _))
             if first & !VERSION_BITS == VERSIONED && first & VERSION_BITS > LOG_FORMAT =>
         {
@@ -104,21 +109,22 @@ where
 }
 
 /// `entries` as a build of an older format wrote them (0: no format byte,
-/// 1 or 2), for the tests that replay such logs. `None` if that format has
-/// not every entry's kind.
+/// 1, 2 or 3), for the tests that replay such logs. `None` if that format
+/// has not every entry's kind.
 #[cfg(test)]
 pub fn older_payload(format: u8, entries: &[Entry<'_>]) -> Option<Vec<u8>> {
     let mut out = match format {
         0 => Vec::new(),
         1 => vec![FORMAT_1],
         2 => vec![FORMAT_2],
+        3 => vec![FORMAT_3],
         _ => return None,
     };
     for entry in entries {
-        out = if format == 2 {
-            postcard::to_extend(&EntryV2::of(entry)?, out)
-        } else {
-            postcard::to_extend(&EntryV1::of(entry)?, out)
+        out = match format {
+            3 => postcard::to_extend(&EntryV3::of(entry)?, out),
+            2 => postcard::to_extend(&EntryV2::of(entry)?, out),
+            _ => postcard::to_extend(&EntryV1::of(entry)?, out),
         }
         .expect("postcard encodes into a Vec");
     }

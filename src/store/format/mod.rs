@@ -17,12 +17,14 @@
 //! - `v1`: format 1's types, frozen.
 //! - `v2`: format 2's additions (idempotency keys), frozen.
 //! - `v3`: format 3's (what a key change wrote), frozen.
+//! - `v4`: format 4's (the attempts a stop interrupted), frozen.
 
 pub mod log;
 pub mod row;
 mod v1;
 mod v2;
 mod v3;
+mod v4;
 
 #[cfg(test)]
 mod tests;

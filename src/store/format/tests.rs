@@ -231,11 +231,11 @@ fn debug(entries: &[Entry<'_>]) -> Vec<String> {
     entries.iter().map(|e| format!("{e:?}")).collect()
 }
 
-/// Format 3 writes each entry format 1 has as variant 0 (format 2's) of
-/// variant 0 (format 1's) followed by exactly format 0's bytes, so these
-/// goldens pin all of them.
+/// Format 4 writes each entry format 1 has as variant 0 (format 3's) of
+/// variant 0 (format 2's) of variant 0 (format 1's) followed by exactly
+/// format 0's bytes, so these goldens pin all of them.
 #[test]
-fn every_entry_is_written_as_format_3_around_the_bytes_format_0_gave_it() {
+fn every_entry_is_written_as_format_4_around_the_bytes_format_0_gave_it() {
     let all = entries();
     let mut written = Vec::new();
     log::begin(&mut written);
@@ -244,7 +244,7 @@ fn every_entry_is_written_as_format_3_around_the_bytes_format_0_gave_it() {
     }
     let mut want_bytes = vec![log::FORMAT_BYTE];
     for (_, hex_text) in &all {
-        want_bytes.extend([0, 0]);
+        want_bytes.extend([0, 0, 0]);
         want_bytes.extend(bytes(hex_text));
     }
     assert_eq!(written, want_bytes);
@@ -374,9 +374,7 @@ fn key_writes_keep_their_bytes() {
         ),
     ];
     for (entry, hex_text) in &cases {
-        let mut written = Vec::new();
-        log::begin(&mut written);
-        log::push(&mut written, entry);
+        let written = log::older_payload(3, std::slice::from_ref(entry)).unwrap();
         assert_eq!(written[0], 0x43);
         let text = hex::encode(&written[1..]);
         assert!(text.starts_with(hex_text), "{text}");
@@ -396,6 +394,27 @@ fn key_writes_keep_their_bytes() {
         let read = log::entries(1, &written).unwrap();
         assert_eq!(debug(&read), vec![format!("{entry:?}")]);
         assert!(log::older_payload(2, &read).is_none());
+        // This build writes them as format 4: behind variant 0.
+        let mut current = Vec::new();
+        log::begin(&mut current);
+        log::push(&mut current, entry);
+        assert_eq!(current[0], 0x44);
+        assert_eq!(hex::encode(&current[1..]), format!("00{text}"));
+    }
+}
+
+/// The attempts a stop interrupted, new in format 4: variant 1, nothing
+/// more; no older format has it.
+#[test]
+fn the_interrupted_attempts_entry_keeps_its_bytes() {
+    let mut written = Vec::new();
+    log::begin(&mut written);
+    log::push(&mut written, &Entry::Interrupted);
+    assert_eq!(written, [0x44, 0x01]);
+    let read = log::entries(1, &written).unwrap();
+    assert_eq!(debug(&read), ["Interrupted"]);
+    for format in 0..4 {
+        assert!(log::older_payload(format, &read).is_none(), "{format}");
     }
 }
 

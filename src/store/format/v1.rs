@@ -354,7 +354,7 @@ impl<'a> EntryV1<'a> {
                 key: Cow::Borrowed(key),
                 value: Cow::Borrowed(value),
             },
-            Entry::Key { .. } | Entry::KeyWrite(_) => return None,
+            Entry::Key { .. } | Entry::KeyWrite(_) | Entry::Interrupted => return None,
         })
     }
 }

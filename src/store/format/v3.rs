@@ -52,9 +52,10 @@ impl<'a> KeyRowV3<'a> {
     }
 }
 
-impl<'a> From<&'a Entry<'_>> for EntryV3<'a> {
-    fn from(entry: &'a Entry<'_>) -> Self {
-        match entry {
+impl<'a> EntryV3<'a> {
+    /// `entry` in format 3, if format 3 has its kind.
+    pub(super) fn of(entry: &'a Entry<'_>) -> Option<Self> {
+        Some(match entry {
             Entry::KeyWrite(write) => match &**write {
                 KeyWrite::Put {
                     namespace,
@@ -73,10 +74,8 @@ impl<'a> From<&'a Entry<'_>> for EntryV3<'a> {
                     seq: *seq,
                 },
             },
-            other => {
-                EntryV3::V2(EntryV2::of(other).expect("every entry but a key write is in format 2"))
-            }
-        }
+            other => EntryV3::V2(EntryV2::of(other)?),
+        })
     }
 }
 

@@ -322,3 +322,49 @@ async fn a_standby_applies_the_frames_reads_the_same_and_goes_on_once_promoted()
     );
     close(standby, writer).await;
 }
+
+/// A shipping primary stopped with an attempt in flight: when it opens
+/// again it records the attempt as interrupted through the log, so the
+/// frame reaches its standby, which then reads the same attempts.
+#[tokio::test]
+async fn attempts_a_stop_interrupted_are_recorded_through_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("live");
+    let recorder = Arc::new(Recorder::default());
+    let (store, writer) =
+        Store::open(shipping(&live, &recorder, Duration::from_secs(3600))).unwrap();
+    let seq = new_seq(&store, "s", "e0", Initial::Deliver).await;
+    store.claim(seq, 10).await.unwrap().unwrap();
+    close(store, writer).await;
+
+    let (store, writer) =
+        Store::open(shipping(&live, &recorder, Duration::from_secs(3600))).unwrap();
+    // Queued behind the writer's first job: answered after it.
+    new_seq(&store, "s", "e1", Initial::Hold).await;
+    let attempts = store.attempts(seq).unwrap();
+    assert_eq!(
+        attempts.iter().map(|a| a.class).collect::<Vec<_>>(),
+        [schema::AttemptClass::Interrupted]
+    );
+    let frames = recorder.frames.lock().unwrap().clone();
+    let logged = frames.iter().any(|(lsn, bytes)| {
+        payload::entries(*lsn, bytes)
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e, super::super::entry::Entry::Interrupted))
+    });
+    assert!(logged, "the interrupted attempts are a frame of their own");
+    let tag = u32::from_str_radix(&store.public_id(0)[4..12], 16).unwrap();
+    let want = store.attempts(seq).unwrap();
+    close(store, writer).await;
+
+    let (standby, writer) = Store::open(StoreOptions {
+        standby: true,
+        tag: Some(tag),
+        ..options(&dir.path().join("standby"))
+    })
+    .unwrap();
+    standby.apply_frames(frames, 1).await.unwrap();
+    assert_eq!(standby.attempts(seq).unwrap(), want);
+    close(standby, writer).await;
+}

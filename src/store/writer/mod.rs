@@ -113,7 +113,7 @@ impl Job {
             Job::Sweep { reply, .. } => fail(reply, cause),
             Job::Key { reply, .. } => fail(reply, cause),
             Job::Apply { reply, .. } => fail(reply, cause),
-            Job::Promote { reply } => fail(reply, cause),
+            Job::Promote { reply } | Job::Interrupted { reply } => fail(reply, cause),
         }
     }
 }
@@ -580,6 +580,18 @@ impl Writer {
             }
             Job::Promote { reply } => {
                 let result = self.promote(t);
+                settle(reply, result, ready, Ready::Done)
+            }
+            Job::Interrupted { reply } => {
+                self.wal.push(&Entry::Interrupted);
+                let result = t.recover_leases().map(|attempts| {
+                    if attempts > 0 {
+                        tracing::warn!(
+                            attempts,
+                            "attempts were in flight when hookinbox stopped; recorded as interrupted, delivering again"
+                        );
+                    }
+                });
                 settle(reply, result, ready, Ready::Done)
             }
             Job::Ingest {
