@@ -13,7 +13,7 @@ use async_nats::jetstream::consumer::{DeliverPolicy, pull};
 use async_nats::jetstream::stream;
 use futures_util::StreamExt;
 
-use super::publish::{ConnectError, LSN_HEADER, StreamSettings, connect, subject_of};
+use super::publish::{ConnectError, LSN_HEADER, PART_HEADER, StreamSettings, connect, subject_of};
 use crate::store::{Store, StoreError};
 
 /// Frames applied in one writer job at most.
@@ -133,6 +133,9 @@ impl Follower {
         let mut messages = consumer.messages().await.map_err(|e| self.failed(e))?;
         tokio::pin!(stop);
         let prefix = format!("{tag:08x}-");
+        // The frame being put together from its parts, if any.
+        let mut partial: Option<Partial> = None;
+        let mut seen;
         loop {
             let first = tokio::select! {
                 next = messages.next() => next,
@@ -147,6 +150,7 @@ impl Follower {
                     None => return Err(self.failed("the consumer ended")),
                 };
                 let sequence = message.info().map_err(|e| self.failed(e))?.stream_sequence;
+                seen = sequence;
                 let headers = message.headers.clone().unwrap_or_default();
                 let id = header(&headers, "Nats-Msg-Id");
                 if !id.starts_with(&prefix) {
@@ -155,12 +159,40 @@ impl Follower {
                 let frame: u64 = header(&headers, LSN_HEADER)
                     .parse()
                     .map_err(|_| self.failed(format!("message {sequence} has no frame number")))?;
+                let (index, count) = part_of(&header(&headers, PART_HEADER));
                 // Frames the store already holds (a snapshot's) are skipped.
-                if frame > lsn {
-                    group.push((frame, message.payload.to_vec()));
-                    lsn = frame;
+                if frame <= lsn {
+                    if partial.is_none() {
+                        applied_seq = sequence;
+                    }
+                } else {
+                    // A first part starts the frame over (a primary that
+                    // sent it again, or a new primary's frame of that number
+                    // after one that never finished).
+                    if index == 1 {
+                        partial = Some(Partial {
+                            lsn: frame,
+                            next: 1,
+                            bytes: Vec::new(),
+                        });
+                    }
+                    match &mut partial {
+                        Some(p) if p.lsn == frame && p.next == index => {
+                            p.bytes.extend_from_slice(&message.payload);
+                            p.next += 1;
+                        }
+                        // A part without the ones before it: a frame that
+                        // never finished, replaced by what comes next.
+                        _ => partial = None,
+                    }
+                    if index == count
+                        && let Some(done) = partial.take_if(|p| p.lsn == frame && p.next > count)
+                    {
+                        group.push((frame, done.bytes));
+                        lsn = frame;
+                        applied_seq = sequence;
+                    }
                 }
-                applied_seq = sequence;
                 if group.len() == GROUP || until.is_some_and(|until| sequence >= until) {
                     break;
                 }
@@ -169,12 +201,30 @@ impl Follower {
                     None => break,
                 }
             }
-            store.apply_frames(group, applied_seq).await?;
-            if until.is_some_and(|until| applied_seq >= until) {
+            if !group.is_empty() {
+                store.apply_frames(group, applied_seq).await?;
+            }
+            if until.is_some_and(|until| seen >= until) {
                 return Ok(applied_seq);
             }
         }
     }
+}
+
+/// A frame being put together from its parts.
+struct Partial {
+    lsn: u64,
+    /// The part expected next, from 1.
+    next: usize,
+    bytes: Vec<u8>,
+}
+
+/// `i/n` of a part header; a frame in one message has none: `1/1`.
+fn part_of(header: &str) -> (usize, usize) {
+    header
+        .split_once('/')
+        .and_then(|(i, n)| Some((i.parse().ok()?, n.parse().ok()?)))
+        .unwrap_or((1, 1))
 }
 
 fn header(headers: &async_nats::HeaderMap, name: &str) -> String {

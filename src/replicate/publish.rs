@@ -31,6 +31,11 @@ use crate::store::{ShipError, ShippedFrame, Shipper};
 
 /// The header that carries a frame's number.
 pub const LSN_HEADER: &str = "Hookinbox-Lsn";
+/// On a frame sent in several messages (larger than a message may be):
+/// which part this is, `i/n`, from 1. A frame in one message has none.
+pub const PART_HEADER: &str = "Hookinbox-Part";
+/// Room left in a message for its headers.
+const HEADER_ROOM: usize = 8 << 10;
 
 /// Where and how frames are published.
 #[derive(Debug, Clone)]
@@ -48,6 +53,9 @@ pub struct StreamSettings {
     /// How long a group of frames may take, retries included, before its
     /// batches are answered 503.
     pub budget: Duration,
+    /// Payload bytes a message carries at most; a larger frame goes in
+    /// parts. `None`: the server's `max_payload` less room for headers.
+    pub max_part: Option<usize>,
 }
 
 /// Why a primary cannot start publishing.
@@ -57,6 +65,15 @@ pub enum ConnectError {
     Connect { urls: String, detail: String },
     #[error("cannot find or create the replication stream {stream}: {detail}")]
     Stream { stream: String, detail: String },
+}
+
+/// One message's share of a frame.
+struct Part<'a> {
+    lsn: u64,
+    /// From 1 to `count`.
+    index: usize,
+    count: usize,
+    bytes: &'a [u8],
 }
 
 /// Publishes frames for one primary.
@@ -69,6 +86,7 @@ pub struct Publisher {
     tag: std::sync::atomic::AtomicU32,
     ack_timeout: Duration,
     budget: Duration,
+    max_part: usize,
     /// The stream's last sequence as this primary left it.
     last: Mutex<u64>,
     _client: Client,
@@ -98,6 +116,13 @@ impl Publisher {
             .await
             .map_err(|e| stream_err(e.to_string()))?;
         let last = stream.cached_info().state.last_sequence;
+        let max_part = settings.max_part.unwrap_or_else(|| {
+            client
+                .server_info()
+                .max_payload
+                .saturating_sub(HEADER_ROOM)
+                .max(HEADER_ROOM)
+        });
         Ok(Publisher {
             runtime: tokio::runtime::Handle::current(),
             context,
@@ -106,6 +131,7 @@ impl Publisher {
             tag: std::sync::atomic::AtomicU32::new(0),
             ack_timeout: settings.ack_timeout,
             budget: settings.budget,
+            max_part: max_part.max(1),
             last: Mutex::new(last),
             _client: client,
         })
@@ -116,35 +142,55 @@ impl Publisher {
         *self.last.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn message(&self, frame: &ShippedFrame<'_>, expected_last: u64) -> PublishMessage {
-        PublishMessage::build()
-            .payload(Bytes::copy_from_slice(frame.payload))
-            .message_id(format!(
-                "{:08x}-{}",
-                self.tag.load(std::sync::atomic::Ordering::Relaxed),
-                frame.lsn
-            ))
-            .header(LSN_HEADER, frame.lsn.to_string().as_str())
-            .expected_last_sequence(expected_last)
+    fn message(&self, part: &Part<'_>, expected_last: u64) -> PublishMessage {
+        let tag = self.tag.load(std::sync::atomic::Ordering::Relaxed);
+        let message = PublishMessage::build()
+            .payload(Bytes::copy_from_slice(part.bytes))
+            .header(LSN_HEADER, part.lsn.to_string().as_str())
+            .expected_last_sequence(expected_last);
+        if part.count == 1 {
+            return message.message_id(format!("{tag:08x}-{}", part.lsn));
+        }
+        message
+            .message_id(format!("{tag:08x}-{}.{}", part.lsn, part.index))
+            .header(
+                PART_HEADER,
+                format!("{}/{}", part.index, part.count).as_str(),
+            )
     }
 
     async fn publish(&self, frames: &[ShippedFrame<'_>]) -> Result<(), ShipError> {
+        let parts: Vec<Part<'_>> = frames
+            .iter()
+            .flat_map(|frame| {
+                let count = frame.payload.len().div_ceil(self.max_part).max(1);
+                (0..count).map(move |i| Part {
+                    lsn: frame.lsn,
+                    index: i + 1,
+                    count,
+                    bytes: frame
+                        .payload
+                        .get(i * self.max_part..((i + 1) * self.max_part).min(frame.payload.len()))
+                        .unwrap_or_default(),
+                })
+            })
+            .collect();
         let deadline = Instant::now() + self.budget;
         let mut last = self.last_sequence();
         let mut done = 0;
         let mut why = String::new();
-        while done < frames.len() {
+        while done < parts.len() {
             if Instant::now() >= deadline {
                 *self.last.lock().unwrap_or_else(|p| p.into_inner()) = last;
                 return Err(ShipError::Unavailable {
-                    lsn: frames[done].lsn,
+                    lsn: parts[done].lsn,
                     detail: why,
                 });
             }
-            // Every frame not yet acked, each expecting the one before.
+            // Every message not yet acked, each expecting the one before.
             let mut pending = Vec::new();
-            for (k, frame) in frames[done..].iter().enumerate() {
-                let message = self.message(frame, last + k as u64);
+            for (k, part) in parts[done..].iter().enumerate() {
+                let message = self.message(part, last + k as u64);
                 match self
                     .context
                     .send_publish(self.subject.clone(), message)
@@ -158,20 +204,20 @@ impl Publisher {
                 }
             }
             for ack in pending {
-                let frame = &frames[done];
+                let part = &parts[done];
                 match tokio::time::timeout(self.ack_timeout, ack).await {
                     Ok(Ok(ack)) => {
                         last = ack.sequence;
                         done += 1;
                     }
-                    // The first frame not acked expected the stream to end
-                    // where this primary left it, and it did not: another
-                    // writer appended (a frame of ours sent again would
-                    // have been acked as a duplicate).
+                    // The first message not acked expected the stream to
+                    // end where this primary left it, and it did not:
+                    // another writer appended (a message of ours sent again
+                    // would have been acked as a duplicate).
                     Ok(Err(e)) if e.kind() == PublishErrorKind::WrongLastSequence => {
                         *self.last.lock().unwrap_or_else(|p| p.into_inner()) = last;
                         return Err(ShipError::Replaced {
-                            lsn: frame.lsn,
+                            lsn: part.lsn,
                             detail: format!("the stream no longer ends at sequence {last}: {e}"),
                         });
                     }
@@ -185,7 +231,7 @@ impl Publisher {
                     }
                 }
             }
-            if done < frames.len() {
+            if done < parts.len() {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
@@ -237,8 +283,14 @@ impl Publisher {
                 .map(|v| v.as_str().to_owned())
                 .unwrap_or_default()
         };
-        let lsn = header(LSN_HEADER).parse().unwrap_or(0);
-        Ok(Some((header("Nats-Msg-Id"), lsn)))
+        let lsn: u64 = header(LSN_HEADER).parse().unwrap_or(0);
+        // The last message may be a part of a frame whose other parts
+        // never came (its primary stopped): the frame before is complete.
+        let complete = match header(PART_HEADER).split_once('/') {
+            Some((i, n)) if i != n => lsn.saturating_sub(1),
+            _ => lsn,
+        };
+        Ok(Some((header("Nats-Msg-Id"), complete)))
     }
 }
 

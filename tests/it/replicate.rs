@@ -25,6 +25,7 @@ fn settings(url: &str) -> StreamSettings {
         ca: None,
         ack_timeout: Duration::from_secs(1),
         budget: Duration::from_secs(3),
+        max_part: None,
     }
 }
 
@@ -176,11 +177,30 @@ async fn without_the_stream_an_answer_is_503_and_its_frame_ships_when_it_returns
 /// A standby follows the stream as the primary answers; the primary's
 /// machine is lost (its data dir deleted); the standby applies the rest,
 /// is promoted, and goes on: every answered key is there, a resent claim
-/// finds its key, and its new frames continue the stream.
+/// finds its key, and its new frames continue the stream. Once with each
+/// frame one message, once with frames cut in parts of 16 bytes (as a
+/// frame larger than the server's `max_payload` is).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standby_follows_and_takes_over_with_every_answered_change() {
+    for max_part in [None, Some(16)] {
+        follows_and_takes_over(max_part).await;
+    }
+}
+
+async fn follows_and_takes_over(max_part: Option<usize>) {
     use hookinbox::replicate::Follower;
 
+    let settings = |url: &str| StreamSettings {
+        max_part,
+        ..settings(url)
+    };
+    let primary = async |dir: &Path, url: &str| {
+        let publisher = Publisher::connect(&settings(url)).await.unwrap();
+        Store::open(StoreOptions {
+            shipper: Some(Arc::new(publisher)),
+            ..StoreOptions::new(dir, Duration::from_secs(3600))
+        })
+    };
     let dir = tempfile::tempdir().unwrap();
     let nats = NatsServer::start(&dir.path().join("nats"));
     let primary_dir = dir.path().join("primary");
@@ -254,6 +274,13 @@ async fn a_standby_follows_and_takes_over_with_every_answered_change() {
         other => panic!("{other:?}"),
     }
     close(standby, standby_writer).await;
-    let lsns: Vec<u64> = frames(&nats.url()).await.iter().map(|(_, l)| *l).collect();
+    let mut lsns: Vec<u64> = frames(&nats.url()).await.iter().map(|(_, l)| *l).collect();
+    if max_part.is_some() {
+        assert!(
+            lsns.windows(2).any(|w| w[0] == w[1]),
+            "frames went in parts"
+        );
+        lsns.dedup();
+    }
     assert_eq!(lsns, (1..=lsns.len() as u64).collect::<Vec<_>>());
 }
