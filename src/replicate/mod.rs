@@ -8,7 +8,9 @@
 //! ([`follow::Follower`]) and is promoted when the primary is gone.
 
 pub mod follow;
+pub mod lease;
 pub mod publish;
 
 pub use follow::{FollowError, Follower};
+pub use lease::{Lease, LeaseError};
 pub use publish::{ConnectError, Publisher, StreamSettings};

@@ -284,3 +284,49 @@ async fn follows_and_takes_over(max_part: Option<usize>) {
     }
     assert_eq!(lsns, (1..=lsns.len() as u64).collect::<Vec<_>>());
 }
+
+/// The lease: one holder at a time; renewals keep it; without them it
+/// lapses a lease later and another node takes it; the old holder's next
+/// renewal says who has it; a release frees it at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lease_has_one_holder_and_lapses_a_lease_after_the_last_renewal() {
+    use hookinbox::replicate::{Lease, LeaseError};
+    use std::time::Instant;
+
+    let dir = tempfile::tempdir().unwrap();
+    let nats = NatsServer::start(&dir.path().join("nats"));
+    let lease = Duration::from_secs(2);
+    let a = Lease::connect(&settings(&nats.url()), "a", lease)
+        .await
+        .unwrap();
+    let b = Lease::connect(&settings(&nats.url()), "b", lease)
+        .await
+        .unwrap();
+    a.acquire().await.unwrap();
+    assert!(matches!(b.acquire().await, Err(LeaseError::Held { holder }) if holder == "a"));
+    // Renewed every half second for three seconds: longer than a lease.
+    for _ in 0..6 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        a.renew().await.unwrap();
+        assert!(b.acquire().await.is_err(), "taken while renewed");
+    }
+    let last_renewal = Instant::now();
+    let taken = loop {
+        if b.acquire().await.is_ok() {
+            break last_renewal.elapsed();
+        }
+        assert!(
+            last_renewal.elapsed() < Duration::from_secs(10),
+            "never lapsed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        taken >= Duration::from_millis(1_900) && taken < Duration::from_secs(5),
+        "taken {taken:?} after the last renewal"
+    );
+    assert!(matches!(a.renew().await, Err(LeaseError::Held { holder }) if holder == "b"));
+    b.release().await.unwrap();
+    a.acquire().await.unwrap();
+    assert_eq!(b.holder().await.unwrap().as_deref(), Some("a"));
+}

@@ -1,0 +1,156 @@
+//! Who the primary is: a key in a JetStream key-value bucket whose values
+//! expire a lease after they were written (`max_age`), so the key is gone
+//! a lease after its holder's last renewal.
+//!
+//! The primary holds the key and renews it (an update that names the
+//! revision it last wrote) a few times a lease. A renewal refused because
+//! the revision moved means another node took the key: this one must stop
+//! answering 2xx (its publishes are fenced anyway, see `publish`). A
+//! standby takes the key when it is gone, with an atomic create: of two
+//! standbys only one succeeds.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_nats::jetstream::kv::{self, CreateErrorKind, UpdateErrorKind};
+use async_nats::jetstream::stream;
+
+use super::publish::{ConnectError, StreamSettings, connect};
+
+/// The key of the lease in its bucket.
+const KEY: &str = "primary";
+
+/// What a lease call found.
+#[derive(Debug, thiserror::Error)]
+pub enum LeaseError {
+    /// Another node holds the key (it took it, or renewed it).
+    #[error("the lease is {holder:?}'s")]
+    Held { holder: String },
+    /// The bucket did not answer.
+    #[error("the lease bucket did not answer: {0}")]
+    Unavailable(String),
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+}
+
+/// One node's handle on the lease.
+pub struct Lease {
+    store: kv::Store,
+    /// This node's name, the value it writes.
+    node: String,
+    /// The revision this node last wrote, while it holds the key.
+    revision: Mutex<Option<u64>>,
+    _client: async_nats::Client,
+}
+
+impl Lease {
+    /// Connects and finds the bucket `<stream>_leader` (creating it with
+    /// values that expire `lease` after they are written).
+    pub async fn connect(
+        settings: &StreamSettings,
+        node: &str,
+        lease: Duration,
+    ) -> Result<Lease, LeaseError> {
+        let (client, context) = connect(settings, "lease").await?;
+        let bucket = format!("{}_leader", settings.stream);
+        // The bucket's stream, made as the client's `create_key_value`
+        // makes it, without its account query (whose answer the client
+        // cannot read from a 2.9 server).
+        if context.get_key_value(&bucket).await.is_err() {
+            context
+                .get_or_create_stream(stream::Config {
+                    name: format!("KV_{bucket}"),
+                    subjects: vec![format!("$KV.{bucket}.>")],
+                    max_messages_per_subject: 1,
+                    max_age: lease,
+                    num_replicas: settings.replicas,
+                    allow_rollup: true,
+                    deny_delete: true,
+                    allow_direct: true,
+                    discard: stream::DiscardPolicy::New,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| LeaseError::Unavailable(e.to_string()))?;
+        }
+        let store = context
+            .get_key_value(&bucket)
+            .await
+            .map_err(|e| LeaseError::Unavailable(e.to_string()))?;
+        Ok(Lease {
+            store,
+            node: node.to_owned(),
+            revision: Mutex::new(None),
+            _client: client,
+        })
+    }
+
+    /// Takes the key if no one holds it.
+    pub async fn acquire(&self) -> Result<(), LeaseError> {
+        match self.store.create(KEY, self.node.clone().into()).await {
+            Ok(revision) => {
+                *self.revision.lock().unwrap_or_else(|p| p.into_inner()) = Some(revision);
+                Ok(())
+            }
+            Err(e) if e.kind() == CreateErrorKind::AlreadyExists => Err(LeaseError::Held {
+                holder: self.holder().await?.unwrap_or_default(),
+            }),
+            Err(e) => Err(LeaseError::Unavailable(e.to_string())),
+        }
+    }
+
+    /// Writes the key again, for another lease, if this node still holds
+    /// it; `Held` if another took it since.
+    pub async fn renew(&self) -> Result<(), LeaseError> {
+        let Some(revision) = *self.revision.lock().unwrap_or_else(|p| p.into_inner()) else {
+            return Err(LeaseError::Held {
+                holder: self.holder().await?.unwrap_or_default(),
+            });
+        };
+        match self
+            .store
+            .update(KEY, self.node.clone().into(), revision)
+            .await
+        {
+            Ok(revision) => {
+                *self.revision.lock().unwrap_or_else(|p| p.into_inner()) = Some(revision);
+                Ok(())
+            }
+            Err(e) if e.kind() == UpdateErrorKind::WrongLastRevision => {
+                *self.revision.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                Err(LeaseError::Held {
+                    holder: self.holder().await?.unwrap_or_default(),
+                })
+            }
+            Err(e) => Err(LeaseError::Unavailable(e.to_string())),
+        }
+    }
+
+    /// Who holds the key now, if anyone.
+    pub async fn holder(&self) -> Result<Option<String>, LeaseError> {
+        match self.store.entry(KEY).await {
+            Ok(Some(entry)) if entry.operation == kv::Operation::Put => {
+                Ok(Some(String::from_utf8_lossy(&entry.value).into_owned()))
+            }
+            Ok(_) => Ok(None),
+            Err(e) => Err(LeaseError::Unavailable(e.to_string())),
+        }
+    }
+
+    /// Gives the key up (a clean stop), so a standby need not wait for it
+    /// to expire.
+    pub async fn release(&self) -> Result<(), LeaseError> {
+        let revision = self
+            .revision
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(revision) = revision {
+            self.store
+                .delete_expect_revision(KEY, Some(revision))
+                .await
+                .map_err(|e| LeaseError::Unavailable(e.to_string()))?;
+        }
+        Ok(())
+    }
+}
