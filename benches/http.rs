@@ -25,7 +25,7 @@
 //! `--data DIR` keeps the store (preloaded once, topped up to `--preload`).
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -45,8 +45,8 @@ mod drive;
 
 use drive::{Cost, close, drive, file_size, open};
 use support::{
-    Flags, SECRET, event_id, make_events, signed_headers, standard_verifier, stripe_like_body,
-    unix_now,
+    Flags, SECRET, event_id, free_port, make_events, signed_headers, standard_verifier,
+    stripe_like_body, unix_now,
 };
 
 const SOURCE: &str = "stripe";
@@ -116,13 +116,6 @@ struct Server {
     ingest: SocketAddr,
     admin: SocketAddr,
     pid: String,
-}
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
 }
 
 fn write_config(dir: &Path, data: &Path, ingest: SocketAddr, admin: SocketAddr) -> PathBuf {

@@ -166,14 +166,45 @@ struct Measured {
 
 /// `clients` tasks, each claiming and completing its own fresh keys of `run`.
 async fn hookinbox_pairs(store: &Store, args: &Args, run: u64) -> Measured {
-    let per_client = (args.pairs / args.clients).max(1) as u64;
-    let clients = args.clients as u64;
     let before = Cost::now();
+    let stores = vec![store.clone(); args.clients];
+    let run = run_clients(
+        args,
+        run,
+        stores,
+        |store: Store, key: String, i| async move {
+            claim_complete(&store, &key, i).await;
+            store
+        },
+    )
+    .await;
+    let after = Cost::now();
+    let n = run.pairs.max(1) as f64;
+    Measured {
+        cpu_us: after.writer_cpu_ns.saturating_sub(before.writer_cpu_ns) as f64 / 1e3 / n,
+        disk_b: after.disk_bytes.saturating_sub(before.disk_bytes) as f64 / n,
+        run,
+    }
+}
+
+/// Runs one task per item of `conns` (a connection, or a handle on the
+/// store), each timing `pair` over its own fresh keys of `run` until the
+/// run's pairs or time are spent; `pair` hands the connection back.
+async fn run_clients<C, F, Fut>(args: &Args, run: u64, conns: Vec<C>, pair: F) -> Pairs
+where
+    C: Send + 'static,
+    F: Fn(C, String, u64) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = C> + Send,
+{
+    let per_client = (args.pairs / args.clients).max(1) as u64;
+    let clients = conns.len() as u64;
     let started = Instant::now();
     let deadline = started + args.seconds;
-    let tasks: Vec<_> = (0..args.clients as u64)
-        .map(|c| {
-            let store = store.clone();
+    let tasks: Vec<_> = conns
+        .into_iter()
+        .zip(0..)
+        .map(|(mut conn, c)| {
+            let pair = pair.clone();
             tokio::spawn(async move {
                 let mut waits = Vec::with_capacity(per_client.min(1 << 20) as usize);
                 for n in 0..per_client {
@@ -182,7 +213,7 @@ async fn hookinbox_pairs(store: &Store, args: &Args, run: u64) -> Measured {
                     }
                     let i = n * clients + c;
                     let t = Instant::now();
-                    claim_complete(&store, &key(run, i), i).await;
+                    conn = pair(conn, key(run, i), i).await;
                     waits.push(t.elapsed());
                 }
                 waits
@@ -193,14 +224,7 @@ async fn hookinbox_pairs(store: &Store, args: &Args, run: u64) -> Measured {
     for t in tasks {
         waits.extend(t.await.unwrap());
     }
-    let run = Pairs::of(waits, started.elapsed());
-    let after = Cost::now();
-    let n = run.pairs.max(1) as f64;
-    Measured {
-        cpu_us: after.writer_cpu_ns.saturating_sub(before.writer_cpu_ns) as f64 / 1e3 / n,
-        disk_b: after.disk_bytes.saturating_sub(before.disk_bytes) as f64 / n,
-        run,
-    }
+    Pairs::of(waits, started.elapsed())
 }
 
 async fn claim_complete(store: &Store, key: &str, i: u64) {
@@ -449,41 +473,21 @@ async fn redis_pair(c: &mut Resp, key: &str, token: &str, result: &str) {
 
 /// `clients` connections, each claiming and completing its own fresh keys of `run`.
 async fn redis_pairs(redis: &Redis, args: &Args, run: u64) -> Measured {
-    let per_client = (args.pairs / args.clients).max(1) as u64;
-    let clients = args.clients as u64;
     let mut conns = Vec::new();
     for _ in 0..args.clients {
         conns.push(redis.connect().await);
     }
     let (cpu_before, disk_before) = (redis.cpu_s().await, Cost::of(&redis.pid()).disk_bytes);
-    let started = Instant::now();
-    let deadline = started + args.seconds;
-    let tasks: Vec<_> = conns
-        .into_iter()
-        .enumerate()
-        .map(|(c, mut conn)| {
-            let c = c as u64;
-            tokio::spawn(async move {
-                let mut waits = Vec::with_capacity(per_client.min(1 << 20) as usize);
-                for n in 0..per_client {
-                    if Instant::now() >= deadline {
-                        break;
-                    }
-                    let i = n * clients + c;
-                    let (k, token, r) = (key(run, i), format!("t-{run}-{i}"), result(i));
-                    let t = Instant::now();
-                    redis_pair(&mut conn, &k, &token, &r).await;
-                    waits.push(t.elapsed());
-                }
-                waits
-            })
-        })
-        .collect();
-    let mut waits = Vec::new();
-    for t in tasks {
-        waits.extend(t.await.unwrap());
-    }
-    let run = Pairs::of(waits, started.elapsed());
+    let run = run_clients(
+        args,
+        run,
+        conns,
+        move |mut conn: Resp, key: String, i| async move {
+            redis_pair(&mut conn, &key, &format!("t-{run}-{i}"), &result(i)).await;
+            conn
+        },
+    )
+    .await;
     let (cpu_after, disk_after) = (redis.cpu_s().await, Cost::of(&redis.pid()).disk_bytes);
     let n = run.pairs.max(1) as f64;
     Measured {

@@ -4,7 +4,7 @@
 //! `…/complete` with the client's token, one request at a time (raw
 //! HTTP/1.1, as the Redis side speaks raw RESP).
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -13,7 +13,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 use super::drive::Cost;
-use super::{Args, Measured, Pairs, key, result};
+use super::support::free_port;
+use super::{Args, Measured, result, run_clients};
 
 const TOKEN: &str = "bench-keys-client-token-0123456789";
 const ADMIN_TOKEN: &str = "bench-admin-token-0123456789abcdef";
@@ -22,13 +23,6 @@ pub struct Server {
     child: Child,
     admin: SocketAddr,
     pid: String,
-}
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
 }
 
 impl Server {
@@ -182,39 +176,21 @@ async fn claim_complete(conn: &mut Conn, key: &str, i: u64) {
 /// `clients` connections, each claiming and completing its own fresh keys
 /// of `run`, against `server`.
 pub async fn pairs(server: &Server, args: &Args, run: u64) -> Measured {
-    let per_client = (args.pairs / args.clients).max(1) as u64;
-    let clients = args.clients as u64;
     let (cpu_before, disk_before) = (server.cpu_s(), Cost::of(&server.pid).disk_bytes);
-    let started = Instant::now();
-    let deadline = started + args.seconds;
     let mut conns = Vec::new();
-    for _ in 0..clients {
+    for _ in 0..args.clients {
         conns.push(Conn::open(server.admin).await);
     }
-    let tasks: Vec<_> = conns
-        .into_iter()
-        .zip(0..)
-        .map(|(mut conn, c)| {
-            tokio::spawn(async move {
-                let mut waits = Vec::with_capacity(per_client.min(1 << 20) as usize);
-                for n in 0..per_client {
-                    if Instant::now() >= deadline {
-                        break;
-                    }
-                    let i = n * clients + c;
-                    let t = Instant::now();
-                    claim_complete(&mut conn, &key(run, i), i).await;
-                    waits.push(t.elapsed());
-                }
-                waits
-            })
-        })
-        .collect();
-    let mut waits = Vec::new();
-    for t in tasks {
-        waits.extend(t.await.unwrap());
-    }
-    let run = Pairs::of(waits, started.elapsed());
+    let run = run_clients(
+        args,
+        run,
+        conns,
+        |mut conn: Conn, key: String, i| async move {
+            claim_complete(&mut conn, &key, i).await;
+            conn
+        },
+    )
+    .await;
     let n = run.pairs.max(1) as f64;
     Measured {
         cpu_us: (server.cpu_s() - cpu_before) * 1e6 / n,

@@ -72,6 +72,15 @@ pub fn signed_headers(id: &str, body: &[u8], ts: i64) -> Vec<(String, String)> {
     .unwrap()
 }
 
+/// A loopback address no one listens on (for a child server's listener).
+#[allow(dead_code)]
+pub fn free_port() -> std::net::SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
 pub fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
