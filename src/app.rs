@@ -43,6 +43,13 @@ pub enum AppError {
     Tls(#[from] TlsError),
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// `[replication]` is read and checked, but this build does not run it
+    /// yet: starting without it would leave the operator believing the log
+    /// is replicated.
+    #[error(
+        "[replication] is not run by this build yet (the log would not be replicated): remove the section"
+    )]
+    ReplicationNotRun,
 }
 
 /// The admin listener's connection cap: a handful of operators, scrapers
@@ -75,6 +82,9 @@ impl App {
         clock: Clock,
         shutdown: CancellationToken,
     ) -> Result<App, AppError> {
+        if config.replication.is_some() {
+            return Err(AppError::ReplicationNotRun);
+        }
         for warning in &config.warnings {
             tracing::warn!("{warning}");
         }

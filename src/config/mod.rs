@@ -41,7 +41,7 @@ pub use resolve::{
 pub use secret::{Secret, SecretOrigin};
 pub use sections::{
     AdminConfig, AlertConfig, AlertFormat, KeyClient, KeysConfig, LogConfig, LogFormat,
-    RetentionConfig, ServerConfig,
+    ReplicationConfig, ReplicationRole, RetentionConfig, ServerConfig,
 };
 pub use source::{
     DEFAULT_MAX_BODY, HmacAlgorithm, HmacSpec, Kind, Locator, PayloadPart, SignatureEncoding,
@@ -69,6 +69,8 @@ pub struct Config<S: Stage = Resolved> {
     pub admin: AdminConfig<S>,
     /// Idempotency keys: their defaults and the apps that may use them.
     pub keys: KeysConfig,
+    /// `None`: this node alone, its log on its own disk.
+    pub replication: Option<ReplicationConfig>,
     /// `None`: no alert URL configured (metrics and logs still tell).
     pub alerts: Option<AlertConfig>,
     pub sources: Vec<SourceConfig<S>>,

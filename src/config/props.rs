@@ -26,6 +26,16 @@ const SERVER_KEYS: [&str; 6] = [
 ];
 const RETENTION_KEYS: [&str; 4] = ["dedupe_ttl", "payload_ttl", "dlq_ttl", "sweep_interval"];
 const LOG_KEYS: [&str; 3] = ["level", "format", "summary_interval"];
+const REPLICATION_KEYS: [&str; 8] = [
+    "url",
+    "stream",
+    "replicas",
+    "role",
+    "lease",
+    "node",
+    "creds_file",
+    "ca_file",
+];
 const ADMIN_KEYS: [&str; 3] = ["token", "token_env", "token_file"];
 const ALERT_KEYS: [&str; 8] = [
     "url",
@@ -84,13 +94,14 @@ const SOURCE_KEYS: [&str; 43] = [
 ];
 
 /// Each section header with its keys.
-fn sections() -> [(&'static str, &'static [&'static str]); 6] {
+fn sections() -> [(&'static str, &'static [&'static str]); 7] {
     [
         ("[server]", &SERVER_KEYS),
         ("[retention]", &RETENTION_KEYS),
         ("[log]", &LOG_KEYS),
         ("[admin]", &ADMIN_KEYS),
         ("[alerts]", &ALERT_KEYS),
+        ("[replication]", &REPLICATION_KEYS),
         ("[[source]]", &SOURCE_KEYS),
     ]
 }
@@ -132,7 +143,8 @@ fn value(key: &'static str) -> BoxedStrategy<String> {
             || k.ends_with("interval")
             || k.ends_with("age")
             || k.ends_with("cooldown")
-            || k == "tolerance" =>
+            || k == "tolerance"
+            || k == "lease" =>
         {
             duration.boxed()
         }
@@ -149,6 +161,12 @@ fn value(key: &'static str) -> BoxedStrategy<String> {
         .boxed(),
         "signed_payload" => template.boxed(),
         "kind" => kind.boxed(),
+        "role" => prop_oneof![
+            Just(quoted("primary".into())),
+            Just(quoted("standby".into())),
+            text.clone()
+        ]
+        .boxed(),
         k if k.ends_with("_file") => file.boxed(),
         "retry_statuses" | "forward_headers" | "secrets" | "filter_types" => {
             proptest::collection::vec(scalar.clone(), 0..4)

@@ -29,6 +29,7 @@ pub struct RawConfig {
     pub alerts: Option<RawAlerts>,
     pub admin: Option<RawAdmin>,
     pub keys: Option<RawKeys>,
+    pub replication: Option<RawReplication>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub source: Vec<RawSource>,
 }
@@ -94,6 +95,21 @@ pub struct RawKeys {
     pub ttl: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub client: Vec<RawKeyClient>,
+}
+
+/// `[replication]`: the write-ahead log replicated to a NATS JetStream
+/// stream, and this node's role.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawReplication {
+    pub url: Option<String>,
+    pub stream: Option<String>,
+    pub replicas: Option<u64>,
+    pub role: Option<String>,
+    pub lease: Option<String>,
+    pub node: Option<String>,
+    pub creds_file: Option<String>,
+    pub ca_file: Option<String>,
 }
 
 /// `[[keys.client]]`: one app, its token and its namespace.
@@ -364,6 +380,13 @@ pub mod default {
     /// How long a key is kept after its last change: the 30 days the
     /// idempotency guides use for side effects such as emails.
     pub const KEY_TTL: &str = "30d";
+    /// The replication stream's name: one per inbox.
+    pub const REPLICATION_STREAM: &str = "hookinbox";
+    pub const REPLICATION_REPLICAS: u64 = 1;
+    /// A primary not heard of this long is replaced: longer than the
+    /// renewals a NATS leader election can delay (3.6–8.2 s measured), so
+    /// the lease is renewed several times a lease.
+    pub const REPLICATION_LEASE: &str = "10s";
     pub const MAX_CONNECTIONS: u64 = 1024;
     pub const MAX_BUFFERED_BODY: usize = 64 << 20;
 
@@ -523,6 +546,8 @@ mod tests {
             "[alerts]\nurl = \"http://127.0.0.1:9/\"\n"
         } else if takes::<RawKeys>(setting) {
             "[keys]\n"
+        } else if takes::<RawReplication>(setting) {
+            "[replication]\nurl = \"nats://127.0.0.1:9\"\nrole = \"standby\"\n"
         } else if takes::<RawSource>(setting) {
             // Delivery keys need a destination, ordering_on_dead_letter an
             // ordering_key.

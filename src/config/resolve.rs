@@ -168,6 +168,7 @@ impl Config<Loaded> {
             log: self.log,
             admin: AdminConfig { token },
             keys: self.keys,
+            replication: self.replication,
             alerts: self.alerts,
             sources,
             warnings: self.warnings,

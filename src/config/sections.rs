@@ -89,6 +89,35 @@ pub struct KeysConfig {
     pub clients: Vec<KeyClient>,
 }
 
+/// `[replication]`: the write-ahead log replicated to a NATS JetStream
+/// stream ([`crate::replicate`]), and this node's role.
+#[derive(Debug, Clone)]
+pub struct ReplicationConfig {
+    /// One or more NATS servers (`nats://` or `tls://`).
+    pub urls: Vec<reqwest::Url>,
+    /// The stream's name, one per inbox.
+    pub stream: String,
+    /// The stream's replicas when the primary creates it.
+    pub replicas: usize,
+    pub role: ReplicationRole,
+    /// A primary not heard of this long is replaced by a standby.
+    pub lease: Duration,
+    /// This node's name in the lease.
+    pub node: String,
+    pub creds_file: Option<std::path::PathBuf>,
+    pub ca_file: Option<std::path::PathBuf>,
+}
+
+/// What a node of a replicated inbox does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplicationRole {
+    /// Takes webhooks and delivers them, its log shipped to the stream.
+    Primary,
+    /// Follows the stream, serves reads, and takes over when the primary's
+    /// lease lapses.
+    Standby,
+}
+
 /// One app allowed to use keys: its token reaches only its namespace.
 #[derive(Debug, Clone)]
 pub struct KeyClient {

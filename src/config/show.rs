@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use super::raw::{
     CodeOrText, OneOrMany, RawAdmin, RawAlerts, RawConfig, RawDestination, RawDestinations,
-    RawKeyClient, RawKeys, RawLog, RawRetention, RawServer, RawSize, RawSource,
+    RawKeyClient, RawKeys, RawLog, RawReplication, RawRetention, RawServer, RawSize, RawSource,
 };
 use super::{
-    Config, DeliveryConfig, GivenSecret, Loaded, Locator, PayloadPart, SecretOrigin, SecretPlan,
-    SecretPurpose, SourceConfig, StatusPattern, redact_url,
+    Config, DeliveryConfig, GivenSecret, Loaded, Locator, PayloadPart, ReplicationRole,
+    SecretOrigin, SecretPlan, SecretPurpose, SourceConfig, StatusPattern, redact_url,
 };
 
 /// What stands for a secret written inline.
@@ -95,6 +95,22 @@ pub fn redacted_toml(config: &Config<Loaded>) -> String {
                     }
                 })
                 .collect(),
+        }),
+        replication: config.replication.as_ref().map(|r| RawReplication {
+            url: Some(r.urls.iter().map(redact_url).collect::<Vec<_>>().join(",")),
+            stream: Some(r.stream.clone()),
+            replicas: Some(r.replicas as u64),
+            role: Some(
+                match r.role {
+                    ReplicationRole::Primary => "primary",
+                    ReplicationRole::Standby => "standby",
+                }
+                .to_owned(),
+            ),
+            lease: Some(human(r.lease)),
+            node: Some(r.node.clone()),
+            creds_file: r.creds_file.as_deref().map(path),
+            ca_file: r.ca_file.as_deref().map(path),
         }),
         source: config.sources.iter().map(source).collect(),
     };

@@ -1096,3 +1096,102 @@ fn keys_refusals_name_the_place_and_the_problem() {
         error(&client("token_env = \"X\"\n"))
     );
 }
+
+/// `[replication]`: the servers, the stream, the role and the lease, with
+/// their defaults; the effective config hides a URL's credentials.
+#[test]
+fn replication_takes_its_servers_role_and_lease() {
+    assert!(Config::embedded(&no_env).unwrap().replication.is_none());
+    let text = "[replication]\nurl = \"nats://u:secret@10.0.0.2:4222, tls://10.0.0.3:4222\"\n\
+                role = \"standby\"\nnode = \"vm-b\"\n";
+    let config = Config::from_toml(text, "f.toml", None, &no_env).unwrap();
+    let r = config.replication.as_ref().unwrap();
+    assert_eq!(r.urls.len(), 2);
+    assert_eq!(r.urls[1].as_str(), "tls://10.0.0.3:4222");
+    assert_eq!(
+        (r.stream.as_str(), r.replicas, r.role, r.node.as_str()),
+        ("hookinbox", 1, ReplicationRole::Standby, "vm-b")
+    );
+    assert_eq!(r.lease, Duration::from_secs(10));
+    let shown = config.to_redacted_toml();
+    assert!(!shown.contains("u:secret"), "{shown}");
+    assert!(shown.contains("nats://[redacted]@10.0.0.2:4222"), "{shown}");
+    assert!(shown.contains("role = \"standby\""), "{shown}");
+    // Without a node, the host's name.
+    let text = "[replication]\nurl = \"nats://127.0.0.1:4222\"\nrole = \"primary\"\n\
+                stream = \"shop_inbox\"\nreplicas = 3\nlease = \"5s\"\n";
+    let r = Config::from_toml(text, "f.toml", None, &no_env)
+        .unwrap()
+        .replication
+        .unwrap();
+    assert_eq!((r.replicas, r.lease), (3, Duration::from_secs(5)));
+    assert!(!r.node.is_empty());
+}
+
+/// Each refusal of `[replication]` names its key and what to do.
+#[test]
+fn replication_refusals_name_the_key_and_the_problem() {
+    let base = "[replication]\nurl = \"nats://127.0.0.1:4222\"\nrole = \"primary\"\n";
+    let cases = [
+        (
+            "[replication]\nrole = \"primary\"\n",
+            "replication.url",
+            "is required",
+        ),
+        (
+            "[replication]\nurl = \"http://127.0.0.1:4222\"\nrole = \"primary\"\n",
+            "replication.url",
+            "nats://",
+        ),
+        (
+            "[replication]\nurl = \"nats://127.0.0.1:4222\"\n",
+            "replication.role",
+            "is required",
+        ),
+        (
+            "[replication]\nurl = \"nats://127.0.0.1:4222\"\nrole = \"leader\"\n",
+            "replication.role",
+            "\"primary\" or \"standby\"",
+        ),
+        (
+            &format!("{base}stream = \"a.b\"\n"),
+            "replication.stream",
+            "letters, digits",
+        ),
+        (
+            &format!("{base}replicas = 0\n"),
+            "replication.replicas",
+            "1 to 5",
+        ),
+        (
+            &format!("{base}replicas = 7\n"),
+            "replication.replicas",
+            "1 to 5",
+        ),
+        (
+            &format!("{base}lease = \"1s\"\n"),
+            "replication.lease",
+            "at least 2s",
+        ),
+        (&format!("{base}lease = \"2m\"\n"), "replication.lease", ""),
+        (
+            &format!("{base}node = \" \"\n"),
+            "replication.node",
+            "is empty",
+        ),
+        (
+            &format!("{base}creds_file = \"/nonexistent/nats.creds\"\n"),
+            "replication.creds_file",
+            "cannot read",
+        ),
+    ];
+    for (text, key, says) in cases {
+        let error = Config::from_toml(text, "f.toml", None, &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains(key) && error.contains(says),
+            "{text}: {error}"
+        );
+    }
+}

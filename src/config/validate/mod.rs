@@ -7,7 +7,7 @@
 //!
 //! This file holds the entry points ([`validate`], [`validate_operator`]),
 //! `Ctx` and the secret reader; each section's checks are in its own file:
-//! `server.rs` (with `[retention]` and `[log]`), `admin.rs`, `keys.rs`, `alerts.rs`,
+//! `server.rs` (with `[retention]` and `[log]`), `admin.rs`, `keys.rs`, `replication.rs`, `alerts.rs`,
 //! `source.rs` and `destination.rs`.
 
 use std::path::{Path, PathBuf};
@@ -23,6 +23,7 @@ use super::{
 use admin::validate_admin;
 use alerts::validate_alerts;
 use keys::validate_keys;
+use replication::validate_replication;
 use server::{log_level, validate_retention, validate_server};
 use source::validate_source;
 
@@ -30,6 +31,7 @@ mod admin;
 mod alerts;
 mod destination;
 mod keys;
+mod replication;
 mod server;
 mod source;
 
@@ -276,6 +278,10 @@ pub fn validate(
     let admin = validate_admin(&mut cx, raw.admin.unwrap_or_default())?;
     let keys = validate_keys(&mut cx, raw.keys.unwrap_or_default(), &admin)?;
     let alerts = raw.alerts.map(|ra| validate_alerts(&cx, ra)).transpose()?;
+    let replication = raw
+        .replication
+        .map(|rr| validate_replication(&cx, rr))
+        .transpose()?;
 
     let mut sources: Vec<SourceConfig<Loaded>> = Vec::new();
     for (i, rs) in raw.source.into_iter().enumerate() {
@@ -330,6 +336,7 @@ pub fn validate(
         log,
         admin,
         keys,
+        replication,
         alerts,
         sources,
         warnings: cx.warnings,

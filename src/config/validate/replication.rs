@@ -1,0 +1,104 @@
+//! The `[replication]` section: the NATS servers, the stream, this node's
+//! role and its lease. Files it names are checked to be readable here, as
+//! a destination's are.
+
+use std::time::Duration;
+
+use super::Ctx;
+use crate::config::raw::{RawReplication, default};
+use crate::config::{ConfigError, ReplicationConfig, ReplicationRole};
+
+/// The longest lease: a primary gone a minute is long gone.
+const LONGEST_LEASE: Duration = Duration::from_secs(60);
+/// The shortest: one NATS leader election lasts several seconds, and a
+/// lease that lapses during one replaces a primary that was never gone.
+const SHORTEST_LEASE: Duration = Duration::from_secs(2);
+
+pub(super) fn validate_replication(
+    cx: &Ctx<'_>,
+    rr: RawReplication,
+) -> Result<ReplicationConfig, ConfigError> {
+    let key = |k: &str| format!("replication.{k}");
+    let Some(text) = rr.url else {
+        return Err(cx.err(key("url"), "is required: the NATS servers to replicate to"));
+    };
+    let mut urls = Vec::new();
+    for one in text.split(',').map(str::trim) {
+        // The error names the key, not the text: a URL can hold a credential.
+        let url = reqwest::Url::parse(one)
+            .map_err(|e| cx.err(key("url"), format!("is not a list of URLs: {e}")))?;
+        if !matches!(url.scheme(), "nats" | "tls") || url.host_str().is_none_or(str::is_empty) {
+            return Err(cx.err(
+                key("url"),
+                "each server must be nats://host:port or tls://host:port",
+            ));
+        }
+        urls.push(url);
+    }
+    let stream = rr
+        .stream
+        .unwrap_or_else(|| default::REPLICATION_STREAM.to_owned());
+    let valid = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    if stream.is_empty() || stream.len() > 64 || !stream.chars().all(valid) {
+        return Err(cx.err(
+            key("stream"),
+            "must be 1 to 64 letters, digits, '-' or '_' (a JetStream stream name)",
+        ));
+    }
+    let replicas = rr.replicas.unwrap_or(default::REPLICATION_REPLICAS);
+    if !(1..=5).contains(&replicas) {
+        return Err(cx.err(key("replicas"), "must be 1 to 5 (JetStream's limit)"));
+    }
+    let role = match rr.role.as_deref() {
+        Some("primary") => ReplicationRole::Primary,
+        Some("standby") => ReplicationRole::Standby,
+        Some(_) => return Err(cx.err(key("role"), "must be \"primary\" or \"standby\"")),
+        None => {
+            return Err(cx.err(
+                key("role"),
+                "is required: \"primary\" (takes webhooks) or \"standby\" (follows and takes over)",
+            ));
+        }
+    };
+    let lease = cx.duration(
+        &key("lease"),
+        rr.lease.as_deref(),
+        default::REPLICATION_LEASE,
+        LONGEST_LEASE,
+    )?;
+    if lease < SHORTEST_LEASE {
+        return Err(cx.err(
+            key("lease"),
+            "must be at least 2s: shorter lapses during a NATS leader election",
+        ));
+    }
+    let node = match rr.node {
+        Some(node) => node,
+        None => rustix::system::uname()
+            .nodename()
+            .to_string_lossy()
+            .into_owned(),
+    };
+    if node.trim().is_empty() {
+        return Err(cx.err(key("node"), "is empty: name this node"));
+    }
+    let readable = |k: &str, path: Option<String>| -> Result<_, ConfigError> {
+        let Some(path) = path else {
+            return Ok(None);
+        };
+        let path = cx.path(&path);
+        std::fs::metadata(&path)
+            .map_err(|e| cx.err(key(k), format!("cannot read {}: {e}", path.display())))?;
+        Ok(Some(path))
+    };
+    Ok(ReplicationConfig {
+        urls,
+        stream,
+        replicas: replicas as usize,
+        role,
+        lease,
+        node,
+        creds_file: readable("creds_file", rr.creds_file)?,
+        ca_file: readable("ca_file", rr.ca_file)?,
+    })
+}
