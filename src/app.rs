@@ -43,13 +43,14 @@ pub enum AppError {
     Tls(#[from] TlsError),
     #[error("{0}")]
     Io(#[from] std::io::Error),
-    /// `[replication]` is read and checked, but this build does not run it
-    /// yet: starting without it would leave the operator believing the log
-    /// is replicated.
+    /// A standby is read and checked, but this build does not run one
+    /// yet: starting as something else would mislead the operator.
     #[error(
-        "[replication] is not run by this build yet (the log would not be replicated): remove the section"
+        "[replication] role = \"standby\" is not run by this build yet: use \"primary\", or remove the section"
     )]
     ReplicationNotRun,
+    #[error("replication: {0}")]
+    Replication(String),
 }
 
 /// The admin listener's connection cap: a handful of operators, scrapers
@@ -82,14 +83,20 @@ impl App {
         clock: Clock,
         shutdown: CancellationToken,
     ) -> Result<App, AppError> {
-        if config.replication.is_some() {
-            return Err(AppError::ReplicationNotRun);
-        }
         for warning in &config.warnings {
             tracing::warn!("{warning}");
         }
         let metrics = declared_metrics(&config);
-        let (store, writer) = open_store(&config, &metrics).await?;
+        let primary = replication_primary(&config).await?;
+        let shipper = primary.as_ref().map(|(p, _)| p.clone());
+        let (store, writer) = open_store(&config, &metrics, shipper).await?;
+        let lease = primary.map(|(_, lease)| {
+            let every = config
+                .replication
+                .as_ref()
+                .map_or(Duration::from_secs(3), |r| r.lease / 4);
+            (lease, every)
+        });
         let destinations = destinations(&config)?;
         let paused_states = store.paused_states()?;
         // After every read at startup: a failed probe makes the writer reopen
@@ -143,6 +150,7 @@ impl App {
             scheduler,
             summary_interval: config.log.summary_interval,
             writer_exited,
+            lease,
         };
         let task = tokio::spawn(run(wiring, writer, shutdown));
         Ok(App {
@@ -212,10 +220,60 @@ fn declared_metrics(config: &Config) -> Metrics {
 /// Opens the store on a blocking thread (recovery may replay the log), each
 /// commit counted in `metrics`. Starts the writer thread, which the returned
 /// handle owns and `run` drains last.
-async fn open_store(config: &Config, metrics: &Metrics) -> Result<(Store, WriterHandle), AppError> {
+/// With `[replication]` as primary: the publisher that ships the log's
+/// frames, and the lease, taken (refused if another node holds it).
+async fn replication_primary(
+    config: &Config,
+) -> Result<Option<(Arc<dyn crate::store::Shipper>, crate::replicate::Lease)>, AppError> {
+    use crate::config::ReplicationRole;
+    use crate::replicate::{Lease, Publisher, StreamSettings};
+    let Some(r) = &config.replication else {
+        return Ok(None);
+    };
+    if r.role == ReplicationRole::Standby {
+        return Err(AppError::ReplicationNotRun);
+    }
+    let settings = StreamSettings {
+        urls: r
+            .urls
+            .iter()
+            .map(|u| u.as_str().trim_end_matches('/').to_owned())
+            .collect::<Vec<_>>()
+            .join(","),
+        stream: r.stream.clone(),
+        replicas: r.replicas,
+        creds_file: r.creds_file.clone(),
+        ca: r.ca_file.clone(),
+        ack_timeout: Duration::from_secs(2),
+        budget: r.lease,
+        max_part: None,
+    };
+    let failed = |e: &dyn std::fmt::Display| AppError::Replication(e.to_string());
+    let lease = Lease::connect(&settings, &r.node, r.lease)
+        .await
+        .map_err(|e| failed(&e))?;
+    lease.acquire().await.map_err(|e| {
+        failed(&format!(
+            "{e}: this node ({}) cannot start as the primary",
+            r.node
+        ))
+    })?;
+    let publisher = Publisher::connect(&settings)
+        .await
+        .map_err(|e| failed(&e))?;
+    tracing::info!(node = %r.node, stream = %r.stream, "replicating the log as the primary");
+    Ok(Some((Arc::new(publisher), lease)))
+}
+
+async fn open_store(
+    config: &Config,
+    metrics: &Metrics,
+    shipper: Option<Arc<dyn crate::store::Shipper>>,
+) -> Result<(Store, WriterHandle), AppError> {
     let commits = metrics.clone();
     let options = StoreOptions {
         on_commit: Some(Arc::new(move |jobs, took| commits.commit(jobs, took))),
+        shipper,
         payload_ttl: config.retention.payload_ttl,
         dlq_ttl: config.retention.dlq_ttl,
         ..StoreOptions::new(&config.server.data_dir, config.retention.dedupe_ttl)
@@ -339,6 +397,8 @@ struct Wiring {
     summary_interval: Duration,
     /// Resolves when the writer thread has exited.
     writer_exited: oneshot::Receiver<()>,
+    /// A replicating primary's lease, and how often to renew it.
+    lease: Option<(crate::replicate::Lease, Duration)>,
 }
 
 /// The app's life after `start`: starts every task, runs until `shutdown`
@@ -394,6 +454,7 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
         scheduler,
         summary_interval,
         writer_exited,
+        lease,
     } = wiring;
     let mut tasks = Tasks::default();
     tasks.spawn(
@@ -442,6 +503,15 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
         let _ = writer_exited.await;
         Err::<(), _>(TaskError::WriterStopped)
     });
+    if let Some((lease, every)) = lease {
+        // Given up after the scheduler stops, when nothing new is taken.
+        let stop = back.clone();
+        tasks.spawn(TaskName::Lease, async move {
+            crate::replicate::keep_lease(lease, every, stop)
+                .await
+                .map_err(|holder| TaskError::Replaced { holder })
+        });
+    }
     tasks
 }
 

@@ -24,6 +24,8 @@ pub enum TaskName {
     Summary,
     Prober,
     Writer,
+    /// A replicating primary's lease renewals.
+    Lease,
 }
 
 impl std::fmt::Display for TaskName {
@@ -37,6 +39,7 @@ impl std::fmt::Display for TaskName {
             TaskName::Summary => "log summary",
             TaskName::Prober => "readiness prober",
             TaskName::Writer => "store writer",
+            TaskName::Lease => "replication lease",
         })
     }
 }
@@ -50,6 +53,10 @@ pub enum TaskError {
     WriterStopped,
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Another node holds the replication lease: this one was replaced and
+    /// must take no more webhooks.
+    #[error("node {holder:?} took over the replication lease: this node was replaced")]
+    Replaced { holder: String },
 }
 
 /// How a task ended.

@@ -14,3 +14,33 @@ pub mod publish;
 pub use follow::{FollowError, Follower};
 pub use lease::{Lease, LeaseError};
 pub use publish::{ConnectError, Publisher, StreamSettings};
+
+/// The primary's renewals of its lease, a few times a lease, until
+/// `stop`; then it gives the lease up. Ends with the new holder's name
+/// when another node took it (the app then stops: it was replaced). A
+/// renewal the bucket does not answer is tried again at the next tick.
+pub async fn keep_lease(
+    lease: Lease,
+    every: std::time::Duration,
+    stop: tokio_util::sync::CancellationToken,
+) -> Result<(), String> {
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = stop.cancelled() => {
+                if let Err(e) = lease.release().await {
+                    tracing::warn!(error = %e, "could not give up the replication lease; it lapses by itself");
+                }
+                return Ok(());
+            }
+        }
+        match lease.renew().await {
+            Ok(()) => {}
+            Err(LeaseError::Held { holder }) => return Err(holder),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot renew the replication lease; trying again")
+            }
+        }
+    }
+}

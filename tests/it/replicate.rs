@@ -330,3 +330,75 @@ async fn the_lease_has_one_holder_and_lapses_a_lease_after_the_last_renewal() {
     a.acquire().await.unwrap();
     assert_eq!(b.holder().await.unwrap().as_deref(), Some("a"));
 }
+
+/// The app as a replicating primary: it takes the lease, each verified
+/// webhook's frame is in the stream before its 2xx, and a second node
+/// configured as primary while the lease is held is refused at start,
+/// naming the holder. A clean stop gives the lease up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_as_primary_holds_the_lease_and_ships_before_each_2xx() {
+    use crate::support::{TestServer, server_section, standard_headers, standard_source};
+    use hookinbox::clock::Clock;
+    use hookinbox::config::Config;
+
+    let dir = tempfile::tempdir().unwrap();
+    let nats = NatsServer::start(&dir.path().join("nats"));
+    let config = |data: &str, node: &str| {
+        format!(
+            "{}[replication]\nurl = \"{}\"\nstream = \"{STREAM}\"\nrole = \"primary\"\nnode = \"{node}\"\nlease = \"2s\"\n\n{}",
+            server_section(&dir.path().join(data)),
+            nats.url(),
+            standard_source("shop")
+        )
+    };
+    let server = TestServer::start(&config("a", "vm-a"), Clock::system()).await;
+    for i in 0..5 {
+        let body = format!("{{\"type\":\"t\",\"n\":{i}}}").into_bytes();
+        let a = server
+            .post(
+                "/in/shop",
+                &standard_headers(&format!("evt_{i}"), &body),
+                body,
+            )
+            .await;
+        assert_eq!(a.status, 200, "{:?}", a.json);
+        let shipped = frames(&nats.url()).await;
+        assert!(
+            shipped.len() > i,
+            "answered before its frame was in the stream"
+        );
+    }
+    // A second primary while vm-a holds the lease: refused, naming it.
+    let (second, _) = Config::from_toml(&config("b", "vm-b"), "test", None, &|_| None)
+        .unwrap()
+        .resolve()
+        .unwrap();
+    let listeners = hookinbox::app::Listeners {
+        ingest: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        admin: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+    };
+    let refused = hookinbox::app::App::start(
+        second,
+        listeners,
+        Clock::system(),
+        tokio_util::sync::CancellationToken::new(),
+    )
+    .await;
+    match refused {
+        Err(e) => assert!(e.to_string().contains("vm-a"), "{e}"),
+        Ok(_) => panic!("a second primary started while the lease was held"),
+    }
+    server.stop().await;
+    let lease = hookinbox::replicate::Lease::connect(
+        &settings(&nats.url()),
+        "probe",
+        Duration::from_secs(2),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        lease.holder().await.unwrap(),
+        None,
+        "given up at a clean stop"
+    );
+}
