@@ -43,12 +43,6 @@ pub enum AppError {
     Tls(#[from] TlsError),
     #[error("{0}")]
     Io(#[from] std::io::Error),
-    /// A standby is read and checked, but this build does not run one
-    /// yet: starting as something else would mislead the operator.
-    #[error(
-        "[replication] role = \"standby\" is not run by this build yet: use \"primary\", or remove the section"
-    )]
-    ReplicationNotRun,
     #[error("replication: {0}")]
     Replication(String),
 }
@@ -87,15 +81,25 @@ impl App {
             tracing::warn!("{warning}");
         }
         let metrics = declared_metrics(&config);
-        let primary = replication_primary(&config).await?;
-        let shipper = primary.as_ref().map(|(p, _)| p.clone());
-        let (store, writer) = open_store(&config, &metrics, shipper).await?;
-        let lease = primary.map(|(_, lease)| {
-            let every = config
-                .replication
-                .as_ref()
-                .map_or(Duration::from_secs(3), |r| r.lease / 4);
-            (lease, every)
+        let replicated = replication(&config).await?;
+        let (shipper, standby_of) = match &replicated {
+            None => (None, None),
+            Some(Replicated::Primary { shipper, .. }) => (Some(shipper.clone()), None),
+            Some(Replicated::Standby { shipper, tag, .. }) => (Some(shipper.clone()), Some(*tag)),
+        };
+        let (store, writer) = open_store(&config, &metrics, shipper, standby_of).await?;
+        let every = config
+            .replication
+            .as_ref()
+            .map_or(Duration::from_secs(3), |r| r.lease / 4);
+        let lease = replicated.map(|r| match r {
+            Replicated::Primary { lease, .. } => (LeaseTask::Keep(lease), every),
+            Replicated::Standby {
+                lease,
+                follower,
+                tag,
+                ..
+            } => (LeaseTask::StandBy(follower, tag, lease), every),
         });
         let destinations = destinations(&config)?;
         let paused_states = store.paused_states()?;
@@ -220,19 +224,37 @@ fn declared_metrics(config: &Config) -> Metrics {
 /// Opens the store on a blocking thread (recovery may replay the log), each
 /// commit counted in `metrics`. Starts the writer thread, which the returned
 /// handle owns and `run` drains last.
-/// With `[replication]` as primary: the publisher that ships the log's
-/// frames, and the lease, taken (refused if another node holds it).
-async fn replication_primary(
-    config: &Config,
-) -> Result<Option<(Arc<dyn crate::store::Shipper>, crate::replicate::Lease)>, AppError> {
+/// What `[replication]` makes of this node: how it ships its log, and
+/// the task that keeps (or waits for) the primary's lease.
+enum Replicated {
+    Primary {
+        shipper: Arc<dyn crate::store::Shipper>,
+        lease: crate::replicate::Lease,
+    },
+    Standby {
+        shipper: Arc<dyn crate::store::Shipper>,
+        lease: crate::replicate::Lease,
+        follower: Box<crate::replicate::Follower>,
+        tag: u32,
+    },
+}
+
+/// The lease task's work, for `run`.
+enum LeaseTask {
+    Keep(crate::replicate::Lease),
+    StandBy(Box<crate::replicate::Follower>, u32, crate::replicate::Lease),
+}
+
+/// With `[replication]`: the publisher that ships the log (a standby's
+/// for when it is promoted) and the lease; a primary takes it at once
+/// (refused if another node holds it), a standby its follower and the
+/// tag of the stream's database.
+async fn replication(config: &Config) -> Result<Option<Replicated>, AppError> {
     use crate::config::ReplicationRole;
-    use crate::replicate::{Lease, Publisher, StreamSettings};
+    use crate::replicate::{Follower, Lease, Publisher, StreamSettings};
     let Some(r) = &config.replication else {
         return Ok(None);
     };
-    if r.role == ReplicationRole::Standby {
-        return Err(AppError::ReplicationNotRun);
-    }
     let settings = StreamSettings {
         urls: r
             .urls
@@ -252,6 +274,24 @@ async fn replication_primary(
     let lease = Lease::connect(&settings, &r.node, r.lease)
         .await
         .map_err(|e| failed(&e))?;
+    if r.role == ReplicationRole::Standby {
+        let follower = Follower::connect(&settings).await.map_err(|e| failed(&e))?;
+        let Some(tag) = follower.tag().await.map_err(|e| failed(&e))? else {
+            return Err(failed(
+                &"the stream holds no frame yet: start the primary first",
+            ));
+        };
+        let publisher = Publisher::connect(&settings)
+            .await
+            .map_err(|e| failed(&e))?;
+        tracing::info!(node = %r.node, stream = %r.stream, "following the stream as a standby");
+        return Ok(Some(Replicated::Standby {
+            shipper: Arc::new(publisher),
+            lease,
+            follower: Box::new(follower),
+            tag,
+        }));
+    }
     lease.acquire().await.map_err(|e| {
         failed(&format!(
             "{e}: this node ({}) cannot start as the primary",
@@ -262,18 +302,24 @@ async fn replication_primary(
         .await
         .map_err(|e| failed(&e))?;
     tracing::info!(node = %r.node, stream = %r.stream, "replicating the log as the primary");
-    Ok(Some((Arc::new(publisher), lease)))
+    Ok(Some(Replicated::Primary {
+        shipper: Arc::new(publisher),
+        lease,
+    }))
 }
 
 async fn open_store(
     config: &Config,
     metrics: &Metrics,
     shipper: Option<Arc<dyn crate::store::Shipper>>,
+    standby_of: Option<u32>,
 ) -> Result<(Store, WriterHandle), AppError> {
     let commits = metrics.clone();
     let options = StoreOptions {
         on_commit: Some(Arc::new(move |jobs, took| commits.commit(jobs, took))),
         shipper,
+        standby: standby_of.is_some(),
+        tag: standby_of,
         payload_ttl: config.retention.payload_ttl,
         dlq_ttl: config.retention.dlq_ttl,
         ..StoreOptions::new(&config.server.data_dir, config.retention.dedupe_ttl)
@@ -397,8 +443,8 @@ struct Wiring {
     summary_interval: Duration,
     /// Resolves when the writer thread has exited.
     writer_exited: oneshot::Receiver<()>,
-    /// A replicating primary's lease, and how often to renew it.
-    lease: Option<(crate::replicate::Lease, Duration)>,
+    /// A replicating node's lease task, and how often it looks.
+    lease: Option<(LeaseTask, Duration)>,
 }
 
 /// The app's life after `start`: starts every task, runs until `shutdown`
@@ -484,7 +530,24 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
             front.clone(),
         ),
     );
-    tasks.spawn(TaskName::Sweeper, sweeper.run(front.clone()));
+    // A standby's scheduler and sweeper start when it is promoted.
+    let prober_store = prober.clone();
+    let gate = |store: Store, stop: CancellationToken| async move {
+        tokio::select! {
+            () = store.promoted() => true,
+            () = stop.cancelled() => false,
+        }
+    };
+    {
+        let (store, stop) = (prober.clone(), front.clone());
+        tasks.spawn(TaskName::Sweeper, async move {
+            if gate(store, stop.clone()).await {
+                sweeper.run(stop).await
+            } else {
+                Ok(())
+            }
+        });
+    }
     tasks.spawn(
         TaskName::Prober,
         prober.keep_probing(probe_bytes, front.clone()),
@@ -492,7 +555,16 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
     if let Some(alerter) = alerter {
         tasks.spawn(TaskName::Alerter, alerter.run(front.clone()));
     }
-    tasks.spawn(TaskName::Scheduler, scheduler.run(back.clone()));
+    {
+        let (store, stop) = (prober_store.clone(), back.clone());
+        tasks.spawn(TaskName::Scheduler, async move {
+            if gate(store, stop.clone()).await {
+                scheduler.run(stop).await
+            } else {
+                Ok(())
+            }
+        });
+    }
     // Stopped with the scheduler: its last line counts the attempts
     // that finished while ingest drained.
     tasks.spawn(
@@ -503,13 +575,18 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
         let _ = writer_exited.await;
         Err::<(), _>(TaskError::WriterStopped)
     });
-    if let Some((lease, every)) = lease {
+    if let Some((task, every)) = lease {
         // Given up after the scheduler stops, when nothing new is taken.
         let stop = back.clone();
+        let store = prober_store.clone();
         tasks.spawn(TaskName::Lease, async move {
-            crate::replicate::keep_lease(lease, every, stop)
-                .await
-                .map_err(|holder| TaskError::Replaced { holder })
+            match task {
+                LeaseTask::Keep(lease) => crate::replicate::keep_lease(lease, every, stop).await,
+                LeaseTask::StandBy(follower, tag, lease) => {
+                    crate::replicate::stand_by(store, *follower, tag, lease, every, stop).await
+                }
+            }
+            .map_err(|holder| TaskError::Replaced { holder })
         });
     }
     tasks

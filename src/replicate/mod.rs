@@ -44,3 +44,66 @@ pub async fn keep_lease(
         }
     }
 }
+
+/// A standby's life: follows the stream until the primary's lease is free
+/// and this node takes it, then applies what is left, is promoted, and
+/// keeps the lease as the primary ([`keep_lease`]). Ends `Ok` at `stop`;
+/// with why, when following fails or another node took the lease.
+pub async fn stand_by(
+    store: crate::store::Store,
+    follower: Follower,
+    tag: u32,
+    lease: Lease,
+    every: std::time::Duration,
+    stop: tokio_util::sync::CancellationToken,
+) -> Result<(), String> {
+    let taken = std::sync::atomic::AtomicBool::new(false);
+    let lease_free = async {
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(every) => {}
+                () = stop.cancelled() => return,
+            }
+            match lease.acquire().await {
+                Ok(()) => {
+                    taken.store(true, std::sync::atomic::Ordering::Relaxed);
+                    return;
+                }
+                Err(LeaseError::Held { .. }) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the replication lease; trying again")
+                }
+            }
+        }
+    };
+    follower
+        .follow(&store, tag, None, lease_free)
+        .await
+        .map_err(|e| e.to_string())?;
+    if !taken.load(std::sync::atomic::Ordering::Relaxed) {
+        return Ok(());
+    }
+    tracing::warn!(
+        "the primary's lease lapsed and this node took it: applying the rest of the stream"
+    );
+    // The old primary may still append until its next renewal fails: apply
+    // to the stream's end and promote, again until the two meet.
+    let mut tries = 0;
+    loop {
+        let end = follower.end().await.map_err(|e| e.to_string())?;
+        follower
+            .follow(&store, tag, Some(end), std::future::pending())
+            .await
+            .map_err(|e| e.to_string())?;
+        match store.promote().await {
+            Ok(()) => break,
+            Err(e) if tries < 50 => {
+                tries += 1;
+                tracing::info!(error = %crate::store::Report(&e), "not promoted yet; applying again");
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            Err(e) => return Err(crate::store::Report(&e).to_string()),
+        }
+    }
+    keep_lease(lease, every, stop).await
+}

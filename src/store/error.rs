@@ -128,7 +128,10 @@ impl WriteError {
             WriteError::Io(_) => true,
             WriteError::Wal(e) => matches!(e, wal::WalError::Io { .. }),
             WriteError::Unshipped(e) => matches!(e, ShipError::Unavailable { .. }),
-            WriteError::Role { .. } | WriteError::Gap { .. } => false,
+            // A standby refuses now; the primary (or this node, promoted)
+            // takes it: a provider's retry finds one.
+            WriteError::Role { .. } => true,
+            WriteError::Gap { .. } => false,
         }
     }
 }

@@ -36,6 +36,8 @@ pub(super) struct Shared {
     /// event-sized write) commits. A small commit passing proves nothing: on
     /// a full disk, claims and empty commits fit where events do not.
     pub(super) write_error: tokio::sync::watch::Sender<Option<Arc<WriteError>>>,
+    /// A standby until promoted: the writer takes only its primary's frames.
+    pub(super) standby: tokio::sync::watch::Sender<bool>,
 }
 
 /// The writer thread, to be joined at shutdown.

@@ -101,6 +101,7 @@ impl Store {
             dedupe: RwLock::new(dedupe),
             schedule_changed: Notify::new(),
             write_error: tokio::sync::watch::Sender::new(None),
+            standby: tokio::sync::watch::Sender::new(options.standby),
         });
         let (exit_tx, exited) = oneshot::channel();
         let thread_err = |e: std::io::Error| StoreError::Open {

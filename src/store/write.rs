@@ -3,13 +3,14 @@
 //! states, ping); readiness (`ready`, `probe`, `keep_probing`) and the
 //! scheduler's wake-up after a commit.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use redb::{ReadableDatabase, ReadableTable};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::error::StoreError;
+use super::error::{StoreError, WriteError};
 use super::handle::Store;
 use super::job::{Job, Message};
 use super::keys::{KeyAnswer, KeyOp};
@@ -175,11 +176,27 @@ impl Store {
     /// Whether the store can take events: the writer commits now, and no
     /// commit has failed since the last passing [`Store::probe`].
     pub async fn ready(&self) -> Result<(), StoreError> {
+        if self.is_standby() {
+            return Err(StoreError::Write(Arc::new(WriteError::Role {
+                standby: true,
+            })));
+        }
         self.ping().await?;
         match self.shared.write_error.borrow().clone() {
             Some(cause) => Err(StoreError::Write(cause)),
             None => Ok(()),
         }
+    }
+
+    /// Whether this store is a standby (until promoted).
+    pub fn is_standby(&self) -> bool {
+        *self.shared.standby.borrow()
+    }
+
+    /// Resolves once this store is a primary (at once if it is one).
+    pub async fn promoted(&self) {
+        let mut watch = self.shared.standby.subscribe();
+        let _ = watch.wait_for(|standby| !*standby).await;
     }
 
     /// No commit has failed since the last passing [`Store::probe`]: what

@@ -402,3 +402,75 @@ async fn the_app_as_primary_holds_the_lease_and_ships_before_each_2xx() {
         "given up at a clean stop"
     );
 }
+
+/// Two nodes: a primary and a standby that follows it. The standby is not
+/// ready and answers webhooks 503; when the primary stops, the standby
+/// takes the lease, applies the rest, is promoted and takes webhooks: every
+/// event the primary answered is there under its id, a resend is a
+/// duplicate, a new event is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_app_follows_and_takes_over_when_the_primary_stops() {
+    use crate::support::{TestServer, server_section, standard_headers, standard_source};
+    use hookinbox::clock::Clock;
+    use std::time::Instant;
+
+    let dir = tempfile::tempdir().unwrap();
+    let nats = NatsServer::start(&dir.path().join("nats"));
+    let config = |data: &str, node: &str, role: &str| {
+        format!(
+            "{}[replication]\nurl = \"{}\"\nstream = \"{STREAM}\"\nrole = \"{role}\"\nnode = \"{node}\"\nlease = \"2s\"\n\n{}",
+            server_section(&dir.path().join(data)),
+            nats.url(),
+            standard_source("shop")
+        )
+    };
+    let primary = TestServer::start(&config("a", "vm-a", "primary"), Clock::system()).await;
+    let send = async |server: &TestServer, id: &str| {
+        let body = format!("{{\"type\":\"t\",\"id\":\"{id}\"}}").into_bytes();
+        server
+            .post("/in/shop", &standard_headers(id, &body), body)
+            .await
+    };
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let a = send(&primary, &format!("evt_{i}")).await;
+        assert_eq!(a.status, 200, "{:?}", a.json);
+        ids.push(a.json["id"].as_str().unwrap().to_owned());
+    }
+    let standby = TestServer::start(&config("b", "vm-b", "standby"), Clock::system()).await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while standby.events().len() < 5 {
+        assert!(Instant::now() < deadline, "the standby did not follow");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let ready = standby.admin("GET", "/readyz", None, None).await;
+    assert_eq!(ready.status, 503, "{:?}", ready.json);
+    assert!(
+        ready.json["store"].as_str().unwrap().contains("standby"),
+        "{:?}",
+        ready.json
+    );
+    assert_eq!(send(&standby, "evt_x").await.status, 503);
+
+    primary.stop().await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let ready = standby.admin("GET", "/readyz", None, None).await;
+        if ready.status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no takeover: {:?}", ready.json);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let stored: Vec<String> = standby.events().iter().map(|e| e.id.clone()).collect();
+    assert_eq!(stored, ids);
+    let again = send(&standby, "evt_0").await;
+    assert_eq!(
+        (again.status, again.json["id"].as_str()),
+        (200, Some(ids[0].as_str()))
+    );
+    let new = send(&standby, "evt_5").await;
+    assert_eq!(new.status, 200, "{:?}", new.json);
+    assert_eq!(standby.events().len(), 6);
+    standby.stop().await;
+}

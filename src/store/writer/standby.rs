@@ -108,6 +108,7 @@ impl Writer {
             self.last_received_ms = row::decode_event(raw.value())?.received_at_ms;
         }
         self.standby = false;
+        self.shared.standby.send_replace(false);
         tracing::warn!(frame = self.lsn, "promoted: this store is the primary now");
         Ok(())
     }
