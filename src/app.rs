@@ -242,7 +242,11 @@ enum Replicated {
 /// The lease task's work, for `run`.
 enum LeaseTask {
     Keep(crate::replicate::Lease),
-    StandBy(Box<crate::replicate::Follower>, u32, crate::replicate::Lease),
+    StandBy(
+        Box<crate::replicate::Follower>,
+        u32,
+        crate::replicate::Lease,
+    ),
 }
 
 /// With `[replication]`: the publisher that ships the log (a standby's

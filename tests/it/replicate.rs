@@ -474,3 +474,107 @@ async fn a_standby_app_follows_and_takes_over_when_the_primary_stops() {
     assert_eq!(standby.events().len(), 6);
     standby.stop().await;
 }
+
+/// The primary's machine is lost under load: its process killed with
+/// SIGKILL and its data dir deleted. The standby takes over within a
+/// lease and a few seconds, and every event any sender got a 2xx for is
+/// there, under the id it was answered with; a resend of each is a
+/// duplicate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_standby_has_every_answered_event_after_the_primary_is_lost_under_load() {
+    use crate::support::{
+        BinaryServer, TestServer, client, server_section, standard_headers, standard_source,
+        write_config,
+    };
+    let request_body = |id: &str| format!("{{\"type\":\"t\",\"id\":\"{id}\"}}").into_bytes();
+    use hookinbox::clock::Clock;
+    use std::time::Instant;
+
+    let dir = tempfile::tempdir().unwrap();
+    let nats = NatsServer::start(&dir.path().join("nats"));
+    let section = |data: &str, node: &str, role: &str| {
+        format!(
+            "{}[replication]\nurl = \"{}\"\nstream = \"{STREAM}\"\nrole = \"{role}\"\nnode = \"{node}\"\nlease = \"3s\"\n\n{}",
+            server_section(&dir.path().join(data)),
+            nats.url(),
+            standard_source("shop")
+        )
+    };
+    let primary_dir = dir.path().join("a");
+    let config = write_config(dir.path(), &section("a", "vm-a", "primary"));
+    let mut primary = BinaryServer::start(&config, &[], None);
+    let standby = TestServer::start(&section("b", "vm-b", "standby"), Clock::system()).await;
+
+    // Four senders, each recording what it got a 2xx for, until the kill.
+    let answered = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let stop = tokio_util::sync::CancellationToken::new();
+    let mut senders = Vec::new();
+    for s in 0..4 {
+        let (answered, stop, url) = (answered.clone(), stop.clone(), primary.url("/in/shop"));
+        senders.push(tokio::spawn(async move {
+            let http = client();
+            for i in 0..10_000 {
+                if stop.is_cancelled() {
+                    break;
+                }
+                let id = format!("evt_{s}_{i}");
+                let body = request_body(&id);
+                let mut request = http.post(&url).body(body);
+                for (name, value) in standard_headers(&id, &request_body(&id)) {
+                    request = request.header(name, value);
+                }
+                // The connection breaks at the kill: that sender is done.
+                let Ok(response) = request.send().await else {
+                    break;
+                };
+                if response.status() == 200 {
+                    let json: serde_json::Value = response.json().await.unwrap_or_default();
+                    let stored = json["id"].as_str().unwrap_or_default().to_owned();
+                    answered.lock().unwrap().push((id, stored));
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    primary.kill9();
+    let killed = Instant::now();
+    stop.cancel();
+    for s in senders {
+        s.await.unwrap();
+    }
+    std::fs::remove_dir_all(&primary_dir).unwrap();
+    let answered = answered.lock().unwrap().clone();
+    assert!(answered.len() > 50, "load ran: {}", answered.len());
+
+    let took = loop {
+        let ready = standby.admin("GET", "/readyz", None, None).await;
+        if ready.status == 200 {
+            break killed.elapsed();
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(20),
+            "no takeover: {:?}",
+            ready.json
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    println!(
+        "takeover {took:?} after the kill (lease 3 s), {} events answered",
+        answered.len()
+    );
+    for (event_id, id) in &answered {
+        let found = standby.store().find("shop", event_id).unwrap();
+        assert_eq!(found.map(|e| e.id), Some(id.clone()), "{event_id}");
+    }
+    for (event_id, id) in answered.iter().take(20) {
+        let body = request_body(event_id);
+        let again = standby
+            .post("/in/shop", &standard_headers(event_id, &body), body)
+            .await;
+        assert_eq!(
+            (again.status, again.json["id"].as_str()),
+            (200, Some(id.as_str()))
+        );
+    }
+    standby.stop().await;
+}
