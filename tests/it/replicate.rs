@@ -482,6 +482,21 @@ async fn a_standby_app_follows_and_takes_over_when_the_primary_stops() {
 /// duplicate.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_standby_has_every_answered_event_after_the_primary_is_lost_under_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let nats = NatsServer::start(&dir.path().join("nats"));
+    lost_under_load(dir.path(), &nats.url(), 1).await;
+}
+
+/// The same on three NATS nodes, the stream and the lease replicated
+/// three times (R3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_three_nats_nodes_the_standby_has_every_answered_event_after_the_primary_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = crate::nats::NatsCluster::start(dir.path()).await;
+    lost_under_load(dir.path(), &cluster.urls(), 3).await;
+}
+
+async fn lost_under_load(dir: &Path, urls: &str, replicas: usize) {
     use crate::support::{
         BinaryServer, TestServer, client, server_section, standard_headers, standard_source,
         write_config,
@@ -490,18 +505,15 @@ async fn the_standby_has_every_answered_event_after_the_primary_is_lost_under_lo
     use hookinbox::clock::Clock;
     use std::time::Instant;
 
-    let dir = tempfile::tempdir().unwrap();
-    let nats = NatsServer::start(&dir.path().join("nats"));
     let section = |data: &str, node: &str, role: &str| {
         format!(
-            "{}[replication]\nurl = \"{}\"\nstream = \"{STREAM}\"\nrole = \"{role}\"\nnode = \"{node}\"\nlease = \"3s\"\n\n{}",
-            server_section(&dir.path().join(data)),
-            nats.url(),
+            "{}[replication]\nurl = \"{urls}\"\nstream = \"{STREAM}\"\nreplicas = {replicas}\nrole = \"{role}\"\nnode = \"{node}\"\nlease = \"3s\"\n\n{}",
+            server_section(&dir.join(data)),
             standard_source("shop")
         )
     };
-    let primary_dir = dir.path().join("a");
-    let config = write_config(dir.path(), &section("a", "vm-a", "primary"));
+    let primary_dir = dir.join("a");
+    let config = write_config(dir, &section("a", "vm-a", "primary"));
     let mut primary = BinaryServer::start(&config, &[], None);
     let standby = TestServer::start(&section("b", "vm-b", "standby"), Clock::system()).await;
 
@@ -559,7 +571,7 @@ async fn the_standby_has_every_answered_event_after_the_primary_is_lost_under_lo
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     println!(
-        "takeover {took:?} after the kill (lease 3 s), {} events answered",
+        "R{replicas}: takeover {took:?} after the kill (lease 3 s), {} events answered",
         answered.len()
     );
     for (event_id, id) in &answered {
