@@ -52,7 +52,9 @@ impl Follower {
                 .await
                 .map_err(|e| FollowError::Stream {
                     stream: settings.stream.clone(),
-                    detail: e.to_string(),
+                    detail: format!(
+                        "cannot find it (its primary makes it: start the primary first): {e}"
+                    ),
                 })?;
         Ok(Follower {
             stream,

@@ -590,3 +590,53 @@ async fn lost_under_load(dir: &Path, urls: &str, replicas: usize) {
     }
     standby.stop().await;
 }
+
+/// Refused at start with the reason: NATS servers that do not answer, a
+/// standby whose stream holds no frame yet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_cannot_replicate_is_refused_at_start_with_the_reason() {
+    use crate::support::{server_section, standard_source};
+    use hookinbox::app::{App, Listeners};
+    use hookinbox::clock::Clock;
+    use hookinbox::config::Config;
+
+    let dir = tempfile::tempdir().unwrap();
+    let nats = NatsServer::start(&dir.path().join("nats"));
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let start = async |url: &str, role: &str| {
+        let text = format!(
+            "{}[replication]\nurl = \"{url}\"\nrole = \"{role}\"\n\n{}",
+            server_section(&dir.path().join(role)),
+            standard_source("shop")
+        );
+        let (config, _) = Config::from_toml(&text, "test", None, &|_| None)
+            .unwrap()
+            .resolve()
+            .unwrap();
+        let listeners = Listeners {
+            ingest: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+            admin: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        };
+        match App::start(
+            config,
+            listeners,
+            Clock::system(),
+            tokio_util::sync::CancellationToken::new(),
+        )
+        .await
+        {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("{role} at {url} started"),
+        }
+    };
+    let unreachable = start(&format!("nats://{closed}"), "primary").await;
+    assert!(
+        unreachable.contains("cannot connect to NATS"),
+        "{unreachable}"
+    );
+    let empty = start(&nats.url(), "standby").await;
+    assert!(empty.contains("start the primary first"), "{empty}");
+}
