@@ -85,6 +85,9 @@ fn write_backup(snapshot: &redb::ReadTransaction, path: &Path) -> Result<(), Wri
     copy_table(snapshot, &txn, schema::COUNTS)?;
     copy_table(snapshot, &txn, schema::MINUTES)?;
     copy_table(snapshot, &txn, schema::ERASED)?;
+    copy_table(snapshot, &txn, schema::KEY_LOG)?;
+    copy_table(snapshot, &txn, schema::KEY_DUE)?;
+    copy_table(snapshot, &txn, schema::KEY_CLAIMED)?;
     txn.commit()?;
     Ok(())
 }

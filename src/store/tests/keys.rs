@@ -649,3 +649,45 @@ async fn keys_of_a_namespace_list_in_pages_by_state() {
     assert_eq!(store.keys_stored().unwrap(), 7);
     close(store, writer).await;
 }
+
+/// A backup (and so a replication snapshot) holds every table the store
+/// has, the keys among them: a restored inbox still refuses a second claim.
+#[tokio::test]
+async fn a_backup_holds_every_table_and_every_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    new_seq(&store, "shop", "evt_1", Initial::Deliver).await;
+    let token = token_of(&key(&store, "held", claim(30_000, MIN), 1_000).await);
+    let copy = dir.path().join("copy.redb");
+    let store2 = store.clone();
+    let path = copy.clone();
+    tokio::task::spawn_blocking(move || store2.backup_to(&path))
+        .await
+        .unwrap()
+        .unwrap();
+    let tables = |db: &redb::Database| -> Vec<String> {
+        let txn = redb::ReadableDatabase::begin_read(db).unwrap();
+        let mut names: Vec<String> = txn
+            .list_tables()
+            .unwrap()
+            .map(|t| redb::TableHandle::name(&t).to_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let held = tables(&store.db().unwrap());
+    close(store, writer).await;
+    let restored = tempfile::tempdir().unwrap();
+    std::fs::copy(&copy, restored.path().join(DB_FILE)).unwrap();
+    assert_eq!(tables(&redb::Database::open(&copy).unwrap()), held);
+
+    let (store, writer) = Store::open(options(restored.path())).unwrap();
+    assert_eq!(
+        key(&store, "held", claim(30_000, MIN), 2_000).await,
+        KeyAnswer::Busy {
+            lease_until_ms: 31_000
+        }
+    );
+    assert!(token_of(&key(&store, "new", claim(30_000, MIN), 2_000).await) > token);
+    close(store, writer).await;
+}
