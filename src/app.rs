@@ -88,19 +88,12 @@ impl App {
             Some(Replicated::Standby { shipper, tag, .. }) => (Some(shipper.clone()), Some(*tag)),
         };
         let (store, writer) = open_store(&config, &metrics, shipper, standby_of).await?;
-        let every = config
-            .replication
-            .as_ref()
-            .map_or(Duration::from_secs(3), |r| r.lease / 4);
-        let lease = replicated.map(|r| match r {
-            Replicated::Primary { lease, .. } => (LeaseTask::Keep(lease), every),
-            Replicated::Standby {
-                lease,
-                follower,
-                tag,
-                ..
-            } => (LeaseTask::StandBy(follower, tag, lease), every),
-        });
+        let replication = match (replicated, &config.replication) {
+            (Some(replicated), Some(r)) => {
+                Some(replication_tasks(replicated, r, &config.server.data_dir, &store).await?)
+            }
+            _ => None,
+        };
         let destinations = destinations(&config)?;
         let paused_states = store.paused_states()?;
         // After every read at startup: a failed probe makes the writer reopen
@@ -154,7 +147,7 @@ impl App {
             scheduler,
             summary_interval: config.log.summary_interval,
             writer_exited,
-            lease,
+            replication,
         };
         let task = tokio::spawn(run(wiring, writer, shutdown));
         Ok(App {
@@ -230,13 +223,63 @@ enum Replicated {
     Primary {
         shipper: Arc<dyn crate::store::Shipper>,
         lease: crate::replicate::Lease,
+        snapshots: crate::replicate::Snapshots,
     },
     Standby {
         shipper: Arc<dyn crate::store::Shipper>,
         lease: crate::replicate::Lease,
         follower: Box<crate::replicate::Follower>,
         tag: u32,
+        snapshots: crate::replicate::Snapshots,
+        /// The snapshot its data dir was restored from at this start.
+        restored: Option<crate::replicate::Snapshot>,
     },
+}
+
+/// A replicating node's tasks, for `run`.
+struct ReplicationTasks {
+    lease: LeaseTask,
+    /// How often the lease is renewed or looked at.
+    every: Duration,
+    snapshots: crate::replicate::Snapshots,
+    snapshot_every: Duration,
+    data_dir: std::path::PathBuf,
+}
+
+/// What `replicated` runs once the store is open; a standby restored from
+/// a snapshot records where the snapshot is in the stream first (it
+/// follows from there).
+async fn replication_tasks(
+    replicated: Replicated,
+    config: &crate::config::ReplicationConfig,
+    data_dir: &std::path::Path,
+    store: &Store,
+) -> Result<ReplicationTasks, AppError> {
+    let (lease, snapshots) = match replicated {
+        Replicated::Primary {
+            lease, snapshots, ..
+        } => (LeaseTask::Keep(lease), snapshots),
+        Replicated::Standby {
+            lease,
+            follower,
+            tag,
+            snapshots,
+            restored,
+            ..
+        } => {
+            if let Some(snapshot) = restored {
+                store.apply_frames(Vec::new(), snapshot.stream_seq).await?;
+            }
+            (LeaseTask::StandBy(follower, tag, lease), snapshots)
+        }
+    };
+    Ok(ReplicationTasks {
+        lease,
+        every: config.lease / 4,
+        snapshots,
+        snapshot_every: config.snapshot_interval,
+        data_dir: data_dir.to_owned(),
+    })
 }
 
 /// The lease task's work, for `run`.
@@ -255,7 +298,7 @@ enum LeaseTask {
 /// tag of the stream's database.
 async fn replication(config: &Config) -> Result<Option<Replicated>, AppError> {
     use crate::config::ReplicationRole;
-    use crate::replicate::{Follower, Lease, Publisher, StreamSettings};
+    use crate::replicate::{Follower, Lease, Publisher, Snapshots, StreamSettings};
     let Some(r) = &config.replication else {
         return Ok(None);
     };
@@ -280,11 +323,15 @@ async fn replication(config: &Config) -> Result<Option<Replicated>, AppError> {
         .map_err(|e| failed(&e))?;
     if r.role == ReplicationRole::Standby {
         let follower = Follower::connect(&settings).await.map_err(|e| failed(&e))?;
-        let Some(tag) = follower.tag().await.map_err(|e| failed(&e))? else {
+        let Some((tag, first)) = follower.first().await.map_err(|e| failed(&e))? else {
             return Err(failed(
                 &"the stream holds no frame yet: start the primary first",
             ));
         };
+        let snapshots = Snapshots::connect(&settings)
+            .await
+            .map_err(|e| failed(&e))?;
+        let restored = standby_data(&config.server.data_dir, first, &snapshots).await?;
         let publisher = Publisher::connect(&settings)
             .await
             .map_err(|e| failed(&e))?;
@@ -294,6 +341,8 @@ async fn replication(config: &Config) -> Result<Option<Replicated>, AppError> {
             lease,
             follower: Box::new(follower),
             tag,
+            snapshots,
+            restored,
         }));
     }
     lease.acquire().await.map_err(|e| {
@@ -305,11 +354,54 @@ async fn replication(config: &Config) -> Result<Option<Replicated>, AppError> {
     let publisher = Publisher::connect(&settings)
         .await
         .map_err(|e| failed(&e))?;
+    let snapshots = Snapshots::connect(&settings)
+        .await
+        .map_err(|e| failed(&e))?;
     tracing::info!(node = %r.node, stream = %r.stream, "replicating the log as the primary");
     Ok(Some(Replicated::Primary {
         shipper: Arc::new(publisher),
         lease,
+        snapshots,
     }))
+}
+
+/// A standby's data dir, ready to follow the stream whose first frame is
+/// `first`: kept if the stream still holds every frame after its last;
+/// else (set aside, if it was behind) restored from the newest snapshot.
+/// Returns the snapshot restored, if one was.
+async fn standby_data(
+    data_dir: &std::path::Path,
+    first: u64,
+    snapshots: &crate::replicate::Snapshots,
+) -> Result<Option<crate::replicate::Snapshot>, AppError> {
+    use crate::store::standby_dir;
+    let failed = |e: &dyn std::fmt::Display| AppError::Replication(e.to_string());
+    if let Some(last) = standby_dir::last_frame(data_dir)? {
+        if last + 1 >= first {
+            return Ok(None);
+        }
+        let aside = standby_dir::set_aside(data_dir)?;
+        tracing::warn!(
+            last_frame = last,
+            stream_first_frame = first,
+            set_aside = %aside.display(),
+            "this standby's data ends before the stream begins (its frames were forgotten after a snapshot): starting over from the newest snapshot"
+        );
+    }
+    let restored = snapshots
+        .restore_newest(data_dir)
+        .await
+        .map_err(|e| failed(&crate::store::Report(&e)))?;
+    match &restored {
+        Some(snapshot) if snapshot.lsn + 1 < first => Err(failed(&format!(
+            "the newest snapshot ends at frame {}, the stream begins at frame {first}: the frames between are lost",
+            snapshot.lsn
+        ))),
+        None if first > 1 => Err(failed(&format!(
+            "the stream begins at frame {first} and no snapshot holds the frames before it"
+        ))),
+        _ => Ok(restored),
+    }
 }
 
 async fn open_store(
@@ -447,8 +539,8 @@ struct Wiring {
     summary_interval: Duration,
     /// Resolves when the writer thread has exited.
     writer_exited: oneshot::Receiver<()>,
-    /// A replicating node's lease task, and how often it looks.
-    lease: Option<(LeaseTask, Duration)>,
+    /// A replicating node's lease and snapshot tasks.
+    replication: Option<ReplicationTasks>,
 }
 
 /// The app's life after `start`: starts every task, runs until `shutdown`
@@ -504,7 +596,7 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
         scheduler,
         summary_interval,
         writer_exited,
-        lease,
+        replication,
     } = wiring;
     let mut tasks = Tasks::default();
     tasks.spawn(
@@ -579,7 +671,29 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
         let _ = writer_exited.await;
         Err::<(), _>(TaskError::WriterStopped)
     });
-    if let Some((task, every)) = lease {
+    if let Some(ReplicationTasks {
+        lease: task,
+        every,
+        snapshots,
+        snapshot_every,
+        data_dir,
+    }) = replication
+    {
+        // A primary's snapshots (a standby's once promoted).
+        let (store, stop) = (prober_store.clone(), front.clone());
+        tasks.spawn(TaskName::Snapshots, async move {
+            if gate(store.clone(), stop.clone()).await {
+                crate::replicate::snapshot::keep_taking(
+                    snapshots,
+                    store,
+                    data_dir,
+                    snapshot_every,
+                    stop,
+                )
+                .await;
+            }
+            Ok::<(), TaskError>(())
+        });
         // Given up after the scheduler stops, when nothing new is taken.
         let stop = back.clone();
         let store = prober_store.clone();
@@ -613,6 +727,7 @@ async fn stop_in_order(
         TaskName::Sweeper,
         TaskName::Prober,
         TaskName::Alerter,
+        TaskName::Snapshots,
     ];
     tasks.wait_for(&front_tasks).await;
     // Ingest has drained: no new events. Let attempts in flight be recorded.

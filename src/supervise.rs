@@ -26,6 +26,8 @@ pub enum TaskName {
     Writer,
     /// A replicating primary's lease renewals.
     Lease,
+    /// A replicating primary's snapshots.
+    Snapshots,
 }
 
 impl std::fmt::Display for TaskName {
@@ -40,6 +42,7 @@ impl std::fmt::Display for TaskName {
             TaskName::Prober => "readiness prober",
             TaskName::Writer => "store writer",
             TaskName::Lease => "replication lease",
+            TaskName::Snapshots => "replication snapshots",
         })
     }
 }

@@ -26,13 +26,14 @@ const SERVER_KEYS: [&str; 6] = [
 ];
 const RETENTION_KEYS: [&str; 4] = ["dedupe_ttl", "payload_ttl", "dlq_ttl", "sweep_interval"];
 const LOG_KEYS: [&str; 3] = ["level", "format", "summary_interval"];
-const REPLICATION_KEYS: [&str; 8] = [
+const REPLICATION_KEYS: [&str; 9] = [
     "url",
     "stream",
     "replicas",
     "role",
     "lease",
     "node",
+    "snapshot_interval",
     "creds_file",
     "ca_file",
 ];

@@ -108,6 +108,7 @@ pub struct RawReplication {
     pub role: Option<String>,
     pub lease: Option<String>,
     pub node: Option<String>,
+    pub snapshot_interval: Option<String>,
     pub creds_file: Option<String>,
     pub ca_file: Option<String>,
 }
@@ -387,6 +388,10 @@ pub mod default {
     /// renewals a NATS leader election can delay (3.6–8.2 s measured), so
     /// the lease is renewed several times a lease.
     pub const REPLICATION_LEASE: &str = "10s";
+    /// How often the primary puts a snapshot of its database in the
+    /// stream's object store (and the stream forgets the frames before the
+    /// older of the two it keeps).
+    pub const REPLICATION_SNAPSHOT_INTERVAL: &str = "1h";
     pub const MAX_CONNECTIONS: u64 = 1024;
     pub const MAX_BUFFERED_BODY: usize = 64 << 20;
 

@@ -104,6 +104,8 @@ pub struct ReplicationConfig {
     pub lease: Duration,
     /// This node's name in the lease.
     pub node: String,
+    /// How often a primary snapshots its database for new standbys.
+    pub snapshot_interval: Duration,
     pub creds_file: Option<std::path::PathBuf>,
     pub ca_file: Option<std::path::PathBuf>,
 }

@@ -109,6 +109,7 @@ pub fn redacted_toml(config: &Config<Loaded>) -> String {
             ),
             lease: Some(human(r.lease)),
             node: Some(r.node.clone()),
+            snapshot_interval: Some(human(r.snapshot_interval)),
             creds_file: r.creds_file.as_deref().map(path),
             ca_file: r.ca_file.as_deref().map(path),
         }),

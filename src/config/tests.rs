@@ -1113,18 +1113,23 @@ fn replication_takes_its_servers_role_and_lease() {
         ("hookinbox", 1, ReplicationRole::Standby, "vm-b")
     );
     assert_eq!(r.lease, Duration::from_secs(10));
+    assert_eq!(r.snapshot_interval, Duration::from_secs(3600));
     let shown = config.to_redacted_toml();
     assert!(!shown.contains("u:secret"), "{shown}");
     assert!(shown.contains("nats://[redacted]@10.0.0.2:4222"), "{shown}");
     assert!(shown.contains("role = \"standby\""), "{shown}");
     // Without a node, the host's name.
     let text = "[replication]\nurl = \"nats://127.0.0.1:4222\"\nrole = \"primary\"\n\
-                stream = \"shop_inbox\"\nreplicas = 3\nlease = \"5s\"\n";
+                stream = \"shop_inbox\"\nreplicas = 3\nlease = \"5s\"\n\
+                snapshot_interval = \"10m\"\n";
     let r = Config::from_toml(text, "f.toml", None, &no_env)
         .unwrap()
         .replication
         .unwrap();
-    assert_eq!((r.replicas, r.lease), (3, Duration::from_secs(5)));
+    assert_eq!(
+        (r.replicas, r.lease, r.snapshot_interval),
+        (3, Duration::from_secs(5), Duration::from_secs(600))
+    );
     assert!(!r.node.is_empty());
 }
 
@@ -1174,6 +1179,11 @@ fn replication_refusals_name_the_key_and_the_problem() {
             "at least 2s",
         ),
         (&format!("{base}lease = \"2m\"\n"), "replication.lease", ""),
+        (
+            &format!("{base}snapshot_interval = \"5s\"\n"),
+            "replication.snapshot_interval",
+            "at least 10s",
+        ),
         (
             &format!("{base}node = \" \"\n"),
             "replication.node",

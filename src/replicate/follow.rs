@@ -74,21 +74,32 @@ impl Follower {
     /// The tag of the database whose frames the stream holds (from its
     /// first message's id), for a standby's new database; `None` if empty.
     pub async fn tag(&self) -> Result<Option<u32>, FollowError> {
+        Ok(self.first().await?.map(|(tag, _)| tag))
+    }
+
+    /// The stream's first message: its database's tag and its frame number
+    /// (1 until a snapshot lets the stream forget the frames before it).
+    pub async fn first(&self) -> Result<Option<(u32, u64)>, FollowError> {
         let mut stream = self.stream.clone();
-        let first = stream
+        let state = stream
             .info()
             .await
             .map_err(|e| self.failed(e))?
             .state
-            .first_sequence;
-        let message = match stream.get_raw_message(first.max(1)).await {
+            .clone();
+        if state.messages == 0 {
+            return Ok(None);
+        }
+        let message = match stream.get_raw_message(state.first_sequence).await {
             Ok(message) => message,
             Err(_) => return Ok(None),
         };
         let id = header(&message.headers, "Nats-Msg-Id");
-        Ok(id
+        let tag = id
             .split_once('-')
-            .and_then(|(tag, _)| u32::from_str_radix(tag, 16).ok()))
+            .and_then(|(tag, _)| u32::from_str_radix(tag, 16).ok());
+        let lsn = header(&message.headers, LSN_HEADER).parse().unwrap_or(0);
+        Ok(tag.map(|tag| (tag, lsn)))
     }
 
     /// Where the stream ends now (its last sequence).

@@ -10,10 +10,12 @@
 pub mod follow;
 pub mod lease;
 pub mod publish;
+pub mod snapshot;
 
 pub use follow::{FollowError, Follower};
 pub use lease::{Lease, LeaseError};
 pub use publish::{ConnectError, Publisher, StreamSettings};
+pub use snapshot::{Snapshot, SnapshotError, Snapshots};
 
 /// The primary's renewals of its lease, a few times a lease, until
 /// `stop`; then it gives the lease up. Ends with the new holder's name

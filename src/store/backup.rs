@@ -18,14 +18,31 @@ impl Store {
     /// file), from one read snapshot: ingest and delivery go on meanwhile.
     /// Blocking: call it from a blocking context. Returns the events copied.
     pub fn backup_to(&self, path: &Path) -> Result<u64, StoreError> {
+        self.copy_to(path).map(|copy| copy.events)
+    }
+
+    /// [`Store::backup_to`] for a replication snapshot: returns the number
+    /// of the last log frame the copy holds (a standby restoring it applies
+    /// the stream's frames after that one).
+    pub fn snapshot_to(&self, path: &Path) -> Result<u64, StoreError> {
+        self.copy_to(path).map(|copy| copy.lsn)
+    }
+
+    fn copy_to(&self, path: &Path) -> Result<Copied, StoreError> {
         let db = self.db()?;
         let snapshot = db.begin_read()?;
         let events = snapshot.open_table(EVENTS)?.len()?;
+        let lsn = snapshot
+            .open_table(META)?
+            .get(wal::META_LSN)?
+            .map_or(0, |v| {
+                u64::from_le_bytes(v.value().try_into().unwrap_or([0; 8]))
+            });
         write_backup(&snapshot, path).map_err(|source| StoreError::Backup {
             path: path.to_owned(),
             source,
         })?;
-        Ok(events)
+        Ok(Copied { events, lsn })
     }
 
     /// The sizes of the store's files and the room on their filesystem:
@@ -47,6 +64,12 @@ impl Store {
             filesystem_size_bytes: fs.f_blocks.saturating_mul(fs.f_frsize),
         })
     }
+}
+
+/// What [`Store::copy_to`] copied.
+struct Copied {
+    events: u64,
+    lsn: u64,
 }
 
 /// [`Store::disk_usage`].

@@ -116,9 +116,10 @@ enum Item {
     Settle(mpsc::SyncSender<()>),
 }
 
-/// What the writer and the log thread both see.
+/// What the writer and the log thread both see (and readers: it lives in
+/// [`Shared`]).
 #[derive(Default)]
-struct Progress {
+pub(super) struct Progress {
     /// The number of the newest batch answered as durable.
     durable: AtomicU64,
     /// The number of the newest frame the shipper took (with no shipper:
@@ -126,6 +127,13 @@ struct Progress {
     shipped: AtomicU64,
     /// A write or sync failed; set until the writer settles the thread.
     failed: AtomicBool,
+}
+
+impl Progress {
+    /// The newest frame number shipped.
+    pub(super) fn shipped(&self) -> u64 {
+        self.shipped.load(Ordering::Acquire)
+    }
 }
 
 /// The writer's end of the log thread.
@@ -147,7 +155,7 @@ impl LogHandle {
         shipper: Option<Arc<dyn Shipper>>,
     ) -> std::io::Result<LogHandle> {
         let (tx, rx) = mpsc::sync_channel(QUEUE);
-        let progress = Arc::new(Progress::default());
+        let progress = shared.progress.clone();
         let thread = {
             let progress = progress.clone();
             std::thread::Builder::new()

@@ -38,6 +38,8 @@ pub(super) struct Shared {
     pub(super) write_error: tokio::sync::watch::Sender<Option<Arc<WriteError>>>,
     /// A standby until promoted: the writer takes only its primary's frames.
     pub(super) standby: tokio::sync::watch::Sender<bool>,
+    /// What the log thread answered as durable and shipped.
+    pub(super) progress: Arc<super::durable::Progress>,
 }
 
 /// The writer thread, to be joined at shutdown.
@@ -71,6 +73,12 @@ pub(super) fn public_id(tag: u32, seq: u64) -> String {
 }
 
 impl Store {
+    /// The database's tag, which its public ids carry (a standby takes its
+    /// primary's).
+    pub fn tag(&self) -> u32 {
+        self.shared.tag
+    }
+
     /// The public id of the event stored under `seq`.
     pub fn public_id(&self, seq: u64) -> String {
         public_id(self.shared.tag, seq)

@@ -50,7 +50,7 @@ pub use handle::{Store, WriterHandle};
 pub use keys::{
     KeyAnswer, KeyOp, KeyPage, KeyRecord, KeyState, KeyStateKind, KeyWrite, MAX_KEYS_EXAMINED,
 };
-pub use open::DB_FILE;
+pub use open::{DB_FILE, standby_dir};
 pub use options::{CHECKPOINT_EVERY, CommitHook, MAX_BATCH, StoreOptions};
 pub use payload::PayloadMatch;
 pub use ship::{ShipError, ShippedFrame, Shipper};

@@ -102,6 +102,7 @@ impl Store {
             schedule_changed: Notify::new(),
             write_error: tokio::sync::watch::Sender::new(None),
             standby: tokio::sync::watch::Sender::new(options.standby),
+            progress: Default::default(),
         });
         let (exit_tx, exited) = oneshot::channel();
         let thread_err = |e: std::io::Error| StoreError::Open {
@@ -372,4 +373,54 @@ fn load_keys(
             .collect::<Result<Vec<_>, _>>()
     })?;
     Ok((loaders, rows))
+}
+
+/// The data dir of a replication standby, before its store opens.
+pub mod standby_dir {
+    use std::path::{Path, PathBuf};
+
+    use super::super::error::{StoreError, WriteError};
+    use super::super::{schema, wal};
+    use super::DB_FILE;
+    use redb::ReadableDatabase;
+
+    /// The last log frame the database in `data_dir` holds; `None` when
+    /// it has no database yet.
+    pub fn last_frame(data_dir: &Path) -> Result<Option<u64>, StoreError> {
+        let path = data_dir.join(DB_FILE);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let open_err = |source: WriteError| StoreError::Open {
+            path: path.clone(),
+            source,
+        };
+        let db = redb::Database::open(&path).map_err(|e| open_err(e.into()))?;
+        let txn = db.begin_read()?;
+        let meta = txn.open_table(schema::META)?;
+        Ok(Some(meta.get(wal::META_LSN)?.map_or(0, |v| {
+            u64::from_le_bytes(v.value().try_into().unwrap_or([0; 8]))
+        })))
+    }
+
+    /// Moves the database and its log out of the way, into a new
+    /// `set-aside-<unix seconds>` directory of `data_dir` (kept for whoever
+    /// wants to look): the node starts over from the replication stream.
+    /// Returns that directory.
+    pub fn set_aside(data_dir: &Path) -> std::io::Result<PathBuf> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        let aside = data_dir.join(format!("set-aside-{now}"));
+        std::fs::create_dir_all(&aside)?;
+        for name in [DB_FILE, wal::WAL_FILE] {
+            match std::fs::rename(data_dir.join(name), aside.join(name)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        std::fs::File::open(data_dir)?.sync_all()?;
+        Ok(aside)
+    }
 }

@@ -188,6 +188,12 @@ impl Store {
         }
     }
 
+    /// The newest frame the shipper took (replication): a snapshot taken at
+    /// frame `n` is one of the stream's only once this reaches `n`.
+    pub fn shipped(&self) -> u64 {
+        self.shared.progress.shipped()
+    }
+
     /// Whether this store is a standby (until promoted).
     pub fn is_standby(&self) -> bool {
         *self.shared.standby.borrow()

@@ -640,3 +640,114 @@ async fn a_node_that_cannot_replicate_is_refused_at_start_with_the_reason() {
     let empty = start(&nats.url(), "standby").await;
     assert!(empty.contains("start the primary first"), "{empty}");
 }
+
+/// The primary snapshots its database into the stream's object store, and
+/// the stream forgets the frames the snapshot holds; a standby started
+/// afterwards with an empty data dir restores the snapshot, applies the
+/// frames after it, and has every event. A standby whose data ends before
+/// the stream begins starts over from the snapshot (its data set aside).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_standby_starts_from_the_newest_snapshot_and_the_frames_after_it() {
+    use crate::support::{TestServer, server_section, standard_headers, standard_source};
+    use hookinbox::clock::Clock;
+    use hookinbox::replicate::Snapshots;
+    use std::time::Instant;
+
+    let dir = tempfile::tempdir().unwrap();
+    let nats = NatsServer::start(&dir.path().join("nats"));
+    let config = |data: &str, node: &str, role: &str| {
+        format!(
+            "{}[replication]\nurl = \"{}\"\nstream = \"{STREAM}\"\nrole = \"{role}\"\nnode = \"{node}\"\n\
+             lease = \"2s\"\nsnapshot_interval = \"10s\"\n\n{}",
+            server_section(&dir.path().join(data)),
+            nats.url(),
+            standard_source("shop")
+        )
+    };
+    let primary = TestServer::start(&config("a", "vm-a", "primary"), Clock::system()).await;
+    let send = async |server: &TestServer, id: &str| {
+        let body = format!("{{\"type\":\"t\",\"id\":\"{id}\"}}").into_bytes();
+        let answer = server
+            .post("/in/shop", &standard_headers(id, &body), body)
+            .await;
+        assert_eq!(answer.status, 200, "{:?}", answer.json);
+        answer.json["id"].as_str().unwrap().to_owned()
+    };
+    // A standby that follows from the start, then stops for a while.
+    let mut ids = Vec::new();
+    for i in 0..30 {
+        ids.push(send(&primary, &format!("evt_{i}")).await);
+    }
+    let early = TestServer::start(&config("b", "vm-b", "standby"), Clock::system()).await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while early.events().len() < 30 {
+        assert!(Instant::now() < deadline, "the standby did not follow");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    early.stop().await;
+    for i in 30..60 {
+        ids.push(send(&primary, &format!("evt_{i}")).await);
+    }
+
+    let snapshots = Snapshots::connect(&settings(&nats.url())).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let snapshot = loop {
+        if let Some(s) = snapshots.list().await.unwrap().pop() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "no snapshot within 30 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    println!("snapshot {snapshot:?}");
+    assert!(snapshot.lsn > 0 && snapshot.stream_seq > 0, "{snapshot:?}");
+    // The stream forgot the frames up to the snapshot's.
+    let client = crate::nats::connect(&nats.url()).await;
+    let mut stream = jetstream::new(client).get_stream(STREAM).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while stream.info().await.unwrap().state.first_sequence <= snapshot.stream_seq {
+        assert!(Instant::now() < deadline, "the stream kept its frames");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for i in 60..80 {
+        ids.push(send(&primary, &format!("evt_{i}")).await);
+    }
+
+    // A new standby, empty data dir: the snapshot, then the frames after it.
+    let fresh = TestServer::start(&config("c", "vm-c", "standby"), Clock::system()).await;
+    // The one that stopped before the snapshot: its data ends before the
+    // stream begins now.
+    let behind = TestServer::start(&config("b", "vm-b", "standby"), Clock::system()).await;
+    for standby in [&fresh, &behind] {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let stored: Vec<String> = standby.events().iter().map(|e| e.id.clone()).collect();
+            if stored == ids {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the standby has {} of {} events",
+                stored.len(),
+                ids.len()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let set_aside = std::fs::read_dir(dir.path().join("b"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("set-aside-"))
+        .count();
+    assert_eq!(set_aside, 1, "the behind standby's data was set aside");
+    behind.stop().await;
+    primary.stop().await;
+    // The restored standby takes over with every event and goes on.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while fresh.admin("GET", "/readyz", None, None).await.status != 200 {
+        assert!(Instant::now() < deadline, "no takeover");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    send(&fresh, "evt_after").await;
+    assert_eq!(fresh.events().len(), 81);
+    fresh.stop().await;
+}

@@ -14,6 +14,12 @@ const LONGEST_LEASE: Duration = Duration::from_secs(60);
 /// lease that lapses during one replaces a primary that was never gone.
 const SHORTEST_LEASE: Duration = Duration::from_secs(2);
 
+/// Snapshots at most this often: each copies the whole database.
+const SHORTEST_SNAPSHOT_INTERVAL: Duration = Duration::from_secs(10);
+/// At least this often: the stream keeps every frame since the older of
+/// the two snapshots kept.
+const LONGEST_SNAPSHOT_INTERVAL: Duration = Duration::from_secs(7 * 24 * 3600);
+
 pub(super) fn validate_replication(
     cx: &Ctx<'_>,
     rr: RawReplication,
@@ -79,6 +85,18 @@ pub(super) fn validate_replication(
             .to_string_lossy()
             .into_owned(),
     };
+    let snapshot_interval = cx.duration(
+        &key("snapshot_interval"),
+        rr.snapshot_interval.as_deref(),
+        default::REPLICATION_SNAPSHOT_INTERVAL,
+        LONGEST_SNAPSHOT_INTERVAL,
+    )?;
+    if snapshot_interval < SHORTEST_SNAPSHOT_INTERVAL {
+        return Err(cx.err(
+            key("snapshot_interval"),
+            "must be at least 10s: each snapshot copies the whole database",
+        ));
+    }
     if node.trim().is_empty() {
         return Err(cx.err(key("node"), "is empty: name this node"));
     }
@@ -98,6 +116,7 @@ pub(super) fn validate_replication(
         role,
         lease,
         node,
+        snapshot_interval,
         creds_file: readable("creds_file", rr.creds_file)?,
         ca_file: readable("ca_file", rr.ca_file)?,
     })
