@@ -502,14 +502,19 @@ async fn lost_under_load(dir: &Path, urls: &str, replicas: usize) {
         write_config,
     };
     let request_body = |id: &str| format!("{{\"type\":\"t\",\"id\":\"{id}\"}}").into_bytes();
+    use crate::destination::{Destination, Mode};
     use hookinbox::clock::Clock;
     use std::time::Instant;
 
+    // The app behind both nodes: slow enough that deliveries are in flight
+    // at the kill.
+    let app = Destination::start(Mode::Slow(Duration::from_millis(50))).await;
     let section = |data: &str, node: &str, role: &str| {
         format!(
-            "{}[replication]\nurl = \"{urls}\"\nstream = \"{STREAM}\"\nreplicas = {replicas}\nrole = \"{role}\"\nnode = \"{node}\"\nlease = \"3s\"\n\n{}",
+            "{}[replication]\nurl = \"{urls}\"\nstream = \"{STREAM}\"\nreplicas = {replicas}\nrole = \"{role}\"\nnode = \"{node}\"\nlease = \"3s\"\n\n{}destination = \"{}\"\nmax_concurrency = 4\ninitial_interval = \"50ms\"\n",
             server_section(&dir.join(data)),
-            standard_source("shop")
+            standard_source("shop"),
+            app.url()
         )
     };
     let primary_dir = dir.join("a");
@@ -578,6 +583,40 @@ async fn lost_under_load(dir: &Path, urls: &str, replicas: usize) {
         let found = standby.store().find("shop", event_id).unwrap();
         assert_eq!(found.map(|e| e.id), Some(id.clone()), "{event_id}");
     }
+    // Deliveries resume on the new primary: every answered event reaches
+    // the app (those in flight at the kill again, as interrupted).
+    let answered_ids: std::collections::BTreeSet<&str> =
+        answered.iter().map(|(_, id)| id.as_str()).collect();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let received = app.received();
+        let seen: std::collections::BTreeSet<&str> =
+            received.iter().map(|r| r.header("webhook-id")).collect();
+        let missing = answered_ids.difference(&seen).count();
+        if missing == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{missing} answered events never reached the app"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let interrupted = standby
+        .events()
+        .iter()
+        .filter(|e| {
+            standby
+                .store()
+                .attempts(e.seq)
+                .unwrap()
+                .iter()
+                .any(|a| a.class == hookinbox::store::schema::AttemptClass::Interrupted)
+        })
+        .count();
+    println!(
+        "R{replicas}: every answered event delivered; {interrupted} after an interrupted attempt"
+    );
     for (event_id, id) in answered.iter().take(20) {
         let body = request_body(event_id);
         let again = standby

@@ -579,19 +579,15 @@ impl Writer {
                 settle(reply, result, ready, Ready::Applied)
             }
             Job::Promote { reply } => {
-                let result = self.promote(t);
+                // The promoted store's first frame records the attempts its
+                // old primary had in flight: delivered again from here. It
+                // also fences that primary: the stream takes it only if
+                // nothing was appended since the check.
+                let result = self.promote(t).and_then(|()| self.interrupted(t));
                 settle(reply, result, ready, Ready::Done)
             }
             Job::Interrupted { reply } => {
-                self.wal.push(&Entry::Interrupted);
-                let result = t.recover_leases().map(|attempts| {
-                    if attempts > 0 {
-                        tracing::warn!(
-                            attempts,
-                            "attempts were in flight when hookinbox stopped; recorded as interrupted, delivering again"
-                        );
-                    }
-                });
+                let result = self.interrupted(t);
                 settle(reply, result, ready, Ready::Done)
             }
             Job::Ingest {

@@ -9,6 +9,7 @@
 
 use redb::ReadableTable;
 
+use super::super::entry::Entry;
 use super::super::error::WriteError;
 use super::super::format::log as payload;
 use super::super::format::row;
@@ -84,6 +85,21 @@ impl Writer {
             stream_seq,
         });
         Ok(last)
+    }
+
+    /// Records the attempts in flight when the last primary stopped (this
+    /// store's own process, or the one it was promoted from) as
+    /// interrupted, their deliveries due again; logged, so shipped.
+    pub(super) fn interrupted(&mut self, t: &mut Tables<'_>) -> Result<(), WriteError> {
+        self.wal.push(&Entry::Interrupted);
+        let attempts = t.recover_leases()?;
+        if attempts > 0 {
+            tracing::warn!(
+                attempts,
+                "attempts were in flight when the primary stopped; recorded as interrupted, delivering again"
+            );
+        }
+        Ok(())
     }
 
     /// From now on a primary: events are numbered on from the last one
