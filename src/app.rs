@@ -47,6 +47,20 @@ pub enum AppError {
     Replication(String),
 }
 
+impl AppError {
+    /// The node that took the replication lease, when this app stopped
+    /// because it was replaced as the primary.
+    pub fn replaced_by(&self) -> Option<&str> {
+        match self {
+            AppError::TaskEnded {
+                end: TaskEnd::Failed(TaskError::Replaced { holder }),
+                ..
+            } => Some(holder),
+            _ => None,
+        }
+    }
+}
+
 /// The admin listener's connection cap: a handful of operators, scrapers
 /// and the dashboard; an ingest flood never takes these slots.
 const ADMIN_MAX_CONNECTIONS: usize = 64;
@@ -699,7 +713,9 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
         let store = prober_store.clone();
         tasks.spawn(TaskName::Lease, async move {
             match task {
-                LeaseTask::Keep(lease) => crate::replicate::keep_lease(lease, every, stop).await,
+                LeaseTask::Keep(lease) => {
+                    crate::replicate::keep_lease(lease, store, every, stop).await
+                }
                 LeaseTask::StandBy(follower, tag, lease) => {
                     crate::replicate::stand_by(store, *follower, tag, lease, every, stop).await
                 }

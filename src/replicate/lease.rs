@@ -85,22 +85,57 @@ impl Lease {
         })
     }
 
-    /// Takes the key if no one holds it.
+    /// Takes the key if no one holds it, or if it holds this node's name
+    /// (this node restarted within a lease, or a renewal of its own landed
+    /// after its answer timed out): node names are unique.
     pub async fn acquire(&self) -> Result<(), LeaseError> {
         match self.store.create(KEY, self.node.clone().into()).await {
             Ok(revision) => {
-                *self.revision.lock().unwrap_or_else(|p| p.into_inner()) = Some(revision);
+                self.held(Some(revision));
                 Ok(())
             }
-            Err(e) if e.kind() == CreateErrorKind::AlreadyExists => Err(LeaseError::Held {
-                holder: self.holder().await?.unwrap_or_default(),
-            }),
+            Err(e) if e.kind() == CreateErrorKind::AlreadyExists => self.own_or_held().await,
+            Err(e) => Err(LeaseError::Unavailable(e.to_string())),
+        }
+    }
+
+    fn held(&self, revision: Option<u64>) {
+        *self.revision.lock().unwrap_or_else(|p| p.into_inner()) = revision;
+    }
+
+    /// After a write refused because the key is not as this node left it:
+    /// `Ok` if it holds this node's name (its revision taken as this
+    /// node's), `Held` with its holder if another's, taken again if it is
+    /// gone (it lapsed and no one took it: no one was promoted).
+    async fn own_or_held(&self) -> Result<(), LeaseError> {
+        match self.store.entry(KEY).await {
+            Ok(Some(entry)) if entry.operation == kv::Operation::Put => {
+                if *entry.value == *self.node.as_bytes() {
+                    self.held(Some(entry.revision));
+                    Ok(())
+                } else {
+                    Err(LeaseError::Held {
+                        holder: String::from_utf8_lossy(&entry.value).into_owned(),
+                    })
+                }
+            }
+            Ok(_) => match self.store.create(KEY, self.node.clone().into()).await {
+                Ok(revision) => {
+                    self.held(Some(revision));
+                    Ok(())
+                }
+                Err(e) if e.kind() == CreateErrorKind::AlreadyExists => Err(LeaseError::Held {
+                    holder: self.holder().await?.unwrap_or_default(),
+                }),
+                Err(e) => Err(LeaseError::Unavailable(e.to_string())),
+            },
             Err(e) => Err(LeaseError::Unavailable(e.to_string())),
         }
     }
 
     /// Writes the key again, for another lease, if this node still holds
-    /// it; `Held` if another took it since.
+    /// it (or holds it again: it lapsed and no one took it); `Held` if
+    /// another took it since.
     pub async fn renew(&self) -> Result<(), LeaseError> {
         let Some(revision) = *self.revision.lock().unwrap_or_else(|p| p.into_inner()) else {
             return Err(LeaseError::Held {
@@ -113,14 +148,12 @@ impl Lease {
             .await
         {
             Ok(revision) => {
-                *self.revision.lock().unwrap_or_else(|p| p.into_inner()) = Some(revision);
+                self.held(Some(revision));
                 Ok(())
             }
             Err(e) if e.kind() == UpdateErrorKind::WrongLastRevision => {
-                *self.revision.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                Err(LeaseError::Held {
-                    holder: self.holder().await?.unwrap_or_default(),
-                })
+                self.held(None);
+                self.own_or_held().await
             }
             Err(e) => Err(LeaseError::Unavailable(e.to_string())),
         }

@@ -19,10 +19,13 @@ pub use snapshot::{Snapshot, SnapshotError, Snapshots};
 
 /// The primary's renewals of its lease, a few times a lease, until
 /// `stop`; then it gives the lease up. Ends with the new holder's name
-/// when another node took it (the app then stops: it was replaced). A
-/// renewal the bucket does not answer is tried again at the next tick.
+/// when another node took it, or when the stream refused `store`'s frames
+/// because another primary writes it (the app then steps down: it was
+/// replaced). A renewal the bucket does not answer is tried again at the
+/// next tick.
 pub async fn keep_lease(
     lease: Lease,
+    store: crate::store::Store,
     every: std::time::Duration,
     stop: tokio_util::sync::CancellationToken,
 ) -> Result<(), String> {
@@ -36,6 +39,13 @@ pub async fn keep_lease(
                 }
                 return Ok(());
             }
+        }
+        if store.replaced() {
+            // Given up if this node still holds it: the stream has another
+            // writer, and whoever follows it may take over sooner.
+            let _ = lease.release().await;
+            let holder = lease.holder().await.ok().flatten();
+            return Err(holder.unwrap_or_else(|| "another node".to_owned()));
         }
         match lease.renew().await {
             Ok(()) => {}
@@ -107,5 +117,5 @@ pub async fn stand_by(
             Err(e) => return Err(crate::store::Report(&e).to_string()),
         }
     }
-    keep_lease(lease, every, stop).await
+    keep_lease(lease, store, every, stop).await
 }

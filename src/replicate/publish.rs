@@ -2,14 +2,19 @@
 //! batch is answered.
 //!
 //! A frame is one message on `hookinbox.log.<stream>`: its payload as the
-//! store wrote it, `Nats-Msg-Id` `<tag>-<lsn>` (the database's tag in hex,
-//! the frame's number) and a `Hookinbox-Lsn` header. Every publish carries
+//! store wrote it, `Nats-Msg-Id` `<tag>-<lsn>-<writer>` (the database's tag
+//! in hex, the frame's number, this publisher's random id) and a
+//! `Hookinbox-Lsn` header. Every publish carries
 //! `Nats-Expected-Last-Sequence`: the stream's last sequence as this
 //! primary left it. So a second writer's message makes this one's next
 //! publish fail, and this primary learns it was replaced. A frame published
 //! again after a lost ack is in the stream's duplicate window: the server
 //! checks the message id first and acks it as a duplicate, with its
-//! sequence, which is not a refusal.
+//! sequence, which is not a refusal. The writer's id keeps that to this
+//! publisher's own frames: a promoted standby numbers its frames on from
+//! the same place, and the server would take an old primary's frame of
+//! that number for a duplicate of the new one's, before it looks at the
+//! expected sequence.
 //!
 //! A group of frames is published at once and its acks awaited in order.
 //! A frame that fails is published again, with every later one, until the
@@ -89,6 +94,12 @@ pub struct Publisher {
     max_part: usize,
     /// The stream's last sequence as this primary left it.
     last: Mutex<u64>,
+    /// This publisher's id in its message ids, random.
+    writer: u64,
+    /// The last group ran out of its budget: until one is taken, a group
+    /// gets one ack's wait, so that requests queued behind it during an
+    /// outage are answered 503 in seconds, not a budget each.
+    failing: std::sync::atomic::AtomicBool,
     _client: Client,
 }
 
@@ -133,6 +144,8 @@ impl Publisher {
             budget: settings.budget,
             max_part: max_part.max(1),
             last: Mutex::new(last),
+            writer: rand::random(),
+            failing: Default::default(),
             _client: client,
         })
     }
@@ -148,11 +161,15 @@ impl Publisher {
             .payload(Bytes::copy_from_slice(part.bytes))
             .header(LSN_HEADER, part.lsn.to_string().as_str())
             .expected_last_sequence(expected_last);
+        let writer = self.writer;
         if part.count == 1 {
-            return message.message_id(format!("{tag:08x}-{}", part.lsn));
+            return message.message_id(format!("{tag:08x}-{}-{writer:016x}", part.lsn));
         }
         message
-            .message_id(format!("{tag:08x}-{}.{}", part.lsn, part.index))
+            .message_id(format!(
+                "{tag:08x}-{}-{writer:016x}.{}",
+                part.lsn, part.index
+            ))
             .header(
                 PART_HEADER,
                 format!("{}/{}", part.index, part.count).as_str(),
@@ -175,13 +192,20 @@ impl Publisher {
                 })
             })
             .collect();
-        let deadline = Instant::now() + self.budget;
+        let budget = if self.failing.load(std::sync::atomic::Ordering::Relaxed) {
+            self.ack_timeout.min(self.budget)
+        } else {
+            self.budget
+        };
+        let deadline = Instant::now() + budget;
         let mut last = self.last_sequence();
         let mut done = 0;
         let mut why = String::new();
         while done < parts.len() {
             if Instant::now() >= deadline {
                 *self.last.lock().unwrap_or_else(|p| p.into_inner()) = last;
+                self.failing
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
                 return Err(ShipError::Unavailable {
                     lsn: parts[done].lsn,
                     detail: why,
@@ -236,6 +260,8 @@ impl Publisher {
             }
         }
         *self.last.lock().unwrap_or_else(|p| p.into_inner()) = last;
+        self.failing
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 }

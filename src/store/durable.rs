@@ -127,12 +127,19 @@ pub(super) struct Progress {
     shipped: AtomicU64,
     /// A write or sync failed; set until the writer settles the thread.
     failed: AtomicBool,
+    /// The shipper said another primary writes the stream: nothing is
+    /// answered 2xx again.
+    replaced: AtomicBool,
 }
 
 impl Progress {
     /// The newest frame number shipped.
     pub(super) fn shipped(&self) -> u64 {
         self.shipped.load(Ordering::Acquire)
+    }
+
+    pub(super) fn replaced(&self) -> bool {
+        self.replaced.load(Ordering::Acquire)
     }
 }
 
@@ -380,6 +387,7 @@ impl LogThread {
                 let cause = Arc::new(WriteError::from(e));
                 tracing::error!(cause = %Report(&*cause), "frames stored here were not shipped; answering 503");
                 if replaced {
+                    self.progress.replaced.store(true, Ordering::Release);
                     self.replaced = Some(cause.clone());
                     self.unshipped.clear();
                 } else {

@@ -194,6 +194,12 @@ impl Store {
         self.shared.progress.shipped()
     }
 
+    /// Whether the shipper found another primary writing the stream: this
+    /// store answers no 2xx again, and its node steps down.
+    pub fn replaced(&self) -> bool {
+        self.shared.progress.replaced()
+    }
+
     /// Whether this store is a standby (until promoted).
     pub fn is_standby(&self) -> bool {
         *self.shared.standby.borrow()

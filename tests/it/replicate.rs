@@ -101,9 +101,15 @@ async fn each_answered_change_is_a_frame_of_the_stream_numbered_without_gaps() {
     let shipped = frames(&nats.url()).await;
     let lsns: Vec<u64> = shipped.iter().map(|(_, lsn)| *lsn).collect();
     assert_eq!(lsns, (1..=lsns.len() as u64).collect::<Vec<_>>());
+    // `<tag>-<lsn>-<writer>`: a writer of its own for each open.
+    let mut writers = std::collections::BTreeSet::new();
     for (id, lsn) in &shipped {
-        assert_eq!(id, &format!("{tag}-{lsn}"));
+        let (frame, writer) = id.rsplit_once('-').unwrap();
+        assert_eq!(frame, format!("{tag}-{lsn}"));
+        assert_eq!(writer.len(), 16, "{id}");
+        writers.insert(writer.to_owned());
     }
+    assert_eq!(writers.len(), 2);
 }
 
 /// Another writer appends to the stream: the primary's next answer is 503,
@@ -789,4 +795,124 @@ async fn a_new_standby_starts_from_the_newest_snapshot_and_the_frames_after_it()
     send(&fresh, "evt_after").await;
     assert_eq!(fresh.events().len(), 81);
     fresh.stop().await;
+}
+
+/// A primary frozen past its lease (SIGSTOP) is replaced; woken up
+/// (SIGCONT), it finds another node holds the lease, answers no 2xx, and
+/// goes on as a standby in the same process, on the same ports: its data
+/// set aside, it follows the new primary from the stream, and takes over
+/// with every event when that one stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_primary_goes_on_as_a_standby_of_the_new_one() {
+    use crate::support::{
+        BinaryServer, TestServer, client, server_section, standard_headers, standard_source,
+        write_config,
+    };
+    use hookinbox::clock::Clock;
+    use std::time::Instant;
+
+    let dir = tempfile::tempdir().unwrap();
+    let nats = NatsServer::start(&dir.path().join("nats"));
+    let section = |data: &str, node: &str, role: &str| {
+        format!(
+            "{}[replication]\nurl = \"{}\"\nstream = \"{STREAM}\"\nrole = \"{role}\"\nnode = \"{node}\"\nlease = \"2s\"\n\n{}",
+            server_section(&dir.path().join(data)),
+            nats.url(),
+            standard_source("shop")
+        )
+    };
+    let config = write_config(dir.path(), &section("a", "vm-a", "primary"));
+    let old = BinaryServer::start(&config, &[], None);
+    let http = client();
+    let send = async |url: &str, id: &str| -> (u16, String) {
+        let body = format!("{{\"type\":\"t\",\"id\":\"{id}\"}}").into_bytes();
+        let mut request = http.post(url).body(body.clone());
+        for (name, value) in standard_headers(id, &body) {
+            request = request.header(name, value);
+        }
+        match request.send().await {
+            Ok(response) => {
+                let status = response.status().as_u16();
+                let json: serde_json::Value = response.json().await.unwrap_or_default();
+                (status, json["id"].as_str().unwrap_or_default().to_owned())
+            }
+            Err(_) => (0, String::new()),
+        }
+    };
+    let ready = async |admin: &str| {
+        let response = http.get(format!("{admin}/readyz")).send().await.unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    };
+    let mut stored = Vec::new();
+    for i in 0..10 {
+        let id = format!("evt_{i}");
+        let (status, public) = send(&old.url("/in/shop"), &id).await;
+        assert_eq!(status, 200);
+        stored.push((id, public));
+    }
+    let new = TestServer::start(&section("b", "vm-b", "standby"), Clock::system()).await;
+
+    old.signal(libc::SIGSTOP);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while new.admin("GET", "/readyz", None, None).await.status != 200 {
+        assert!(Instant::now() < deadline, "no takeover");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for i in 10..15 {
+        let id = format!("evt_{i}");
+        let body = format!("{{\"type\":\"t\",\"id\":\"{id}\"}}").into_bytes();
+        let answer = new
+            .post("/in/shop", &standard_headers(&id, &body), body)
+            .await;
+        assert_eq!(answer.status, 200, "{:?}", answer.json);
+        stored.push((id, answer.json["id"].as_str().unwrap().to_owned()));
+    }
+
+    old.signal(libc::SIGCONT);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !old.log_text().contains("goes on as a standby") {
+        // Whatever it answers meanwhile, it is never a 2xx.
+        let (status, _) = send(&old.url("/in/shop"), "evt_old").await;
+        assert!(
+            !(200..300).contains(&status),
+            "the old primary answered {status}"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the old primary did not step down:\n{}",
+            old.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (status, body) = ready(&old.admin).await;
+        if status == 503 && body.contains("standby") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{status} {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(send(&old.url("/in/shop"), "evt_old").await.0, 503);
+
+    // The new primary stops; the old one, a standby now, takes over with
+    // every event: each resend is a duplicate answered with its first id.
+    new.stop().await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while ready(&old.admin).await.0 != 200 {
+        assert!(Instant::now() < deadline, "the old node did not take over");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for (id, public) in &stored {
+        assert_eq!(
+            send(&old.url("/in/shop"), id).await,
+            (200, public.clone()),
+            "{id}"
+        );
+    }
+    let aside = std::fs::read_dir(dir.path().join("a"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .any(|e| e.file_name().to_string_lossy().starts_with("set-aside-"));
+    assert!(aside, "the replaced primary's data was set aside");
 }
