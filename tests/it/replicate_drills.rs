@@ -584,8 +584,8 @@ async fn a_primary_frozen_past_its_lease_is_replaced_and_answers_no_2xx_when_it_
         to_new.push(again);
     }
 
-    old.signal(libc::SIGCONT);
     let woke = Instant::now();
+    old.signal(libc::SIGCONT);
     let mut fresh = Vec::new();
     for i in 0..5 {
         let id = format!("fresh_{i}");
@@ -648,17 +648,45 @@ async fn a_primary_frozen_past_its_lease_is_replaced_and_answers_no_2xx_when_it_
         .chain(fresh.iter())
         .filter(|s| s.ok())
         .collect();
+    let by_id: std::collections::HashMap<String, String> = standby
+        .events()
+        .into_iter()
+        .map(|e| (e.id, e.record.event_id))
+        .collect();
     for s in &all_ok {
         let found = standby.store().find("shop", &s.event_id).unwrap();
         if found.as_ref().map(|e| &e.id) != s.stored.as_ref() {
+            let at = |t: Instant| match t.checked_duration_since(frozen) {
+                Some(after) if t < woke => format!("{after:?} after SIGSTOP"),
+                Some(_) => format!("{:?} after SIGCONT", t - woke),
+                None => format!("{:?} before SIGSTOP", frozen - t),
+            };
             problems.push(format!(
-                "{} was answered 2xx with id {:?} but the new primary holds {:?}",
+                "{} (sent {}, answered {}) was answered {:?} with id {:?}, but the new primary \
+                 holds {:?} for it, and under that id it holds {:?}",
                 s.event_id,
+                at(s.sent),
+                at(s.done),
+                s.status,
                 s.stored,
-                found.map(|e| e.id)
+                found.map(|e| e.id),
+                s.stored.as_ref().and_then(|id| by_id.get(id)),
             ));
         }
     }
+    // Each frame number once in the stream, one message each: a 2xx the
+    // stream does not hold was acked as a duplicate of another's frame.
+    let shipped = crate::replicate::frames(&url).await;
+    let mut numbers: Vec<u64> = shipped.iter().map(|(_, lsn)| *lsn).collect();
+    let messages = numbers.len();
+    numbers.dedup();
+    println!(
+        "drill split brain: the stream holds {messages} messages, frames {:?}..={:?}, {} \
+         frame numbers in more than one message",
+        numbers.first(),
+        numbers.last(),
+        messages - numbers.len()
+    );
     let mut copies = std::collections::HashMap::new();
     for e in standby.events() {
         *copies.entry(e.record.event_id).or_insert(0) += 1;
