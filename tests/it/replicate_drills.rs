@@ -187,13 +187,27 @@ async fn ready_within(server: &TestServer, status: u16, within: Duration) -> Dur
     .await
 }
 
-/// Whether the binary has exited, and if so its status and the end of its log.
+/// Whether the binary has exited, and if so its status, why (its last
+/// error line) and the end of its log.
 fn exited(server: &mut BinaryServer) -> Option<String> {
     let status = server.child.try_wait().unwrap()?;
     let log = server.log_text();
-    let tail: Vec<&str> = log.lines().rev().take(15).collect();
+    let why = log
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("hookinbox: "))
+        .or_else(|| {
+            log.lines()
+                .rev()
+                .find(|l| l.contains("\"level\":\"ERROR\""))
+        })
+        .unwrap_or_default();
+    let tail: Vec<&str> = log.lines().rev().take(12).collect();
     let tail: Vec<&str> = tail.into_iter().rev().collect();
-    Some(format!("{status}; log tail:\n{}", tail.join("\n")))
+    Some(format!(
+        "{status}: {why}\nits log's tail:\n{}",
+        tail.join("\n")
+    ))
 }
 
 /// Three NATS nodes (stream and lease R3), the primary (the binary) under
@@ -237,7 +251,7 @@ async fn supervise(primary: &mut BinaryServer, config: &Path, load: &Load) -> Op
                 "the primary did not start again within 60 s (it had exited: {why})"
             ),
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
     }
 }
 
