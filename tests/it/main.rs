@@ -24,6 +24,7 @@ mod migration;
 mod monitoring;
 mod nats;
 mod replicate;
+mod replicate_drills;
 mod scale;
 mod snapshots;
 mod support;

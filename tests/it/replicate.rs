@@ -54,7 +54,7 @@ async fn close(store: Store, writer: WriterHandle) {
 }
 
 /// (message id, Hookinbox-Lsn) of every message of the stream, in order.
-async fn frames(url: &str) -> Vec<(String, u64)> {
+pub(crate) async fn frames(url: &str) -> Vec<(String, u64)> {
     let client = async_nats::connect(url).await.unwrap();
     let stream = jetstream::new(client).get_stream(STREAM).await.unwrap();
     let mut out = Vec::new();
