@@ -221,7 +221,6 @@ fn exited(server: &mut BinaryServer) -> Option<String> {
 /// as a service manager would (`Restart=on-failure`), goes on, checks the
 /// events all the same, and fails at the end naming each exit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "finding: the primary exits (`node \"\" took over the replication lease`) when its lease key lapses in a NATS election or without a quorum; see the drill's output"]
 async fn nats_nodes_killed_under_load_one_then_a_quorum_and_restarted() {
     let secs = std::env::var("DRILL_LEASE").map_or(5, |v| v.parse().unwrap());
     nodes_killed(secs).await;
@@ -527,7 +526,6 @@ async fn stream_leader(urls: &str) -> Option<String> {
 /// a refused connection, or an exit). Every event either node answered 2xx
 /// is in the new primary's store once, under the id the sender got.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "finding: a woken old primary answers 2xx for frames the stream acked as duplicates of the new primary's (same `<tag>-<lsn>` message id); see the drill's output"]
 async fn a_primary_frozen_past_its_lease_is_replaced_and_answers_no_2xx_when_it_wakes() {
     let dir = tempfile::tempdir().unwrap();
     let nats = NatsServer::start(&dir.path().join("nats"));
