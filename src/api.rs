@@ -430,6 +430,36 @@ pub struct DestinationState {
     pub last_failure: Option<String>,
 }
 
+/// A replicating node's role now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplicationRole {
+    /// Takes webhooks and delivers them; its log goes to the stream.
+    Primary,
+    /// Applies the stream's frames; takes over when the primary's lease
+    /// lapses, or when promoted.
+    Standby,
+}
+
+/// `GET /api/replication` and `POST /api/replication/promote`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ReplicationStatus {
+    /// This node's name in the lease.
+    pub node: String,
+    /// The JetStream stream of the log.
+    pub stream: String,
+    pub role: ReplicationRole,
+    /// The node holding the lease now (the primary), if any; absent when
+    /// the lease bucket does not answer.
+    pub holder: Option<String>,
+    /// The newest log frame this node's database holds.
+    pub last_frame: u64,
+    /// The newest frame the stream took from this node (a primary).
+    pub shipped_frame: u64,
+    /// The stream sequence of the last frame applied (a standby).
+    pub applied_sequence: u64,
+}
+
 /// `POST /api/sweep`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct SweepResult {

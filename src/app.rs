@@ -141,6 +141,7 @@ impl App {
             token: config.admin.token.clone(),
             keys: config.keys.clone(),
             clock,
+            replication: replication.as_ref().map(|r| r.control.clone()),
         });
         log_receiving(&config, ingest_addr, admin_addr);
 
@@ -236,12 +237,12 @@ fn declared_metrics(config: &Config) -> Metrics {
 enum Replicated {
     Primary {
         shipper: Arc<dyn crate::store::Shipper>,
-        lease: crate::replicate::Lease,
+        lease: Arc<crate::replicate::Lease>,
         snapshots: crate::replicate::Snapshots,
     },
     Standby {
         shipper: Arc<dyn crate::store::Shipper>,
-        lease: crate::replicate::Lease,
+        lease: Arc<crate::replicate::Lease>,
         follower: Box<crate::replicate::Follower>,
         tag: u32,
         snapshots: crate::replicate::Snapshots,
@@ -253,6 +254,8 @@ enum Replicated {
 /// A replicating node's tasks, for `run`.
 struct ReplicationTasks {
     lease: LeaseTask,
+    /// What the admin API sees of it.
+    control: crate::replicate::Control,
     /// How often the lease is renewed or looked at.
     every: Duration,
     snapshots: crate::replicate::Snapshots,
@@ -269,10 +272,13 @@ async fn replication_tasks(
     data_dir: &std::path::Path,
     store: &Store,
 ) -> Result<ReplicationTasks, AppError> {
-    let (lease, snapshots) = match replicated {
+    let (lease, control, snapshots) = match replicated {
         Replicated::Primary {
             lease, snapshots, ..
-        } => (LeaseTask::Keep(lease), snapshots),
+        } => {
+            let control = crate::replicate::Control::new(lease.clone(), config.stream.clone());
+            (LeaseTask::Keep(lease), control, snapshots)
+        }
         Replicated::Standby {
             lease,
             follower,
@@ -284,11 +290,17 @@ async fn replication_tasks(
             if let Some(snapshot) = restored {
                 store.apply_frames(Vec::new(), snapshot.stream_seq).await?;
             }
-            (LeaseTask::StandBy(follower, tag, lease), snapshots)
+            let control = crate::replicate::Control::new(lease, config.stream.clone());
+            (
+                LeaseTask::StandBy(follower, tag, control.clone()),
+                control,
+                snapshots,
+            )
         }
     };
     Ok(ReplicationTasks {
         lease,
+        control,
         every: config.lease / 4,
         snapshots,
         snapshot_every: config.snapshot_interval,
@@ -298,11 +310,11 @@ async fn replication_tasks(
 
 /// The lease task's work, for `run`.
 enum LeaseTask {
-    Keep(crate::replicate::Lease),
+    Keep(Arc<crate::replicate::Lease>),
     StandBy(
         Box<crate::replicate::Follower>,
         u32,
-        crate::replicate::Lease,
+        crate::replicate::Control,
     ),
 }
 
@@ -332,9 +344,11 @@ async fn replication(config: &Config) -> Result<Option<Replicated>, AppError> {
         max_part: None,
     };
     let failed = |e: &dyn std::fmt::Display| AppError::Replication(e.to_string());
-    let lease = Lease::connect(&settings, &r.node, r.lease)
-        .await
-        .map_err(|e| failed(&e))?;
+    let lease = Arc::new(
+        Lease::connect(&settings, &r.node, r.lease)
+            .await
+            .map_err(|e| failed(&e))?,
+    );
     if r.role == ReplicationRole::Standby {
         let follower = Follower::connect(&settings).await.map_err(|e| failed(&e))?;
         let Some((tag, first)) = follower.first().await.map_err(|e| failed(&e))? else {
@@ -687,6 +701,7 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
     });
     if let Some(ReplicationTasks {
         lease: task,
+        control: _,
         every,
         snapshots,
         snapshot_every,
@@ -716,8 +731,8 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
                 LeaseTask::Keep(lease) => {
                     crate::replicate::keep_lease(lease, store, every, stop).await
                 }
-                LeaseTask::StandBy(follower, tag, lease) => {
-                    crate::replicate::stand_by(store, *follower, tag, lease, every, stop).await
+                LeaseTask::StandBy(follower, tag, control) => {
+                    crate::replicate::stand_by(store, *follower, tag, control, every, stop).await
                 }
             }
             .map_err(|holder| TaskError::Replaced { holder })

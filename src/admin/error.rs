@@ -31,6 +31,9 @@ pub(super) enum AdminError {
     Conflict(String),
     #[error("{0}")]
     TooLarge(String),
+    /// Not now, for a reason the message gives: retry.
+    #[error("{0}")]
+    Unavailable(String),
     #[error("{0}")]
     Store(#[from] StoreError),
     /// Something that cannot happen did: a bug, said so in the log.
@@ -58,6 +61,9 @@ impl IntoResponse for AdminError {
             AdminError::BadRequest(_) => (StatusCode::BAD_REQUEST, ErrorCode::BadRequest),
             AdminError::Conflict(_) => (StatusCode::CONFLICT, ErrorCode::Conflict),
             AdminError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::PayloadTooLarge),
+            AdminError::Unavailable(_) => {
+                (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::StoreUnavailable)
+            }
             AdminError::Store(e) if e.is_transient() => {
                 (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::StoreUnavailable)
             }

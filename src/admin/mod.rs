@@ -21,6 +21,7 @@ mod events;
 mod health;
 mod keys;
 mod openapi;
+mod replication;
 mod scrape;
 mod stats;
 mod sweep;
@@ -75,6 +76,8 @@ pub struct AdminContext {
     pub clock: Clock,
     /// Every configured source, so stats list quiet ones too.
     pub sources: Vec<String>,
+    /// A replicating node's lease and promotion (`[replication]`).
+    pub replication: Option<crate::replicate::Control>,
 }
 
 pub fn router(state: AdminState) -> Router {
@@ -92,6 +95,8 @@ pub fn router(state: AdminState) -> Router {
         .route("/api/stats", get(stats::stats))
         .route("/api/activity", get(stats::activity))
         .route("/api/sweep", post(sweep::sweep_now))
+        .route("/api/replication", get(replication::status))
+        .route("/api/replication/promote", post(replication::promote))
         .route("/api/backup", get(backup::backup))
         .route("/api/destinations", get(destinations::destinations))
         .route("/api/destinations/{name}/pause", post(destinations::pause))

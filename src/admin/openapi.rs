@@ -4,7 +4,7 @@
 
 use axum::Json;
 
-use super::{backup, bulk, destinations, events, health, keys, scrape, stats, sweep};
+use super::{backup, bulk, destinations, events, health, keys, replication, scrape, stats, sweep};
 
 /// The admin API's contract as an OpenAPI 3.1 document, for other tools.
 #[utoipa::path(get, path = "/api/openapi.json", tag = "health", security(()),
@@ -30,7 +30,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
             stats::stats, stats::activity, sweep::sweep_now, backup::backup,
             destinations::destinations, destinations::pause, destinations::resume,
             keys::claim, keys::complete, keys::release, keys::extend, keys::show, keys::delete, keys::list,
-            keys::namespaces
+            keys::namespaces, replication::status, replication::promote
         )
     )]
     struct Doc;

@@ -86,6 +86,14 @@ pub enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// A replicating node's role, who holds the lease (the primary), and
+    /// how far its log is.
+    Replication(Remote),
+    /// Make a standby the primary now, without waiting for the primary's
+    /// lease to lapse: it takes the lease (the old primary, if alive,
+    /// steps down at its next renewal), applies the stream to its end and
+    /// takes webhooks. Run it against the standby's admin listener.
+    Promote(Remote),
     /// Print a shell's completions (the Debian package installs them).
     ///
     /// E.g. `hookinbox completions bash > /etc/bash_completion.d/hookinbox`.
@@ -167,6 +175,8 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Keys { remote, command } => ops(remote, OpsCommand::Keys(command)),
         Command::Sweep(remote) => ops(remote, OpsCommand::Sweep),
         Command::Backup { remote, out } => ops(remote, OpsCommand::Backup { out }),
+        Command::Replication(remote) => ops(remote, OpsCommand::Replication),
+        Command::Promote(remote) => ops(remote, OpsCommand::Promote),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();

@@ -1,5 +1,5 @@
 //! The operator's commands (`stats`, `events`, `dlq`, `destinations`,
-//! `keys`, `sweep`, `backup`): clients of the admin API of a running server.
+//! `keys`, `sweep`, `backup`, `replication`, `promote`): clients of the admin API of a running server.
 //!
 //! Requests and answers are [`crate::api`]'s types, the ones the server
 //! writes. Tables for people by default, the API's JSON with `--json`. Exit codes:
@@ -7,7 +7,7 @@
 //! usage; 3 the server cannot be reached; 4 the token is missing or wrong.
 //!
 //! One file per command or command group (`stats`, `events` with `tail`,
-//! `dlq`, `destinations`, `keys`, `sweep`, `backup`), each a `run` that makes its
+//! `dlq`, `destinations`, `keys`, `sweep`, `backup`, `replication`), each a `run` that makes its
 //! requests and prints; `client` is the connection and its exit codes,
 //! `output` the JSON-or-table printing, `query` the shared event filters.
 //! This file only declares them and dispatches.
@@ -20,6 +20,7 @@ mod events;
 mod keys;
 mod output;
 mod query;
+mod replication;
 mod stats;
 mod sweep;
 mod tail;
@@ -67,6 +68,10 @@ pub enum OpsCommand {
         #[arg(long)]
         out: PathBuf,
     },
+    /// A replicating node's role, the lease's holder, its log's progress.
+    Replication,
+    /// Make this standby the primary now.
+    Promote,
 }
 
 pub async fn run(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
@@ -80,5 +85,7 @@ pub async fn run(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
         OpsCommand::Keys(command) => keys::run(&client, command, json).await,
         OpsCommand::Sweep => sweep::run(&client, json).await,
         OpsCommand::Backup { out } => backup::run(&client, &out, json).await,
+        OpsCommand::Replication => replication::status(&client, json).await,
+        OpsCommand::Promote => replication::promote(&client, json).await,
     }
 }

@@ -318,7 +318,11 @@ impl IngestError {
                 return (StatusCode::UNAUTHORIZED, "invalid_signature");
             }
             IngestError::Rejected(_) => StatusCode::BAD_REQUEST,
-            IngestError::Store(e) if e.is_transient() => StatusCode::SERVICE_UNAVAILABLE,
+            // Replaced as the replication primary: the provider's retry
+            // finds the new one.
+            IngestError::Store(e) if e.is_transient() || e.is_replaced() => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             IngestError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         (status, self.reason().as_str())
@@ -333,7 +337,9 @@ impl IngestError {
             IngestError::BodyRead(_) => RejectReason::BodyUnreadable,
             IngestError::Busy => RejectReason::Busy,
             IngestError::Rejected(r) => r.reason(),
-            IngestError::Store(e) if e.is_transient() => RejectReason::StoreUnavailable,
+            IngestError::Store(e) if e.is_transient() || e.is_replaced() => {
+                RejectReason::StoreUnavailable
+            }
             IngestError::Store(_) => RejectReason::StoreError,
         }
     }

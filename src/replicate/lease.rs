@@ -170,6 +170,24 @@ impl Lease {
         }
     }
 
+    /// Takes the key whoever holds it (`hookinbox promote`): the holder's
+    /// next renewal fails and it steps down. Returns who held it.
+    pub async fn take_over(&self) -> Result<Option<String>, LeaseError> {
+        let before = self.holder().await?;
+        let revision = self
+            .store
+            .put(KEY, self.node.clone().into())
+            .await
+            .map_err(|e| LeaseError::Unavailable(e.to_string()))?;
+        self.held(Some(revision));
+        Ok(before)
+    }
+
+    /// This node's name in the lease.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
     /// Gives the key up (a clean stop), so a standby need not wait for it
     /// to expire.
     pub async fn release(&self) -> Result<(), LeaseError> {

@@ -17,6 +17,33 @@ pub use lease::{Lease, LeaseError};
 pub use publish::{ConnectError, Publisher, StreamSettings};
 pub use snapshot::{Snapshot, SnapshotError, Snapshots};
 
+use std::sync::Arc;
+
+/// A replicating node as the admin API sees it: its lease (who holds it)
+/// and, on a standby, the way to make it take over now.
+#[derive(Clone)]
+pub struct Control {
+    pub lease: Arc<Lease>,
+    pub stream: String,
+    promote: Arc<tokio::sync::Notify>,
+}
+
+impl Control {
+    pub fn new(lease: Arc<Lease>, stream: String) -> Control {
+        Control {
+            lease,
+            stream,
+            promote: Arc::default(),
+        }
+    }
+
+    /// Asks the standby to take the lease now, whoever holds it, and take
+    /// over (`hookinbox promote`); remembered until it looks.
+    pub fn promote(&self) {
+        self.promote.notify_one();
+    }
+}
+
 /// The primary's renewals of its lease, a few times a lease, until
 /// `stop`; then it gives the lease up. Ends with the new holder's name
 /// when another node took it, or when the stream refused `store`'s frames
@@ -24,7 +51,7 @@ pub use snapshot::{Snapshot, SnapshotError, Snapshots};
 /// replaced). A renewal the bucket does not answer is tried again at the
 /// next tick.
 pub async fn keep_lease(
-    lease: Lease,
+    lease: Arc<Lease>,
     store: crate::store::Store,
     every: std::time::Duration,
     stop: tokio_util::sync::CancellationToken,
@@ -65,15 +92,29 @@ pub async fn stand_by(
     store: crate::store::Store,
     follower: Follower,
     tag: u32,
-    lease: Lease,
+    control: Control,
     every: std::time::Duration,
     stop: tokio_util::sync::CancellationToken,
 ) -> Result<(), String> {
+    let lease = control.lease.clone();
     let taken = std::sync::atomic::AtomicBool::new(false);
     let lease_free = async {
         loop {
             tokio::select! {
                 () = tokio::time::sleep(every) => {}
+                () = control.promote.notified() => {
+                    match lease.take_over().await {
+                        Ok(holder) => {
+                            tracing::warn!(previous_holder = holder.as_deref().unwrap_or("none"), "promote asked for: this node took the replication lease");
+                            taken.store(true, std::sync::atomic::Ordering::Relaxed);
+                            return;
+                        }
+                        Err(e) => {
+                            tracing::error!(error = %e, "promote asked for, but the lease cannot be taken; still a standby");
+                            continue;
+                        }
+                    }
+                }
                 () = stop.cancelled() => return,
             }
             match lease.acquire().await {

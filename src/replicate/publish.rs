@@ -39,6 +39,8 @@ pub const LSN_HEADER: &str = "Hookinbox-Lsn";
 /// On a frame sent in several messages (larger than a message may be):
 /// which part this is, `i/n`, from 1. A frame in one message has none.
 pub const PART_HEADER: &str = "Hookinbox-Part";
+/// After a group was not taken: how long later groups are refused at once.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// Room left in a message for its headers.
 const HEADER_ROOM: usize = 8 << 10;
 
@@ -96,10 +98,11 @@ pub struct Publisher {
     last: Mutex<u64>,
     /// This publisher's id in its message ids, random.
     writer: u64,
-    /// The last group ran out of its budget: until one is taken, a group
-    /// gets one ack's wait, so that requests queued behind it during an
-    /// outage are answered 503 in seconds, not a budget each.
-    failing: std::sync::atomic::AtomicBool,
+    /// After a group ran out of its budget: when the next try may be.
+    /// Until then groups are refused at once; after, each gets one ack's
+    /// wait until one is taken. So requests queued during an outage are
+    /// answered 503 within a second or two, not a budget each.
+    outage: Mutex<Option<Instant>>,
     _client: Client,
 }
 
@@ -145,7 +148,7 @@ impl Publisher {
             max_part: max_part.max(1),
             last: Mutex::new(last),
             writer: rand::random(),
-            failing: Default::default(),
+            outage: Mutex::new(None),
             _client: client,
         })
     }
@@ -192,10 +195,17 @@ impl Publisher {
                 })
             })
             .collect();
-        let budget = if self.failing.load(std::sync::atomic::Ordering::Relaxed) {
-            self.ack_timeout.min(self.budget)
-        } else {
-            self.budget
+        let outage = *self.outage.lock().unwrap_or_else(|p| p.into_inner());
+        let budget = match outage {
+            Some(next_try) if Instant::now() < next_try => {
+                return Err(ShipError::Unavailable {
+                    lsn: frames.first().map_or(0, |f| f.lsn),
+                    detail: "the stream did not take the last frames; trying again within a second"
+                        .to_owned(),
+                });
+            }
+            Some(_) => self.ack_timeout.min(self.budget),
+            None => self.budget,
         };
         let deadline = Instant::now() + budget;
         let mut last = self.last_sequence();
@@ -204,8 +214,8 @@ impl Publisher {
         while done < parts.len() {
             if Instant::now() >= deadline {
                 *self.last.lock().unwrap_or_else(|p| p.into_inner()) = last;
-                self.failing
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                *self.outage.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some(Instant::now() + RETRY_AFTER);
                 return Err(ShipError::Unavailable {
                     lsn: parts[done].lsn,
                     detail: why,
@@ -260,8 +270,7 @@ impl Publisher {
             }
         }
         *self.last.lock().unwrap_or_else(|p| p.into_inner()) = last;
-        self.failing
-            .store(false, std::sync::atomic::Ordering::Relaxed);
+        *self.outage.lock().unwrap_or_else(|p| p.into_inner()) = None;
         Ok(())
     }
 }

@@ -72,6 +72,18 @@ impl StoreError {
         }
     }
 
+    /// Whether another primary writes the replication stream: this store
+    /// answers nothing again, and its node steps down (not transient here,
+    /// but a caller elsewhere is served: answered 503 to providers).
+    pub fn is_replaced(&self) -> bool {
+        match self {
+            StoreError::Write(e) => {
+                matches!(**e, WriteError::Unshipped(ShipError::Replaced { .. }))
+            }
+            _ => false,
+        }
+    }
+
     /// The error and every cause under it, for a log line:
     /// "the store cannot commit right now: I/O error: File too large".
     pub fn report(&self) -> Report<'_> {

@@ -934,3 +934,32 @@ async fn a_pause_survives_a_restart_until_resumed() {
     assert_eq!(list.json["destinations"][0]["paused"], false);
     server.stop().await;
 }
+
+/// Without `[replication]`, the replication paths answer 409 and say why;
+/// nothing changes.
+#[tokio::test]
+async fn replication_paths_refuse_a_node_that_does_not_replicate() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Ok).await;
+    let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
+    for (method, path) in [
+        ("GET", "/api/replication"),
+        ("POST", "/api/replication/promote"),
+    ] {
+        let a = server.admin(method, path, Some(TOKEN), None).await;
+        assert_eq!(a.status, 409, "{path}: {:?}", a.json);
+        assert_eq!(a.json["error"], "conflict");
+        assert!(
+            a.json["reason"]
+                .as_str()
+                .unwrap()
+                .contains("has no [replication] section"),
+            "{:?}",
+            a.json
+        );
+        let unauthorized = server.admin(method, path, None, None).await;
+        assert_eq!(unauthorized.status, 401);
+    }
+    assert_eq!(server.admin("GET", "/readyz", None, None).await.status, 200);
+    server.stop().await;
+}

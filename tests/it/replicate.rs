@@ -916,3 +916,100 @@ async fn a_replaced_primary_goes_on_as_a_standby_of_the_new_one() {
         .any(|e| e.file_name().to_string_lossy().starts_with("set-aside-"));
     assert!(aside, "the replaced primary's data was set aside");
 }
+
+/// `hookinbox promote` against a standby while the primary still runs: the
+/// standby takes the lease and the primary steps down (a standby of the new
+/// one). `hookinbox replication` says who is what; promoting a primary, or
+/// a node that does not replicate, is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn promote_makes_a_standby_the_primary_and_the_old_one_steps_down() {
+    use crate::cli::ops;
+    use crate::support::{
+        BinaryServer, TestServer, client, server_section, standard_headers, standard_source,
+        write_config,
+    };
+    use hookinbox::clock::Clock;
+    use std::time::Instant;
+
+    const TOKEN: &str = "test-admin-token-0123456789";
+    let dir = tempfile::tempdir().unwrap();
+    let nats = NatsServer::start(&dir.path().join("nats"));
+    let section = |data: &str, node: &str, role: &str| {
+        format!(
+            "{}[admin]\ntoken = \"{TOKEN}\"\n\n[replication]\nurl = \"{}\"\nstream = \"{STREAM}\"\nrole = \"{role}\"\nnode = \"{node}\"\nlease = \"10s\"\n\n{}",
+            server_section(&dir.path().join(data)),
+            nats.url(),
+            standard_source("shop")
+        )
+    };
+    let config = write_config(dir.path(), &section("a", "vm-a", "primary"));
+    let old = BinaryServer::start(&config, &[], None);
+    let http = client();
+    let send = async |url: String, id: &str| -> u16 {
+        let body = format!("{{\"type\":\"t\",\"id\":\"{id}\"}}").into_bytes();
+        let mut request = http.post(url).body(body.clone());
+        for (name, value) in standard_headers(id, &body) {
+            request = request.header(name, value);
+        }
+        request.send().await.map_or(0, |r| r.status().as_u16())
+    };
+    for i in 0..5 {
+        assert_eq!(send(old.url("/in/shop"), &format!("evt_{i}")).await, 200);
+    }
+    let new = TestServer::start(&section("b", "vm-b", "standby"), Clock::system()).await;
+    let cli = async |admin: String, args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        tokio::task::spawn_blocking(move || ops(&admin, TOKEN, &args))
+            .await
+            .unwrap()
+    };
+    let (code, out, err) = cli(new.admin_url(""), &["replication", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let status: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (status["role"].as_str(), status["holder"].as_str()),
+        (Some("standby"), Some("vm-a")),
+        "{out}"
+    );
+    // A primary is not promoted.
+    let (code, _, err) = cli(old.admin.clone(), &["promote"]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("the primary already"), "{err}");
+
+    // Long before the 10 s lease could lapse.
+    let asked = Instant::now();
+    let (code, out, err) = cli(new.admin_url(""), &["promote"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("vm-b is the primary now"), "{out}");
+    println!("promoted in {:?}", asked.elapsed());
+    assert!(asked.elapsed() < Duration::from_secs(8));
+    assert_eq!(new.admin("GET", "/readyz", None, None).await.status, 200);
+    let body = b"{\"type\":\"t\",\"id\":\"evt_new\"}".to_vec();
+    let answer = new
+        .post("/in/shop", &standard_headers("evt_new", &body), body)
+        .await;
+    assert_eq!(answer.status, 200);
+
+    // The old primary steps down at its next renewal: never a 2xx again.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !old.log_text().contains("goes on as a standby") {
+        assert_ne!(send(old.url("/in/shop"), "evt_old").await, 200);
+        assert!(Instant::now() < deadline, "{}", old.log_text());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (code, out, _) = cli(old.admin.clone(), &["replication", "--json"]).await;
+        if code == 0 {
+            let status: serde_json::Value = serde_json::from_str(&out).unwrap();
+            if status["role"] == "standby" && status["holder"] == "vm-b" {
+                assert!(status["last_frame"].as_u64() > Some(0), "{out}");
+                break;
+            }
+        }
+        assert!(Instant::now() < deadline, "{out}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(send(old.url("/in/shop"), "evt_old").await, 503);
+    new.stop().await;
+}
