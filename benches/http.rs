@@ -17,11 +17,14 @@
 //! is killed with SIGKILL under load and restarted, and the time to a
 //! listening socket and to `/readyz` 200 is printed. With `--space`, every
 //! table is walked after the runs: the bytes its entries take against the
-//! file's size.
+//! file's size. With `--replicate`, the log replicated to a local NATS
+//! JetStream cluster against none, a standby's catch-up and its takeover
+//! (`http/replicate.rs`).
 //!
 //! Rerun: cargo bench --bench http -- [--quick] [--seconds 20] [--runs 3]
 //!        [--connections 64,128] [--dup 0,10] [--preload 5000000 --data DIR]
 //!        [--crash] [--space] [--http-only] [--bin target/release/hookinbox]
+//!        [--replicate [--catch-up 1000000]]
 //! `--data DIR` keeps the store (preloaded once, topped up to `--preload`).
 
 use std::io::{Read, Write};
@@ -42,6 +45,8 @@ mod support;
 #[allow(dead_code)]
 #[path = "support/drive.rs"]
 mod drive;
+#[path = "http/replicate.rs"]
+mod replicate;
 
 use drive::{Cost, close, drive, file_size, open};
 use support::{
@@ -70,6 +75,10 @@ struct Args {
     http_only: bool,
     /// The binary to run (another build, for a before/after pair).
     bin: PathBuf,
+    /// Replicated against not, and a standby's catch-up and takeover.
+    replicate: bool,
+    /// Events a new standby catches up with (`--replicate`).
+    catch_up: usize,
 }
 
 fn list(flags: &Flags, flag: &str, default: &[usize]) -> Vec<usize> {
@@ -95,13 +104,23 @@ fn args() -> Args {
     Args {
         seconds: flags.value("--seconds", 5, 20) as u64,
         runs: flags.value("--runs", 1, 3),
-        connections: list(&flags, "--connections", &[64, 128]),
+        connections: list(
+            &flags,
+            "--connections",
+            if std::env::args().any(|a| a == "--replicate") {
+                &[128]
+            } else {
+                &[64, 128]
+            },
+        ),
         dups: list(&flags, "--dup", &[0, 10]),
         preload: flags.value("--preload", 0, 0),
         data: flags.text("--data").map(PathBuf::from),
         crash: std::env::args().any(|a| a == "--crash"),
         space: std::env::args().any(|a| a == "--space"),
         http_only: std::env::args().any(|a| a == "--http-only"),
+        replicate: std::env::args().any(|a| a == "--replicate"),
+        catch_up: flags.value("--catch-up", 50_000, 1_000_000),
         bin: PathBuf::from(
             flags
                 .text("--bin")
@@ -118,7 +137,13 @@ struct Server {
     pid: String,
 }
 
-fn write_config(dir: &Path, data: &Path, ingest: SocketAddr, admin: SocketAddr) -> PathBuf {
+fn write_config(
+    dir: &Path,
+    data: &Path,
+    ingest: SocketAddr,
+    admin: SocketAddr,
+    extra: &str,
+) -> PathBuf {
     let token = dir.join("admin.token");
     std::fs::write(&token, TOKEN).unwrap();
     let path = dir.join("hookinbox.toml");
@@ -127,7 +152,7 @@ fn write_config(dir: &Path, data: &Path, ingest: SocketAddr, admin: SocketAddr) 
         format!(
             "[server]\nlisten = \"{ingest}\"\nadmin_listen = \"{admin}\"\ndata_dir = \"{}\"\n\
              [log]\nlevel = \"warn\"\n[admin]\ntoken_file = \"{}\"\n\
-             [[source]]\nname = \"{SOURCE}\"\nkind = \"standard\"\nsecret = \"{SECRET}\"\n",
+             [[source]]\nname = \"{SOURCE}\"\nkind = \"standard\"\nsecret = \"{SECRET}\"\n{extra}",
             data.display(),
             token.display()
         ),
@@ -138,8 +163,13 @@ fn write_config(dir: &Path, data: &Path, ingest: SocketAddr, admin: SocketAddr) 
 
 impl Server {
     fn start(bin: &Path, dir: &Path, data: &Path) -> Server {
+        Server::start_with(bin, dir, data, "")
+    }
+
+    /// With `extra` at the end of its config (a section of its own).
+    fn start_with(bin: &Path, dir: &Path, data: &Path, extra: &str) -> Server {
         let (ingest, admin) = (free_port(), free_port());
-        let config = write_config(dir, data, ingest, admin);
+        let config = write_config(dir, data, ingest, admin, extra);
         let child = Command::new(bin)
             .args(["serve", "--config"])
             .arg(&config)
@@ -507,6 +537,10 @@ async fn preload(data: &Path, target: usize, verifier: &Verifier) -> usize {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args = args();
+    if args.replicate {
+        replicate::run(&args, args.catch_up).await;
+        return;
+    }
     let scratch = tempfile::tempdir().unwrap();
     let data = args
         .data

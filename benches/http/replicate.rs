@@ -1,0 +1,212 @@
+//! `--replicate`: the same HTTP load with the log replicated to a local
+//! three-node JetStream cluster (R3, its nodes on the same two cores),
+//! against none, alternating in one run; then a primary and its standby:
+//! a new standby's catch-up from the newest snapshot and the stream after
+//! `--catch-up` events, and its takeover after the primary is killed with
+//! SIGKILL under load.
+//!
+//! Rerun: cargo bench --bench http -- --replicate [--quick] [--seconds 20]
+//!        [--runs 3] [--connections 128] [--catch-up 1000000]
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::{Args, PREPARED_RATE, Server, get, load, ms, prepare, unix_now};
+
+#[path = "../support/nats.rs"]
+mod nats;
+
+/// The lease of the takeover drill (the issue's: 5 s).
+const LEASE_SECONDS: u64 = 5;
+
+fn section(urls: &str, stream: &str, role: &str, node: &str) -> String {
+    format!(
+        "[replication]\nurl = \"{urls}\"\nstream = \"{stream}\"\nreplicas = 3\nrole = \"{role}\"\n\
+         node = \"{node}\"\nlease = \"{LEASE_SECONDS}s\"\nsnapshot_interval = \"15s\"\n"
+    )
+}
+
+pub(super) async fn run(args: &Args, catch_up: usize) {
+    let scratch = tempfile::tempdir().unwrap();
+    let nats = nats::Nats::start(3).await;
+    println!(
+        "hookinbox replication bench: three nats-server nodes (R3) on this machine's {} cores, {} s runs × {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        args.seconds,
+        args.runs
+    );
+    println!();
+    println!("| conns | log replicated | events/s | p50 ms | p99 ms | max ms | longest pause ms | failed |");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|");
+    let tag = unix_now();
+    let mut ratios = Vec::new();
+    for &conns in &args.connections {
+        for run in 0..args.runs {
+            let mut rates = [0.0f64; 2];
+            for (m, replicated) in [false, true].into_iter().enumerate() {
+                let dir = scratch.path().join(format!("ratio-{conns}-{run}-{m}"));
+                std::fs::create_dir_all(&dir).unwrap();
+                let extra = if replicated {
+                    section(&nats.urls, &format!("ratio_{conns}_{run}"), "primary", "a")
+                } else {
+                    String::new()
+                };
+                let server = Server::start_with(&args.bin, &dir, &dir.join("data"), &extra);
+                server.wait_ready(Instant::now());
+                let per_conn = PREPARED_RATE * args.seconds as usize / conns + 1;
+                let reqs = prepare(
+                    server.ingest,
+                    &format!("r{tag}_{conns}_{run}_{m}"),
+                    conns,
+                    per_conn,
+                    0,
+                );
+                let r = load(server.ingest, reqs, args.seconds).await;
+                println!(
+                    "| {conns} | {} | {:.0} | {} | {} | {} | {} | {} |",
+                    if replicated { "R3" } else { "no" },
+                    r.rate(),
+                    ms(r.p50),
+                    ms(r.p99),
+                    ms(r.max),
+                    r.stall.as_millis(),
+                    r.failed
+                );
+                rates[m] = r.rate();
+                server.stop();
+            }
+            ratios.push((conns, rates[1] / rates[0].max(1.0)));
+        }
+    }
+    println!();
+    for (conns, ratio) in &ratios {
+        println!("{conns} connections: replicated / not, events/s: {ratio:.2}");
+    }
+    catch_up_and_take_over(args, &nats.urls, scratch.path(), catch_up).await;
+    println!();
+    println!(
+        "rerun: cargo bench --bench http -- --replicate --seconds {} --runs {} --connections {} --catch-up {catch_up}",
+        args.seconds,
+        args.runs,
+        args.connections
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+}
+
+/// `GET /api/replication` of a server: (last frame, role).
+fn replication(server: &Server) -> Option<(u64, String)> {
+    let (status, body) = get(server.admin, "/api/replication").ok()?;
+    if status != 200 {
+        return None;
+    }
+    let json: serde_json::Value = serde_json::from_str(&body).ok()?;
+    Some((
+        json["last_frame"].as_u64()?,
+        json["role"].as_str()?.to_owned(),
+    ))
+}
+
+async fn catch_up_and_take_over(args: &Args, urls: &str, scratch: &Path, events: usize) {
+    let dir = |name: &str| {
+        let d = scratch.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    };
+    let (p, s) = (dir("primary"), dir("standby"));
+    let primary = Server::start_with(&args.bin, &p, &p.join("data"), &section(urls, "drill", "primary", "a"));
+    primary.wait_ready(Instant::now());
+    let conns = 128;
+    let reqs = prepare(
+        primary.ingest,
+        &format!("c{}", unix_now()),
+        conns,
+        events / conns + 1,
+        0,
+    );
+    let loaded = load(primary.ingest, reqs, 3_600).await;
+    let stored = loaded.created;
+    println!();
+    println!(
+        "{stored} events into a replicating primary at {conns} connections: {:.0} events/s, p99 {} ms ({} failed)",
+        loaded.rate(),
+        ms(loaded.p99),
+        loaded.failed
+    );
+    let (last, _) = replication(&primary).expect("the primary's replication status");
+    // The next snapshot covers every frame.
+    let settings = hookinbox::replicate::StreamSettings {
+        urls: urls.to_owned(),
+        stream: "drill".into(),
+        replicas: 3,
+        creds_file: None,
+        ca: None,
+        ack_timeout: Duration::from_secs(2),
+        budget: Duration::from_secs(10),
+        max_part: None,
+    };
+    let snapshots = hookinbox::replicate::Snapshots::connect(&settings)
+        .await
+        .unwrap();
+    let waited = Instant::now();
+    let snapshot = loop {
+        if let Some(s) = snapshots.list().await.unwrap().pop()
+            && s.lsn >= last
+        {
+            break s;
+        }
+        assert!(waited.elapsed() < Duration::from_secs(600), "no snapshot");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    println!(
+        "snapshot at frame {}: {:.1} MiB, {:.0} B per event",
+        snapshot.lsn,
+        snapshot.bytes as f64 / (1u64 << 20) as f64,
+        snapshot.bytes as f64 / stored.max(1) as f64
+    );
+    // A few more events after the snapshot: the standby applies them from
+    // the stream.
+    let tail = prepare(primary.ingest, &format!("t{}", unix_now()), 16, 100, 0);
+    load(primary.ingest, tail, 60).await;
+    let (last, _) = replication(&primary).unwrap();
+
+    let started = Instant::now();
+    let standby = Server::start_with(&args.bin, &s, &s.join("data"), &section(urls, "drill", "standby", "b"));
+    loop {
+        if replication(&standby).is_some_and(|(applied, _)| applied >= last) {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(1800), "no catch-up");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let took = started.elapsed();
+    println!(
+        "a new standby, empty data dir: caught up with {stored} events (snapshot + {} frames after it) in {:.1} s from its start: {:.0} events/s",
+        last - snapshot.lsn,
+        took.as_secs_f64(),
+        stored as f64 / took.as_secs_f64()
+    );
+
+    // Takeover: the primary killed under load.
+    let reqs = prepare(primary.ingest, &format!("k{}", unix_now()), 64, 20_000, 0);
+    let addr = primary.ingest;
+    let under_load = tokio::spawn(async move { load(addr, reqs, 30).await });
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    primary.kill();
+    let killed = Instant::now();
+    under_load.abort();
+    loop {
+        if let Ok((200, _)) = get(standby.admin, "/readyz") {
+            break;
+        }
+        assert!(killed.elapsed() < Duration::from_secs(120), "no takeover");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    println!(
+        "takeover: the standby ready {:.2} s after the primary was killed under load (lease {LEASE_SECONDS} s)",
+        killed.elapsed().as_secs_f64()
+    );
+    standby.stop();
+}
