@@ -480,6 +480,11 @@ async fn probe_largest_event(store: &Store, config: &Config) -> usize {
         .map(|s| s.max_body)
         .max()
         .unwrap_or(64 << 10);
+    // A standby writes only its primary's frames: its disk is proved by
+    // them, and by the writes once it is promoted.
+    if store.is_standby() {
+        return probe_bytes;
+    }
     if let Err(e) = store.probe(probe_bytes).await {
         tracing::error!(error = %e.report(), bytes = probe_bytes, "the store cannot write an event this large; not ready until it can");
     }

@@ -78,7 +78,8 @@ impl Nats {
     async fn wait_ready(&self, nodes: usize) {
         let started = Instant::now();
         let ready = async || -> Result<(), String> {
-            let client = async_nats::connect(self.urls.as_str())
+            let servers: Vec<&str> = self.urls.split(',').collect();
+            let client = async_nats::connect(servers.as_slice())
                 .await
                 .map_err(|e| e.to_string())?;
             let mut js = jetstream::new(client);
