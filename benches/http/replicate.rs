@@ -36,7 +36,9 @@ pub(super) async fn run(args: &Args, catch_up: usize) {
         args.runs
     );
     println!();
-    println!("| conns | log replicated | events/s | p50 ms | p99 ms | max ms | longest pause ms | failed |");
+    println!(
+        "| conns | log replicated | events/s | p50 ms | p99 ms | max ms | longest pause ms | failed |"
+    );
     println!("|---:|---|---:|---:|---:|---:|---:|---:|");
     let tag = unix_now();
     let mut ratios = Vec::new();
@@ -116,7 +118,12 @@ async fn catch_up_and_take_over(args: &Args, urls: &str, scratch: &Path, events:
         d
     };
     let (p, s) = (dir("primary"), dir("standby"));
-    let primary = Server::start_with(&args.bin, &p, &p.join("data"), &section(urls, "drill", "primary", "a"));
+    let primary = Server::start_with(
+        &args.bin,
+        &p,
+        &p.join("data"),
+        &section(urls, "drill", "primary", "a"),
+    );
     primary.wait_ready(Instant::now());
     let conns = 128;
     let reqs = prepare(
@@ -173,7 +180,12 @@ async fn catch_up_and_take_over(args: &Args, urls: &str, scratch: &Path, events:
     let (last, _) = replication(&primary).unwrap();
 
     let started = Instant::now();
-    let standby = Server::start_with(&args.bin, &s, &s.join("data"), &section(urls, "drill", "standby", "b"));
+    let standby = Server::start_with(
+        &args.bin,
+        &s,
+        &s.join("data"),
+        &section(urls, "drill", "standby", "b"),
+    );
     loop {
         if replication(&standby).is_some_and(|(applied, _)| applied >= last) {
             break;

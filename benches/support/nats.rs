@@ -94,7 +94,13 @@ impl Nats {
                 .await
                 .map_err(|e| e.to_string())?;
             let info = s.info().await.map_err(|e| e.to_string())?;
-            if nodes > 1 && info.cluster.as_ref().and_then(|c| c.leader.as_ref()).is_none() {
+            if nodes > 1
+                && info
+                    .cluster
+                    .as_ref()
+                    .and_then(|c| c.leader.as_ref())
+                    .is_none()
+            {
                 return Err("no leader yet".into());
             }
             js.delete_stream("BENCH_READY")
