@@ -89,10 +89,12 @@ pub enum Command {
     /// A replicating node's role, who holds the lease (the primary), and
     /// how far its log is.
     Replication(Remote),
-    /// Make a standby the primary now, without waiting for the primary's
-    /// lease to lapse: it takes the lease (the old primary, if alive,
-    /// steps down at its next renewal), applies the stream to its end and
-    /// takes webhooks. Run it against the standby's admin listener.
+    /// Make a standby the primary now.
+    ///
+    /// Without waiting for the primary's lease to lapse: the standby takes
+    /// the lease (the old primary, if alive, steps down at its next
+    /// renewal), applies the stream to its end and takes webhooks. Run it
+    /// against the standby's admin listener.
     Promote(Remote),
     /// Print a shell's completions (the Debian package installs them).
     ///

@@ -56,27 +56,39 @@ impl Lease {
         // The bucket's stream, made as the client's `create_key_value`
         // makes it, without its account query (whose answer the client
         // cannot read from a 2.9 server).
-        if context.get_key_value(&bucket).await.is_err() {
-            context
-                .get_or_create_stream(stream::Config {
-                    name: format!("KV_{bucket}"),
-                    subjects: vec![format!("$KV.{bucket}.>")],
-                    max_messages_per_subject: 1,
-                    max_age: lease,
-                    num_replicas: settings.replicas,
-                    allow_rollup: true,
-                    deny_delete: true,
-                    allow_direct: true,
-                    discard: stream::DiscardPolicy::New,
-                    ..Default::default()
-                })
-                .await
-                .map_err(|e| LeaseError::Unavailable(e.to_string()))?;
-        }
-        let store = context
-            .get_key_value(&bucket)
-            .await
-            .map_err(|e| LeaseError::Unavailable(e.to_string()))?;
+        // Tried for a budget: right after the NATS servers start, their
+        // JetStream answers only once it has elected its leaders.
+        let started = std::time::Instant::now();
+        let store = loop {
+            let found = async {
+                if context.get_key_value(&bucket).await.is_err() {
+                    context
+                        .get_or_create_stream(stream::Config {
+                            name: format!("KV_{bucket}"),
+                            subjects: vec![format!("$KV.{bucket}.>")],
+                            max_messages_per_subject: 1,
+                            max_age: lease,
+                            num_replicas: settings.replicas,
+                            allow_rollup: true,
+                            deny_delete: true,
+                            allow_direct: true,
+                            discard: stream::DiscardPolicy::New,
+                            ..Default::default()
+                        })
+                        .await
+                        .map_err(|e| LeaseError::Unavailable(e.to_string()))?;
+                }
+                context
+                    .get_key_value(&bucket)
+                    .await
+                    .map_err(|e| LeaseError::Unavailable(e.to_string()))
+            };
+            match found.await {
+                Ok(store) => break store,
+                Err(e) if started.elapsed() >= settings.budget => return Err(e),
+                Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+            }
+        };
         Ok(Lease {
             store,
             node: node.to_owned(),
@@ -137,10 +149,10 @@ impl Lease {
     /// it (or holds it again: it lapsed and no one took it); `Held` if
     /// another took it since.
     pub async fn renew(&self) -> Result<(), LeaseError> {
+        // Not known since a renewal that could not be checked (no quorum):
+        // whose the key is now decides.
         let Some(revision) = *self.revision.lock().unwrap_or_else(|p| p.into_inner()) else {
-            return Err(LeaseError::Held {
-                holder: self.holder().await?.unwrap_or_default(),
-            });
+            return self.own_or_held().await;
         };
         match self
             .store

@@ -79,22 +79,35 @@ impl Snapshots {
             bucket: name.clone(),
             detail: e.to_string(),
         };
-        let bucket = match context.get_object_store(&name).await {
-            Ok(bucket) => bucket,
-            Err(_) => context
-                .create_object_store(object_store::Config {
-                    bucket: name.clone(),
-                    description: Some("hookinbox database snapshots".into()),
-                    num_replicas: settings.replicas,
-                    ..Default::default()
-                })
-                .await
-                .map_err(|e| failed(&e))?,
+        // Tried for a budget: right after the NATS servers start, their
+        // JetStream answers only once it has elected its leaders.
+        let started = Instant::now();
+        let (bucket, stream) = loop {
+            let found = async {
+                let bucket = match context.get_object_store(&name).await {
+                    Ok(bucket) => bucket,
+                    Err(_) => context
+                        .create_object_store(object_store::Config {
+                            bucket: name.clone(),
+                            description: Some("hookinbox database snapshots".into()),
+                            num_replicas: settings.replicas,
+                            ..Default::default()
+                        })
+                        .await
+                        .map_err(|e| failed(&e))?,
+                };
+                let stream = context
+                    .get_stream(&settings.stream)
+                    .await
+                    .map_err(|e| failed(&format!("cannot find its stream: {e}")))?;
+                Ok::<_, SnapshotError>((bucket, stream))
+            };
+            match found.await {
+                Ok(found) => break found,
+                Err(e) if started.elapsed() >= settings.budget => return Err(e),
+                Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+            }
         };
-        let stream = context
-            .get_stream(&settings.stream)
-            .await
-            .map_err(|e| failed(&format!("cannot find its stream: {e}")))?;
         Ok(Snapshots {
             bucket,
             name,

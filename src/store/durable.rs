@@ -10,6 +10,11 @@
 //! followed in the same group by a checkpoint is not written at all: the
 //! checkpoint's durable commit holds it already.
 //!
+//! With a shipper (replication), a second thread ships each synced group
+//! and answers it, so the next group is written and synced while the
+//! stream's quorum acknowledges the one before; groups queued meanwhile go
+//! out together.
+//!
 //! A failed write or sync fails that group and every batch after it, with
 //! the same cause, until the writer [settles](LogHandle::settle) the
 //! thread: the writer then reopens the database and finds out which of
@@ -163,6 +168,28 @@ impl LogHandle {
     ) -> std::io::Result<LogHandle> {
         let (tx, rx) = mpsc::sync_channel(QUEUE);
         let progress = shared.progress.clone();
+        let answerer = Answerer {
+            shared: shared.clone(),
+            on_commit,
+            shipper,
+            unshipped: VecDeque::new(),
+            replaced: None,
+            progress: progress.clone(),
+        };
+        // With a shipper, a thread of its own ships and answers: the next
+        // group's write and sync go on while it waits for the stream.
+        let after = if answerer.shipper.is_some() {
+            let (queue, groups) = mpsc::sync_channel(SHIP_QUEUE);
+            let thread = std::thread::Builder::new()
+                .name("store-ship".into())
+                .spawn(move || answerer.run(groups))?;
+            After::Shipping {
+                queue: Some(queue),
+                thread: Some(thread),
+            }
+        } else {
+            After::Here(answerer)
+        };
         let thread = {
             let progress = progress.clone();
             std::thread::Builder::new()
@@ -170,12 +197,9 @@ impl LogHandle {
                 .spawn(move || {
                     LogThread {
                         shared,
-                        on_commit,
-                        shipper,
-                        unshipped: VecDeque::new(),
-                        replaced: None,
                         progress,
                         failed: None,
+                        after,
                     }
                     .run(rx)
                 })?
@@ -235,6 +259,76 @@ impl LogHandle {
 
 struct LogThread {
     shared: Arc<Shared>,
+    progress: Arc<Progress>,
+    /// Why the last write failed, until the writer settles.
+    failed: Option<Arc<WriteError>>,
+    /// Who ships and answers the groups on the local disk.
+    after: After,
+}
+
+/// Groups on the local disk: shipped and answered in this thread (no
+/// shipper), or queued to the ship thread.
+enum After {
+    Here(Answerer),
+    Shipping {
+        queue: Option<mpsc::SyncSender<Shipping>>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    },
+}
+
+/// What the log thread hands the ship thread, in order.
+enum Shipping {
+    Group(Vec<Batch>),
+    /// Answered once every group before it is.
+    Settle(mpsc::SyncSender<()>),
+}
+
+/// Groups queued to the ship thread at most: the log thread waits past it.
+const SHIP_QUEUE: usize = 64;
+
+impl After {
+    fn deliver(&mut self, group: &mut Vec<Batch>) {
+        match self {
+            After::Here(answerer) => answerer.deliver(group),
+            After::Shipping { queue, .. } => {
+                let queue = queue
+                    .as_ref()
+                    .expect("the ship thread runs until the log thread stops");
+                queue
+                    .send(Shipping::Group(std::mem::take(group)))
+                    .expect("the ship thread runs while the log thread does");
+            }
+        }
+    }
+
+    fn settle(&mut self, done: mpsc::SyncSender<()>) {
+        match self {
+            After::Here(_) => {
+                let _ = done.send(());
+            }
+            After::Shipping { queue, .. } => {
+                if let Some(queue) = queue {
+                    let _ = queue.send(Shipping::Settle(done));
+                }
+            }
+        }
+    }
+
+    /// Answers what is queued and ends the ship thread.
+    fn stop(&mut self) {
+        if let After::Shipping { queue, thread } = self {
+            queue.take();
+            if let Some(thread) = thread.take() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+/// Ships the groups on the local disk and answers them: in the log thread
+/// without a shipper, in the ship thread with one.
+struct Answerer {
+    shared: Arc<Shared>,
     on_commit: Option<CommitHook>,
     shipper: Option<Arc<dyn Shipper>>,
     /// Frames on the local disk the shipper has not taken yet, oldest
@@ -243,56 +337,36 @@ struct LogThread {
     /// Set for good once the shipper says another writer took over.
     replaced: Option<Arc<WriteError>>,
     progress: Arc<Progress>,
-    /// Why the last write failed, until the writer settles.
-    failed: Option<Arc<WriteError>>,
 }
 
-impl LogThread {
-    fn run(mut self, rx: mpsc::Receiver<Item>) {
+impl Answerer {
+    /// The ship thread: every group queued since the last ship goes out
+    /// together, in order; a settle is answered after the groups before it.
+    fn run(mut self, rx: mpsc::Receiver<Shipping>) {
         let mut group: Vec<Batch> = Vec::new();
         while let Ok(first) = rx.recv() {
             let mut next = Some(first);
             let mut settles = Vec::new();
             while let Some(item) = next.take() {
                 match item {
-                    Item::Batch(batch) => group.push(batch),
-                    // Nothing queues behind a settle: its sender waits.
-                    Item::Settle(done) => settles.push(done),
+                    Shipping::Group(batches) => group.extend(batches),
+                    Shipping::Settle(done) => settles.push(done),
                 }
                 if settles.is_empty() {
                     next = rx.try_recv().ok();
                 }
             }
             if !group.is_empty() {
-                self.answer(&mut group);
+                self.deliver(&mut group);
             }
             for done in settles {
-                self.failed = None;
-                self.progress.failed.store(false, Ordering::Release);
                 let _ = done.send(());
             }
         }
     }
 
-    /// Makes the group durable and answers it.
-    fn answer(&mut self, group: &mut Vec<Batch>) {
-        if self.failed.is_none()
-            && let Err(e) = self.write(group)
-        {
-            let cause = Arc::new(WriteError::Io(e));
-            tracing::error!(cause = %Report(&*cause), batches = group.len(), "cannot write the write-ahead log; answering 503 and reopening the database");
-            self.shared.write_error.send_replace(Some(cause.clone()));
-            self.progress.failed.store(true, Ordering::Release);
-            self.failed = Some(cause);
-        }
-        if let Some(cause) = &self.failed {
-            for batch in group.drain(..) {
-                for reply in batch.replies {
-                    reply.fail(cause);
-                }
-            }
-            return;
-        }
+    /// Ships a group that is on the local disk, then answers it.
+    fn deliver(&mut self, group: &mut Vec<Batch>) {
         // On the local disk now: what the writer counts as stored.
         let stored = group.iter().map(|b| b.lsn).max().unwrap_or(0);
         if let Err(cause) = self.ship(group) {
@@ -401,15 +475,66 @@ impl LogThread {
             }
         }
     }
+}
+
+impl LogThread {
+    fn run(mut self, rx: mpsc::Receiver<Item>) {
+        let mut group: Vec<Batch> = Vec::new();
+        while let Ok(first) = rx.recv() {
+            let mut next = Some(first);
+            let mut settles = Vec::new();
+            while let Some(item) = next.take() {
+                match item {
+                    Item::Batch(batch) => group.push(batch),
+                    // Nothing queues behind a settle: its sender waits.
+                    Item::Settle(done) => settles.push(done),
+                }
+                if settles.is_empty() {
+                    next = rx.try_recv().ok();
+                }
+            }
+            if !group.is_empty() {
+                self.answer(&mut group);
+            }
+            for done in settles {
+                self.failed = None;
+                self.progress.failed.store(false, Ordering::Release);
+                self.after.settle(done);
+            }
+        }
+        self.after.stop();
+    }
+
+    /// Makes the group durable, then has it shipped and answered.
+    fn answer(&mut self, group: &mut Vec<Batch>) {
+        if self.failed.is_none()
+            && let Err(e) = self.write(group)
+        {
+            let cause = Arc::new(WriteError::Io(e));
+            tracing::error!(cause = %Report(&*cause), batches = group.len(), "cannot write the write-ahead log; answering 503 and reopening the database");
+            self.shared.write_error.send_replace(Some(cause.clone()));
+            self.progress.failed.store(true, Ordering::Release);
+            self.failed = Some(cause);
+        }
+        if let Some(cause) = &self.failed {
+            for batch in group.drain(..) {
+                for reply in batch.replies {
+                    reply.fail(cause);
+                }
+            }
+            return;
+        }
+        self.after.deliver(group);
+    }
 
     /// Writes the group's frames that no later checkpoint covers, then
     /// syncs the file they went to. With a shipper every frame is written,
     /// a checkpoint's too: the log keeps each until it is shipped (the
     /// writer starts the log over only once everything before is shipped).
     fn write(&self, group: &mut [Batch]) -> std::io::Result<()> {
-        let covered = match self.shipper {
-            Some(_) => 0,
-            None => group
+        let covered = match self.after {
+            After::Shipping { .. } => 0,
+            After::Here(_) => group
                 .iter()
                 .rposition(|b| matches!(b.durability, Durability::Checkpoint { .. }))
                 .map_or(0, |i| i + 1),

@@ -40,6 +40,8 @@ Commands:
   keys          Idempotency keys: show, list, delete
   sweep         Sweep expired data now
   backup        Save a consistent copy of the running server's database to a file
+  replication   A replicating node's role, who holds the lease (the primary), and how far its log is
+  promote       Make a standby the primary now
   completions   Print a shell's completions (the Debian package installs them)
   man           Print the man page, or write one page per command into a directory
   help          Print this message or the help of the given subcommand(s)
