@@ -351,7 +351,17 @@ async fn replication(config: &Config) -> Result<Option<Replicated>, AppError> {
     );
     if r.role == ReplicationRole::Standby {
         let follower = Follower::connect(&settings).await.map_err(|e| failed(&e))?;
-        let Some((tag, first)) = follower.first().await.map_err(|e| failed(&e))? else {
+        // Tried for a budget: right after the NATS servers start, the
+        // stream answers only once it has elected its leader.
+        let started = std::time::Instant::now();
+        let first = loop {
+            match follower.first().await {
+                Ok(first) => break first,
+                Err(e) if started.elapsed() >= r.lease => return Err(failed(&e)),
+                Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+            }
+        };
+        let Some((tag, first)) = first else {
             return Err(failed(
                 &"the stream holds no frame yet: start the primary first",
             ));

@@ -90,10 +90,10 @@ impl Follower {
         if state.messages == 0 {
             return Ok(None);
         }
-        let message = match stream.get_raw_message(state.first_sequence).await {
-            Ok(message) => message,
-            Err(_) => return Ok(None),
-        };
+        let message = stream
+            .get_raw_message(state.first_sequence)
+            .await
+            .map_err(|e| self.failed(format!("reading its first message: {e}")))?;
         let id = header(&message.headers, "Nats-Msg-Id");
         let tag = id
             .split_once('-')

@@ -158,25 +158,61 @@ impl Publisher {
         *self.last.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn message(&self, part: &Part<'_>, expected_last: u64) -> PublishMessage {
+    /// `<tag>-<lsn>-<writer>`, and `.<part>` for a frame in parts.
+    fn message_id(&self, part: &Part<'_>) -> String {
         let tag = self.tag.load(std::sync::atomic::Ordering::Relaxed);
+        let id = format!("{tag:08x}-{}{}", part.lsn, self.writer_id());
+        if part.count == 1 {
+            id
+        } else {
+            format!("{id}.{}", part.index)
+        }
+    }
+
+    /// The part of a message id that names this publisher.
+    fn writer_id(&self) -> String {
+        format!("-{:016x}", self.writer)
+    }
+
+    /// The stream's last message: its sequence and message id.
+    async fn tail(&self) -> Result<Option<(u64, String)>, String> {
+        let mut stream = self.stream.clone();
+        if stream
+            .info()
+            .await
+            .map_err(|e| e.to_string())?
+            .state
+            .messages
+            == 0
+        {
+            return Ok(None);
+        }
+        let message = self
+            .stream
+            .get_last_raw_message_by_subject(&self.subject)
+            .await
+            .map_err(|e| e.to_string())?;
+        let id = message
+            .headers
+            .get("Nats-Msg-Id")
+            .map(|v| v.as_str().to_owned())
+            .unwrap_or_default();
+        Ok(Some((message.sequence, id)))
+    }
+
+    fn message(&self, part: &Part<'_>, expected_last: u64) -> PublishMessage {
         let message = PublishMessage::build()
             .payload(Bytes::copy_from_slice(part.bytes))
             .header(LSN_HEADER, part.lsn.to_string().as_str())
             .expected_last_sequence(expected_last);
-        let writer = self.writer;
+        let message = message.message_id(self.message_id(part));
         if part.count == 1 {
-            return message.message_id(format!("{tag:08x}-{}-{writer:016x}", part.lsn));
+            return message;
         }
-        message
-            .message_id(format!(
-                "{tag:08x}-{}-{writer:016x}.{}",
-                part.lsn, part.index
-            ))
-            .header(
-                PART_HEADER,
-                format!("{}/{}", part.index, part.count).as_str(),
-            )
+        message.header(
+            PART_HEADER,
+            format!("{}/{}", part.index, part.count).as_str(),
+        )
     }
 
     async fn publish(&self, frames: &[ShippedFrame<'_>]) -> Result<(), ShipError> {
@@ -245,15 +281,40 @@ impl Publisher {
                         done += 1;
                     }
                     // The first message not acked expected the stream to
-                    // end where this primary left it, and it did not:
-                    // another writer appended (a message of ours sent again
-                    // would have been acked as a duplicate).
+                    // end where this primary left it, and it did not. The
+                    // stream's last message says why: another writer's
+                    // (replaced), or one of this publisher's own whose ack
+                    // was lost (a retry after an election can be refused
+                    // instead of acked as a duplicate): go on after it.
                     Ok(Err(e)) if e.kind() == PublishErrorKind::WrongLastSequence => {
-                        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = last;
-                        return Err(ShipError::Replaced {
-                            lsn: part.lsn,
-                            detail: format!("the stream no longer ends at sequence {last}: {e}"),
-                        });
+                        match self.tail().await {
+                            Ok(Some((seq, id))) if id.contains(&self.writer_id()) => {
+                                if let Some(k) =
+                                    parts[done..].iter().position(|p| self.message_id(p) == id)
+                                {
+                                    done += k + 1;
+                                }
+                                last = seq;
+                                why = format!(
+                                    "the stream ends at sequence {seq}, a message of this primary's: {e}"
+                                );
+                                break;
+                            }
+                            Ok(tail) => {
+                                *self.last.lock().unwrap_or_else(|p| p.into_inner()) = last;
+                                return Err(ShipError::Replaced {
+                                    lsn: part.lsn,
+                                    detail: format!(
+                                        "the stream no longer ends at sequence {last}, its last message is {:?}: {e}",
+                                        tail.map(|(_, id)| id)
+                                    ),
+                                });
+                            }
+                            Err(read) => {
+                                why = format!("{e}; reading the stream's last message: {read}");
+                                break;
+                            }
+                        }
                     }
                     Ok(Err(e)) => {
                         why = e.to_string();
