@@ -237,7 +237,7 @@ impl Snapshots {
 
     /// Deletes the snapshots past the newest [`KEEP`], the chunks of
     /// uploads that never finished, and the stream's frames up to the
-    /// older kept snapshot's.
+    /// older kept snapshot's (but never the newest snapshot's last frame).
     async fn prune(&self) -> Result<(), SnapshotError> {
         let snapshots = self.list().await?;
         let cut = snapshots.len().saturating_sub(KEEP);
@@ -247,7 +247,7 @@ impl Snapshots {
                 .await
                 .map_err(|e| self.failed(e))?;
         }
-        let Some(oldest) = snapshots.get(cut) else {
+        let (Some(oldest), Some(newest)) = (snapshots.get(cut), snapshots.last()) else {
             return Ok(());
         };
         self.forget_orphan_chunks().await?;
@@ -258,14 +258,17 @@ impl Snapshots {
             .map_err(|e| self.failed(e))?
             .state
             .first_sequence;
-        if first <= oldest.stream_seq {
+        // The newest snapshot's last frame stays: the stream then always
+        // says where it ends and whose it is, idle or not.
+        let keep_from = (oldest.stream_seq + 1).min(newest.stream_seq);
+        if first < keep_from {
             stream
                 .purge()
-                .sequence(oldest.stream_seq + 1)
+                .sequence(keep_from)
                 .await
                 .map_err(|e| self.failed(format!("purging the stream: {e}")))?;
             tracing::info!(
-                up_to = oldest.stream_seq,
+                up_to = keep_from - 1,
                 frame = oldest.lsn,
                 "the replication stream forgot the frames its older snapshot holds"
             );

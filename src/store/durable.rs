@@ -179,7 +179,7 @@ impl LogHandle {
         // With a shipper, a thread of its own ships and answers: the next
         // group's write and sync go on while it waits for the stream.
         let after = if answerer.shipper.is_some() {
-            let (queue, groups) = mpsc::sync_channel(SHIP_QUEUE);
+            let (queue, groups) = mpsc::sync_channel(QUEUE);
             let thread = std::thread::Builder::new()
                 .name("store-ship".into())
                 .spawn(move || answerer.run(groups))?;
@@ -270,21 +270,35 @@ struct LogThread {
 /// shipper), or queued to the ship thread.
 enum After {
     Here(Answerer),
+    /// The ship thread takes the same items as this one, each batch once
+    /// it is synced.
     Shipping {
-        queue: Option<mpsc::SyncSender<Shipping>>,
+        queue: Option<mpsc::SyncSender<Item>>,
         thread: Option<std::thread::JoinHandle<()>>,
     },
 }
 
-/// What the log thread hands the ship thread, in order.
-enum Shipping {
-    Group(Vec<Batch>),
-    /// Answered once every group before it is.
-    Settle(mpsc::SyncSender<()>),
+/// Takes `first` and every item queued behind it, up to a settle (nothing
+/// queues behind one: its sender waits): the batches into `group`, in
+/// order; returns the settles, to answer after them.
+fn gather(
+    rx: &mpsc::Receiver<Item>,
+    first: Item,
+    group: &mut Vec<Batch>,
+) -> Vec<mpsc::SyncSender<()>> {
+    let mut next = Some(first);
+    let mut settles = Vec::new();
+    while let Some(item) = next.take() {
+        match item {
+            Item::Batch(batch) => group.push(batch),
+            Item::Settle(done) => settles.push(done),
+        }
+        if settles.is_empty() {
+            next = rx.try_recv().ok();
+        }
+    }
+    settles
 }
-
-/// Groups queued to the ship thread at most: the log thread waits past it.
-const SHIP_QUEUE: usize = 64;
 
 impl After {
     fn deliver(&mut self, group: &mut Vec<Batch>) {
@@ -294,9 +308,11 @@ impl After {
                 let queue = queue
                     .as_ref()
                     .expect("the ship thread runs until the log thread stops");
-                queue
-                    .send(Shipping::Group(std::mem::take(group)))
-                    .expect("the ship thread runs while the log thread does");
+                for batch in group.drain(..) {
+                    queue
+                        .send(Item::Batch(batch))
+                        .expect("the ship thread runs while the log thread does");
+                }
             }
         }
     }
@@ -308,7 +324,7 @@ impl After {
             }
             After::Shipping { queue, .. } => {
                 if let Some(queue) = queue {
-                    let _ = queue.send(Shipping::Settle(done));
+                    let _ = queue.send(Item::Settle(done));
                 }
             }
         }
@@ -342,20 +358,10 @@ struct Answerer {
 impl Answerer {
     /// The ship thread: every group queued since the last ship goes out
     /// together, in order; a settle is answered after the groups before it.
-    fn run(mut self, rx: mpsc::Receiver<Shipping>) {
+    fn run(mut self, rx: mpsc::Receiver<Item>) {
         let mut group: Vec<Batch> = Vec::new();
         while let Ok(first) = rx.recv() {
-            let mut next = Some(first);
-            let mut settles = Vec::new();
-            while let Some(item) = next.take() {
-                match item {
-                    Shipping::Group(batches) => group.extend(batches),
-                    Shipping::Settle(done) => settles.push(done),
-                }
-                if settles.is_empty() {
-                    next = rx.try_recv().ok();
-                }
-            }
+            let settles = gather(&rx, first, &mut group);
             if !group.is_empty() {
                 self.deliver(&mut group);
             }
@@ -481,18 +487,7 @@ impl LogThread {
     fn run(mut self, rx: mpsc::Receiver<Item>) {
         let mut group: Vec<Batch> = Vec::new();
         while let Ok(first) = rx.recv() {
-            let mut next = Some(first);
-            let mut settles = Vec::new();
-            while let Some(item) = next.take() {
-                match item {
-                    Item::Batch(batch) => group.push(batch),
-                    // Nothing queues behind a settle: its sender waits.
-                    Item::Settle(done) => settles.push(done),
-                }
-                if settles.is_empty() {
-                    next = rx.try_recv().ok();
-                }
-            }
+            let settles = gather(&rx, first, &mut group);
             if !group.is_empty() {
                 self.answer(&mut group);
             }
