@@ -1,17 +1,18 @@
 //! `--replicate`: the same HTTP load with the log replicated to a local
-//! three-node JetStream cluster (R3, its nodes on the same two cores),
+//! three-node JetStream cluster (R3, its nodes on the same two cores; or
+//! one node, R1, with `--replicas 1`),
 //! against none, alternating in one run; then a primary and its standby:
 //! a new standby's catch-up from the newest snapshot and the stream after
 //! `--catch-up` events, and its takeover after the primary is killed with
 //! SIGKILL under load.
 //!
 //! Rerun: cargo bench --bench http -- --replicate [--quick] [--seconds 20]
-//!        [--runs 3] [--connections 128] [--catch-up 1000000]
+//!        [--runs 3] [--connections 128] [--catch-up 1000000] [--replicas 1]
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::{Args, PREPARED_RATE, Server, get, load, ms, prepare, unix_now};
+use super::{Args, PREPARED_RATE, Server, get, load, ms, prepare, support, unix_now};
 
 #[path = "../support/nats.rs"]
 mod nats;
@@ -21,17 +22,24 @@ const LEASE_SECONDS: u64 = 5;
 
 /// A node's `[replication]`; `snapshots`: its `snapshot_interval`.
 fn section(urls: &str, stream: &str, role: &str, node: &str, snapshots: &str) -> String {
+    let replicas = REPLICAS.load(std::sync::atomic::Ordering::Relaxed);
     format!(
-        "[replication]\nurl = \"{urls}\"\nstream = \"{stream}\"\nreplicas = 3\nrole = \"{role}\"\n\
+        "[replication]\nurl = \"{urls}\"\nstream = \"{stream}\"\nreplicas = {replicas}\nrole = \"{role}\"\n\
          node = \"{node}\"\nlease = \"{LEASE_SECONDS}s\"\nsnapshot_interval = \"{snapshots}\"\n"
     )
 }
 
+/// The stream's replicas, and the NATS nodes started (`--replicas`).
+static REPLICAS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(3);
+
 pub(super) async fn run(args: &Args, catch_up: usize) {
+    let replicas = support::Flags::from_env().value("--replicas", 3, 3);
+    assert!(replicas == 1 || replicas == 3, "--replicas 1 or 3");
+    REPLICAS.store(replicas, std::sync::atomic::Ordering::Relaxed);
     let scratch = tempfile::tempdir().unwrap();
-    let nats = nats::Nats::start(3).await;
+    let nats = nats::Nats::start(replicas).await;
     println!(
-        "hookinbox replication bench: three nats-server nodes (R3) on this machine's {} cores, {} s runs × {}",
+        "hookinbox replication bench: {replicas} nats-server node(s) (R{replicas}) on this machine's {} cores, {} s runs × {}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         args.seconds,
         args.runs
@@ -75,7 +83,11 @@ pub(super) async fn run(args: &Args, catch_up: usize) {
                 let r = load(server.ingest, reqs, args.seconds).await;
                 println!(
                     "| {conns} | {} | {:.0} | {} | {} | {} | {} | {} |",
-                    if replicated { "R3" } else { "no" },
+                    if replicated {
+                        format!("R{replicas}")
+                    } else {
+                        "no".into()
+                    },
                     r.rate(),
                     ms(r.p50),
                     ms(r.p99),
@@ -96,7 +108,7 @@ pub(super) async fn run(args: &Args, catch_up: usize) {
     catch_up_and_take_over(args, &nats.urls, scratch.path(), catch_up).await;
     println!();
     println!(
-        "rerun: cargo bench --bench http -- --replicate --seconds {} --runs {} --connections {} --catch-up {catch_up}",
+        "rerun: cargo bench --bench http -- --replicate --seconds {} --runs {} --connections {} --catch-up {catch_up} --replicas {replicas}",
         args.seconds,
         args.runs,
         args.connections
@@ -165,7 +177,7 @@ async fn catch_up_and_take_over(args: &Args, urls: &str, scratch: &Path, events:
     let settings = hookinbox::replicate::StreamSettings {
         urls: urls.to_owned(),
         stream: "drill".into(),
-        replicas: 3,
+        replicas: REPLICAS.load(std::sync::atomic::Ordering::Relaxed),
         creds_file: None,
         ca: None,
         ack_timeout: Duration::from_secs(2),
