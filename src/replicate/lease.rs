@@ -120,29 +120,34 @@ impl Lease {
     /// node's), `Held` with its holder if another's, taken again if it is
     /// gone (it lapsed and no one took it: no one was promoted).
     async fn own_or_held(&self) -> Result<(), LeaseError> {
-        match self.store.entry(KEY).await {
-            Ok(Some(entry)) if entry.operation == kv::Operation::Put => {
-                if *entry.value == *self.node.as_bytes() {
-                    self.held(Some(entry.revision));
-                    Ok(())
-                } else {
-                    Err(LeaseError::Held {
+        // A read during an election can be stale (the key looks gone while
+        // it is there): a create that finds it reads it again. Only another
+        // node's name in it is an answer of "held".
+        for _ in 0..3 {
+            match self.store.entry(KEY).await {
+                Ok(Some(entry)) if entry.operation == kv::Operation::Put => {
+                    if *entry.value == *self.node.as_bytes() {
+                        self.held(Some(entry.revision));
+                        return Ok(());
+                    }
+                    return Err(LeaseError::Held {
                         holder: String::from_utf8_lossy(&entry.value).into_owned(),
-                    })
+                    });
                 }
+                Ok(_) => match self.store.create(KEY, self.node.clone().into()).await {
+                    Ok(revision) => {
+                        self.held(Some(revision));
+                        return Ok(());
+                    }
+                    Err(e) if e.kind() == CreateErrorKind::AlreadyExists => continue,
+                    Err(e) => return Err(LeaseError::Unavailable(e.to_string())),
+                },
+                Err(e) => return Err(LeaseError::Unavailable(e.to_string())),
             }
-            Ok(_) => match self.store.create(KEY, self.node.clone().into()).await {
-                Ok(revision) => {
-                    self.held(Some(revision));
-                    Ok(())
-                }
-                Err(e) if e.kind() == CreateErrorKind::AlreadyExists => Err(LeaseError::Held {
-                    holder: self.holder().await?.unwrap_or_default(),
-                }),
-                Err(e) => Err(LeaseError::Unavailable(e.to_string())),
-            },
-            Err(e) => Err(LeaseError::Unavailable(e.to_string())),
         }
+        Err(LeaseError::Unavailable(
+            "the lease key changed each time it was read".to_owned(),
+        ))
     }
 
     /// Writes the key again, for another lease, if this node still holds

@@ -300,15 +300,21 @@ impl Publisher {
                                 );
                                 break;
                             }
-                            Ok(tail) => {
+                            Ok(Some((seq, id))) => {
                                 *self.last.lock().unwrap_or_else(|p| p.into_inner()) = last;
                                 return Err(ShipError::Replaced {
                                     lsn: part.lsn,
                                     detail: format!(
-                                        "the stream no longer ends at sequence {last}, its last message is {:?}: {e}",
-                                        tail.map(|(_, id)| id)
+                                        "the stream no longer ends at sequence {last}: its last message, {seq}, is {id:?}, another writer's: {e}"
                                     ),
                                 });
+                            }
+                            // No message where this primary's should be: a
+                            // server that has not caught up answered (an
+                            // election). Not evidence of another writer.
+                            Ok(None) => {
+                                why = format!("{e}; the stream answered that it holds no message");
+                                break;
                             }
                             Err(read) => {
                                 why = format!("{e}; reading the stream's last message: {read}");
