@@ -13,7 +13,9 @@ use async_nats::jetstream::consumer::{DeliverPolicy, pull};
 use async_nats::jetstream::stream;
 use futures_util::StreamExt;
 
-use super::publish::{ConnectError, LSN_HEADER, PART_HEADER, StreamSettings, connect, subject_of};
+use super::publish::{
+    ConnectError, LSN_HEADER, PART_HEADER, StreamSettings, connect, header, subject_of,
+};
 use crate::store::{Store, StoreError};
 
 /// Frames applied in one writer job at most.
@@ -238,11 +240,4 @@ fn part_of(header: &str) -> (usize, usize) {
         .split_once('/')
         .and_then(|(i, n)| Some((i.parse().ok()?, n.parse().ok()?)))
         .unwrap_or((1, 1))
-}
-
-fn header(headers: &async_nats::HeaderMap, name: &str) -> String {
-    headers
-        .get(name)
-        .map(|v| v.as_str().to_owned())
-        .unwrap_or_default()
 }

@@ -192,12 +192,10 @@ impl Publisher {
             .get_last_raw_message_by_subject(&self.subject)
             .await
             .map_err(|e| e.to_string())?;
-        let id = message
-            .headers
-            .get("Nats-Msg-Id")
-            .map(|v| v.as_str().to_owned())
-            .unwrap_or_default();
-        Ok(Some((message.sequence, id)))
+        Ok(Some((
+            message.sequence,
+            header(&message.headers, "Nats-Msg-Id"),
+        )))
     }
 
     fn message(&self, part: &Part<'_>, expected_last: u64) -> PublishMessage {
@@ -378,13 +376,7 @@ impl Publisher {
             .get_last_raw_message_by_subject(&self.subject)
             .await
             .map_err(|e| e.to_string())?;
-        let header = |name: &str| {
-            message
-                .headers
-                .get(name)
-                .map(|v| v.as_str().to_owned())
-                .unwrap_or_default()
-        };
+        let header = |name: &str| header(&message.headers, name);
         let lsn: u64 = header(LSN_HEADER).parse().unwrap_or(0);
         // The last message may be a part of a frame whose other parts
         // never came (its primary stopped): the frame before is complete.
@@ -416,6 +408,14 @@ impl Shipper for Publisher {
     fn ship(&self, frames: &[ShippedFrame<'_>]) -> Result<(), ShipError> {
         self.wait(self.publish(frames))
     }
+}
+
+/// A header's value as text (empty when the message has none).
+pub(super) fn header(headers: &async_nats::HeaderMap, name: &str) -> String {
+    headers
+        .get(name)
+        .map(|v| v.as_str().to_owned())
+        .unwrap_or_default()
 }
 
 /// A client of `settings`' servers, named for `role`, and its JetStream

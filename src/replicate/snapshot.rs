@@ -19,7 +19,7 @@ use async_nats::jetstream::object_store::{self, ObjectMetadata, ObjectStore};
 use async_nats::jetstream::stream;
 use futures_util::StreamExt;
 
-use super::publish::{ConnectError, LSN_HEADER, PART_HEADER, StreamSettings, connect};
+use super::publish::{ConnectError, LSN_HEADER, PART_HEADER, StreamSettings, connect, header};
 use crate::store::{DB_FILE, Store, StoreError};
 
 /// Snapshots kept; the stream keeps the frames after the older one.
@@ -338,13 +338,7 @@ impl Snapshots {
                 .get_raw_message(seq)
                 .await
                 .map_err(|e| self.failed(format!("reading message {seq}: {e}")))?;
-            let header = |name: &str| {
-                message
-                    .headers
-                    .get(name)
-                    .map(|v| v.as_str().to_owned())
-                    .unwrap_or_default()
-            };
+            let header = |name: &str| header(&message.headers, name);
             let last_part = match header(PART_HEADER).split_once('/') {
                 Some((i, n)) => i == n,
                 None => true,

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use std::borrow::Cow;
 
-use redb::{Database, Durability};
+use redb::Durability;
 use tokio::sync::{mpsc, oneshot};
 
 use super::dedupe::{DedupeIndex, Fingerprint, fingerprint};
@@ -40,11 +40,12 @@ use super::index::MinuteKind;
 use super::job::{Job, Message};
 use super::keys::{self, KeyWrite};
 use super::options::StoreOptions;
-use super::recover::{commit_checkpoint, last_event, open_database, recover};
+use super::recover::commit_checkpoint;
 use super::tables::{StoredAs, Tables, Ttls, store_event};
 use super::types::{Ingested, Initial};
 use super::wal::{META_LSN, Wal};
 
+mod reopen;
 mod standby;
 use standby::Applied;
 pub(super) use standby::META_STREAM_SEQ;
@@ -310,40 +311,6 @@ impl Writer {
         }
     }
 
-    /// Drops the batches the log thread has answered as durable.
-    fn forget_durable(&mut self) {
-        let durable = self.log.durable();
-        while self.in_flight.front().is_some_and(|b| b.lsn <= durable) {
-            self.in_flight.pop_front();
-        }
-    }
-
-    /// The open database; after a failure, the file opened again with the
-    /// log replayed into it, and the writer's own state read back from it.
-    fn database(&mut self) -> Result<Arc<Database>, WriteError> {
-        if let Some(db) = self
-            .shared
-            .db
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-        {
-            return Ok(db);
-        }
-        let db = open_database(&self.shared.path, self.options.cache_bytes)?;
-        let recovered = recover(&db, &mut self.wal, &ttls(&self.options))?;
-        self.reconcile(recovered.lsn);
-        self.lsn = recovered.lsn;
-        self.last_checkpoint = Instant::now();
-        (self.next_seq, self.last_received_ms) = last_event(&db)
-            .map_err(|e| WriteError::Io(std::io::Error::other(e.to_string())))?
-            .map_or((1, 0), |(s, r)| (s + 1, r));
-        let db = Arc::new(db);
-        *self.shared.db.write().unwrap_or_else(|p| p.into_inner()) = Some(db.clone());
-        tracing::info!(path = %self.shared.path.display(), replayed_frames = recovered.frames.len(), "database reopened");
-        Ok(db)
-    }
-
     /// Tells the dedupe index what a committed batch changed.
     fn learn(&self, keys: &Keys) {
         let mut index = self
@@ -356,49 +323,6 @@ impl Writer {
         }
         for (&fp, &seq) in &keys.added {
             index.insert(fp, seq);
-        }
-    }
-
-    /// After a reopen that holds every frame up to `holds`: the batches
-    /// still in flight (answered 503, or never answered) are stored or not
-    /// by that number alone. The index forgets the keys of those it does
-    /// not hold, newest first (undoing exactly what learning did: a batch
-    /// adds a key only where none was live), and learns those of a stored
-    /// batch it never learned (one whose redb commit reported a failure
-    /// but reached the file).
-    fn reconcile(&mut self, holds: u64) {
-        let in_flight = std::mem::take(&mut self.in_flight);
-        let mut index = self
-            .shared
-            .dedupe
-            .write()
-            .unwrap_or_else(|p| p.into_inner());
-        let (mut lost, mut kept) = (0, 0);
-        for batch in in_flight.iter().rev() {
-            match (batch.lsn <= holds, batch.learned) {
-                (false, true) => {
-                    lost += 1;
-                    for (&fp, &seq) in &batch.keys.added {
-                        index.remove(fp, seq);
-                    }
-                    for &(fp, seq) in &batch.keys.removed {
-                        index.insert(fp, seq);
-                    }
-                }
-                (true, false) => kept += 1,
-                _ => {}
-            }
-        }
-        drop(index);
-        for batch in in_flight.iter().filter(|b| b.lsn <= holds && !b.learned) {
-            self.learn(&batch.keys);
-        }
-        if lost + kept > 0 {
-            tracing::warn!(
-                lost,
-                kept,
-                "batches answered 503: the reopened database holds {kept} of them, not {lost}"
-            );
         }
     }
 
@@ -771,43 +695,6 @@ impl Writer {
         };
         store_event(t, &stored, &self.record_buf, initial, &self.ttls())
     }
-
-    /// After a failed commit redb refuses further writes (and reads) until
-    /// the file is reopened ("close and re-open the database"). Take the
-    /// handle out of the shared slot, wait for readers to let go of it, drop
-    /// it and open the file again at once, so readers are refused only for
-    /// that moment. If the open fails too, the next batch tries again; until
-    /// then readers get `Unavailable`.
-    fn reopen(&mut self) {
-        self.release_database();
-        if let Err(cause) = self.database() {
-            tracing::error!(cause = %Report(&cause), "cannot reopen the database; trying again with the next write");
-        }
-    }
-
-    fn close(&mut self) {
-        // Answers what is queued (its frames synced) and ends the log thread.
-        self.log.stop();
-        self.release_database();
-        tracing::info!("store closed");
-    }
-
-    /// Lets go of the database once the log thread has answered every
-    /// batch handed to it: what the reopened file holds then decides the
-    /// fate of the ones it failed, and recovery reads a log nothing writes.
-    fn release_database(&mut self) {
-        self.log.settle();
-        self.forget_durable();
-        let taken = self
-            .shared
-            .db
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(db) = taken {
-            close_when_unshared(db);
-        }
-    }
 }
 
 pub(super) fn ttls(options: &StoreOptions) -> Ttls {
@@ -816,23 +703,4 @@ pub(super) fn ttls(options: &StoreOptions) -> Ttls {
         payload_ms: options.payload_ttl.as_millis() as u64,
         dlq_ms: options.dlq_ttl.as_millis() as u64,
     }
-}
-
-/// Readers hold the database only for one read; give them up to 5 s to finish.
-fn close_when_unshared(mut db: Arc<Database>) {
-    for _ in 0..500 {
-        match Arc::try_unwrap(db) {
-            Ok(db) => {
-                if let Err(e) = db.close() {
-                    tracing::warn!(error = %e, "closing the database reported an error");
-                }
-                return;
-            }
-            Err(shared) => {
-                db = shared;
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        }
-    }
-    tracing::warn!("readers still hold the database after 5 s; it closes when they finish");
 }
