@@ -16,8 +16,8 @@
 //! that number for a duplicate of the new one's, before it looks at the
 //! expected sequence.
 //!
-//! A group of frames is published at once and its acks awaited in order.
-//! A frame that fails is published again, with every later one, until the
+//! A group of frames is published at once, each message chained on the one
+//! before, and its acks awaited in order. A frame that fails is published again, with every later one, until the
 //! budget runs out ([`StreamSettings::budget`]: an election of a new stream
 //! leader takes several seconds); then the store answers 503 and ships
 //! them first with the next group.
@@ -255,10 +255,20 @@ impl Publisher {
                     detail: why,
                 });
             }
-            // Every message not yet acked, each expecting the one before.
+            // Every message not yet acked, each expecting the one before:
+            // its sequence, and after the first its id too. So a message
+            // is stored only right after its predecessor: once one is
+            // refused, every later one is too, and none lands behind
+            // another writer's message in the gap. (The first expects the
+            // sequence alone: after an election, a server forgets the last
+            // id of a stream idle past its duplicate window.)
             let mut pending = Vec::new();
             for (k, part) in parts[done..].iter().enumerate() {
-                let message = self.message(part, last + k as u64);
+                let mut message = self.message(part, last + k as u64);
+                if k > 0 {
+                    message =
+                        message.expected_last_message_id(self.message_id(&parts[done + k - 1]));
+                }
                 match self
                     .context
                     .send_publish(self.subject.clone(), message)
@@ -284,7 +294,13 @@ impl Publisher {
                     // (replaced), or one of this publisher's own whose ack
                     // was lost (a retry after an election can be refused
                     // instead of acked as a duplicate): go on after it.
-                    Ok(Err(e)) if e.kind() == PublishErrorKind::WrongLastSequence => {
+                    Ok(Err(e))
+                        if matches!(
+                            e.kind(),
+                            PublishErrorKind::WrongLastSequence
+                                | PublishErrorKind::WrongLastMessageId
+                        ) =>
+                    {
                         match self.tail().await {
                             Ok(Some((seq, id))) if id.contains(&self.writer_id()) => {
                                 if let Some(k) =

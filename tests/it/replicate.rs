@@ -140,6 +140,59 @@ async fn a_second_writer_on_the_stream_stops_the_primary_for_good() {
     close(store, writer).await;
 }
 
+/// Another writer's message lands between this primary's last one and a
+/// group of two frames: the first frame is refused (the stream does not
+/// end where it expected), and so is the second, although the stream's
+/// length is what it expected, because it also expects the first frame's
+/// id. Without that, the second would be stored behind the other writer's
+/// message, the stream's end would look like this primary's own, and both
+/// frames would be answered as taken while the first is in no stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_is_never_stored_behind_another_writer_s_message_in_the_gap_of_one_refused() {
+    use hookinbox::store::{ShipError, ShippedFrame, Shipper};
+    let dir = tempfile::tempdir().unwrap();
+    let nats = NatsServer::start(&dir.path().join("nats"));
+    let publisher = Arc::new(Publisher::connect(&settings(&nats.url())).await.unwrap());
+    let frame = |lsn: u64| (lsn, vec![lsn as u8; 100]);
+    let ship = |frames: Vec<(u64, Vec<u8>)>| {
+        let publisher = publisher.clone();
+        tokio::task::spawn_blocking(move || {
+            let frames: Vec<ShippedFrame<'_>> = frames
+                .iter()
+                .map(|(lsn, payload)| ShippedFrame { lsn: *lsn, payload })
+                .collect();
+            publisher.ship(&frames)
+        })
+    };
+    let attached = publisher.clone();
+    let held = tokio::task::spawn_blocking(move || attached.attach(0xab))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(held, 0);
+    ship(vec![frame(1)]).await.unwrap().unwrap();
+    let client = async_nats::connect(nats.url()).await.unwrap();
+    jetstream::new(client)
+        .publish(subject_of(STREAM), "another writer's".into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    let answer = ship(vec![frame(2), frame(3)]).await.unwrap();
+    assert!(
+        matches!(answer, Err(ShipError::Replaced { lsn: 2, .. })),
+        "{answer:?}"
+    );
+    let client = async_nats::connect(nats.url()).await.unwrap();
+    let stream = jetstream::new(client).get_stream(STREAM).await.unwrap();
+    let mut stream = stream;
+    assert_eq!(
+        stream.info().await.unwrap().state.messages,
+        2,
+        "frame 1 and the other writer's message, nothing after them"
+    );
+}
+
 /// A data dir whose database is not the one the stream continues is
 /// refused when it opens, with the reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
