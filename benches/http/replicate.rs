@@ -1,7 +1,9 @@
 //! `--replicate`: the same HTTP load with the log replicated to a local
 //! three-node JetStream cluster (R3, its nodes on the same two cores; or
 //! one node, R1, with `--replicas 1`),
-//! against none, alternating in one run; then a primary and its standby:
+//! against none, alternating in one run, each with its jobs per commit
+//! and commits per second (a commit is a frame: one message of the
+//! stream); then a primary and its standby:
 //! a new standby's catch-up from the newest snapshot and the stream after
 //! `--catch-up` events, and its takeover after the primary is killed with
 //! SIGKILL under load.
@@ -46,9 +48,9 @@ pub(super) async fn run(args: &Args, catch_up: usize) {
     );
     println!();
     println!(
-        "| conns | log replicated | events/s | p50 ms | p99 ms | max ms | longest pause ms | failed |"
+        "| conns | log replicated | events/s | p50 ms | p99 ms | max ms | longest pause ms | failed | jobs/commit | commits/s |"
     );
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     let tag = unix_now();
     let mut ratios = Vec::new();
     for &conns in &args.connections {
@@ -80,9 +82,13 @@ pub(super) async fn run(args: &Args, catch_up: usize) {
                     per_conn,
                     0,
                 );
+                let before = server.batches();
                 let r = load(server.ingest, reqs, args.seconds).await;
+                let after = server.batches();
+                // A commit is a frame: with replication, a message each.
+                let commits = after.1 - before.1;
                 println!(
-                    "| {conns} | {} | {:.0} | {} | {} | {} | {} | {} |",
+                    "| {conns} | {} | {:.0} | {} | {} | {} | {} | {} | {:.1} | {:.0} |",
                     if replicated {
                         format!("R{replicas}")
                     } else {
@@ -93,7 +99,9 @@ pub(super) async fn run(args: &Args, catch_up: usize) {
                     ms(r.p99),
                     ms(r.max),
                     r.stall.as_millis(),
-                    r.failed
+                    r.failed,
+                    (after.0 - before.0) / commits.max(1.0),
+                    commits / args.seconds as f64,
                 );
                 rates[m] = r.rate();
                 server.stop();
