@@ -99,6 +99,9 @@ pub(super) struct Batch {
     pub lsn: u64,
     pub durability: Durability,
     pub replies: Vec<Ready>,
+    /// The newest event key stored once the batch is (the writer's next
+    /// key less one): listeners read up to it when it is answered.
+    pub newest: u64,
     /// For the commit hook: jobs in the batch and when it began.
     pub jobs: usize,
     pub started: Instant,
@@ -385,7 +388,9 @@ impl Answerer {
             return;
         }
         let mut newest = 0;
+        let mut events = 0;
         for batch in group.drain(..) {
+            events = events.max(batch.newest);
             if let Some(hook) = &self.on_commit {
                 hook(batch.jobs, batch.started.elapsed());
             }
@@ -400,6 +405,11 @@ impl Answerer {
             }
         }
         self.progress.durable.fetch_max(newest, Ordering::AcqRel);
+        self.shared.stored.send_if_modified(|v| {
+            let newer = events > *v;
+            *v = (*v).max(events);
+            newer
+        });
         if self.shipper.is_none() {
             self.progress.shipped.fetch_max(newest, Ordering::AcqRel);
         }

@@ -38,6 +38,8 @@ pub(super) struct Shared {
     pub(super) write_error: tokio::sync::watch::Sender<Option<Arc<WriteError>>>,
     /// A standby until promoted: the writer takes only its primary's frames.
     pub(super) standby: tokio::sync::watch::Sender<bool>,
+    /// The key of the newest event answered as stored ([`Store::stored`]).
+    pub(super) stored: tokio::sync::watch::Sender<u64>,
     /// What the log thread answered as durable and shipped.
     pub(super) progress: Arc<super::durable::Progress>,
 }

@@ -35,6 +35,7 @@ mod durable;
 mod ship;
 mod read;
 mod list;
+mod tail;
 mod payload;
 mod stats;
 mod backup;

@@ -102,6 +102,7 @@ impl Store {
             schedule_changed: Notify::new(),
             write_error: tokio::sync::watch::Sender::new(None),
             standby: tokio::sync::watch::Sender::new(options.standby),
+            stored: tokio::sync::watch::Sender::new(next_seq - 1),
             progress: Default::default(),
         });
         let (exit_tx, exited) = oneshot::channel();

@@ -13,5 +13,6 @@ mod migrate;
 mod props;
 mod keys;
 mod ship;
+mod tail;
 
 pub(crate) use support::{close, deliver, new_seq, options};

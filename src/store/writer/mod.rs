@@ -291,6 +291,7 @@ impl Writer {
                 self.log.send(Batch {
                     lsn,
                     durability,
+                    newest: self.next_seq - 1,
                     replies: std::mem::replace(ready, Vec::with_capacity(jobs)),
                     jobs,
                     started,

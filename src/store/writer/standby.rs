@@ -84,6 +84,10 @@ impl Writer {
             lsn: last,
             stream_seq,
         });
+        // For listeners: the primary's events are this store's now.
+        if let Some((seq, _)) = t.events.last()? {
+            self.next_seq = self.next_seq.max(seq.value() + 1);
+        }
         Ok(last)
     }
 
