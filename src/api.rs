@@ -124,6 +124,42 @@ pub struct EventQuery {
     pub limit: Option<usize>,
 }
 
+/// The query of `GET /api/events/stream`: the list's filters, where to
+/// start, and whether each event carries its payload.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct StreamQuery {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// A destination's name: events routed to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
+    /// Events with a delivery in this status when they are read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<EventStatus>,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub event_type: Option<String>,
+    /// Start after this event (hookinbox's id, as an `id:` line of the
+    /// stream gave it); a `Last-Event-ID` header does the same. Without
+    /// either, from the next event stored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// Each event with its payload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload: Option<bool>,
+}
+
+/// One event of `GET /api/events/stream` (the `data:` of an `event`):
+/// its summary and, when asked for, its payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct StreamedEvent {
+    #[serde(flatten)]
+    pub event: EventSummary,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Payload>,
+}
+
 impl EventQuery {
     /// Whether it looks inside payloads.
     pub fn is_search(&self) -> bool {

@@ -96,6 +96,20 @@ pub(super) async fn list_events(
     }))
 }
 
+/// A payload on the wire: as text when it is UTF-8, else base64.
+pub(super) fn payload_of(body: &[u8]) -> api::Payload {
+    match std::str::from_utf8(body) {
+        Ok(text) => api::Payload {
+            encoding: api::PayloadEncoding::Text,
+            data: text.to_owned(),
+        },
+        Err(_) => api::Payload {
+            encoding: api::PayloadEncoding::Base64,
+            data: base64::engine::general_purpose::STANDARD.encode(body),
+        },
+    }
+}
+
 fn find(state: &AdminState, id: &str) -> Result<StoredEvent, AdminError> {
     let missing = || AdminError::NotFound(format!("no event {id:?}"));
     let seq = state.store.parse_public_id(id).ok_or_else(missing)?;
@@ -122,16 +136,7 @@ pub(super) async fn show_event(
         );
     }
     attempt_history.sort_by_key(|a| a.started_at);
-    let payload = match std::str::from_utf8(&e.record.body) {
-        Ok(text) => api::Payload {
-            encoding: api::PayloadEncoding::Text,
-            data: text.to_owned(),
-        },
-        Err(_) => api::Payload {
-            encoding: api::PayloadEncoding::Base64,
-            data: base64::engine::general_purpose::STANDARD.encode(&e.record.body),
-        },
-    };
+    let payload = payload_of(&e.record.body);
     Ok(Json(api::EventDetail {
         summary: summary(&e),
         content_type: e.record.content_type.clone(),

@@ -24,6 +24,7 @@ mod openapi;
 mod replication;
 mod scrape;
 mod stats;
+mod stream;
 mod sweep;
 mod wire;
 
@@ -84,6 +85,7 @@ pub fn router(state: AdminState) -> Router {
     let api = Router::new()
         .route("/metrics", get(scrape::metrics))
         .route("/api/events", get(events::list_events))
+        .route("/api/events/stream", get(stream::stream_events))
         .route(
             "/api/events/{id}",
             get(events::show_event).delete(events::erase_event),

@@ -4,7 +4,9 @@
 
 use axum::Json;
 
-use super::{backup, bulk, destinations, events, health, keys, replication, scrape, stats, sweep};
+use super::{
+    backup, bulk, destinations, events, health, keys, replication, scrape, stats, stream, sweep,
+};
 
 /// The admin API's contract as an OpenAPI 3.1 document, for other tools.
 #[utoipa::path(get, path = "/api/openapi.json", tag = "health", security(()),
@@ -25,7 +27,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
         security(("bearer" = [])),
         paths(
             health::healthz, health::readyz, openapi_json, scrape::metrics,
-            events::list_events, events::show_event, events::replay_event,
+            events::list_events, stream::stream_events, events::show_event, events::replay_event,
             events::ignore_event, events::erase_event, bulk::bulk_replay, bulk::bulk_ignore,
             stats::stats, stats::activity, sweep::sweep_now, backup::backup,
             destinations::destinations, destinations::pause, destinations::resume,

@@ -27,6 +27,7 @@ mod replicate;
 mod replicate_drills;
 mod scale;
 mod snapshots;
+mod stream;
 mod support;
 mod systemd;
 mod tidy;

@@ -1,0 +1,153 @@
+//! `GET /api/events/stream` against a real server: events as they are
+//! stored, in order, filtered, with their payload on request; resumed
+//! after a cursor (`after` or `Last-Event-ID`) with what was stored
+//! meanwhile; a bad cursor and a missing token refused.
+
+use std::time::Duration;
+
+use hookinbox::clock::Clock;
+use tokio::sync::mpsc;
+
+use crate::support::{STANDARD_SECRET, TestServer, server_section, standard_headers};
+
+const TOKEN: &str = "test-admin-token-0123456789";
+
+fn config(dir: &std::path::Path) -> String {
+    format!(
+        r#"{}[admin]
+token = "{TOKEN}"
+
+[[source]]
+name = "inbox"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+
+[[source]]
+name = "other"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+"#,
+        server_section(dir),
+    )
+}
+
+async fn send(server: &TestServer, source: &str, id: &str) -> String {
+    let body = format!("{{\"n\":\"{id}\"}}").into_bytes();
+    let a = server
+        .post(&format!("/in/{source}"), &standard_headers(id, &body), body)
+        .await;
+    assert_eq!(a.status, 200, "{:?}", a.json);
+    a.id().to_owned()
+}
+
+/// One SSE event: its `id:` and its `data:` as JSON.
+type Received = (String, serde_json::Value);
+
+/// Opens the stream at `path` (with `last_event_id`, if any); the events
+/// come on the receiver as they arrive.
+async fn listen(
+    server: &TestServer,
+    path: &str,
+    last_event_id: Option<&str>,
+) -> mpsc::UnboundedReceiver<Received> {
+    let client = hookinbox::send::http_client(Duration::from_secs(60)).unwrap();
+    let mut req = client
+        .get(server.admin_url(path))
+        .header("authorization", format!("Bearer {TOKEN}"));
+    if let Some(id) = last_event_id {
+        req = req.header("last-event-id", id);
+    }
+    let mut res = req.send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(
+        res.headers()["content-type"].to_str().unwrap(),
+        "text/event-stream"
+    );
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut text = String::new();
+        while let Ok(Some(chunk)) = res.chunk().await {
+            text.push_str(std::str::from_utf8(&chunk).unwrap());
+            while let Some(end) = text.find("\n\n") {
+                let block: String = text.drain(..end + 2).collect();
+                let (mut id, mut data) = (None, None);
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id: ") {
+                        id = Some(v.to_owned());
+                    } else if let Some(v) = line.strip_prefix("data: ") {
+                        data = Some(serde_json::from_str(v).unwrap());
+                    }
+                }
+                if let (Some(id), Some(data)) = (id, data)
+                    && tx.send((id, data)).is_err()
+                {
+                    return;
+                }
+            }
+        }
+    });
+    rx
+}
+
+async fn next(rx: &mut mpsc::UnboundedReceiver<Received>) -> Received {
+    tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("an event within 10 s")
+        .expect("the stream is open")
+}
+
+#[tokio::test]
+async fn events_stream_as_they_are_stored_filtered_and_resume_after_a_cursor() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(&config(dir.path()), Clock::system()).await;
+    let before = send(&server, "inbox", "evt_before").await;
+
+    // From now: what was stored before is not sent.
+    let mut all = listen(&server, "/api/events/stream?payload=true", None).await;
+    let mut inbox = listen(&server, "/api/events/stream?source=inbox", None).await;
+    let mut ids = Vec::new();
+    for (source, id) in [("inbox", "evt_1"), ("other", "evt_2"), ("inbox", "evt_3")] {
+        ids.push(send(&server, source, id).await);
+    }
+    for (n, want) in ids.iter().enumerate() {
+        let (id, data) = next(&mut all).await;
+        assert_eq!(&id, want);
+        assert_eq!(data["id"], want.as_str());
+        assert_eq!(data["event_id"], format!("evt_{}", n + 1));
+        assert_eq!(data["payload"]["encoding"], "text");
+        assert_eq!(
+            data["payload"]["data"],
+            format!("{{\"n\":\"evt_{}\"}}", n + 1)
+        );
+    }
+    for want in [&ids[0], &ids[2]] {
+        let (id, data) = next(&mut inbox).await;
+        assert_eq!(&id, want);
+        assert_eq!(data["source"], "inbox");
+        assert!(data.get("payload").is_none(), "no payload unless asked");
+    }
+    // A duplicate is not a new event.
+    send(&server, "inbox", "evt_1").await;
+    let fourth = send(&server, "inbox", "evt_4").await;
+    assert_eq!(next(&mut inbox).await.0, fourth);
+
+    // Resumed after a cursor: what was stored since, then new events.
+    let mut resumed = listen(&server, &format!("/api/events/stream?after={before}"), None).await;
+    for want in ids.iter().chain([&fourth]) {
+        assert_eq!(&next(&mut resumed).await.0, want);
+    }
+    let mut by_header = listen(&server, "/api/events/stream?source=inbox", Some(&ids[2])).await;
+    assert_eq!(next(&mut by_header).await.0, fourth);
+    let fifth = send(&server, "inbox", "evt_5").await;
+    assert_eq!(next(&mut resumed).await.0, fifth);
+    assert_eq!(next(&mut by_header).await.0, fifth);
+
+    // Refused: a cursor that is not this inbox's id, and no token.
+    let bad = server
+        .admin("GET", "/api/events/stream?after=nope", Some(TOKEN), None)
+        .await;
+    assert_eq!(bad.status, 400, "{:?}", bad.json);
+    let anonymous = server.admin("GET", "/api/events/stream", None, None).await;
+    assert_eq!(anonymous.status, 401);
+    server.stop().await;
+}
