@@ -132,6 +132,9 @@ impl App {
         let ingest_addr = ingest.local_addr()?;
         let admin_addr = admin.local_addr()?;
         let alerter = alerter(&config, &store, &metrics, &delivery, admin_addr, &clock)?;
+        // Stops everything that takes new work, the admin's event streams
+        // too, however the app ends.
+        let front = CancellationToken::new();
         let admin_state = AdminState::new(AdminContext {
             store: store.clone(),
             metrics: metrics.clone(),
@@ -142,6 +145,7 @@ impl App {
             keys: config.keys.clone(),
             clock,
             replication: replication.as_ref().map(|r| r.control.clone()),
+            stopping: front.clone(),
         });
         log_receiving(&config, ingest_addr, admin_addr);
 
@@ -164,7 +168,7 @@ impl App {
             writer_exited,
             replication,
         };
-        let task = tokio::spawn(run(wiring, writer, shutdown));
+        let task = tokio::spawn(run(wiring, writer, shutdown, front));
         Ok(App {
             store,
             metrics,
@@ -594,11 +598,11 @@ async fn run(
     wiring: Wiring,
     writer: WriterHandle,
     shutdown: CancellationToken,
+    front: CancellationToken,
 ) -> Result<(), AppError> {
     // `front` stops everything that takes new work; `back` stops the
     // scheduler after ingest has drained, so attempts in flight are
     // recorded. The writer is not cancelled: it is drained last.
-    let front = CancellationToken::new();
     let back = CancellationToken::new();
     let mut tasks = spawn_tasks(wiring, &front, &back);
 

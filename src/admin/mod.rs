@@ -79,6 +79,9 @@ pub struct AdminContext {
     pub sources: Vec<String>,
     /// A replicating node's lease and promotion (`[replication]`).
     pub replication: Option<crate::replicate::Control>,
+    /// Cancelled when the app stops: long-lived answers (the event
+    /// stream) end, so connections close and shutdown does not wait.
+    pub stopping: tokio_util::sync::CancellationToken,
 }
 
 pub fn router(state: AdminState) -> Router {

@@ -56,6 +56,7 @@ pub(super) async fn stream_events(
         None => *stored.borrow_and_update(),
     };
     let with_payload = query.payload.unwrap_or(false);
+    let stopping = state.stopping.clone();
     let (tx, rx) = mpsc::channel::<Result<Event, Infallible>>(READ);
     tokio::spawn(async move {
         let mut cursor = cursor;
@@ -91,6 +92,7 @@ pub(super) async fn stream_events(
             tokio::select! {
                 changed = stored.changed() => if changed.is_err() { return },
                 () = tx.closed() => return,
+                () = stopping.cancelled() => return,
             }
         }
     });
