@@ -83,13 +83,13 @@ fn the_first_start_banner_prints_a_send_command_that_works_for_the_source() {
         ),
     );
     let mut server = BinaryServer::start(&config, &[], None);
-    // The banner follows the start line.
+    // The banner follows the start line; the dashboard's line ends it.
     let log = eventually_sync(
-        "the banner (try_it) in the log",
+        "the banner (try_it, then the dashboard) in the log",
         Duration::from_secs(10),
         Duration::from_millis(20),
         || match server.log_text() {
-            log if log.contains("try_it") => Ok(log),
+            log if log.contains("try_it") && log.contains("\"dashboard\"") => Ok(log),
             log => Err(log),
         },
     );
