@@ -142,22 +142,35 @@ pub struct StreamQuery {
     pub event_type: Option<String>,
     /// Start after this event (hookinbox's id, as an `id:` line of the
     /// stream gave it); a `Last-Event-ID` header does the same. Without
-    /// either, from the next event stored.
+    /// it or `since`, from the next event stored.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,
-    /// Each event with its payload.
+    /// Start with the first event received at or after this time (RFC
+    /// 3339): history first, then each new event. Not with `after`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<Timestamp>,
+    /// Each event with its payload, content type and the provider's
+    /// headers: the request as received.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<bool>,
 }
 
 /// One event of `GET /api/events/stream` (the `data:` of an `event`):
-/// its summary and, when asked for, its payload.
+/// its summary and, when asked for, the request as received.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct StreamedEvent {
     #[serde(flatten)]
     pub event: EventSummary,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<Payload>,
+    /// With the payload: its content type, when the provider gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// With the payload: the provider's headers hookinbox kept, in order,
+    /// as `[name, value]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Vec<String>>>)]
+    pub headers: Option<Vec<(String, String)>>,
 }
 
 impl EventQuery {

@@ -1,5 +1,6 @@
 //! `GET /api/events/stream`: each event as it is stored, as Server-Sent
-//! Events, oldest first, from a cursor. A listener waits on the store's
+//! Events, oldest first, from a cursor, after a `ready` event that names
+//! the cursor. A listener waits on the store's
 //! watch of the newest event ([`crate::store::Store::stored`]) and reads
 //! only the rows after its cursor: it costs nothing while nothing
 //! arrives, and N listeners are N short reads, not N scans.
@@ -28,7 +29,7 @@ const HEARTBEAT: Duration = Duration::from_secs(15);
 
 #[utoipa::path(get, path = "/api/events/stream", tag = "events", params(StreamQuery,
         ("Last-Event-ID" = Option<String>, Header, description = "Start after this event (as `after`)")),
-    responses((status = 200, description = "Server-Sent Events: each stored event matching the filters as an `event` with its id as `id:` and a StreamedEvent as `data:`, oldest first; a comment every 15 s", content_type = "text/event-stream", body = api::StreamedEvent),
+    responses((status = 200, description = "Server-Sent Events: first a `ready` event whose `id:` is the position it starts after (data: {\"after\": id}), then each stored event matching the filters as an `event` with its id as `id:` and a StreamedEvent as `data:`, oldest first; a comment every 15 s", content_type = "text/event-stream", body = api::StreamedEvent),
               (status = 400, description = "A bad filter or cursor", body = api::ApiError), Unauthorized, StoreUnavailable))]
 pub(super) async fn stream_events(
     State(state): State<AdminState>,
@@ -49,15 +50,35 @@ pub(super) async fn stream_events(
         .filter(|v| !v.is_empty());
     let store = state.store.clone();
     let mut stored = store.stored();
-    let cursor = match query.after.as_deref().or(last_event_id) {
-        Some(id) => store.parse_public_id(id).ok_or_else(|| {
+    let after = query.after.as_deref().or(last_event_id);
+    let cursor = match (after, query.since) {
+        (Some(_), Some(_)) => {
+            return Err(AdminError::BadRequest(
+                "give after (or Last-Event-ID) or since, not both".to_owned(),
+            ));
+        }
+        (Some(id), None) => store.parse_public_id(id).ok_or_else(|| {
             AdminError::BadRequest(format!("after {id:?}: not an id of this inbox's events"))
         })?,
-        None => *stored.borrow_and_update(),
+        (None, Some(since)) => {
+            // The watch first: an event answered meanwhile is read too.
+            stored.borrow_and_update();
+            let read = store.clone();
+            tokio::task::spawn_blocking(move || read.cursor_at(since.0)).await??
+        }
+        (None, None) => *stored.borrow_and_update(),
     };
     let with_payload = query.payload.unwrap_or(false);
     let stopping = state.stopping.clone();
     let (tx, rx) = mpsc::channel::<Result<Event, Infallible>>(READ);
+    // Where it starts, first: a client that saves the last id it saw
+    // resumes from here even when no event came before it went away.
+    let start = store.public_id(cursor);
+    let ready = Event::default()
+        .event("ready")
+        .id(start.clone())
+        .data(serde_json::json!({ "after": start }).to_string());
+    tx.try_send(Ok(ready)).expect("a new channel has room");
     tokio::spawn(async move {
         let mut cursor = cursor;
         loop {
@@ -101,9 +122,12 @@ pub(super) async fn stream_events(
 
 /// One stored event as an SSE event.
 fn event(store: &Store, e: &StoredEvent, with_payload: bool) -> Event {
+    let record = &e.record;
     let streamed = api::StreamedEvent {
         event: summary(e),
-        payload: with_payload.then(|| payload_of(&e.record.body)),
+        payload: with_payload.then(|| payload_of(&record.body)),
+        content_type: with_payload.then(|| record.content_type.clone()).flatten(),
+        headers: with_payload.then(|| record.headers.clone()),
     };
     let data = serde_json::to_string(&streamed).unwrap_or_default();
     Event::default()

@@ -15,7 +15,9 @@ use clap::{Args, Parser, Subcommand};
 use crate::app::App;
 use crate::clock::Clock;
 use crate::config::{self, Config, Loaded};
-use crate::ctl::{DestinationsCommand, DlqCommand, EventsCommand, KeysCommand, OpsCommand, Remote};
+use crate::ctl::{
+    DestinationsCommand, DlqCommand, EventsCommand, KeysCommand, ListenArgs, OpsCommand, Remote,
+};
 use crate::exit::{EXIT_FAILURE, EXIT_USAGE, Failure};
 use crate::send::{self, SendArgs};
 use banner::FirstStart;
@@ -40,6 +42,21 @@ pub enum Command {
     Config(ConfigCommand),
     /// Sign and send a webhook exactly as a provider would, printing each answer.
     Send(Box<SendArgs>),
+    /// Forward each new event of a running inbox to an app on this machine.
+    ///
+    /// For development: each event is posted to --forward-to as a delivery
+    /// would be (signed with a development key it prints, a destination's
+    /// key, or with the provider's own headers), and one line per event
+    /// shows the app's answer. The position is kept on this machine per
+    /// server and filter: after a restart, a sleep or a lost connection it
+    /// forwards what arrived meanwhile, once each, in order. It changes
+    /// nothing on the server.
+    Listen {
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        args: Box<ListenArgs>,
+    },
     /// Counts per source and event type, latencies, DLQ size (from a running server).
     Stats {
         #[command(flatten)]
@@ -179,6 +196,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Backup { remote, out } => ops(remote, OpsCommand::Backup { out }),
         Command::Replication(remote) => ops(remote, OpsCommand::Replication),
         Command::Promote(remote) => ops(remote, OpsCommand::Promote),
+        Command::Listen { remote, args } => ops(remote, OpsCommand::Listen(args)),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();

@@ -38,7 +38,7 @@ pub use load::{OperatorView, PACKAGED_CONFIG, process_env};
 pub use resolve::{
     GeneratedSecret, GivenSecret, Loaded, ResolveError, Resolved, SecretPlan, SecretPurpose, Stage,
 };
-pub use secret::{Secret, SecretOrigin};
+pub use secret::{Secret, SecretOrigin, generated_secret_path, load_or_generate_secret};
 pub use sections::{
     AdminConfig, AlertConfig, AlertFormat, KeyClient, KeysConfig, LogConfig, LogFormat,
     ReplicationConfig, ReplicationRole, RetentionConfig, ServerConfig,

@@ -262,6 +262,36 @@ impl SourceConfig<Loaded> {
 
 /// The secret kept in `data_dir` for `purpose`, in the form of `kind`,
 /// created if it does not exist yet (and then added to `generated`).
+impl Config<Loaded> {
+    /// The key that signs deliveries to destination `route`, as the server
+    /// reads it, without generating anything: for `hookinbox listen
+    /// --destination`, which signs as that destination does.
+    pub fn destination_key(&self, route: &str) -> Result<StandardKey, String> {
+        let destination = self
+            .sources
+            .iter()
+            .flat_map(|s| &s.destinations)
+            .find(|d| d.route == route)
+            .ok_or_else(|| format!("{}: no destination {route:?}", self.origin))?;
+        match &destination.secret {
+            SecretPlan::Given(key) => Ok(key.value.clone()),
+            SecretPlan::Generated => {
+                let purpose = SecretPurpose::Destination(route.to_owned());
+                let path = purpose.path(&self.server.data_dir);
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    format!(
+                        "{purpose} is generated, but {} cannot be read ({e}); \
+                         run as the service's user or root",
+                        path.display()
+                    )
+                })?;
+                StandardKey::parse(text.trim())
+                    .map_err(|e| format!("{purpose} ({}): {e}", path.display()))
+            }
+        }
+    }
+}
+
 fn keep(
     data_dir: &Path,
     purpose: SecretPurpose,

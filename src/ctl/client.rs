@@ -54,6 +54,9 @@ pub(super) struct Client {
     base: String,
     token: String,
     http: reqwest::Client,
+    /// For event streams: no time limit on the whole exchange (the
+    /// stream's heartbeats show it is alive).
+    streaming: reqwest::Client,
 }
 
 pub(super) fn fail(code: u8, error: anyhow::Error) -> Failure {
@@ -92,11 +95,47 @@ impl Client {
             Some(url) => url.clone(),
             None => view.insert(remote.view()?).admin_url(),
         };
+        let streaming = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| fail(EXIT_USAGE, anyhow!("cannot build the HTTP client: {e}")))?;
         Ok(Client {
             base: base.trim_end_matches('/').to_owned(),
             token: token(remote, &mut view)?,
             http,
+            streaming,
         })
+    }
+
+    /// The admin API's URL, as given or found.
+    pub(super) fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// Opens `GET /api/events/stream` with `query`, resuming after
+    /// `last_event_id` when given. A refusal that asking again may cure (no
+    /// answer, a 5xx: a server restarting) is [`Opened::Retry`].
+    pub(super) async fn open_stream(
+        &self,
+        query: &api::StreamQuery,
+        last_event_id: Option<&str>,
+    ) -> Result<Opened, Failure> {
+        let path = "/api/events/stream";
+        let mut req = self
+            .streaming
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .query(query);
+        if let Some(id) = last_event_id {
+            req = req.header("last-event-id", id);
+        }
+        match req.send().await {
+            Err(e) => Ok(Opened::Retry(format!("cannot reach {}: {e}", self.base))),
+            Ok(res) if res.status().is_server_error() => {
+                Ok(Opened::Retry(format!("{path}: {}", res.status())))
+            }
+            Ok(res) => Ok(Opened::Stream(self.checked(path, res).await?)),
+        }
     }
 
     pub(super) async fn call(
@@ -123,6 +162,15 @@ impl Client {
                 ),
             )
         })?;
+        self.checked(path, res).await
+    }
+
+    /// `res` when it is a success, else the failure it says.
+    async fn checked(
+        &self,
+        path: &str,
+        res: reqwest::Response,
+    ) -> Result<reqwest::Response, Failure> {
         let status = res.status();
         if status.is_success() {
             return Ok(res);
@@ -220,6 +268,12 @@ impl Client {
             }
         }
     }
+}
+
+/// What opening a stream gave: the stream, or a reason to try again.
+pub(super) enum Opened {
+    Stream(reqwest::Response),
+    Retry(String),
 }
 
 async fn answer<T: DeserializeOwned>(res: reqwest::Response) -> Result<T, Failure> {

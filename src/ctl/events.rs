@@ -68,9 +68,10 @@ pub enum EventsCommand {
     Tail {
         #[command(flatten)]
         filter: Filter,
-        /// How often to look for new events.
-        #[arg(long, default_value = "2s", value_parser = config::parse_duration)]
-        every: Duration,
+        /// Ignored: new events come on the server's event stream as they
+        /// are stored (this once set how often the tail asked).
+        #[arg(long, hide = true, value_parser = config::parse_duration)]
+        every: Option<Duration>,
         /// How many of the latest events to show first.
         #[arg(long, default_value_t = 10)]
         last: usize,
@@ -92,12 +93,8 @@ pub(super) async fn run(
     json: bool,
 ) -> Result<(), Failure> {
     let out = match command {
-        EventsCommand::Tail {
-            filter,
-            every,
-            last,
-        } => {
-            return super::tail::run(client, filter.query(), every, last, json).await;
+        EventsCommand::Tail { filter, last, .. } => {
+            return super::tail::run(client, filter.query(), last, json).await;
         }
         EventsCommand::List { filter, paging } => {
             let query = paged(filter.query(), &paging)?;

@@ -1,5 +1,5 @@
 //! The operator's commands (`stats`, `events`, `dlq`, `destinations`,
-//! `keys`, `sweep`, `backup`, `replication`, `promote`): clients of the admin API of a running server.
+//! `keys`, `sweep`, `backup`, `replication`, `promote`, `listen`): clients of the admin API of a running server.
 //!
 //! Requests and answers are [`crate::api`]'s types, the ones the server
 //! writes. Tables for people by default, the API's JSON with `--json`. Exit codes:
@@ -7,8 +7,9 @@
 //! usage; 3 the server cannot be reached; 4 the token is missing or wrong.
 //!
 //! One file per command or command group (`stats`, `events` with `tail`,
-//! `dlq`, `destinations`, `keys`, `sweep`, `backup`, `replication`), each a `run` that makes its
+//! `dlq`, `destinations`, `keys`, `sweep`, `backup`, `replication`, `listen`), each a `run` that makes its
 //! requests and prints; `client` is the connection and its exit codes,
+//! `follow` the event stream read across reconnections,
 //! `output` the JSON-or-table printing, `query` the shared event filters.
 //! This file only declares them and dispatches.
 
@@ -17,7 +18,9 @@ mod client;
 mod destinations;
 mod dlq;
 mod events;
+mod follow;
 mod keys;
+mod listen;
 mod output;
 mod query;
 mod replication;
@@ -35,6 +38,7 @@ pub use destinations::DestinationsCommand;
 pub use dlq::DlqCommand;
 pub use events::EventsCommand;
 pub use keys::KeysCommand;
+pub use listen::ListenArgs;
 pub use query::{Filter, Paging};
 
 use crate::config;
@@ -72,6 +76,8 @@ pub enum OpsCommand {
     Replication,
     /// Make this standby the primary now.
     Promote,
+    /// Forward each new event to a local app.
+    Listen(Box<ListenArgs>),
 }
 
 pub async fn run(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
@@ -87,5 +93,8 @@ pub async fn run(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
         OpsCommand::Backup { out } => backup::run(&client, &out, json).await,
         OpsCommand::Replication => replication::status(&client, json).await,
         OpsCommand::Promote => replication::promote(&client, json).await,
+        OpsCommand::Listen(args) => {
+            listen::run(&client, remote.config.as_deref(), *args, json).await
+        }
     }
 }

@@ -57,7 +57,7 @@ impl Filter {
 }
 
 /// The time `since` before now: `--since`'s `from`.
-fn ago(since: Duration) -> Timestamp {
+pub(super) fn ago(since: Duration) -> Timestamp {
     let now = crate::clock::unix_ms(std::time::SystemTime::now());
     Timestamp(now.saturating_sub(u64::try_from(since.as_millis()).unwrap_or(u64::MAX)))
 }

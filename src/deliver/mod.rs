@@ -30,6 +30,49 @@ pub const SNIPPET_BYTES: usize = 512;
 /// An answer is read up to this much, then the connection is dropped.
 const READ_CAP: usize = 64 * 1024;
 
+/// One event as the contract's headers describe it to the app.
+pub struct Message<'a> {
+    /// hookinbox's id: the `webhook-id`.
+    pub id: &'a str,
+    pub source: &'a str,
+    pub event_id: &'a str,
+    pub event_type: Option<&'a str>,
+    pub content_type: Option<&'a str>,
+    pub body: &'a [u8],
+}
+
+impl Message<'_> {
+    /// The contract's headers for attempt `attempt` at `started_ms`,
+    /// signed with `key`, without any forwarded provider header: what a
+    /// delivery sends, and what `hookinbox listen` sends to a local app.
+    pub fn headers(
+        &self,
+        key: &StandardKey,
+        attempt: u32,
+        started_ms: u64,
+    ) -> Vec<(String, String)> {
+        let timestamp = (started_ms / 1000) as i64;
+        let mut headers = vec![
+            ("webhook-id".to_owned(), self.id.to_owned()),
+            ("webhook-timestamp".to_owned(), timestamp.to_string()),
+            (
+                "webhook-signature".to_owned(),
+                key.sign(self.id, timestamp, self.body),
+            ),
+            ("hookinbox-source".to_owned(), self.source.to_owned()),
+            ("hookinbox-event-id".to_owned(), self.event_id.to_owned()),
+            ("hookinbox-attempt".to_owned(), attempt.to_string()),
+        ];
+        if let Some(t) = self.event_type {
+            headers.push(("hookinbox-event-type".to_owned(), t.to_owned()));
+        }
+        if let Some(ct) = self.content_type {
+            headers.push(("content-type".to_owned(), ct.to_owned()));
+        }
+        headers
+    }
+}
+
 /// A source's destination, ready to send to.
 pub struct Destination {
     /// The source whose events it receives.
@@ -100,24 +143,15 @@ impl Destination {
         started_ms: u64,
     ) -> Vec<(String, String)> {
         let rec = &event.record;
-        let timestamp = (started_ms / 1000) as i64;
-        let mut headers = vec![
-            ("webhook-id".to_owned(), event.id.clone()),
-            ("webhook-timestamp".to_owned(), timestamp.to_string()),
-            (
-                "webhook-signature".to_owned(),
-                self.key.sign(&event.id, timestamp, &rec.body),
-            ),
-            ("hookinbox-source".to_owned(), rec.source.clone()),
-            ("hookinbox-event-id".to_owned(), rec.event_id.clone()),
-            ("hookinbox-attempt".to_owned(), attempt.to_string()),
-        ];
-        if let Some(t) = &rec.event_type {
-            headers.push(("hookinbox-event-type".to_owned(), t.clone()));
-        }
-        if let Some(ct) = &rec.content_type {
-            headers.push(("content-type".to_owned(), ct.clone()));
-        }
+        let message = Message {
+            id: &event.id,
+            source: &rec.source,
+            event_id: &rec.event_id,
+            event_type: rec.event_type.as_deref(),
+            content_type: rec.content_type.as_deref(),
+            body: &rec.body,
+        };
+        let mut headers = message.headers(&self.key, attempt, started_ms);
         for (name, value) in &rec.headers {
             if self
                 .config

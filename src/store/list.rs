@@ -325,7 +325,7 @@ impl Store {
 /// The first seq whose event was received at or after `at_ms` (one past the
 /// last if none): a binary search over seq, since receipt time grows with
 /// it. Each probe decodes one record: ≈ 25 of them at 10M events.
-fn first_received_at_or_after(
+pub(super) fn first_received_at_or_after(
     events: &redb::ReadOnlyTable<u64, &'static [u8]>,
     at_ms: u64,
 ) -> Result<u64, StoreError> {

@@ -659,7 +659,7 @@ async fn events_tail_follows_new_events_and_stats_watch_repeats() {
         );
     };
     send("before_tail");
-    let (mut tail, lines) = spawn(&["events", "tail", "--every", "200ms"]);
+    let (mut tail, lines) = spawn(&["events", "tail"]);
     until(&lines, &|l| l.contains("before_tail"));
     send("during_tail_1");
     send("during_tail_2");

@@ -18,6 +18,7 @@ mod hostile;
 mod ingest;
 mod jetstream;
 mod keys;
+mod listen;
 mod log0;
 mod logs;
 mod migration;

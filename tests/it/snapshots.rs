@@ -33,6 +33,7 @@ Commands:
   serve         Receive webhooks and deliver them to their destinations (with no --config: the embedded default config)
   config        Validate or print configuration
   send          Sign and send a webhook exactly as a provider would, printing each answer
+  listen        Forward each new event of a running inbox to an app on this machine
   stats         Counts per source and event type, latencies, DLQ size (from a running server)
   events        Search, show, replay and ignore events
   dlq           The dead-letter queue: list, replay, ignore

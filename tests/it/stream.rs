@@ -70,13 +70,18 @@ async fn listen(
             text.push_str(std::str::from_utf8(&chunk).unwrap());
             while let Some(end) = text.find("\n\n") {
                 let block: String = text.drain(..end + 2).collect();
-                let (mut id, mut data) = (None, None);
+                let (mut id, mut data, mut kind) = (None, None, None);
                 for line in block.lines() {
-                    if let Some(v) = line.strip_prefix("id: ") {
+                    if let Some(v) = line.strip_prefix("event: ") {
+                        kind = Some(v.to_owned());
+                    } else if let Some(v) = line.strip_prefix("id: ") {
                         id = Some(v.to_owned());
                     } else if let Some(v) = line.strip_prefix("data: ") {
                         data = Some(serde_json::from_str(v).unwrap());
                     }
+                }
+                if kind.as_deref() == Some("ready") {
+                    continue;
                 }
                 if let (Some(id), Some(data)) = (id, data)
                     && tx.send((id, data)).is_err()
@@ -147,6 +152,15 @@ async fn events_stream_as_they_are_stored_filtered_and_resume_after_a_cursor() {
         .admin("GET", "/api/events/stream?after=nope", Some(TOKEN), None)
         .await;
     assert_eq!(bad.status, 400, "{:?}", bad.json);
+    let both = server
+        .admin(
+            "GET",
+            &format!("/api/events/stream?after={before}&since=2026-01-01T00:00:00Z"),
+            Some(TOKEN),
+            None,
+        )
+        .await;
+    assert_eq!(both.status, 400, "{:?}", both.json);
     let anonymous = server.admin("GET", "/api/events/stream", None, None).await;
     assert_eq!(anonymous.status, 401);
     server.stop().await;

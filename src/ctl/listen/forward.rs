@@ -1,0 +1,204 @@
+//! One event to the developer's local app: the POST `hookinbox listen`
+//! makes (the delivery contract's headers signed with its key, or the
+//! provider's own headers), and the line it prints about the answer.
+
+use std::time::{Duration, Instant};
+
+use anyhow::anyhow;
+use base64::Engine;
+use serde::Serialize;
+
+use crate::api::{self, EventSummary, PayloadEncoding, Timestamp};
+use crate::deliver::Message;
+use crate::standard_webhooks::StandardKey;
+
+/// How each request is signed.
+pub(super) enum Signing {
+    /// The delivery contract's headers, signed with this key.
+    Contract(StandardKey),
+    /// The provider's headers as hookinbox received them (so a provider's
+    /// SDK verifies the event), with no contract header.
+    Original,
+}
+
+/// An event with what a forward needs: the request as received.
+pub(super) struct Incoming {
+    pub summary: EventSummary,
+    pub body: Vec<u8>,
+    pub content_type: Option<String>,
+    pub headers: Vec<(String, String)>,
+}
+
+impl Incoming {
+    pub(super) fn streamed(e: api::StreamedEvent) -> anyhow::Result<Incoming> {
+        let payload = e
+            .payload
+            .ok_or_else(|| anyhow!("the stream sent event {} without its payload", e.event.id))?;
+        Ok(Incoming {
+            body: bytes(&payload)?,
+            content_type: e.content_type,
+            headers: e.headers.unwrap_or_default(),
+            summary: e.event,
+        })
+    }
+
+    pub(super) fn detail(e: api::EventDetail) -> anyhow::Result<Incoming> {
+        Ok(Incoming {
+            body: bytes(&e.payload)?,
+            content_type: e.content_type,
+            headers: e.headers,
+            summary: e.summary,
+        })
+    }
+}
+
+fn bytes(payload: &api::Payload) -> anyhow::Result<Vec<u8>> {
+    match payload.encoding {
+        PayloadEncoding::Text => Ok(payload.data.clone().into_bytes()),
+        PayloadEncoding::Base64 => base64::engine::general_purpose::STANDARD
+            .decode(&payload.data)
+            .map_err(|e| anyhow!("a payload that is not base64: {e}")),
+    }
+}
+
+/// What the local app did with one event: the line `listen` prints.
+#[derive(Debug, Serialize)]
+pub(super) struct Forwarded {
+    /// hookinbox's id (the `webhook-id`): `--replay` takes it.
+    pub id: String,
+    pub source: String,
+    pub event_id: String,
+    #[serde(rename = "type")]
+    pub event_type: Option<String>,
+    pub received_at: Timestamp,
+    /// The local app's status; absent when it did not answer.
+    pub status: Option<u16>,
+    pub latency_ms: u64,
+    /// Why there is no status (refused, timed out).
+    pub error: Option<String>,
+}
+
+impl Forwarded {
+    pub(super) fn is_success(&self) -> bool {
+        self.status.is_some_and(|s| (200..300).contains(&s))
+    }
+
+    /// One line for people: time, source, type, id, the answer, latency;
+    /// the answer coloured when `colour`.
+    pub(super) fn line(&self, colour: bool) -> String {
+        let (answer, paint) = match (self.status, &self.error) {
+            (Some(status), _) => (
+                format!("{status}"),
+                match status {
+                    200..=299 => "32",
+                    300..=499 => "33",
+                    _ => "31",
+                },
+            ),
+            (None, Some(error)) => (format!("error: {error}"), "31"),
+            (None, None) => ("no answer".to_owned(), "31"),
+        };
+        let answer = if colour {
+            format!("\x1b[{paint}m{answer}\x1b[0m")
+        } else {
+            answer
+        };
+        format!(
+            "{}  {}  {}  {}  -> {}  {} ms\n",
+            super::super::output::time(self.received_at),
+            self.source,
+            self.event_type.as_deref().unwrap_or("-"),
+            self.id,
+            answer,
+            self.latency_ms
+        )
+    }
+}
+
+/// Posts events to the local app.
+pub(super) struct Forwarder {
+    url: String,
+    signing: Signing,
+    http: reqwest::Client,
+}
+
+impl Forwarder {
+    pub(super) fn new(
+        url: String,
+        signing: Signing,
+        timeout: Duration,
+    ) -> anyhow::Result<Forwarder> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("hookinbox-listen/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| anyhow!("cannot build the HTTP client: {e}"))?;
+        Ok(Forwarder { url, signing, http })
+    }
+
+    /// Sends `event` once, whatever the answer: a development listener
+    /// shows a failure and goes on (it is not a destination, and retries
+    /// nothing).
+    pub(super) async fn forward(&self, event: &Incoming) -> Forwarded {
+        let s = &event.summary;
+        let headers = match &self.signing {
+            Signing::Contract(key) => Message {
+                id: &s.id,
+                source: &s.source,
+                event_id: &s.event_id,
+                event_type: s.event_type.as_deref(),
+                content_type: event.content_type.as_deref(),
+                body: &event.body,
+            }
+            .headers(key, 1, crate::clock::unix_ms(std::time::SystemTime::now())),
+            Signing::Original => event.headers.clone(),
+        };
+        let mut req = self.http.post(&self.url);
+        for (name, value) in &headers {
+            req = req.header(name.as_str(), value.as_str());
+        }
+        let started = Instant::now();
+        let answer = async {
+            let res = req.body(event.body.clone()).send().await?;
+            let status = res.status().as_u16();
+            // Read to the end, so the latency is the whole answer's.
+            res.bytes().await?;
+            Ok::<u16, reqwest::Error>(status)
+        }
+        .await;
+        let (status, error) = match answer {
+            Ok(status) => (Some(status), None),
+            Err(e) if e.is_timeout() => (None, Some("timed out".to_owned())),
+            Err(e) if e.is_connect() => (
+                None,
+                Some(format!(
+                    "cannot connect to {} (is the app running?)",
+                    self.url
+                )),
+            ),
+            Err(e) => (None, Some(without_url(&e))),
+        };
+        Forwarded {
+            id: s.id.clone(),
+            source: s.source.clone(),
+            event_id: s.event_id.clone(),
+            event_type: s.event_type.clone(),
+            received_at: s.received_at,
+            status,
+            latency_ms: started.elapsed().as_millis() as u64,
+            error,
+        }
+    }
+}
+
+/// reqwest's message without the URL it repeats.
+fn without_url(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    if let Some(url) = e.url() {
+        text = text.replace(&format!(" ({url})"), "");
+    }
+    text
+}
