@@ -24,12 +24,14 @@ use crate::store::{EventFilter, Store, StoredEvent};
 /// Events one read of the store takes at most.
 const READ: usize = 256;
 /// A comment line this often keeps proxies and the client's timeout from
-/// closing an idle stream.
-const HEARTBEAT: Duration = Duration::from_secs(15);
+/// closing an idle stream, and finds a client that hung up: the listener
+/// keeps half-closed connections (see `listener`), so only a write fails on
+/// one that is gone, the second after it closed: within two of these.
+const HEARTBEAT: Duration = Duration::from_secs(5);
 
 #[utoipa::path(get, path = "/api/events/stream", tag = "events", params(StreamQuery,
         ("Last-Event-ID" = Option<String>, Header, description = "Start after this event (as `after`)")),
-    responses((status = 200, description = "Server-Sent Events: first a `ready` event whose `id:` is the position it starts after (data: {\"after\": id}), then each stored event matching the filters as an `event` with its id as `id:` and a StreamedEvent as `data:`, oldest first; a comment every 15 s", content_type = "text/event-stream", body = api::StreamedEvent),
+    responses((status = 200, description = "Server-Sent Events: first a `ready` event whose `id:` is the position it starts after (data: {\"after\": id}), then each stored event matching the filters as an `event` with its id as `id:` and a StreamedEvent as `data:`, oldest first; a comment every 5 s", content_type = "text/event-stream", body = api::StreamedEvent),
               (status = 400, description = "A bad filter or cursor", body = api::ApiError), Unauthorized, StoreUnavailable))]
 pub(super) async fn stream_events(
     State(state): State<AdminState>,
@@ -79,7 +81,9 @@ pub(super) async fn stream_events(
         .id(start.clone())
         .data(serde_json::json!({ "after": start }).to_string());
     tx.try_send(Ok(ready)).expect("a new channel has room");
+    let open = state.metrics.event_stream_opened();
     tokio::spawn(async move {
+        let _open = open;
         let mut cursor = cursor;
         loop {
             let newest = *stored.borrow_and_update();

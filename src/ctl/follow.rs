@@ -11,11 +11,11 @@ use anyhow::anyhow;
 
 use super::client::{Client, Opened, fail};
 use crate::api::{self, StreamQuery};
-use crate::exit::{EXIT_FAILURE, Failure};
+use crate::exit::{EXIT_FAILURE, EXIT_UNREACHABLE, Failure};
 
-/// The server sends a comment every 15 s: this long without a byte means
+/// The server sends a comment every 5 s: this long without a byte means
 /// the connection is gone (a peer asleep or a NAT that forgot it).
-const SILENCE: Duration = Duration::from_secs(45);
+const SILENCE: Duration = Duration::from_secs(30);
 /// The first wait before reconnecting, doubled up to [`MOST_WAIT`].
 const FIRST_WAIT: Duration = Duration::from_millis(250);
 const MOST_WAIT: Duration = Duration::from_secs(5);
@@ -117,6 +117,9 @@ pub(super) struct Follow<'a> {
     pending: std::collections::VecDeque<SseEvent>,
     /// Whether a break was announced and not yet its end.
     broken: bool,
+    /// Whether a stream was ever open: until then, no answer is a failure
+    /// (the wrong address, a server not started), not a break.
+    opened: bool,
 }
 
 impl<'a> Follow<'a> {
@@ -129,13 +132,15 @@ impl<'a> Follow<'a> {
             parser: SseParser::default(),
             pending: Default::default(),
             broken: false,
+            opened: false,
         }
     }
 
     /// The next event (or a new start), waiting as long as it takes and
     /// reconnecting after a break; a break and its end are told on stderr.
-    /// Fails only when the server refuses for good: a wrong token, a bad
-    /// filter or a cursor that is not this inbox's.
+    /// Fails when the first connection finds no server, and when the
+    /// server refuses for good: a wrong token, a bad filter or a cursor
+    /// that is not this inbox's.
     pub(super) async fn next(&mut self) -> Result<Followed, Failure> {
         let mut wait = FIRST_WAIT;
         loop {
@@ -147,9 +152,16 @@ impl<'a> Follow<'a> {
             let Some(res) = &mut self.open else {
                 match self.connect().await? {
                     Opened::Stream(res) => {
+                        self.opened = true;
                         self.open = Some(res);
                         self.parser = SseParser::default();
                         wait = FIRST_WAIT;
+                    }
+                    Opened::Retry(why) if !self.opened => {
+                        return Err(fail(
+                            EXIT_UNREACHABLE,
+                            anyhow!("{why}: is the server running?"),
+                        ));
                     }
                     Opened::Retry(why) => {
                         self.broke(&why);

@@ -5,22 +5,35 @@
 use super::client::Client;
 use super::follow::{Follow, Followed};
 use super::output::{or_dash, print, time};
-use crate::api::{self, EventQuery, StreamQuery, Timestamp};
+use std::collections::HashSet;
+
+use crate::api::{self, EventQuery, StreamQuery};
 use crate::exit::Failure;
 
 /// `events tail`: the `last` newest events matching `query`, oldest first,
-/// then every new one as it is stored, until interrupted. The stream
-/// starts right after the newest event printed (or, when none matched,
-/// at the time the tail started), so nothing stored in between is lost
-/// and nothing is printed twice; a break in the connection is resumed
-/// from the last event printed.
+/// then every new one as it is stored, until interrupted. The stream opens
+/// first (at the newest event stored then) and the list is read after, so
+/// nothing stored in between is lost and nothing is printed twice, at the
+/// cost of no scan of older rows; a break in the connection is resumed
+/// from the last event seen.
 pub(super) async fn run(
     client: &Client,
     query: EventQuery,
     last: usize,
     json: bool,
 ) -> Result<(), Failure> {
-    let started = Timestamp(crate::clock::unix_ms(std::time::SystemTime::now()));
+    let mut follow = Follow::new(
+        client,
+        StreamQuery {
+            source: query.source.clone(),
+            destination: query.destination.clone(),
+            status: query.status,
+            event_type: query.event_type.clone(),
+            ..StreamQuery::default()
+        },
+    );
+    // The first thing a stream sends is where it starts.
+    follow.next().await?;
     let page: api::EventPage = client
         .get(
             "/api/events",
@@ -39,26 +52,17 @@ pub(super) async fn run(
         line(&mut text, e, json);
     }
     print(&text)?;
-    let newest = page.events.first().map(|e| e.id.clone());
-    let mut follow = Follow::new(
-        client,
-        StreamQuery {
-            source: query.source.clone(),
-            destination: query.destination.clone(),
-            status: query.status,
-            event_type: query.event_type.clone(),
-            since: newest.is_none().then_some(started),
-            after: newest,
-            payload: None,
-        },
-    );
+    // What the list printed may come on the stream too: events stored
+    // between its opening and the list's read.
+    let printed: HashSet<String> = page.events.into_iter().map(|e| e.id).collect();
     loop {
         let Followed::Event(e) = follow.next().await? else {
             continue;
         };
         // What the stream cannot filter by, filtered here.
         let e = &e.event;
-        let wanted = query.event_id.as_ref().is_none_or(|id| *id == e.event_id)
+        let wanted = !printed.contains(&e.id)
+            && query.event_id.as_ref().is_none_or(|id| *id == e.event_id)
             && query.from.is_none_or(|from| e.received_at >= from)
             && query.to.is_none_or(|to| e.received_at < to);
         if wanted {

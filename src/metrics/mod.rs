@@ -39,5 +39,5 @@ pub use labels::{
     NamespaceLabel, OutcomeLabels, ReasonLabel, RejectReason, RejectedLabels, SourceLabel,
     StoreFile, SweptKind, UNKNOWN_SOURCE,
 };
-pub use record::{Declared, Metrics, SourceGauges, StoreDisk};
+pub use record::{Declared, Metrics, SourceGauges, StoreDisk, StreamOpen};
 pub use tally::{OTHER_TYPES, Tally};

@@ -158,6 +158,8 @@ impl Metrics {
                 => "key_claims", "Claims of idempotency keys, by namespace and outcome (claimed, done, busy)";
             key_leases_expired: Family<NamespaceLabel, Counter>
                 => "key_leases_expired", "Claims granted over a lease that had run out: a worker that took too long or died";
+            event_streams: Gauge
+                => "event_streams", "Event streams open now (GET /api/events/stream: hookinbox listen, events tail, the dashboard's live mode)";
             keys_stored: Gauge
                 => "keys_stored", "Idempotency keys in the store (claimed or done, expired ones the sweeper has not reached included), at the last scrape";
         }
@@ -199,6 +201,7 @@ impl Metrics {
                 key_claims,
                 key_leases_expired,
                 keys_stored,
+                event_streams,
                 totals: Totals::default(),
                 loud_rejections: Budget::default(),
                 loud_dead_letters: Budget::default(),

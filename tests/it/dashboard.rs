@@ -544,17 +544,41 @@ async fn live_mode_shows_a_new_event_and_at_phone_width_only_tables_scroll_sidew
     scene.alpha_and_charlie_delivered_bravo_ignored().await;
     scene.sign_in().await;
 
-    // Live mode shows an event that arrives while the page is open.
+    // Live mode follows the event stream (one open while it is on) and
+    // shows each event that arrives while the page is open, newest on top.
     b.goto(&format!("{}/#/events", server.admin)).await.unwrap();
     click(b, "#live").await;
-    let body = br#"{"type":"invoice.created","data":{"object":{"id":"in_9"}}}"#.to_vec();
-    let mut request = client().post(server.url("/in/shop")).body(body.clone());
-    for (k, v) in standard_headers("evt_echo", &body) {
-        request = request.header(k, v);
+    text_until(b, "#live-state", |t| {
+        t == "Following new events as they are stored."
+    })
+    .await;
+    let metrics = client()
+        .get(format!("{}/metrics", server.admin))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(
+        crate::support::sample(&metrics, "hookinbox_event_streams"),
+        1.0
+    );
+    for id in ["evt_echo", "evt_echo_2"] {
+        let body = br#"{"type":"invoice.created","data":{"object":{"id":"in_9"}}}"#.to_vec();
+        let mut request = client().post(server.url("/in/shop")).body(body.clone());
+        for (k, v) in standard_headers(id, &body) {
+            request = request.header(k, v);
+        }
+        assert_eq!(request.send().await.unwrap().status(), 200);
     }
-    assert_eq!(request.send().await.unwrap().status(), 200);
     text_until(b, "#events tbody tr:first-child", |t| {
-        t.contains("evt_echo")
+        t.contains("evt_echo_2")
+    })
+    .await;
+    text_until(b, "#events tbody tr:nth-child(2)", |t| {
+        t.contains("evt_echo") && !t.contains("evt_echo_2")
     })
     .await;
 

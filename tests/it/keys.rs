@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use hookinbox::clock::Clock;
 use hookinbox::metrics::AdminReason;
+
+use crate::support::sample;
 use serde_json::{Value, json};
 
 use crate::support::{Answer, TestServer, eventually, server_section, standard_source};
@@ -522,15 +524,6 @@ async fn the_openapi_document_has_every_key_path() {
         String::from_utf8_lossy(&out.stderr),
         crate::support::PYTHON_SETUP
     );
-}
-
-/// The scrape's value of the series `series` (its name and labels as printed).
-fn sample(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
-        .parse()
-        .unwrap()
 }
 
 #[tokio::test]

@@ -8,7 +8,9 @@ use std::time::Duration;
 use hookinbox::clock::Clock;
 use tokio::sync::mpsc;
 
-use crate::support::{STANDARD_SECRET, TestServer, server_section, standard_headers};
+use crate::support::{
+    STANDARD_SECRET, TestServer, eventually, sample, server_section, standard_headers,
+};
 
 const TOKEN: &str = "test-admin-token-0123456789";
 
@@ -163,5 +165,41 @@ async fn events_stream_as_they_are_stored_filtered_and_resume_after_a_cursor() {
     assert_eq!(both.status, 400, "{:?}", both.json);
     let anonymous = server.admin("GET", "/api/events/stream", None, None).await;
     assert_eq!(anonymous.status, 401);
+    server.stop().await;
+}
+
+/// `hookinbox_event_streams` counts the streams open: one while a client
+/// reads, none once it hung up.
+#[tokio::test]
+async fn open_streams_are_counted_until_the_client_hangs_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(&config(dir.path()), Clock::system()).await;
+    let streams = async || {
+        let a = server.admin("GET", "/metrics", Some(TOKEN), None).await;
+        sample(a.json.as_str().unwrap(), "hookinbox_event_streams")
+    };
+    assert_eq!(streams().await, 0.0);
+    let client = hookinbox::send::http_client(Duration::from_secs(60)).unwrap();
+    let res = client
+        .get(server.admin_url("/api/events/stream"))
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(streams().await, 1.0);
+    let started = std::time::Instant::now();
+    drop(res);
+    eventually(
+        "the stream is closed",
+        Duration::from_secs(20),
+        Duration::from_millis(50),
+        async || match streams().await {
+            0.0 => Ok(()),
+            n => Err(format!("{n} open")),
+        },
+    )
+    .await;
+    eprintln!("closed {:?} after the client hung up", started.elapsed());
     server.stop().await;
 }

@@ -517,3 +517,12 @@ pub fn python_with(script: &str, args: &[&str], input: &[u8]) -> std::process::O
     child.stdin.take().unwrap().write_all(input).unwrap();
     child.wait_with_output().unwrap()
 }
+
+/// The scrape's value of the series `series` (its name and labels as printed).
+pub fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+        .parse()
+        .unwrap()
+}

@@ -17,6 +17,7 @@ mod ingest;
 mod keys;
 mod listener;
 mod operations;
+pub use operations::StreamOpen;
 mod store;
 
 use std::sync::{Arc, Mutex};
@@ -82,6 +83,7 @@ pub(super) struct Inner {
     pub(super) key_claims: Family<KeyClaimLabels, Counter>,
     pub(super) key_leases_expired: Family<NamespaceLabel, Counter>,
     pub(super) keys_stored: Gauge,
+    pub(super) event_streams: Gauge,
     /// Sums over every source, for the log's periodic summary.
     pub(super) totals: Totals,
     /// How many refusals and dead letters may be logged at warn this minute.

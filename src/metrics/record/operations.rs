@@ -1,5 +1,5 @@
 //! What operators and alerts record: alerts posted, events replayed or
-//! ignored, and admin API refusals.
+//! ignored, admin API refusals, and the event streams open.
 
 use super::Metrics;
 use crate::metrics::labels::{
@@ -40,5 +40,20 @@ impl Metrics {
             .admin_rejected
             .get_or_create(&ReasonLabel { reason })
             .get()
+    }
+
+    /// One more event stream open, until the guard is dropped.
+    pub fn event_stream_opened(&self) -> StreamOpen {
+        self.inner.event_streams.inc();
+        StreamOpen(self.clone())
+    }
+}
+
+/// An open event stream, counted in `hookinbox_event_streams` while it lives.
+pub struct StreamOpen(Metrics);
+
+impl Drop for StreamOpen {
+    fn drop(&mut self) {
+        self.0.inner.event_streams.dec();
     }
 }

@@ -6,7 +6,6 @@
 
 const TOKEN_KEY = 'hookinbox.admin_token';
 const REFRESH_MS = 10000;
-const LIVE_MS = 3000;
 const STATUSES = ['pending', 'held', 'delivered', 'dead', 'ignored', 'filtered'];
 
 const view = document.getElementById('view');
@@ -36,13 +35,16 @@ function flash(message, bad) {
   flashBox.className = bad ? 'bad' : '';
 }
 
+// What a page left running (timers, event streams): each a function that
+// stops it, called when the page changes.
 function stopTimers() {
-  timers.forEach(clearInterval);
+  timers.forEach((stop) => stop());
   timers = [];
 }
 
 function every(ms, fn) {
-  timers.push(setInterval(() => fn().catch(showError), ms));
+  const id = setInterval(() => fn().catch(showError), ms);
+  timers.push(() => clearInterval(id));
 }
 
 function fmtTime(iso) {
@@ -142,6 +144,77 @@ async function api(method, path, body) {
   };
   throw new ApiFailure(words[response.status] ||
     `Something went wrong in hookinbox (HTTP ${response.status}): ${reason}`, response.status);
+}
+
+// Follows GET /api/events/stream with `query` until stopped: `onEvent`
+// gets each event's data as it is stored, `onState` true while connected
+// and false while reconnecting. fetch() and not EventSource, which cannot
+// send the token in a header (and it never goes in a URL). A break is
+// resumed with Last-Event-ID: nothing stored meanwhile is missed.
+// Returns the function that stops it (also registered with the page's).
+function follow(query, onEvent, onState) {
+  const controller = new AbortController();
+  let lastId = null;
+  let stopped = false;
+  const stop = () => { stopped = true; controller.abort(); };
+  timers.push(stop);
+  const dispatch = (block) => {
+    let kind = 'message';
+    let id = null;
+    const data = [];
+    for (const line of block.split('\n')) {
+      if (line.startsWith(':')) continue;
+      const colon = line.indexOf(':');
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? '' : line.slice(colon + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+      if (field === 'event') kind = value;
+      else if (field === 'id') id = value;
+      else if (field === 'data') data.push(value);
+    }
+    if (id !== null) lastId = id;
+    if (kind === 'event' && data.length) onEvent(JSON.parse(data.join('\n')));
+  };
+  (async () => {
+    let wait = 500;
+    while (!stopped) {
+      try {
+        const headers = { Authorization: `Bearer ${sessionStorage.getItem(TOKEN_KEY) || ''}` };
+        if (lastId !== null) headers['Last-Event-ID'] = lastId;
+        const response = await fetch(`/api/events/stream?${query}`, {
+          headers, cache: 'no-store', signal: controller.signal,
+        });
+        if (response.status === 401 || response.status === 400) {
+          // What asking again cannot cure: api() says it (and signs out on 401).
+          await api('GET', `/api/events/stream?${query}`);
+          return;
+        }
+        if (!response.ok) throw new Error(`HTTP ${response.status}`);
+        onState(true);
+        wait = 500;
+        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer = (buffer + value).replace(/\r\n?/g, '\n');
+          let end;
+          while ((end = buffer.indexOf('\n\n')) >= 0) {
+            dispatch(buffer.slice(0, end));
+            buffer = buffer.slice(end + 2);
+          }
+        }
+      } catch (e) {
+        if (stopped) return;
+        if (e instanceof ApiFailure) { showError(e); return; }
+      }
+      if (stopped) return;
+      onState(false);
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      wait = Math.min(wait * 2, 5000);
+    }
+  })();
+  return stop;
 }
 
 function showError(e) {

@@ -125,23 +125,55 @@ async function events(params) {
     }
   };
 
-  // Live: the newest page again every few seconds; new rows light up.
+  // Live: each new event as the server stores it (its event stream), on
+  // top; new rows light up. The stream takes the list's source,
+  // destination, status and type; the rest is checked here. A payload
+  // search or a "received before" bound is not followed live.
+  const liveState = h('span', { id: 'live-state', class: 'muted', role: 'status' });
+  let stopLive = null;
+  if (searching || get('to')) {
+    live.disabled = true;
+    live.title = 'Live mode shows new events: not with a payload search or a "Received before" bound.';
+  }
+  const wanted = (ev) => (!get('event_id') || ev.event_id === get('event_id')) &&
+    (!get('from') || new Date(ev.received_at) >= new Date(get('from')));
+  const showNew = (ev) => {
+    if (shown.has(ev.id) || !wanted(ev)) return;
+    shown.add(ev.id);
+    const empty = tbody.querySelector('tr.empty');
+    if (empty) empty.remove();
+    tbody.prepend(eventRow(ev, true));
+  };
   live.addEventListener('change', () => {
-    stopTimers();
+    if (stopLive) { stopLive(); stopLive = null; }
+    liveState.textContent = '';
     if (!live.checked) return;
-    every(LIVE_MS, async () => {
-      const page = await api('GET', `/api/events?${query}`);
-      const fresh = page.events.filter((ev) => !shown.has(ev.id));
-      for (const ev of fresh.reverse()) { shown.add(ev.id); tbody.prepend(eventRow(ev, true)); }
-      const empty = tbody.querySelector('tr.empty');
-      if (fresh.length && empty) empty.remove();
+    const streamQuery = new URLSearchParams();
+    for (const k of ['source', 'destination', 'status', 'type']) if (get(k)) streamQuery.set(k, get(k));
+    liveState.textContent = 'Connecting…';
+    // The stream starts at the newest event stored when it opens; the
+    // newest page read once it is open fills in what was stored since
+    // the page loaded. Events streamed meanwhile wait, to stay in order.
+    let waiting = [];
+    stopLive = follow(streamQuery, (ev) => {
+      if (waiting) waiting.push(ev); else showNew(ev);
+    }, async (connected) => {
+      liveState.textContent = connected ? 'Following new events as they are stored.' : 'Connection lost: reconnecting…';
+      if (!connected || !waiting) return;
+      try {
+        const page = await api('GET', `/api/events?${query}`);
+        for (const ev of page.events.slice().reverse()) showNew(ev);
+      } catch (e) { showError(e); }
+      const queued = waiting;
+      waiting = null;
+      queued.forEach(showNew);
     });
   });
 
   view.replaceChildren(
     h('h1', { text: 'Events' }),
     form,
-    h('div', { class: 'actions' }, h('label', { class: 'inline' }, live, 'Live: show new events as they arrive')),
+    h('div', { class: 'actions' }, h('label', { class: 'inline' }, live, 'Live: show new events as they arrive'), liveState),
     progress,
     table('Events', ['Received', 'Source', 'Type', 'Event id', 'Status', h('th', { class: 'num', text: 'Attempts' })], [],
       { id: 'events' }),
