@@ -19,12 +19,13 @@
 //! table is walked after the runs: the bytes its entries take against the
 //! file's size. With `--replicate`, the log replicated to a local NATS
 //! JetStream cluster against none, a standby's catch-up and its takeover
-//! (`http/replicate.rs`).
+//! (`http/replicate.rs`). With `--listeners N`, N event streams open
+//! against none (`http/listeners.rs`).
 //!
 //! Rerun: cargo bench --bench http -- [--quick] [--seconds 20] [--runs 3]
 //!        [--connections 64,128] [--dup 0,10] [--preload 5000000 --data DIR]
 //!        [--crash] [--space] [--http-only] [--bin target/release/hookinbox]
-//!        [--replicate [--catch-up 1000000]]
+//!        [--replicate [--catch-up 1000000]] [--listeners 10 [--payload]]
 //! `--data DIR` keeps the store (preloaded once, topped up to `--preload`).
 
 use std::io::{Read, Write};
@@ -47,6 +48,8 @@ mod support;
 mod drive;
 #[path = "http/replicate.rs"]
 mod replicate;
+#[path = "http/listeners.rs"]
+mod listeners;
 
 use drive::{Cost, close, drive, file_size, open};
 use support::{
@@ -79,6 +82,9 @@ struct Args {
     replicate: bool,
     /// Events a new standby catches up with (`--replicate`).
     catch_up: usize,
+    /// Event streams open against none (`--listeners N`, `--payload`).
+    listeners: usize,
+    payload: bool,
 }
 
 fn list(flags: &Flags, flag: &str, default: &[usize]) -> Vec<usize> {
@@ -107,7 +113,7 @@ fn args() -> Args {
         connections: list(
             &flags,
             "--connections",
-            if std::env::args().any(|a| a == "--replicate") {
+            if std::env::args().any(|a| a == "--replicate" || a == "--listeners") {
                 &[128]
             } else {
                 &[64, 128]
@@ -121,6 +127,8 @@ fn args() -> Args {
         http_only: std::env::args().any(|a| a == "--http-only"),
         replicate: std::env::args().any(|a| a == "--replicate"),
         catch_up: flags.value("--catch-up", 50_000, 1_000_000),
+        listeners: flags.value("--listeners", 0, 0),
+        payload: std::env::args().any(|a| a == "--payload"),
         bin: PathBuf::from(
             flags
                 .text("--bin")
@@ -539,6 +547,10 @@ async fn main() {
     let args = args();
     if args.replicate {
         replicate::run(&args, args.catch_up).await;
+        return;
+    }
+    if args.listeners > 0 {
+        listeners::run(&args, args.listeners, args.payload).await;
         return;
     }
     let scratch = tempfile::tempdir().unwrap();

@@ -43,6 +43,7 @@ use crate::sweep::SweepHandle;
 
 use error::AdminError;
 pub use openapi::openapi;
+pub use stream::Streams;
 
 /// What every admin handler reads. Cloned for each extractor and layer of
 /// each request, so it is one `Arc`: its fields (the secrets, the keys'
@@ -82,6 +83,8 @@ pub struct AdminContext {
     /// Cancelled when the app stops: long-lived answers (the event
     /// stream) end, so connections close and shutdown does not wait.
     pub stopping: tokio_util::sync::CancellationToken,
+    /// The one reader of new events for every open event stream.
+    pub streams: stream::Streams,
 }
 
 pub fn router(state: AdminState) -> Router {

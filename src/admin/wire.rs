@@ -4,7 +4,7 @@
 
 use crate::api::{self, EventStatus, Timestamp};
 use crate::store::StoredEvent;
-use crate::store::schema::{self, Attempt, Status};
+use crate::store::schema::{self, Attempt, EventState, Status};
 
 pub(super) fn status_of(status: EventStatus) -> Status {
     match status {
@@ -69,7 +69,12 @@ fn delivery_on_wire(s: &schema::EventState) -> api::DeliverySummary {
 }
 
 pub(super) fn summary(e: &StoredEvent) -> api::EventSummary {
-    let s = delivery_on_wire(&e.state);
+    summary_at(e, &e.state)
+}
+
+/// [`summary`] with the fields of delivery `state` (one of the event's).
+pub(super) fn summary_at(e: &StoredEvent, state: &EventState) -> api::EventSummary {
+    let s = delivery_on_wire(state);
     api::EventSummary {
         id: e.id.clone(),
         source: e.record.source.clone(),

@@ -150,6 +150,7 @@ impl App {
             clock,
             replication: replication.as_ref().map(|r| r.control.clone()),
             stopping: front.clone(),
+            streams: crate::admin::Streams::start(store.clone(), front.clone()),
         });
         log_receiving(&config, ingest_addr, admin_addr);
 

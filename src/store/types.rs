@@ -153,7 +153,7 @@ impl EventFilter {
     /// The whole filter, checked on a loaded event. The indexes choose the
     /// candidates; this keeps the answer exact where an index is coarser
     /// (the time bounds, found by binary search over seq).
-    pub(super) fn matches(&self, record: &EventRecord, state: &EventState) -> bool {
+    pub fn matches(&self, record: &EventRecord, state: &EventState) -> bool {
         self.takes(state)
             && self
                 .event_type

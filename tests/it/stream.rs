@@ -52,19 +52,29 @@ async fn listen(
     path: &str,
     last_event_id: Option<&str>,
 ) -> mpsc::UnboundedReceiver<Received> {
-    let client = hookinbox::send::http_client(Duration::from_secs(60)).unwrap();
+    read(open(server, path, last_event_id).await)
+}
+
+/// Opens the stream at `path`; nothing is read from it yet.
+async fn open(server: &TestServer, path: &str, last_event_id: Option<&str>) -> reqwest::Response {
+    let client = hookinbox::send::http_client(Duration::from_secs(120)).unwrap();
     let mut req = client
         .get(server.admin_url(path))
         .header("authorization", format!("Bearer {TOKEN}"));
     if let Some(id) = last_event_id {
         req = req.header("last-event-id", id);
     }
-    let mut res = req.send().await.unwrap();
+    let res = req.send().await.unwrap();
     assert_eq!(res.status(), 200);
     assert_eq!(
         res.headers()["content-type"].to_str().unwrap(),
         "text/event-stream"
     );
+    res
+}
+
+/// The events of an open stream, on a receiver, as they arrive.
+fn read(mut res: reqwest::Response) -> mpsc::UnboundedReceiver<Received> {
     let (tx, rx) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         let mut text = String::new();
@@ -201,5 +211,63 @@ async fn open_streams_are_counted_until_the_client_hangs_up() {
     )
     .await;
     eprintln!("closed {:?} after the client hung up", started.elapsed());
+    server.stop().await;
+}
+
+/// A client that stops reading while many events arrive falls behind the
+/// broadcast the streams share; its stream then reads the store from its
+/// own cursor and goes on: every event, once, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_falls_behind_the_others_reads_the_store_and_misses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(&config(dir.path()), Clock::system()).await;
+    // Large payloads, so the socket's buffers fill and the stream waits.
+    let slow = open(&server, "/api/events/stream?payload=true", None).await;
+    let mut ids = Vec::new();
+    for n in 0..500 {
+        let body = format!("{{\"n\":{n},\"pad\":\"{}\"}}", "x".repeat(48 * 1024)).into_bytes();
+        let id = format!("evt_slow_{n}");
+        let a = server
+            .post("/in/inbox", &standard_headers(&id, &body), body)
+            .await;
+        assert_eq!(a.status, 200, "{:?}", a.json);
+        ids.push(a.id().to_owned());
+    }
+    let mut slow = read(slow);
+    for want in &ids {
+        assert_eq!(&next(&mut slow).await.0, want);
+    }
+    server.stop().await;
+}
+
+/// `since` sends what was stored from that time at once, even while
+/// nothing new arrives (and nobody was listening before).
+#[tokio::test]
+async fn a_stream_since_a_time_sends_the_history_without_waiting_for_a_new_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(&config(dir.path()), Clock::system()).await;
+    let mut ids = Vec::new();
+    for id in ["evt_h1", "evt_h2", "evt_h3"] {
+        ids.push(send(&server, "inbox", id).await);
+    }
+    let mut history = listen(
+        &server,
+        "/api/events/stream?since=2000-01-01T00:00:00Z",
+        None,
+    )
+    .await;
+    for want in &ids {
+        assert_eq!(&next(&mut history).await.0, want);
+    }
+    // A second stream, while the first is open, the same.
+    let mut again = listen(
+        &server,
+        "/api/events/stream?since=2000-01-01T00:00:00Z&source=inbox",
+        None,
+    )
+    .await;
+    for want in &ids {
+        assert_eq!(&next(&mut again).await.0, want);
+    }
     server.stop().await;
 }
