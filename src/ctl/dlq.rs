@@ -90,7 +90,7 @@ pub(super) async fn run(client: &Client, command: DlqCommand, json: bool) -> Res
 /// A bulk change of dead-lettered events: the filter's status is `dead`;
 /// asking for another is a usage error, never silently replaced.
 fn dead_letters(filter: Filter) -> Result<EventQuery, Failure> {
-    match filter.status {
+    match filter.of.status {
         None | Some(EventStatus::Dead) => Ok(EventQuery {
             status: Some(EventStatus::Dead),
             ..filter.query()

@@ -94,7 +94,7 @@ pub(super) async fn run(
 ) -> Result<(), Failure> {
     let out = match command {
         EventsCommand::Tail { filter, last, .. } => {
-            return super::tail::run(client, filter.query(), last, json).await;
+            return super::tail::run(client, filter, last, json).await;
         }
         EventsCommand::List { filter, paging } => {
             let query = paged(filter.query(), &paging)?;

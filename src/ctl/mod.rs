@@ -39,7 +39,7 @@ pub use dlq::DlqCommand;
 pub use events::EventsCommand;
 pub use keys::KeysCommand;
 pub use listen::ListenArgs;
-pub use query::{Filter, Paging};
+pub use query::{Filter, Paging, Selection};
 
 use crate::config;
 use crate::exit::Failure;

@@ -7,12 +7,13 @@ use anyhow::anyhow;
 use clap::Args;
 
 use super::client::fail;
-use crate::api::{EventQuery, EventStatus, Timestamp};
+use crate::api::{EventQuery, EventStatus, StreamQuery, Timestamp};
 use crate::config;
 use crate::exit::{EXIT_USAGE, Failure};
 
-#[derive(Debug, Args)]
-pub struct Filter {
+/// Which events: the filters a stream takes too (`events tail`, `listen`).
+#[derive(Debug, Clone, Args)]
+pub struct Selection {
     /// The source's name, as in the config.
     #[arg(long)]
     pub source: Option<String>,
@@ -26,6 +27,25 @@ pub struct Filter {
     /// The provider's event type.
     #[arg(long = "type")]
     pub event_type: Option<String>,
+}
+
+impl Selection {
+    /// The stream's query of these events.
+    pub(super) fn stream(self) -> StreamQuery {
+        StreamQuery {
+            source: self.source,
+            destination: self.destination,
+            status: self.status,
+            event_type: self.event_type,
+            ..StreamQuery::default()
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct Filter {
+    #[command(flatten)]
+    pub of: Selection,
     /// The provider's event id.
     #[arg(long)]
     pub event_id: Option<String>,
@@ -43,11 +63,17 @@ pub struct Filter {
 
 impl Filter {
     pub(super) fn query(self) -> EventQuery {
+        let Selection {
+            source,
+            destination,
+            status,
+            event_type,
+        } = self.of;
         EventQuery {
-            source: self.source,
-            destination: self.destination,
-            status: self.status,
-            event_type: self.event_type,
+            source,
+            destination,
+            status,
+            event_type,
             event_id: self.event_id,
             from: self.from.or_else(|| self.since.map(ago)),
             to: self.to,

@@ -7,7 +7,8 @@ use super::follow::{Follow, Followed};
 use super::output::{or_dash, print, time};
 use std::collections::HashSet;
 
-use crate::api::{self, EventQuery, StreamQuery};
+use super::query::Filter;
+use crate::api::{self, EventQuery};
 use crate::exit::Failure;
 
 /// `events tail`: the `last` newest events matching `query`, oldest first,
@@ -18,20 +19,12 @@ use crate::exit::Failure;
 /// from the last event seen.
 pub(super) async fn run(
     client: &Client,
-    query: EventQuery,
+    filter: Filter,
     last: usize,
     json: bool,
 ) -> Result<(), Failure> {
-    let mut follow = Follow::new(
-        client,
-        StreamQuery {
-            source: query.source.clone(),
-            destination: query.destination.clone(),
-            status: query.status,
-            event_type: query.event_type.clone(),
-            ..StreamQuery::default()
-        },
-    );
+    let mut follow = Follow::new(client, filter.of.clone().stream());
+    let query = filter.query();
     // The first thing a stream sends is where it starts.
     follow.next().await?;
     let page: api::EventPage = client

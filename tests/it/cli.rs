@@ -593,7 +593,6 @@ fn completions_and_man_pages_come_from_the_command_definitions() {
 /// read from their pipes until what is expected shows up.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_tail_follows_new_events_and_stats_watch_repeats() {
-    use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(
         dir.path(),
@@ -613,18 +612,7 @@ async fn events_tail_follows_new_events_and_stats_watch_repeats() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let stdout = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let rx = crate::support::lines_of(child.stdout.take().unwrap());
         (child, rx)
     };
     let until = |rx: &std::sync::mpsc::Receiver<String>, want: &dyn Fn(&str) -> bool| {

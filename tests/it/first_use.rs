@@ -238,7 +238,6 @@ fn events_tail_prints_the_last_n_then_only_new_events_in_order() {
     // `during`, waits for `then` more, lets ten more looks pass (a look that
     // prints what it should not shows there), and returns the ids printed.
     let tail = |last: usize, during: &dyn Fn(), then: usize| -> Vec<String> {
-        use std::io::BufRead;
         let mut child = Command::new(env!("CARGO_BIN_EXE_hookinbox"))
             .args(["events", "tail", "--json", "--every", "100ms", "--last"])
             .arg(last.to_string())
@@ -248,18 +247,7 @@ fn events_tail_prints_the_last_n_then_only_new_events_in_order() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let rx = crate::support::lines_of(child.stdout.take().unwrap());
         let mut lines = Vec::new();
         let take = |n: usize, lines: &mut Vec<String>| {
             let deadline = Instant::now() + Duration::from_secs(10);

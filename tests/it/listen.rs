@@ -15,8 +15,8 @@ use hookinbox::standard_webhooks::StandardKey;
 
 use crate::destination::{Destination, Mode, Received};
 use crate::support::{
-    BinaryServer, STANDARD_SECRET, client, free_port, post, standard_headers, standard_source,
-    write_config,
+    BinaryServer, STANDARD_SECRET, client, free_port, lines_of, post, standard_headers,
+    standard_source, write_config,
 };
 
 const TOKEN: &str = "listen-test-token-0123456789";
@@ -61,18 +61,7 @@ impl Listener {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let (tx, lines) = mpsc::channel();
-        let stdout = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = lines_of(child.stdout.take().unwrap());
         // It says "Ready" once the stream is open.
         let (ready_tx, ready) = mpsc::channel();
         let stderr = child.stderr.take().unwrap();

@@ -526,3 +526,16 @@ pub fn sample(text: &str, series: &str) -> f64 {
         .parse()
         .unwrap()
 }
+
+/// The lines a child writes to `pipe`, on a channel, as they come.
+pub fn lines_of(pipe: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}

@@ -22,8 +22,9 @@ use clap::Args;
 use super::client::{Client, fail};
 use super::follow::{Follow, Followed};
 use super::output::print;
+use super::query::Selection;
 use super::query::ago;
-use crate::api::{self, EventStatus, StreamQuery};
+use crate::api::{self, StreamQuery};
 use crate::config::{self, Config};
 use crate::exit::{EXIT_FAILURE, EXIT_USAGE, Failure};
 use forward::{Forwarded, Forwarder, Incoming, Signing};
@@ -34,21 +35,11 @@ pub struct ListenArgs {
     /// http://localhost:3000/webhooks.
     #[arg(long, value_name = "URL")]
     pub forward_to: String,
-    /// Only events of this source.
-    #[arg(long)]
-    pub source: Option<String>,
-    /// Only events routed to this destination, signed with its key (read
-    /// from the server's config, as the server reads it) instead of the
-    /// development key.
-    #[arg(long)]
-    pub destination: Option<String>,
-    /// Only events of this type.
-    #[arg(long = "type")]
-    pub event_type: Option<String>,
-    /// Only events with a delivery in this status when read (pending,
-    /// held, delivered, dead, ignored, filtered).
-    #[arg(long)]
-    pub status: Option<EventStatus>,
+    /// Which events; with --destination, each is signed with that
+    /// destination's key (read from the server's config, as the server
+    /// reads it) instead of the development key.
+    #[command(flatten)]
+    pub of: Selection,
     /// Send the provider's own headers (its signature) instead of
     /// hookinbox's signed ones, so the app's provider SDK verifies the event.
     #[arg(long)]
@@ -78,7 +69,7 @@ pub(super) async fn run(
     let dir = state::dir().map_err(usage)?;
     let signing = if args.original_headers {
         Signing::Original
-    } else if let Some(name) = &args.destination {
+    } else if let Some(name) = &args.of.destination {
         let config = Config::load_or_packaged(server_config, &config::process_env)
             .map_err(|e| usage(anyhow!("{e} (--destination signs with that destination's key, read from the server's config: give --config)")))?;
         Signing::Contract(
@@ -109,12 +100,8 @@ pub(super) async fn run(
         };
     }
     let mut query = StreamQuery {
-        source: args.source,
-        destination: args.destination,
-        status: args.status,
-        event_type: args.event_type,
         payload: Some(true),
-        ..StreamQuery::default()
+        ..args.of.stream()
     };
     let cursor = state::Cursor::new(&dir, client.base(), &query);
     let saved = match (args.from_now, args.since) {
