@@ -45,9 +45,10 @@ pub enum Command {
     /// Forward each new event of a running inbox to an app on this machine.
     ///
     /// For development: each event is posted to --forward-to as a delivery
-    /// would be (signed with a development key it prints, a destination's
-    /// key, or with the provider's own headers), and one line per event
-    /// shows the app's answer. The position is kept on this machine per
+    /// would be (signed with a development key it prints; with
+    /// --destination NAME, that destination's key, read from the server's
+    /// config; with --original-headers, the provider's own headers), and
+    /// one line per event shows the app's answer. The position is kept on this machine per
     /// server and filter: after a restart, a sleep or a lost connection it
     /// forwards what arrived meanwhile, once each, in order. It changes
     /// nothing on the server.
