@@ -201,7 +201,7 @@ impl Follow {
             // Rows the hub read before this stream followed it.
             self.read_store(batch.after).await?;
         }
-        let mut text = Vec::new();
+        let mut text = Vec::with_capacity(batch.events.len() * 640);
         for shared in &batch.events {
             if shared.event.seq <= self.cursor {
                 continue;
