@@ -549,10 +549,6 @@ async fn main() {
         replicate::run(&args, args.catch_up).await;
         return;
     }
-    if args.listeners > 0 {
-        listeners::run(&args, args.listeners, args.payload).await;
-        return;
-    }
     let scratch = tempfile::tempdir().unwrap();
     let data = args
         .data
@@ -568,6 +564,11 @@ async fn main() {
         close(store, writer).await;
         n
     };
+    if args.listeners > 0 {
+        let kept = args.data.as_ref().map(|_| (data.as_path(), stored));
+        listeners::run(&args, args.listeners, args.payload, kept).await;
+        return;
+    }
     let body = stripe_like_body(&event_id(0), 0).len();
     println!(
         "hookinbox HTTP bench: body ≈{body} B, {} s runs × {}, {stored} events stored at the start, {} cores",

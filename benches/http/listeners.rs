@@ -1,8 +1,9 @@
 //! `--listeners N`: what event streams cost ingest. The same load into a
 //! server with no stream open and with N open (`GET /api/events/stream`, as
 //! `hookinbox listen`, `events tail` and the dashboard's live mode read it),
-//! alternating, each on an empty store; then how many events each listener
-//! got and how long after the load the slowest had them all.
+//! alternating, each on an empty store (or on `--data DIR`, preloaded to
+//! `--preload N`); then how many events each listener got and how long
+//! after the load the slowest had them all.
 //!
 //! The listeners run in this process, as plain HTTP/1.1 readers that only
 //! count the events in what arrives (no JSON parsing), so their own CPU is
@@ -71,12 +72,20 @@ fn cpu_us(pid: &str) -> u64 {
     (ticks(11) + ticks(12)) * 10_000
 }
 
-pub(super) async fn run(args: &Args, listeners: usize, payload: bool) {
+/// `kept`: a store (`--data`, preloaded to `--preload`) and how many events
+/// it holds, which every run uses instead of an empty one.
+pub(super) async fn run(
+    args: &Args,
+    listeners: usize,
+    payload: bool,
+    kept: Option<(&std::path::Path, usize)>,
+) {
     let query: &'static str = if payload { "?payload=true" } else { "" };
     let scratch = tempfile::tempdir().unwrap();
     println!(
-        "hookinbox event stream bench: {listeners} listener(s){} against none, {} s runs × {}, {} cores",
+        "hookinbox event stream bench: {listeners} listener(s){} against none, {} s runs × {}, {} stored at the start, {} cores",
         if payload { " with payloads" } else { "" },
+        kept.map_or(0, |(_, n)| n),
         args.seconds,
         args.runs,
         std::thread::available_parallelism().map_or(0, |n| n.get())
@@ -94,7 +103,8 @@ pub(super) async fn run(args: &Args, listeners: usize, payload: bool) {
             for (m, n) in [0, listeners].into_iter().enumerate() {
                 let dir = scratch.path().join(format!("listeners-{conns}-{run}-{m}"));
                 std::fs::create_dir_all(&dir).unwrap();
-                let server = Server::start(&args.bin, &dir, &dir.join("data"));
+                let data = kept.map_or_else(|| dir.join("data"), |(d, _)| d.to_owned());
+                let server = Server::start(&args.bin, &dir, &data);
                 server.wait_ready(Instant::now());
                 let counts: Vec<Arc<AtomicU64>> = (0..n).map(|_| Arc::default()).collect();
                 let (ready_tx, mut ready) = tokio::sync::mpsc::channel(n.max(1));
@@ -175,8 +185,12 @@ pub(super) async fn run(args: &Args, listeners: usize, payload: bool) {
     }
     println!();
     println!(
-        "rerun: cargo bench --bench http -- --listeners {listeners}{} --seconds {} --runs {} --connections {}",
+        "rerun: cargo bench --bench http -- --listeners {listeners}{}{} --seconds {} --runs {} --connections {}",
         if payload { " --payload" } else { "" },
+        kept.map_or(String::new(), |(d, n)| format!(
+            " --preload {n} --data {}",
+            d.display()
+        )),
         args.seconds,
         args.runs,
         args.connections
