@@ -17,6 +17,7 @@ use crate::support::{
     standard_headers, write_config,
 };
 
+mod live;
 mod walk;
 
 const TOKEN: &str = "dashboard-test-token-0123456789";
