@@ -284,6 +284,37 @@ fn request(addr: SocketAddr, id: &str, i: usize) -> Arc<[u8]> {
 /// Each connection's requests for one run; with `dup_percent`, that share
 /// repeats the request sent five before it on the same connection, so the
 /// original has been answered (and stored) first.
+/// One run's requests at `conns` connections: enough for
+/// [`PREPARED_RATE`] events/s over `seconds`, `dup` percent repeated.
+fn requests(
+    server: &Server,
+    tag: &str,
+    conns: usize,
+    seconds: u64,
+    dup: usize,
+) -> Vec<Vec<Arc<[u8]>>> {
+    let per_conn = PREPARED_RATE * seconds as usize / conns + 1;
+    prepare(server.ingest, tag, conns, per_conn, dup)
+}
+
+/// Runs `one(conns, run, variant)` for variants 0 and 1, alternating,
+/// `--runs` times at each `--connections`; returns each pair's ratio of
+/// events/s (variant 1 over variant 0), with its connection count.
+async fn paired(
+    args: &Args,
+    mut one: impl AsyncFnMut(usize, usize, usize) -> f64,
+) -> Vec<(usize, f64)> {
+    let mut ratios = Vec::new();
+    for &conns in &args.connections {
+        for run in 0..args.runs {
+            let without = one(conns, run, 0).await;
+            let with = one(conns, run, 1).await;
+            ratios.push((conns, with / without.max(1.0)));
+        }
+    }
+    ratios
+}
+
 fn prepare(
     addr: SocketAddr,
     tag: &str,
@@ -596,12 +627,11 @@ async fn main() {
                     server = Server::start(&args.bin, scratch.path(), &data);
                     server.wait_ready(Instant::now());
                 }
-                let per_conn = PREPARED_RATE * args.seconds as usize / conns + 1;
-                let reqs = prepare(
-                    server.ingest,
+                let reqs = requests(
+                    &server,
                     &format!("h{run_tag}_{conns}_{dup}_{run}"),
                     conns,
-                    per_conn,
+                    args.seconds,
                     dup,
                 );
                 let (sum0, count0) = server.batches();

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{Args, PREPARED_RATE, Server, TOKEN, load, ms, prepare, unix_now};
+use super::{Args, Server, TOKEN, load, ms, requests, unix_now};
 
 /// One reader of the stream: counts `event: event` lines until stopped.
 async fn listen(
@@ -96,87 +96,79 @@ pub(super) async fn run(
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let tag = unix_now();
-    let mut ratios = Vec::new();
-    for &conns in &args.connections {
-        for run in 0..args.runs {
-            let mut rates = [0.0f64; 2];
-            for (m, n) in [0, listeners].into_iter().enumerate() {
-                let dir = scratch.path().join(format!("listeners-{conns}-{run}-{m}"));
-                std::fs::create_dir_all(&dir).unwrap();
-                let data = kept.map_or_else(|| dir.join("data"), |(d, _)| d.to_owned());
-                let server = Server::start(&args.bin, &dir, &data);
-                server.wait_ready(Instant::now());
-                let counts: Vec<Arc<AtomicU64>> = (0..n).map(|_| Arc::default()).collect();
-                let (ready_tx, mut ready) = tokio::sync::mpsc::channel(n.max(1));
-                let tasks: Vec<_> = counts
-                    .iter()
-                    .map(|got| {
-                        tokio::spawn(listen(server.admin, query, got.clone(), ready_tx.clone()))
-                    })
-                    .collect();
-                for _ in 0..n {
-                    ready.recv().await.expect("a listener connected");
-                }
-                let per_conn = PREPARED_RATE * args.seconds as usize / conns + 1;
-                let reqs = prepare(
-                    server.ingest,
-                    &format!("l{tag}_{conns}_{run}_{m}"),
-                    conns,
-                    per_conn,
-                    0,
-                );
-                let cpu0 = (cpu_us(&server.pid), cpu_us("self"));
-                let r = load(server.ingest, reqs, args.seconds).await;
-                let cpu1 = (cpu_us(&server.pid), cpu_us("self"));
-                let loaded = Instant::now();
-                // Every listener gets every event stored: bounded wait.
-                let mut caught_up = None;
-                while n > 0 && loaded.elapsed() < Duration::from_secs(60) {
-                    if counts
-                        .iter()
-                        .all(|c| c.load(Ordering::Relaxed) >= r.created)
-                    {
-                        caught_up = Some(loaded.elapsed());
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
-                let got: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
-                let (least, most) = (
-                    got.iter().min().copied().unwrap_or(0),
-                    got.iter().max().copied().unwrap_or(0),
-                );
-                let acked = r.acked.max(1) as f64;
-                println!(
-                    "| {conns} | {n} | {:.0} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {} | {} |",
-                    r.rate(),
-                    ms(r.p50),
-                    ms(r.p99),
-                    ms(r.max),
-                    r.stall.as_millis(),
-                    r.failed,
-                    (cpu1.0 - cpu0.0) as f64 / acked,
-                    (cpu1.1 - cpu0.1) as f64 / acked,
-                    match n {
-                        0 => "-".to_owned(),
-                        _ if least == most => format!("{least} of {}", r.created),
-                        _ => format!("{least}–{most} of {}", r.created),
-                    },
-                    match (n, caught_up) {
-                        (0, _) => "-".to_owned(),
-                        (_, Some(t)) => format!("{} ms", t.as_millis()),
-                        (_, None) => "not within 60 s".to_owned(),
-                    },
-                );
-                for task in tasks {
-                    task.abort();
-                }
-                rates[m] = r.rate();
-                server.stop();
-            }
-            ratios.push((conns, rates[1] / rates[0].max(1.0)));
+    let ratios = super::paired(args, async |conns, run, m| {
+        let n = if m == 1 { listeners } else { 0 };
+        let dir = scratch.path().join(format!("listeners-{conns}-{run}-{m}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let data = kept.map_or_else(|| dir.join("data"), |(d, _)| d.to_owned());
+        let server = Server::start(&args.bin, &dir, &data);
+        server.wait_ready(Instant::now());
+        let counts: Vec<Arc<AtomicU64>> = (0..n).map(|_| Arc::default()).collect();
+        let (ready_tx, mut ready) = tokio::sync::mpsc::channel(n.max(1));
+        let tasks: Vec<_> = counts
+            .iter()
+            .map(|got| tokio::spawn(listen(server.admin, query, got.clone(), ready_tx.clone())))
+            .collect();
+        for _ in 0..n {
+            ready.recv().await.expect("a listener connected");
         }
-    }
+        let reqs = requests(
+            &server,
+            &format!("l{tag}_{conns}_{run}_{m}"),
+            conns,
+            args.seconds,
+            0,
+        );
+        let cpu0 = (cpu_us(&server.pid), cpu_us("self"));
+        let r = load(server.ingest, reqs, args.seconds).await;
+        let cpu1 = (cpu_us(&server.pid), cpu_us("self"));
+        let loaded = Instant::now();
+        // Every listener gets every event stored: bounded wait.
+        let mut caught_up = None;
+        while n > 0 && loaded.elapsed() < Duration::from_secs(60) {
+            if counts
+                .iter()
+                .all(|c| c.load(Ordering::Relaxed) >= r.created)
+            {
+                caught_up = Some(loaded.elapsed());
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let got: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        let (least, most) = (
+            got.iter().min().copied().unwrap_or(0),
+            got.iter().max().copied().unwrap_or(0),
+        );
+        let acked = r.acked.max(1) as f64;
+        println!(
+            "| {conns} | {n} | {:.0} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {} | {} |",
+            r.rate(),
+            ms(r.p50),
+            ms(r.p99),
+            ms(r.max),
+            r.stall.as_millis(),
+            r.failed,
+            (cpu1.0 - cpu0.0) as f64 / acked,
+            (cpu1.1 - cpu0.1) as f64 / acked,
+            match n {
+                0 => "-".to_owned(),
+                _ if least == most => format!("{least} of {}", r.created),
+                _ => format!("{least}–{most} of {}", r.created),
+            },
+            match (n, caught_up) {
+                (0, _) => "-".to_owned(),
+                (_, Some(t)) => format!("{} ms", t.as_millis()),
+                (_, None) => "not within 60 s".to_owned(),
+            },
+        );
+        for task in tasks {
+            task.abort();
+        }
+        server.stop();
+        r.rate()
+    })
+    .await;
     println!();
     for (conns, ratio) in &ratios {
         println!(

@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::{Args, PREPARED_RATE, Server, get, load, ms, prepare, support, unix_now};
+use super::{Args, Server, get, load, ms, prepare, requests, support, unix_now};
 
 #[path = "../support/nats.rs"]
 mod nats;
@@ -52,63 +52,57 @@ pub(super) async fn run(args: &Args, catch_up: usize) {
     );
     println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     let tag = unix_now();
-    let mut ratios = Vec::new();
-    for &conns in &args.connections {
-        for run in 0..args.runs {
-            let mut rates = [0.0f64; 2];
-            for (m, replicated) in [false, true].into_iter().enumerate() {
-                let dir = scratch.path().join(format!("ratio-{conns}-{run}-{m}"));
-                std::fs::create_dir_all(&dir).unwrap();
-                let extra = if replicated {
-                    // No snapshot during a run: one copies the whole database
-                    // (measured on its own below).
-                    section(
-                        &nats.urls,
-                        &format!("ratio_{conns}_{run}"),
-                        "primary",
-                        "a",
-                        "1h",
-                    )
-                } else {
-                    String::new()
-                };
-                let server = Server::start_with(&args.bin, &dir, &dir.join("data"), &extra);
-                server.wait_ready(Instant::now());
-                let per_conn = PREPARED_RATE * args.seconds as usize / conns + 1;
-                let reqs = prepare(
-                    server.ingest,
-                    &format!("r{tag}_{conns}_{run}_{m}"),
-                    conns,
-                    per_conn,
-                    0,
-                );
-                let before = server.batches();
-                let r = load(server.ingest, reqs, args.seconds).await;
-                let after = server.batches();
-                // A commit is a frame: with replication, a message each.
-                let commits = after.1 - before.1;
-                println!(
-                    "| {conns} | {} | {:.0} | {} | {} | {} | {} | {} | {:.1} | {:.0} |",
-                    if replicated {
-                        format!("R{replicas}")
-                    } else {
-                        "no".into()
-                    },
-                    r.rate(),
-                    ms(r.p50),
-                    ms(r.p99),
-                    ms(r.max),
-                    r.stall.as_millis(),
-                    r.failed,
-                    (after.0 - before.0) / commits.max(1.0),
-                    commits / args.seconds as f64,
-                );
-                rates[m] = r.rate();
-                server.stop();
-            }
-            ratios.push((conns, rates[1] / rates[0].max(1.0)));
-        }
-    }
+    let ratios = super::paired(args, async |conns, run, m| {
+        let replicated = m == 1;
+        let dir = scratch.path().join(format!("ratio-{conns}-{run}-{m}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let extra = if replicated {
+            // No snapshot during a run: one copies the whole database
+            // (measured on its own below).
+            section(
+                &nats.urls,
+                &format!("ratio_{conns}_{run}"),
+                "primary",
+                "a",
+                "1h",
+            )
+        } else {
+            String::new()
+        };
+        let server = Server::start_with(&args.bin, &dir, &dir.join("data"), &extra);
+        server.wait_ready(Instant::now());
+        let reqs = requests(
+            &server,
+            &format!("r{tag}_{conns}_{run}_{m}"),
+            conns,
+            args.seconds,
+            0,
+        );
+        let before = server.batches();
+        let r = load(server.ingest, reqs, args.seconds).await;
+        let after = server.batches();
+        // A commit is a frame: with replication, a message each.
+        let commits = after.1 - before.1;
+        println!(
+            "| {conns} | {} | {:.0} | {} | {} | {} | {} | {} | {:.1} | {:.0} |",
+            if replicated {
+                format!("R{replicas}")
+            } else {
+                "no".into()
+            },
+            r.rate(),
+            ms(r.p50),
+            ms(r.p99),
+            ms(r.max),
+            r.stall.as_millis(),
+            r.failed,
+            (after.0 - before.0) / commits.max(1.0),
+            commits / args.seconds as f64,
+        );
+        server.stop();
+        r.rate()
+    })
+    .await;
     println!();
     for (conns, ratio) in &ratios {
         println!("{conns} connections: replicated / not, events/s: {ratio:.2}");

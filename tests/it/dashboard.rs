@@ -128,15 +128,7 @@ async fn screenshot(b: &Client, name: &str) {
 }
 
 async fn admin_get(server: &BinaryServer, path: &str) -> Value {
-    client()
-        .get(format!("{}{path}", server.admin))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    crate::support::admin_json(&server.admin, TOKEN, path).await
 }
 
 /// Polls `path` of the admin API until `ok` accepts its answer (10 s at most).

@@ -213,15 +213,8 @@ async fn listen_forwards_each_event_once_signed_and_a_restarted_listener_gets_ex
     assert_eq!(all[26]["id"], next.as_str());
 
     // Nothing changed on the server: the events are held, never attempted.
-    let detail: serde_json::Value = client()
-        .get(format!("{}/api/events/{}", server.admin, ids[0]))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let detail =
+        crate::support::admin_json(&server.admin, TOKEN, &format!("/api/events/{}", ids[0])).await;
     assert_eq!(detail["status"], "held");
     assert_eq!(detail["attempt_history"], serde_json::json!([]));
 }

@@ -539,3 +539,16 @@ pub fn lines_of(pipe: impl std::io::Read + Send + 'static) -> std::sync::mpsc::R
     });
     rx
 }
+
+/// `GET admin + path` with `token`; the answer as JSON.
+pub async fn admin_json(admin: &str, token: &str, path: &str) -> serde_json::Value {
+    client()
+        .get(format!("{admin}{path}"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("GET {path}: {e}"))
+        .json()
+        .await
+        .unwrap_or_else(|e| panic!("GET {path}: not JSON: {e}"))
+}
