@@ -92,7 +92,7 @@ pub(super) async fn stream_events(
         with_payload,
         cursor,
         tx,
-        open: state.metrics.event_stream_opened(),
+        _open: state.metrics.event_stream_opened(),
     };
     tokio::spawn(follow.run(state.stopping.clone()));
     Ok((
@@ -114,8 +114,7 @@ struct Follow {
     cursor: u64,
     tx: mpsc::Sender<Result<Bytes, Infallible>>,
     /// Counted in `hookinbox_event_streams` while it lives.
-    #[allow(dead_code)]
-    open: crate::metrics::StreamOpen,
+    _open: crate::metrics::StreamOpen,
 }
 
 /// Why a stream's task ends or goes back to reading the store.

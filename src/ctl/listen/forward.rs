@@ -128,7 +128,7 @@ impl Forwarder {
         signing: Signing,
         timeout: Duration,
     ) -> anyhow::Result<Forwarder> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        // The TLS provider is installed by `cli` before any command runs.
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(timeout)

@@ -112,7 +112,10 @@ pub(super) async fn run(
         (Some(after), _) => format!(
             "resuming after {after}, where the last run stopped (--from-now skips what arrived meanwhile)"
         ),
-        (None, Some(since)) => format!("from what arrived in the last {}", humantime(since)),
+        (None, Some(since)) => format!(
+            "from what arrived in the last {}",
+            humantime::format_duration(since)
+        ),
         (None, None) => "from the next event stored".to_owned(),
     };
     query.after = saved.clone();
@@ -167,15 +170,5 @@ fn show(forwarded: &Forwarded, json: bool, colour: bool) -> Result<(), Failure> 
         print(&(serde_json::to_string(forwarded).unwrap_or_default() + "\n"))
     } else {
         print(&forwarded.line(colour))
-    }
-}
-
-/// `since` as people write it: 1h, 30m, 45s.
-fn humantime(since: Duration) -> String {
-    let s = since.as_secs();
-    match s {
-        _ if s >= 3600 && s % 3600 == 0 => format!("{}h", s / 3600),
-        _ if s >= 60 && s % 60 == 0 => format!("{}m", s / 60),
-        _ => format!("{s}s"),
     }
 }

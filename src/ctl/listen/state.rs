@@ -57,41 +57,28 @@ pub(super) fn development_key(dir: &Path) -> anyhow::Result<(StandardKey, String
 #[derive(Debug, Serialize, Deserialize)]
 struct Saved {
     server: String,
-    filter: Filter,
+    /// The stream's query less where it starts and the payload flag: what
+    /// makes two listens the same.
+    filter: StreamQuery,
     /// The id the next run resumes after.
     after: String,
-}
-
-/// The filter part of a stream's query: what makes two listens the same.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Filter {
-    source: Option<String>,
-    destination: Option<String>,
-    status: Option<String>,
-    event_type: Option<String>,
-}
-
-impl Filter {
-    fn of(query: &StreamQuery) -> Filter {
-        Filter {
-            source: query.source.clone(),
-            destination: query.destination.clone(),
-            status: query.status.map(|s| s.as_str().to_owned()),
-            event_type: query.event_type.clone(),
-        }
-    }
 }
 
 /// The cursor file of one server and filter.
 pub(super) struct Cursor {
     path: PathBuf,
     server: String,
-    filter: Filter,
+    filter: StreamQuery,
 }
 
 impl Cursor {
     pub(super) fn new(dir: &Path, server: &str, query: &StreamQuery) -> Cursor {
-        let filter = Filter::of(query);
+        let filter = StreamQuery {
+            after: None,
+            since: None,
+            payload: None,
+            ..query.clone()
+        };
         let name = serde_json::to_string(&(server, &filter)).unwrap_or_default();
         let digest = sha2::Sha256::digest(name.as_bytes());
         Cursor {
