@@ -19,7 +19,12 @@ impl Flags {
     }
 
     pub fn quick(&self) -> bool {
-        self.0.iter().any(|a| a == "--quick")
+        self.has("--quick")
+    }
+
+    /// Whether `flag` was given.
+    pub fn has(&self, flag: &str) -> bool {
+        self.0.iter().any(|a| a == flag)
     }
 
     /// The value after `flag`; else `quick` with --quick, else `full`.

@@ -46,6 +46,10 @@ pub enum StoreError {
     MissingState { seq: u64 },
     #[error("reading the database failed")]
     Read(#[from] redb::Error),
+    /// A sealed run of the dedupe index (`<data_dir>/dedupe/`) could not be
+    /// read or written.
+    #[error("reading or writing a dedupe run failed")]
+    Dedupe(#[source] std::io::Error),
     #[error("writing the backup to {} failed", path.display())]
     Backup {
         path: PathBuf,
@@ -63,6 +67,7 @@ impl StoreError {
             StoreError::Write(e) => e.is_transient(),
             StoreError::Reopening | StoreError::Closed => true,
             StoreError::Read(e) => is_io(e),
+            StoreError::Dedupe(_) => true,
             StoreError::Backup { source, .. } => source.is_transient(),
             StoreError::Open { .. }
             | StoreError::NewerSchema { .. }

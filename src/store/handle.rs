@@ -28,8 +28,9 @@ pub(super) struct Shared {
     pub(super) path: PathBuf,
     pub(super) tag: u32,
     pub(super) jobs: mpsc::Sender<job::Message>,
-    /// Live dedupe keys. Only the writer changes it, after a commit.
-    pub(super) dedupe: RwLock<DedupeIndex>,
+    /// Live dedupe keys. Only the writer changes them, after a commit; the
+    /// sealer puts a run in the place of the keys it holds.
+    pub(super) dedupe: Arc<RwLock<DedupeIndex>>,
     /// Signalled after every commit: the scheduler looks at its queues again.
     pub(super) schedule_changed: Notify,
     /// Why the last commit failed; `None` again once a readiness probe (an

@@ -273,9 +273,14 @@ impl Store {
             names.dedup();
             let seqs: Vec<u64> = {
                 let index = self.shared.dedupe.read().unwrap_or_else(|p| p.into_inner());
-                names
+                let found: Result<Vec<_>, _> = names
                     .iter()
-                    .filter_map(|name| index.get(fingerprint(name, event_id)))
+                    .map(|name| index.get(fingerprint(name, event_id)))
+                    .collect();
+                found
+                    .map_err(StoreError::Dedupe)?
+                    .into_iter()
+                    .flatten()
                     .collect()
             };
             let mut keys = Vec::new();

@@ -46,6 +46,7 @@ mod format;
 mod keys;
 
 pub use backup::DiskUsage;
+pub use dedupe::Sizes as DedupeSizes;
 pub use error::{Report, StoreError, WriteError};
 pub use handle::{Store, WriterHandle};
 pub use keys::{

@@ -6,10 +6,10 @@
 use std::path::Path;
 use std::sync::{Arc, RwLock};
 
-use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata};
+use redb::{Database, ReadableDatabase, ReadableTable};
 use tokio::sync::{Notify, mpsc, oneshot};
 
-use super::dedupe::{self, DedupeIndex};
+use super::dedupe;
 use super::error::{StoreError, WriteError};
 use super::handle::{Shared, Store, WriterHandle};
 use super::migrate::migrate;
@@ -79,13 +79,19 @@ impl Store {
         }
         let (next_seq, last_received_ms) = last_event(&db)?.map_or((1, 0), |(s, r)| (s + 1, r));
         let before_dedupe = started.elapsed();
-        let (dedupe, keys) = load_dedupe(&db)?;
+        let runs_dir = options.data_dir.join(dedupe::RUN_DIR);
+        let (dedupe, loaded) =
+            dedupe::load(&db.begin_read()?, &runs_dir, tag, options.dedupe_seal_keys)?;
+        let sizes = dedupe.sizes();
         tracing::info!(
             database_ms = opened.as_millis() as u64,
             log_frames = replayed.frames.len(),
             replay_ms = (replay_done - opened).as_millis() as u64,
-            dedupe_keys = keys,
-            dedupe_mib = dedupe.bytes() >> 20,
+            dedupe_rows_read = loaded.rows,
+            dedupe_runs = sizes.runs,
+            dedupe_runs_built = loaded.runs_built,
+            dedupe_keys = sizes.run_keys + sizes.exact_keys as u64,
+            dedupe_mib = sizes.bytes >> 20,
             dedupe_ms = (started.elapsed() - before_dedupe).as_millis() as u64,
             total_ms = started.elapsed().as_millis() as u64,
             "store opened"
@@ -98,7 +104,7 @@ impl Store {
             path,
             tag,
             jobs: jobs.clone(),
-            dedupe: RwLock::new(dedupe),
+            dedupe: Arc::new(RwLock::new(dedupe)),
             schedule_changed: Notify::new(),
             write_error: tokio::sync::watch::Sender::new(None),
             standby: tokio::sync::watch::Sender::new(options.standby),
@@ -116,9 +122,12 @@ impl Store {
             options.shipper.clone(),
         )
         .map_err(thread_err)?;
+        let sealer = dedupe::seal::Sealer::spawn(runs_dir, tag, shared.dedupe.clone())
+            .map_err(thread_err)?;
         let thread = writer::spawn(
             writer::Writer::new(
                 shared.clone(),
+                sealer,
                 options,
                 next_seq,
                 last_received_ms,
@@ -267,115 +276,6 @@ fn recover_leases(db: &Database) -> Result<usize, WriteError> {
     Ok(recovered)
 }
 
-/// Rebuilds the in-memory dedupe index from its durable log: one thread per
-/// core reads a range of it (≈ 70 ns per row), each thread then builds a
-/// range of the index's shards. Returns it and the number of rows read.
-fn load_dedupe(db: &Database) -> Result<(DedupeIndex, usize), StoreError> {
-    let txn = db.begin_read()?;
-    let log = txn.open_table(DEDUPE)?;
-    let rows = log.len()? as usize;
-    let (first, last) = match (log.first()?, log.last()?) {
-        (Some(first), Some(last)) => (first.0.value(), last.0.value()),
-        _ => (1, 0),
-    };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8) as u64;
-    // Ranges of seqs: the log's rows are spread evenly enough over them.
-    let span = last.saturating_sub(first) / threads + 1;
-    let read = |from: u64| -> Result<dedupe::Loader, StoreError> {
-        let mut loader = dedupe::Loader::new(threads as usize, rows / threads as usize);
-        for row in log.range(from..from.saturating_add(span))? {
-            let (seq, value) = row?;
-            loader.push(value.value().0, seq.value());
-        }
-        Ok(loader)
-    };
-    let mut loaders = std::thread::scope(|scope| {
-        let readers: Vec<_> = (0..threads)
-            .map(|i| scope.spawn(move || read(first + i * span)))
-            .collect();
-        readers
-            .into_iter()
-            .map(|r| r.join().expect("a dedupe read thread panicked"))
-            .collect::<Result<Vec<_>, _>>()
-    })?;
-    // Kept keys share no fingerprint with the log's (each is the one live
-    // key of its event), so where they go among the loaders does not matter.
-    let kept = txn.open_table(schema::DEDUPE_KEPT)?;
-    let kept_rows = kept.len()? as usize;
-    let mut extra = dedupe::Loader::new(threads as usize, kept_rows);
-    for row in kept.iter()? {
-        let (seq, value) = row?;
-        extra.push(value.value().0, seq.value());
-    }
-    loaders.push(extra);
-    let (of_keys, key_rows) = load_keys(&txn, threads)?;
-    loaders.extend(of_keys);
-    Ok((
-        DedupeIndex::from_loaders(loaders),
-        rows + kept_rows + key_rows,
-    ))
-}
-
-/// The idempotency keys' part of the dedupe index, from `key_log`: their
-/// fingerprints are of another kind (see `keys::fingerprint`), so they
-/// share no entry with the events'. As for the events, one thread per core
-/// reads a range of seqs (of each namespace). Returns the loaders and the
-/// number of rows read.
-fn load_keys(
-    txn: &redb::ReadTransaction,
-    threads: u64,
-) -> Result<(Vec<dedupe::Loader>, usize), StoreError> {
-    let log = txn.open_table(schema::KEY_LOG)?;
-    let rows = log.len()? as usize;
-    // The namespaces, hopping from each one's rows to the next one's, and
-    // the largest seq.
-    let mut namespaces = Vec::new();
-    let mut last = 0;
-    let mut next = log.first()?.map(|(k, _)| k.value().0.to_owned());
-    while let Some(namespace) = next {
-        if let Some((k, _)) = log
-            .range((namespace.as_str(), 0)..=(namespace.as_str(), u64::MAX))?
-            .next_back()
-            .transpose()?
-        {
-            last = last.max(k.value().1);
-        }
-        next = log
-            .range((namespace.as_str(), u64::MAX)..)?
-            .find_map(|row| match row {
-                Ok((k, _)) if k.value().0 != namespace => Some(Ok(k.value().0.to_owned())),
-                Ok(_) => None,
-                Err(e) => Some(Err(e)),
-            })
-            .transpose()?;
-        namespaces.push(namespace);
-    }
-    let span = last / threads + 1;
-    let read = |from: u64| -> Result<dedupe::Loader, StoreError> {
-        let mut loader = dedupe::Loader::new(threads as usize, rows / threads as usize);
-        for namespace in &namespaces {
-            let range = (namespace.as_str(), from)..(namespace.as_str(), from.saturating_add(span));
-            for row in log.range(range)? {
-                let (at, value) = row?;
-                loader.push(value.value().0, at.value().1);
-            }
-        }
-        Ok(loader)
-    };
-    let loaders = std::thread::scope(|scope| {
-        let readers: Vec<_> = (0..threads)
-            .map(|i| scope.spawn(move || read(i * span)))
-            .collect();
-        readers
-            .into_iter()
-            .map(|r| r.join().expect("a key read thread panicked"))
-            .collect::<Result<Vec<_>, _>>()
-    })?;
-    Ok((loaders, rows))
-}
-
 /// The data dir of a replication standby, before its store opens.
 pub mod standby_dir {
     use std::path::{Path, PathBuf};
@@ -415,7 +315,8 @@ pub mod standby_dir {
             .as_secs();
         let aside = data_dir.join(format!("set-aside-{now}"));
         std::fs::create_dir_all(&aside)?;
-        for name in [DB_FILE, wal::WAL_FILE] {
+        // The dedupe runs are derived from the database: they go with it.
+        for name in [DB_FILE, wal::WAL_FILE, super::super::dedupe::RUN_DIR] {
             match std::fs::rename(data_dir.join(name), aside.join(name)) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
                 _ => {}

@@ -34,6 +34,9 @@ pub struct StoreOptions {
     /// of through the write-ahead log (see [`wal`](super::wal)). Longer: fewer bytes
     /// written per event; shorter: less log to replay after a crash.
     pub checkpoint_every: Duration,
+    /// Event keys per sealed run of the dedupe index
+    /// ([`dedupe::SEAL_KEYS`](super::dedupe::SEAL_KEYS); tests use a few).
+    pub dedupe_seal_keys: usize,
     /// Told of every successful commit: jobs in it, and how long it took.
     pub on_commit: Option<CommitHook>,
     /// Where each batch's frame goes before the batch is answered
@@ -58,6 +61,7 @@ impl StoreOptions {
             cache_bytes: 256 << 20,
             max_batch: MAX_BATCH,
             checkpoint_every: CHECKPOINT_EVERY,
+            dedupe_seal_keys: super::dedupe::SEAL_KEYS,
             on_commit: None,
             shipper: None,
             standby: false,

@@ -163,16 +163,21 @@ impl Store {
 
     /// The event stored for `(source, event_id)`, if its dedupe key is live.
     pub fn find(&self, source: &str, event_id: &str) -> Result<Option<StoredEvent>, StoreError> {
-        let found = self
-            .shared
-            .dedupe
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(dedupe::fingerprint(source, event_id));
-        match found {
+        match self.find_seq(source, event_id)? {
             Some(seq) => self.get(seq),
             None => Ok(None),
         }
+    }
+
+    /// The seq of the event stored for `(source, event_id)`, if its dedupe
+    /// key is live: the dedupe index's answer alone.
+    pub fn find_seq(&self, source: &str, event_id: &str) -> Result<Option<u64>, StoreError> {
+        self.shared
+            .dedupe
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(dedupe::fingerprint(source, event_id))
+            .map_err(StoreError::Dedupe)
     }
 
     /// Up to `limit` events with `seq > after`, oldest first.

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use redb::{Database, Durability, ReadableDatabase, ReadableTable};
 
-use super::dedupe::{Fingerprint, fingerprint};
+use super::dedupe::{Fingerprint, Kind, fingerprint};
 use super::entry::Entry;
 use super::error::{StoreError, WriteError};
 use super::format::log as payload;
@@ -121,17 +121,17 @@ pub(super) fn recover_then(
 
 /// Applies one logged entry again.
 pub(super) fn replay(t: &mut Tables<'_>, entry: Entry<'_>, ttls: &Ttls) -> Result<(), WriteError> {
-    replay_moving(t, entry, ttls, &mut |_, _, _| {})
+    replay_moving(t, entry, ttls, &mut |_, _, _, _| {})
 }
 
 /// [`replay`], telling `moved` of each dedupe index entry it changes:
-/// (fingerprint, the seq it was at, the seq it is at now), as the writer
-/// learns them live. A standby's index follows what it applies so.
+/// (kind, fingerprint, the seq it was at, the seq it is at now), as the
+/// writer learns them live. A standby's index follows what it applies so.
 pub(super) fn replay_moving(
     t: &mut Tables<'_>,
     entry: Entry<'_>,
     ttls: &Ttls,
-    moved: &mut dyn FnMut(Fingerprint, Option<u64>, Option<u64>),
+    moved: &mut dyn FnMut(Kind, Fingerprint, Option<u64>, Option<u64>),
 ) -> Result<(), WriteError> {
     match entry {
         Entry::Ingest {
@@ -148,7 +148,7 @@ pub(super) fn replay_moving(
                 received: event.received_at_ms,
             };
             store_event(t, &at, &record, &initial, ttls)?;
-            moved(at.fp, None, Some(seq));
+            moved(Kind::Event, at.fp, None, Some(seq));
             Ok(())
         }
         Entry::Duplicate {
@@ -168,9 +168,7 @@ pub(super) fn replay_moving(
         } => t.change(seq, &change, now_ms, ttls).map(drop),
         Entry::Sweep { now_ms, limit } => {
             let (_, forgotten) = t.sweep(now_ms, limit, ttls)?;
-            for (fp, seq) in forgotten {
-                moved(fp, Some(seq), None);
-            }
+            forgotten.tell(moved);
             Ok(())
         }
         Entry::SetMeta { key, value } => {
@@ -181,8 +179,8 @@ pub(super) fn replay_moving(
         Entry::KeyWrite(write) => {
             let fp = t.write_key(&write)?;
             match &*write {
-                KeyWrite::Put { seq, replaces, .. } => moved(fp, *replaces, Some(*seq)),
-                KeyWrite::Remove { seq, .. } => moved(fp, Some(*seq), None),
+                KeyWrite::Put { seq, replaces, .. } => moved(Kind::Key, fp, *replaces, Some(*seq)),
+                KeyWrite::Remove { seq, .. } => moved(Kind::Key, fp, Some(*seq), None),
             }
             Ok(())
         }

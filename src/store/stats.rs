@@ -8,6 +8,18 @@ use super::error::StoreError;
 use super::handle::Store;
 use super::{index, schema};
 
+impl Store {
+    /// What the dedupe index holds: sealed runs and their keys, keys in
+    /// hash tables, and the memory of both.
+    pub fn dedupe_sizes(&self) -> super::DedupeSizes {
+        self.shared
+            .dedupe
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .sizes()
+    }
+}
+
 /// How stats name the event type of events that have none.
 pub const NO_TYPE: &str = "(none)";
 

@@ -9,7 +9,7 @@
 use redb::{ReadableTable, ReadableTableMetadata, Table, WriteTransaction};
 
 use super::block;
-use super::dedupe::Fingerprint;
+use super::dedupe::{self, Fingerprint, Kind};
 use super::error::WriteError;
 use super::format::row::{self, EventRecordRef};
 use super::index::{IndexTables, Indexed, MinuteKind};
@@ -211,13 +211,13 @@ impl<'t> Tables<'t> {
     /// One bounded sweep step at `now_ms`: finished events whose expiry has
     /// come (checked against their state: never a pending, held or replayed
     /// one), then dedupe keys past their TTL — a prefix of the `dedupe` log.
-    /// Returns the counts and the keys to drop from the in-memory index.
+    /// Returns the counts and what the in-memory index must learn.
     pub fn sweep(
         &mut self,
         now_ms: u64,
         limit: usize,
         ttls: &Ttls,
-    ) -> Result<(Swept, Vec<(Fingerprint, u64)>), WriteError> {
+    ) -> Result<(Swept, Forgotten), WriteError> {
         let mut swept = Swept::default();
         let mut due = Vec::new();
         for row in self.expiry.range((0, 0)..=(now_ms, u64::MAX))? {
@@ -278,17 +278,29 @@ impl<'t> Tables<'t> {
         // The key of an event still pending or held stays live (kept aside,
         // out of the log's expiring prefix): a provider's retry of it must
         // stay a duplicate, not become a second pending event.
-        let mut forgotten = Vec::new();
+        let mut forgotten = Forgotten::default();
         for &(seq, key) in &expired {
             self.dedupe.remove(seq)?;
             let live = self.block(seq)?.iter().any(|d| d.state.status.is_live());
             if live {
                 self.dedupe_kept.insert(seq, key)?;
+                forgotten.kept.push((key.0, seq));
             } else {
-                forgotten.push((key.0, seq));
+                forgotten.events.push((key.0, seq));
             }
         }
-        swept.dedupe_keys = forgotten.len() as u64;
+        // The index's `swept`: every event key at or below it is gone from
+        // the log (or kept), which is how its sealed runs tell theirs apart.
+        if let Some(&(last, _)) = expired.last() {
+            let before = self.meta.get(dedupe::META_SWEPT)?.map_or(0, |v| {
+                u64::from_le_bytes(v.value().try_into().unwrap_or([0; 8]))
+            });
+            if last > before {
+                self.meta
+                    .insert(dedupe::META_SWEPT, last.to_le_bytes().as_slice())?;
+            }
+        }
+        swept.dedupe_keys = forgotten.events.len() as u64;
         let room = room.saturating_sub(expired.len());
         let (minutes, more) = self.index.sweep_minutes(now_ms, room)?;
         swept.minute_buckets = minutes;
@@ -297,7 +309,7 @@ impl<'t> Tables<'t> {
         let (keys, more) = self.sweep_keys(now_ms, room)?;
         swept.keys = keys.len() as u64;
         swept.more |= more;
-        forgotten.extend(keys);
+        forgotten.keys = keys;
         Ok((swept, forgotten))
     }
 
@@ -654,4 +666,30 @@ pub(super) fn store_event(
         }
     }
     Ok(starts.len() as u64)
+}
+
+/// The keys a sweep took from the logs, for the dedupe index: event keys
+/// gone, event keys kept live for their pending or held events (the index
+/// pins them), idempotency keys gone.
+#[derive(Debug, Default)]
+pub struct Forgotten {
+    events: Vec<(Fingerprint, u64)>,
+    kept: Vec<(Fingerprint, u64)>,
+    keys: Vec<(Fingerprint, u64)>,
+}
+
+impl Forgotten {
+    /// Tells `moved` each key's change: (kind, fingerprint, the seq it was
+    /// at, the seq it is at now).
+    pub fn tell(&self, moved: &mut dyn FnMut(Kind, Fingerprint, Option<u64>, Option<u64>)) {
+        for &(fp, seq) in &self.events {
+            moved(Kind::Event, fp, Some(seq), None);
+        }
+        for &(fp, seq) in &self.kept {
+            moved(Kind::Event, fp, Some(seq), Some(seq));
+        }
+        for &(fp, seq) in &self.keys {
+            moved(Kind::Key, fp, Some(seq), None);
+        }
+    }
 }

@@ -41,7 +41,8 @@ impl Store {
                 .dedupe
                 .read()
                 .unwrap_or_else(|p| p.into_inner())
-                .get(fp);
+                .get(fp)
+                .map_err(StoreError::Dedupe)?;
             let Some(seq) = at else {
                 return Ok(None);
             };

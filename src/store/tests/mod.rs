@@ -14,5 +14,6 @@ mod props;
 mod keys;
 mod ship;
 mod tail;
+mod runs;
 
 pub(crate) use support::{close, deliver, new_seq, options};

@@ -21,7 +21,7 @@
 //! in queue order and each event is checked against the batch's own new keys
 //! before the dedupe index, so the second copy sees the first one's key.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,7 +30,8 @@ use std::borrow::Cow;
 use redb::Durability;
 use tokio::sync::{mpsc, oneshot};
 
-use super::dedupe::{DedupeIndex, Fingerprint, fingerprint};
+use super::dedupe::seal::Sealer;
+use super::dedupe::{DedupeIndex, Fingerprint, Kind, fingerprint};
 use super::durable::{Batch, Durability as Made, LogHandle, Ready, Reply, fail};
 use super::entry::Entry;
 use super::error::{Report, StoreError, WriteError};
@@ -45,8 +46,10 @@ use super::tables::{StoredAs, Tables, Ttls, store_event};
 use super::types::{Ingested, Initial};
 use super::wal::{META_LSN, Wal};
 
+mod moves;
 mod reopen;
 mod standby;
+pub(super) use moves::Keys;
 use standby::Applied;
 pub(super) use standby::META_STREAM_SEQ;
 
@@ -65,40 +68,6 @@ use crate::verify::VerifiedEvent;
 const LINGER_FROM: usize = 4;
 const LINGER_QUIET: Duration = Duration::from_micros(50);
 const LINGER_MAX: Duration = Duration::from_micros(400);
-
-/// Dedupe keys (and idempotency keys' places) a batch added and removed.
-struct Keys {
-    added: HashMap<Fingerprint, u64>,
-    removed: HashSet<(Fingerprint, u64)>,
-}
-
-impl Keys {
-    /// Where `fp` is live as of this point of the batch: what the batch
-    /// put there first, then the index's, unless the batch removed it.
-    fn live(&self, index: &DedupeIndex, fp: Fingerprint) -> Option<u64> {
-        self.added.get(&fp).copied().or_else(|| {
-            index
-                .get(fp)
-                .filter(|seq| !self.removed.contains(&(fp, *seq)))
-        })
-    }
-
-    /// `fp` no longer at `old` (if it was anywhere) and now at `new`, if
-    /// anywhere: what a key's change did to its place.
-    fn moved(&mut self, fp: Fingerprint, old: Option<u64>, new: Option<u64>) {
-        if let Some(old) = old {
-            // Put there by this batch: the index never learns it.
-            if self.added.get(&fp) == Some(&old) {
-                self.added.remove(&fp);
-            } else {
-                self.removed.insert((fp, old));
-            }
-        }
-        if let Some(new) = new {
-            self.added.insert(fp, new);
-        }
-    }
-}
 
 impl Job {
     /// Answers a job that never ran with its batch's cause.
@@ -166,6 +135,8 @@ pub(super) struct Writer {
     standby: bool,
     /// The last frame the batch being applied brought, if it applied any.
     applied: Option<Applied>,
+    /// Writes the dedupe index's frozen maps as runs, deletes expired ones.
+    sealer: Sealer,
 }
 
 struct InFlight {
@@ -240,8 +211,10 @@ pub(super) fn spawn(
 }
 
 impl Writer {
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         shared: Arc<Shared>,
+        sealer: Sealer,
         options: StoreOptions,
         next_seq: u64,
         last_received_ms: u64,
@@ -263,6 +236,7 @@ impl Writer {
             log,
             in_flight: VecDeque::new(),
             applied: None,
+            sealer,
         }
     }
 
@@ -312,18 +286,25 @@ impl Writer {
         }
     }
 
-    /// Tells the dedupe index what a committed batch changed.
-    fn learn(&self, keys: &Keys) {
+    /// Tells the dedupe index what a committed batch changed; after a
+    /// checkpoint (`durable`: every key it holds is), freezes its recent
+    /// keys for the sealer once there are enough. Runs the batch's sweep
+    /// expired go to the sealer to be deleted.
+    fn learn(&self, keys: &Keys, durable: bool) {
         let mut index = self
             .shared
             .dedupe
             .write()
             .unwrap_or_else(|p| p.into_inner());
-        for &(fp, seq) in &keys.removed {
-            index.remove(fp, seq);
-        }
-        for (&fp, &seq) in &keys.added {
-            index.insert(fp, seq);
+        keys.teach(&mut index);
+        let expired = index.take_expired();
+        let frozen = durable
+            .then(|| index.freeze(self.next_seq - 1, self.options.dedupe_seal_keys))
+            .flatten();
+        drop(index);
+        self.sealer.delete(expired);
+        if let Some(frozen) = frozen {
+            self.sealer.seal(frozen);
         }
     }
 
@@ -346,10 +327,7 @@ impl Writer {
         self.applied = None;
         let lsn = self.lsn + 1;
         self.wal.begin();
-        let mut keys = Keys {
-            added: HashMap::with_capacity(batch.len()),
-            removed: HashSet::new(),
-        };
+        let mut keys = Keys::with_capacity(batch.len());
         let durable = {
             let mut t = Tables::open(&txn).map_err(Arc::new)?;
             let shared = self.shared.clone();
@@ -411,7 +389,7 @@ impl Writer {
         if !logs {
             return Ok((self.lsn, Made::Nothing));
         }
-        self.learn(&keys);
+        self.learn(&keys, durable);
         self.in_flight.push_back(InFlight {
             lsn,
             keys,
@@ -573,16 +551,17 @@ impl Writer {
                 reply,
             } => {
                 let fp = keys::fingerprint(&namespace, &key);
-                let at = keys.live(index, fp);
-                let result = t
-                    .key(&namespace, &key, at, &op, now_ms)
-                    .map(|(answer, write)| {
+                let result = keys
+                    .live(index, Kind::Key, fp)
+                    .map_err(WriteError::from)
+                    .and_then(|at| Ok((at, t.key(&namespace, &key, at, &op, now_ms)?)))
+                    .map(|(at, (answer, write))| {
                         if let Some(write) = write {
                             let new = match &write {
                                 KeyWrite::Put { seq, .. } => Some(*seq),
                                 KeyWrite::Remove { .. } => None,
                             };
-                            keys.moved(fp, at, new);
+                            keys.moved(Kind::Key, fp, at, new);
                             self.wal.push(&Entry::KeyWrite(Cow::Owned(write)));
                         }
                         answer
@@ -606,7 +585,7 @@ impl Writer {
                 let result = t
                     .sweep(now_ms, limit, &self.ttls())
                     .map(|(swept, forgotten)| {
-                        keys.removed.extend(forgotten);
+                        forgotten.tell(&mut |kind, fp, old, new| keys.moved(kind, fp, old, new));
                         swept
                     });
                 settle(reply, result, ready, Ready::Swept)
@@ -627,7 +606,7 @@ impl Writer {
     ) -> Result<Ingested, WriteError> {
         let fp = fingerprint(event.source().as_str(), event.event_id().as_str());
         // Earlier in this batch first: the index learns the batch's keys after the commit.
-        match keys.live(index, fp) {
+        match keys.live(index, Kind::Event, fp)? {
             Some(seq) => {
                 let (received_ms, source) = (event.received_at_ms(), event.source().as_str());
                 t.index
@@ -644,7 +623,7 @@ impl Writer {
                 let seq = self.next_seq;
                 self.insert_event(t, seq, fp, event, initial).map(|taken| {
                     self.next_seq += taken;
-                    keys.added.insert(fp, seq);
+                    keys.moved(Kind::Event, fp, None, Some(seq));
                     self.wal.push(&Entry::Ingest {
                         seq,
                         initial: Cow::Borrowed(initial),

@@ -66,12 +66,7 @@ impl Writer {
             match (batch.lsn <= holds, batch.learned) {
                 (false, true) => {
                     lost += 1;
-                    for (&fp, &seq) in &batch.keys.added {
-                        index.remove(fp, seq);
-                    }
-                    for &(fp, seq) in &batch.keys.removed {
-                        index.insert(fp, seq);
-                    }
+                    batch.keys.undo(&mut index);
                 }
                 (true, false) => kept += 1,
                 _ => {}
@@ -79,7 +74,7 @@ impl Writer {
         }
         drop(index);
         for batch in in_flight.iter().filter(|b| b.lsn <= holds && !b.learned) {
-            self.learn(&batch.keys);
+            self.learn(&batch.keys, false);
         }
         if lost + kept > 0 {
             tracing::warn!(

@@ -74,8 +74,8 @@ impl Writer {
                 });
             }
             for entry in payload::entries(*lsn, bytes).map_err(WalError::from)? {
-                replay_moving(t, entry, &ttls, &mut |fp, old, new| {
-                    keys.moved(fp, old, new)
+                replay_moving(t, entry, &ttls, &mut |kind, fp, old, new| {
+                    keys.moved(kind, fp, old, new)
                 })?;
             }
             last = *lsn;
