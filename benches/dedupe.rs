@@ -22,6 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 use hookinbox::store::{DB_FILE, Store, StoreOptions, schema};
 use sha2::{Digest, Sha256};
 
+#[allow(dead_code)]
 #[path = "support/mod.rs"]
 mod support;
 
