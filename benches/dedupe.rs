@@ -109,6 +109,15 @@ fn open(dir: &Path, seal_keys: Option<usize>) -> Opened {
     }
 }
 
+/// Waits until the sealer has no runs left to merge.
+fn settled(store: &Store) {
+    let started = Instant::now();
+    while store.dedupe_sizes().merging {
+        assert!(started.elapsed() < Duration::from_secs(900));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Nanoseconds a lookup, over `n` ids from `make` (spread by a stride).
 fn lookups(store: &Store, n: u64, make: impl Fn(u64) -> String, want_found: bool) -> f64 {
     let ids: Vec<String> = (0..n).map(make).collect();
@@ -124,9 +133,10 @@ fn report(label: &str, opened: &Opened, keys: u64) {
     let sizes = opened.store.dedupe_sizes();
     let per_key = |b: u64| b as f64 / keys as f64;
     println!(
-        "{label}: open {:.2} s; {} runs ({} keys) + {} keys in tables; index {:.0} MiB = {:.2} B/key; RSS +{:.0} MiB = {:.2} B/key",
+        "{label}: open {:.2} s; {} runs {:?} by level ({} keys) + {} keys in tables; index {:.0} MiB = {:.2} B/key; RSS +{:.0} MiB = {:.2} B/key",
         opened.took.as_secs_f64(),
         sizes.runs,
+        sizes.levels,
         sizes.run_keys,
         sizes.exact_keys,
         sizes.bytes as f64 / (1 << 20) as f64,
@@ -150,39 +160,73 @@ fn close(opened: Opened) {
     opened.writer.shutdown();
 }
 
+/// One measurement in a process of its own, so that its RSS is the
+/// index's and not what an earlier open left to the allocator.
+fn measure(dir: &Path, keys: u64, what: &str) {
+    match what {
+        "first" => {
+            let opened = open(dir, None);
+            let merging = Instant::now();
+            settled(&opened.store);
+            println!(
+                "first open (seals the log into runs): {:.2} s, then {:.2} s of merges in the background",
+                opened.took.as_secs_f64(),
+                merging.elapsed().as_secs_f64()
+            );
+            close(opened);
+        }
+        "runs" => {
+            let opened = open(dir, None);
+            report("runs", &opened, keys);
+            close(opened);
+        }
+        "exact" => {
+            let runs = dir.join("dedupe");
+            let aside = dir.join("dedupe-aside");
+            std::fs::rename(&runs, &aside).unwrap();
+            let opened = open(dir, Some(usize::MAX));
+            report("all in hash tables (before runs)", &opened, keys);
+            close(opened);
+            std::fs::remove_dir_all(&runs).ok();
+            std::fs::rename(&aside, &runs).unwrap();
+        }
+        other => panic!("--measure {other}?"),
+    }
+}
+
 fn main() {
     let flags = support::Flags::from_env();
     let keys = flags.value("--keys", 3_000_000, 50_000_000) as u64;
-    let kept = flags.text("--data").map(std::path::PathBuf::from);
+    if let (Some(what), Some(dir)) = (flags.text("--measure"), flags.text("--data")) {
+        measure(Path::new(dir), keys, what);
+        return;
+    }
     let temp = tempfile::tempdir().unwrap();
-    let dir = kept.clone().unwrap_or_else(|| temp.path().to_owned());
+    let dir = flags
+        .text("--data")
+        .map_or_else(|| temp.path().to_owned(), std::path::PathBuf::from);
     println!(
         "hookinbox dedupe bench: {keys} keys, {} cores",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
+    let mut phases = vec!["runs"];
     if !dir.join(DB_FILE).exists() {
         std::fs::create_dir_all(&dir).unwrap();
         fill(&dir, keys);
-        let opened = open(&dir, None);
-        println!(
-            "first open (seals the log into runs): {:.2} s",
-            opened.took.as_secs_f64()
-        );
-        close(opened);
+        phases.insert(0, "first");
     }
-    let opened = open(&dir, None);
-    report("runs", &opened, keys);
-    close(opened);
-
     if flags.has("--exact") {
-        let runs = dir.join("dedupe");
-        let aside = dir.join("dedupe-aside");
-        std::fs::rename(&runs, &aside).unwrap();
-        let opened = open(&dir, Some(usize::MAX));
-        report("all in hash tables (before runs)", &opened, keys);
-        close(opened);
-        std::fs::remove_dir_all(&runs).ok();
-        std::fs::rename(&aside, &runs).unwrap();
+        phases.push("exact");
+    }
+    for phase in phases {
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--bench", "--keys", &keys.to_string(), "--measure", phase])
+            .arg("--data")
+            .arg(&dir)
+            .env("RUST_LOG", "off")
+            .status()
+            .unwrap();
+        assert!(status.success(), "{phase}: {status}");
     }
     let file = std::fs::metadata(dir.join(DB_FILE)).unwrap().len();
     println!("database file {:.0} MiB", file as f64 / (1 << 20) as f64);

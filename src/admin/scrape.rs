@@ -47,6 +47,8 @@ pub(super) async fn metrics(State(state): State<AdminState>, headers: HeaderMap)
             Ok(d) => state.metrics.set_store_disk(StoreDisk {
                 database_bytes: d.database_bytes,
                 wal_bytes: d.wal_bytes,
+                dedupe_runs_bytes: d.dedupe_runs_bytes,
+                dedupe_memory_bytes: d.dedupe_memory_bytes,
                 filesystem_available_bytes: d.filesystem_available_bytes,
                 filesystem_size_bytes: d.filesystem_size_bytes,
             }),

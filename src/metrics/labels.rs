@@ -199,6 +199,7 @@ label_values! {
     pub enum StoreFile {
         Database => "database",
         Wal => "wal",
+        DedupeRuns => "dedupe_runs",
     }
 }
 

@@ -147,7 +147,9 @@ impl Metrics {
             build_info: Family<BuildLabels, Gauge> = build_info()
                 => "build_info", "Always 1; the labels say which build is running";
             store_file_bytes: Family<StoreFileLabel, Gauge>
-                => "store_file_bytes", "Size of the store's files (the redb database, the write-ahead log), at the last scrape";
+                => "store_file_bytes", "Size of the store's files (the redb database, the write-ahead log, the dedupe index's runs), at the last scrape";
+            dedupe_memory_bytes: Gauge
+                => "dedupe_memory_bytes", "Memory the dedupe index holds (its runs' filters and page fences, and the keys in hash tables: the newest, kept and idempotency keys), at the last scrape";
             filesystem_available_bytes: Gauge
                 => "store_filesystem_available_bytes", "Bytes free for hookinbox on the data directory's filesystem, at the last scrape";
             filesystem_size_bytes: Gauge
@@ -201,6 +203,7 @@ impl Metrics {
                 key_claims,
                 key_leases_expired,
                 keys_stored,
+                dedupe_memory_bytes,
                 event_streams,
                 totals: Totals::default(),
                 loud_rejections: Budget::default(),

@@ -46,7 +46,8 @@ impl Store {
     }
 
     /// The sizes of the store's files and the room on their filesystem:
-    /// three `stat`s, whatever the store holds. (redb can also count its
+    /// three `stat`s, whatever the store holds (the dedupe runs' sizes are
+    /// the index's). (redb can also count its
     /// free pages, but only by walking every page under the write lock:
     /// 4.5 s at 5M events.)
     pub fn disk_usage(&self) -> std::io::Result<DiskUsage> {
@@ -57,9 +58,12 @@ impl Store {
             Err(e) => Err(e),
         };
         let fs = rustix::fs::statvfs(dir)?;
+        let dedupe = self.dedupe_sizes();
         Ok(DiskUsage {
             database_bytes: size(&self.shared.path)?,
             wal_bytes: size(&dir.join(wal::WAL_FILE))?,
+            dedupe_runs_bytes: dedupe.file_bytes,
+            dedupe_memory_bytes: dedupe.bytes as u64,
             filesystem_available_bytes: fs.f_bavail.saturating_mul(fs.f_frsize),
             filesystem_size_bytes: fs.f_blocks.saturating_mul(fs.f_frsize),
         })
@@ -77,6 +81,10 @@ struct Copied {
 pub struct DiskUsage {
     pub database_bytes: u64,
     pub wal_bytes: u64,
+    /// The dedupe index's run files, together.
+    pub dedupe_runs_bytes: u64,
+    /// The memory the dedupe index holds (filters, fences, hash tables).
+    pub dedupe_memory_bytes: u64,
     /// Free for an unprivileged writer (statvfs `f_bavail`).
     pub filesystem_available_bytes: u64,
     pub filesystem_size_bytes: u64,

@@ -129,6 +129,7 @@ async fn before_anything_happened_every_series_an_alert_reads_is_there_at_0() {
         ("hookinbox_build_info", "gauge"),
         ("hookinbox_store_writable", "gauge"),
         ("hookinbox_store_file_bytes", "gauge"),
+        ("hookinbox_dedupe_memory_bytes", "gauge"),
         ("process_cpu_seconds", "counter"),
         ("process_resident_memory_bytes", "gauge"),
         ("process_open_fds", "gauge"),
@@ -165,6 +166,12 @@ async fn before_anything_happened_every_series_an_alert_reads_is_there_at_0() {
     );
     assert!(text.contains(&build), "{text}");
     assert!(value(&text, "hookinbox_store_file_bytes{file=\"database\"}") > 0.0);
+    // No key yet: no run, and hash tables that have allocated nothing.
+    assert_eq!(
+        value(&text, "hookinbox_store_file_bytes{file=\"dedupe_runs\"}"),
+        0.0
+    );
+    assert_eq!(value(&text, "hookinbox_dedupe_memory_bytes"), 0.0);
     assert!(value(&text, "hookinbox_store_filesystem_available_bytes") > 0.0);
     assert!(value(&text, "process_resident_memory_bytes") > 1e6);
     assert!(value(&text, "process_open_fds") >= 3.0);
@@ -231,6 +238,8 @@ async fn after_traffic_both_formats_read_clean_with_the_same_numbers() {
         assert_eq!(value(&text, series), 1.0, "{series}");
         assert_eq!(value(&open, series), 1.0, "{series}");
     }
+    // Two events' keys, in the dedupe index's hash tables.
+    assert!(value(&text, "hookinbox_dedupe_memory_bytes") > 0.0);
     server.stop().await;
 }
 

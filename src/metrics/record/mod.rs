@@ -83,6 +83,7 @@ pub(super) struct Inner {
     pub(super) key_claims: Family<KeyClaimLabels, Counter>,
     pub(super) key_leases_expired: Family<NamespaceLabel, Counter>,
     pub(super) keys_stored: Gauge,
+    pub(super) dedupe_memory_bytes: Gauge,
     pub(super) event_streams: Gauge,
     /// Sums over every source, for the log's periodic summary.
     pub(super) totals: Totals,
@@ -122,6 +123,8 @@ pub struct SourceGauges {
 pub struct StoreDisk {
     pub database_bytes: u64,
     pub wal_bytes: u64,
+    pub dedupe_runs_bytes: u64,
+    pub dedupe_memory_bytes: u64,
     pub filesystem_available_bytes: u64,
     pub filesystem_size_bytes: u64,
 }

@@ -41,12 +41,16 @@ impl Metrics {
         for (file, size) in [
             (StoreFile::Database, disk.database_bytes),
             (StoreFile::Wal, disk.wal_bytes),
+            (StoreFile::DedupeRuns, disk.dedupe_runs_bytes),
         ] {
             self.inner
                 .store_file_bytes
                 .get_or_create(&StoreFileLabel { file })
                 .set(bytes(size));
         }
+        self.inner
+            .dedupe_memory_bytes
+            .set(bytes(disk.dedupe_memory_bytes));
         self.inner
             .filesystem_available_bytes
             .set(bytes(disk.filesystem_available_bytes));

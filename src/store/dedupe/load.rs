@@ -5,7 +5,8 @@
 //! A run is used only as part of an unbroken chain from the swept end of
 //! the log: the first covers `swept`, each starts where the one before
 //! ends, and each one's newest key (its anchor) is in the log under its
-//! seq, unless swept. Everything else in the directory (another store's
+//! seq, unless swept. Runs that a merged one covers are left over from a
+//! crash before their deletion. Everything else in the directory (another store's
 //! runs, a restored database's older ones, a torn or damaged file, runs
 //! after a gap) is deleted and its keys read from the log again.
 
@@ -127,12 +128,16 @@ fn kept_runs(
             Err(e) => discard(&path, &e.to_string()),
         }
     }
-    found.sort_by_key(|r| (r.lo, r.hi));
+    // A merged run before the runs it was merged from (same start, later
+    // end): a crash between the merge and their deletion leaves both.
+    found.sort_by_key(|r| (r.lo, std::cmp::Reverse(r.hi)));
     let mut kept: Vec<Arc<Run>> = Vec::new();
     let mut broken = false;
     for run in found {
         let reason = if broken {
             Some("after a run that could not be used")
+        } else if kept.last().is_some_and(|last| run.hi <= last.hi) {
+            Some("merged into a larger run")
         } else if run.hi <= swept {
             Some("every key swept")
         } else if kept.last().map_or(run.lo > swept, |last| run.lo != last.hi) {

@@ -38,6 +38,7 @@ mod load;
 mod map;
 mod run;
 pub mod seal;
+mod write;
 
 use std::io;
 use std::sync::Arc;
@@ -46,7 +47,7 @@ use sha2::{Digest, Sha256};
 
 pub use load::load;
 pub use map::{Loader, Map};
-pub use run::{RUN_DIR, Run, RunError};
+pub use run::{MAX_LEVEL, RUN_DIR, Run, RunError};
 
 pub type Fingerprint = u128;
 
@@ -112,10 +113,16 @@ pub struct Parts {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Sizes {
     pub runs: usize,
+    /// Runs by level (sealed = 0).
+    pub levels: [usize; MAX_LEVEL as usize + 1],
+    /// Whether two runs wait to be merged.
+    pub merging: bool,
     pub run_keys: u64,
     pub exact_keys: usize,
     /// Memory: filters, fences and hash tables.
     pub bytes: usize,
+    /// The runs' files.
+    pub file_bytes: u64,
 }
 
 impl Default for DedupeIndex {
@@ -223,6 +230,32 @@ impl DedupeIndex {
         self.runs.push(run);
     }
 
+    /// The newest two adjacent runs of one level below [`MAX_LEVEL`]: what
+    /// the sealer merges next (so runs grow like a binary counter).
+    pub fn mergeable(&self) -> Option<(Arc<Run>, Arc<Run>)> {
+        self.runs
+            .windows(2)
+            .rev()
+            .find(|pair| pair[0].level == pair[1].level && pair[0].level < MAX_LEVEL)
+            .map(|pair| (pair[0].clone(), pair[1].clone()))
+    }
+
+    /// Puts `merged` in the place of `older` and `newer`, if both are still
+    /// there (the sweep may have expired them meanwhile). Returns whether.
+    pub fn replace(&mut self, older: &Arc<Run>, newer: &Arc<Run>, merged: Arc<Run>) -> bool {
+        let at = self
+            .runs
+            .windows(2)
+            .position(|pair| Arc::ptr_eq(&pair[0], older) && Arc::ptr_eq(&pair[1], newer));
+        match at {
+            Some(i) => {
+                self.runs.splice(i..i + 2, [merged]);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Takes out the runs whose every key is swept, for their files to go.
     pub fn take_expired(&mut self) -> Vec<Arc<Run>> {
         let n = self.runs.partition_point(|run| run.hi <= self.swept);
@@ -233,8 +266,15 @@ impl DedupeIndex {
         let frozen = self.frozen.as_ref().map(|f| &*f.map);
         let maps = [Some(&self.pinned), Some(&self.recent), frozen];
         let maps = maps.iter().flatten();
+        let mut levels = [0; MAX_LEVEL as usize + 1];
+        for run in &self.runs {
+            levels[(run.level as usize).min(MAX_LEVEL as usize)] += 1;
+        }
         Sizes {
             runs: self.runs.len(),
+            levels,
+            merging: self.mergeable().is_some(),
+            file_bytes: self.runs.iter().map(|r| r.file_bytes()).sum(),
             run_keys: self.runs.iter().map(|r| r.keys()).sum(),
             exact_keys: maps.clone().map(|m| m.len()).sum(),
             bytes: maps.map(|m| m.bytes()).sum::<usize>()

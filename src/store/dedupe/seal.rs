@@ -1,5 +1,10 @@
-//! The sealer: a thread that writes frozen maps as runs and deletes the
-//! files of expired runs, so that neither happens on the writer thread.
+//! The sealer: a thread that writes frozen maps as runs, merges runs, and
+//! deletes the files of expired runs, so that none of it happens on the
+//! writer thread.
+//!
+//! After each run it seals, it merges the newest two adjacent runs of one
+//! level while there are such (up to [`super::MAX_LEVEL`]): the count of
+//! runs, and so a lookup's cost, grows with the log of the keys over 4M.
 //!
 //! A run that cannot be written (a full disk) is tried again, 10 s later
 //! and then up to every 5 minutes; meanwhile its frozen map keeps
@@ -123,7 +128,47 @@ fn seal(
         .write()
         .unwrap_or_else(|p| p.into_inner())
         .install(run);
+    merge(dir, tag, index);
     Ok(())
+}
+
+/// Merges runs while the index has two to merge. A failure leaves them as
+/// they are: they answer all the same, and the next seal tries again.
+fn merge(dir: &std::path::Path, tag: u32, index: &RwLock<DedupeIndex>) {
+    loop {
+        let (pair, swept) = {
+            let index = index.read().unwrap_or_else(|p| p.into_inner());
+            (index.mergeable(), index.swept())
+        };
+        let Some((older, newer)) = pair else {
+            return;
+        };
+        let started = std::time::Instant::now();
+        let merged = match Run::merge(dir, tag, &older, &newer, swept) {
+            Ok(merged) => Arc::new(merged),
+            Err(e) => {
+                tracing::error!(cause = %Report(&e), "cannot merge two dedupe runs; they stay as they are");
+                return;
+            }
+        };
+        let (keys, level) = (merged.keys(), merged.level);
+        let replaced = index.write().unwrap_or_else(|p| p.into_inner()).replace(
+            &older,
+            &newer,
+            merged.clone(),
+        );
+        if replaced {
+            tracing::info!(
+                keys,
+                level,
+                ms = started.elapsed().as_millis() as u64,
+                "dedupe runs merged"
+            );
+            delete(&[older, newer]);
+        } else {
+            delete(&[merged]);
+        }
+    }
 }
 
 fn delete(runs: &[Arc<Run>]) {

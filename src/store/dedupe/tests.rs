@@ -138,3 +138,44 @@ fn newer_runs_decide_and_a_miss_reads_no_file() {
     let misses = (1000..3000).filter(|&i| get(&index, i).is_none()).count();
     assert_eq!(misses, 2000);
 }
+
+#[test]
+fn runs_merge_like_a_binary_counter_up_to_the_top_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut index = DedupeIndex::default();
+    let mut levels = Vec::new();
+    for round in 0..9u64 {
+        for seq in round * 10 + 1..=round * 10 + 10 {
+            index.learn(Kind::Event, fp(seq), seq);
+        }
+        seal(&mut index, dir.path(), round * 10 + 10);
+        while let Some((older, newer)) = index.mergeable() {
+            let merged = Run::merge(dir.path(), 1, &older, &newer, index.swept()).unwrap();
+            assert!(index.replace(&older, &newer, Arc::new(merged)));
+        }
+        levels.push(index.runs.iter().map(|r| r.level).collect::<Vec<_>>());
+    }
+    let want: [&[u32]; 9] = [
+        &[0],
+        &[1],
+        &[1, 0],
+        &[2],
+        &[2, 0],
+        &[2, 1],
+        &[2, 1, 0],
+        &[2, 2],
+        &[2, 2, 0],
+    ];
+    assert_eq!(levels, want.map(<[u32]>::to_vec));
+    for seq in 1..=90 {
+        assert_eq!(get(&index, seq), Some(seq));
+    }
+    // A pair the sweep expired meanwhile is not replaced.
+    let (older, newer) = (index.runs[0].clone(), index.runs[1].clone());
+    for seq in 1..=80 {
+        index.forget(Kind::Event, fp(seq), seq);
+    }
+    assert_eq!(index.take_expired().len(), 2);
+    let merged = Run::merge(dir.path(), 1, &older, &newer, 0).unwrap();
+    assert!(!index.replace(&older, &newer, Arc::new(merged)));
+}

@@ -32,14 +32,19 @@ fn run_files(dir: &Path) -> Vec<String> {
     names
 }
 
-/// Waits (up to 20 s) until the store has `runs` sealed runs.
-async fn sealed(store: &Store, runs: usize) {
+/// Waits (up to 20 s) until the store's runs hold `keys` keys in `runs`
+/// runs (merges done), and its dir as many files.
+async fn sealed(store: &Store, dir: &Path, keys: u64, runs: usize) {
     let started = Instant::now();
-    while store.dedupe_sizes().runs != runs {
+    loop {
+        let sizes = store.dedupe_sizes();
+        if (sizes.run_keys, sizes.runs, run_files(dir).len()) == (keys, runs, runs) {
+            return;
+        }
         assert!(
             started.elapsed() < Duration::from_secs(20),
-            "{:?}, not {runs} runs",
-            store.dedupe_sizes()
+            "{sizes:?} {:?}, not {keys} keys in {runs} runs",
+            run_files(dir)
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -78,10 +83,14 @@ async fn sealed_keys_are_duplicates_with_their_ids_before_and_after_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let (store, writer) = Store::open(run_options(dir.path(), Duration::from_secs(3600))).unwrap();
     let seqs = ingest_new(&store, 0..175).await;
-    sealed(&store, 3).await;
+    // Three runs sealed, the first two merged.
+    sealed(&store, dir.path(), 150, 2).await;
     let sizes = store.dedupe_sizes();
-    assert_eq!((sizes.run_keys, sizes.exact_keys), (150, 25), "{sizes:?}");
-    assert_eq!(run_files(dir.path()).len(), 3);
+    assert_eq!(
+        (sizes.levels, sizes.exact_keys),
+        ([1, 1, 0], 25),
+        "{sizes:?}"
+    );
     for i in [0, 49, 50, 120, 149, 150, 174] {
         assert_eq!(repeat(&store, i).await, Some(seqs[i as usize]), "e{i}");
         let found = store.find("s", &format!("e{i}")).unwrap().unwrap();
@@ -92,7 +101,7 @@ async fn sealed_keys_are_duplicates_with_their_ids_before_and_after_a_reopen() {
 
     // Reopened: the runs are read, not rebuilt; the same answers.
     let (store, writer) = Store::open(run_options(dir.path(), Duration::from_secs(3600))).unwrap();
-    assert_eq!(store.dedupe_sizes().runs, 3);
+    assert_eq!(store.dedupe_sizes().levels, [1, 1, 0]);
     for i in [0, 77, 149, 150, 174] {
         assert_eq!(repeat(&store, i).await, Some(seqs[i as usize]), "e{i}");
     }
@@ -109,7 +118,7 @@ async fn runs_expire_with_their_keys_but_a_pending_events_key_stays() {
     let ttl = Duration::from_secs(60);
     let (store, writer) = Store::open(run_options(dir.path(), ttl)).unwrap();
     let seqs = ingest_new(&store, 0..120).await;
-    sealed(&store, 2).await;
+    sealed(&store, dir.path(), 100, 1).await;
     // All delivered but e7, still pending when its key expires.
     for (i, &seq) in seqs.iter().enumerate() {
         if i != 7 {
@@ -120,7 +129,7 @@ async fn runs_expire_with_their_keys_but_a_pending_events_key_stays() {
     // A first step sweeps part of the first run: those keys are gone while
     // the run stays.
     let mut dedupe_keys = store.sweep(later, 20).await.unwrap().dedupe_keys;
-    assert_eq!(store.dedupe_sizes().runs, 2);
+    assert_eq!(store.dedupe_sizes().runs, 1);
     assert!(
         store.find("s", "e3").unwrap().is_none(),
         "swept from its run"
@@ -166,11 +175,12 @@ async fn a_damaged_or_foreign_run_is_rebuilt_from_the_log() {
     let dir = tempfile::tempdir().unwrap();
     let (store, writer) = Store::open(run_options(dir.path(), Duration::from_secs(3600))).unwrap();
     let seqs = ingest_new(&store, 0..160).await;
-    sealed(&store, 3).await;
+    // Runs of 100 (merged) and 50 keys; 10 keys in memory.
+    sealed(&store, dir.path(), 150, 2).await;
     close(store, writer).await;
     let names = run_files(dir.path());
     let runs = dir.path().join(dedupe::RUN_DIR);
-    // The middle run damaged; a run of another store; a torn temporary file.
+    // The newer run damaged; a run of another store; a torn temporary file.
     let middle = runs.join(&names[1]);
     let mut bytes = std::fs::read(&middle).unwrap();
     let last = bytes.len() - 1;
@@ -180,7 +190,7 @@ async fn a_damaged_or_foreign_run_is_rebuilt_from_the_log() {
     let (store, writer) =
         Store::open(run_options(other.path(), Duration::from_secs(3600))).unwrap();
     ingest_new(&store, 1000..1060).await;
-    sealed(&store, 1).await;
+    sealed(&store, other.path(), 50, 1).await;
     close(store, writer).await;
     let foreign = run_files(other.path()).remove(0);
     std::fs::copy(
@@ -191,15 +201,10 @@ async fn a_damaged_or_foreign_run_is_rebuilt_from_the_log() {
     std::fs::write(runs.join("run-torn.tmp"), b"partial").unwrap();
 
     let (store, writer) = Store::open(run_options(dir.path(), Duration::from_secs(3600))).unwrap();
-    // The first run is kept; the damaged one and the one after it are
-    // rebuilt (as whole runs of 50, at open); the rest goes to memory.
-    assert_eq!(store.dedupe_sizes().runs, 3);
-    assert_eq!(
-        run_files(dir.path()).len(),
-        3,
-        "{:?}",
-        run_files(dir.path())
-    );
+    // The first run is kept; the damaged one is rebuilt at open from the
+    // log (a run of 50); the rest goes to memory. The others are deleted.
+    sealed(&store, dir.path(), 150, 2).await;
+    assert_eq!(store.dedupe_sizes().exact_keys, 10);
     for (i, &seq) in seqs.iter().enumerate() {
         assert_eq!(repeat(&store, i as u64).await, Some(seq), "e{i}");
     }
@@ -214,7 +219,8 @@ async fn a_crash_while_runs_seal_loses_no_key() {
     let live = tempfile::tempdir().unwrap();
     let (store, writer) = Store::open(run_options(live.path(), Duration::from_secs(3600))).unwrap();
     let seqs = ingest_new(&store, 0..230).await;
-    sealed(&store, 4).await;
+    // Four runs sealed, merged into one.
+    sealed(&store, live.path(), 200, 1).await;
     // What kill -9 leaves: the files as they are now, a seal of the
     // fifth run maybe half written.
     let image = tempfile::tempdir().unwrap();
@@ -238,5 +244,44 @@ async fn a_crash_while_runs_seal_loses_no_key() {
         assert_eq!(repeat(&store, i as u64).await, Some(seq), "e{i}");
     }
     assert!(!run_files(image.path()).iter().any(|n| n.ends_with(".tmp")));
+    close(store, writer).await;
+}
+
+#[tokio::test]
+async fn a_merged_run_wins_over_the_runs_it_was_merged_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, writer) = Store::open(run_options(dir.path(), Duration::from_secs(3600))).unwrap();
+    let seqs = ingest_new(&store, 0..100).await;
+    sealed(&store, dir.path(), 100, 1).await;
+    let tag = store.tag();
+    close(store, writer).await;
+    // A crash after the merge, before its parts were deleted: the parts
+    // are back beside it.
+    let merged = dedupe::Run::open(
+        &dir.path()
+            .join(dedupe::RUN_DIR)
+            .join(&run_files(dir.path())[0]),
+        tag,
+    )
+    .unwrap();
+    assert_eq!(merged.level, 1);
+    let runs = dir.path().join(dedupe::RUN_DIR);
+    let keys: Vec<(u128, u64)> = seqs
+        .iter()
+        .enumerate()
+        .map(|(i, &seq)| (dedupe::fingerprint("s", &format!("e{i}")), seq))
+        .collect();
+    let cut = seqs[49];
+    dedupe::Run::write(&runs, tag, (merged.lo, cut), keys[..50].to_vec()).unwrap();
+    dedupe::Run::write(&runs, tag, (cut, merged.hi), keys[50..].to_vec()).unwrap();
+    drop(merged);
+    assert_eq!(run_files(dir.path()).len(), 3);
+
+    let (store, writer) = Store::open(run_options(dir.path(), Duration::from_secs(3600))).unwrap();
+    sealed(&store, dir.path(), 100, 1).await;
+    assert_eq!(store.dedupe_sizes().levels, [0, 1, 0]);
+    for (i, &seq) in seqs.iter().enumerate() {
+        assert_eq!(repeat(&store, i as u64).await, Some(seq), "e{i}");
+    }
     close(store, writer).await;
 }
