@@ -195,6 +195,15 @@ fn measure(dir: &Path, keys: u64, what: &str) {
 }
 
 fn main() {
+    // The store's own lines (a run that cannot be written, merges) at
+    // RUST_LOG=info; warnings and errors always.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     let flags = support::Flags::from_env();
     let keys = flags.value("--keys", 3_000_000, 50_000_000) as u64;
     if let (Some(what), Some(dir)) = (flags.text("--measure"), flags.text("--data")) {
@@ -223,7 +232,6 @@ fn main() {
             .args(["--bench", "--keys", &keys.to_string(), "--measure", phase])
             .arg("--data")
             .arg(&dir)
-            .env("RUST_LOG", "off")
             .status()
             .unwrap();
         assert!(status.success(), "{phase}: {status}");

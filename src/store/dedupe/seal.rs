@@ -76,6 +76,8 @@ impl Drop for Sealer {
 }
 
 fn run(dir: &std::path::Path, tag: u32, index: &RwLock<DedupeIndex>, rx: &mpsc::Receiver<Work>) {
+    // Runs the open built from the log are all sealed ones.
+    merge(dir, tag, index);
     while let Ok(work) = rx.recv() {
         match work {
             Work::Seal(frozen) => {

@@ -285,3 +285,26 @@ async fn a_merged_run_wins_over_the_runs_it_was_merged_from() {
     }
     close(store, writer).await;
 }
+
+#[tokio::test]
+async fn runs_built_at_open_from_the_log_are_merged_in_the_background() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = || StoreOptions {
+        // Never sealed while it runs: the keys stay in the log and memory.
+        dedupe_seal_keys: usize::MAX,
+        ..run_options(dir.path(), Duration::from_secs(3600))
+    };
+    let (store, writer) = Store::open(options()).unwrap();
+    let seqs = ingest_new(&store, 0..210).await;
+    close(store, writer).await;
+    assert!(run_files(dir.path()).is_empty());
+    // As a store from before runs: its first open seals the log into four
+    // runs of 50, which the sealer then merges into one.
+    let (store, writer) = Store::open(run_options(dir.path(), Duration::from_secs(3600))).unwrap();
+    sealed(&store, dir.path(), 200, 1).await;
+    assert_eq!(store.dedupe_sizes().levels, [0, 0, 1]);
+    for (i, &seq) in seqs.iter().enumerate() {
+        assert_eq!(repeat(&store, i as u64).await, Some(seq), "e{i}");
+    }
+    close(store, writer).await;
+}
