@@ -122,8 +122,18 @@ impl Store {
             options.shipper.clone(),
         )
         .map_err(thread_err)?;
-        let sealer = dedupe::seal::Sealer::spawn(runs_dir, tag, shared.dedupe.clone())
-            .map_err(thread_err)?;
+        // The sealer wakes an idle writer to take what it finished.
+        let wake = jobs.clone();
+        let sealer = dedupe::seal::Sealer::spawn(
+            runs_dir,
+            tag,
+            Box::new(move || {
+                let (reply, _) = oneshot::channel();
+                let _ =
+                    wake.blocking_send(super::job::Message::Job(super::job::Job::Ping { reply }));
+            }),
+        )
+        .map_err(thread_err)?;
         let thread = writer::spawn(
             writer::Writer::new(
                 shared.clone(),
@@ -139,8 +149,12 @@ impl Store {
             exit_tx,
         )
         .map_err(thread_err)?;
+        // A first batch, so that the writer starts merging the runs the
+        // open built even if nothing else comes.
+        let (reply, _) = oneshot::channel();
+        let _ = jobs.try_send(super::job::Message::Job(super::job::Job::Ping { reply }));
         if ships {
-            // The queue is empty: this is the writer's first job. Its
+            // The queue holds a ping at most: this is the writer's first job. Its
             // answer is not waited for (a reader may see the leases for a
             // moment); anything written after queues behind it.
             let (reply, _) = oneshot::channel();

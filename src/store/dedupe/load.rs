@@ -40,9 +40,14 @@ pub fn load(
 ) -> Result<(DedupeIndex, Loaded), StoreError> {
     let log = txn.open_table(DEDUPE)?;
     let meta = txn.open_table(META)?;
-    let swept = meta.get(META_SWEPT)?.map_or(0, |v| {
+    let stored = meta.get(META_SWEPT)?.map_or(0, |v| {
         u64::from_le_bytes(v.value().try_into().unwrap_or([0; 8]))
     });
+    // Every event key below the log's first was swept from it (gone, or
+    // kept live in `dedupe_kept`), whoever swept it: a build from before
+    // runs does not move `swept`.
+    let below_log = log.first()?.map_or(0, |(seq, _)| seq.value() - 1);
+    let swept = stored.max(below_log);
     let mut loaded = Loaded::default();
     let mut runs = kept_runs(dir, tag, swept, &|seq| {
         Ok(log.get(seq)?.map(|v| masked(v.value().0)))

@@ -86,8 +86,8 @@ pub struct Frozen {
     pub map: Arc<Map>,
 }
 
-/// Live dedupe keys: fingerprint → seq. Only the writer changes the keys;
-/// the sealer swaps a frozen map for its run.
+/// Live dedupe keys: fingerprint → seq. Only the writer changes it (the
+/// sealer's runs too go in through the writer).
 pub struct DedupeIndex {
     pinned: Map,
     recent: Map,

@@ -356,7 +356,8 @@ mod tests {
             Run::write(dir.path(), 7, (1500, 2700), all[500..].to_vec()).unwrap(),
         );
         // Keys at or below seq 300 (the first 100) are swept.
-        let merged = Run::merge(dir.path(), 7, &older, &newer, 300).unwrap();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let merged = Run::merge(dir.path(), 7, &older, &newer, 300, &stop).unwrap();
         assert_eq!(
             (merged.lo, merged.hi, merged.level, merged.keys()),
             (0, 2700, 1, 800)

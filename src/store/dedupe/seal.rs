@@ -2,7 +2,14 @@
 //! deletes the files of expired runs, so that none of it happens on the
 //! writer thread.
 //!
-//! After each run it seals, it merges the newest two adjacent runs of one
+//! It shares no lock with the writer: the writer hands it work (a frozen
+//! map, two runs to merge, files to delete) and takes the results back
+//! ([`Sealer::finished`]) under the index's lock it holds anyway, so the
+//! index still has one writer. That lets the thread run at the lowest
+//! priority (nice 19): it takes the CPU ingest leaves, and a lock it held
+//! can never keep ingest waiting while it is not scheduled.
+//!
+//! The writer asks for a merge of the newest two adjacent runs of one
 //! level while there are such (up to [`super::MAX_LEVEL`]): the count of
 //! runs, and so a lookup's cost, grows with the log of the keys over 4M.
 //!
@@ -10,52 +17,103 @@
 //! and then up to every 5 minutes; meanwhile its frozen map keeps
 //! answering, and the recent map grows as it did before runs existed.
 
-use std::path::PathBuf;
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use super::{DedupeIndex, Frozen, Run};
+use super::{Frozen, Run};
 use crate::store::error::Report;
 
 enum Work {
-    Seal(Frozen),
+    /// Write the frozen map's keys above `swept` as a run.
+    Seal {
+        frozen: Frozen,
+        swept: u64,
+    },
+    Merge {
+        older: Arc<Run>,
+        newer: Arc<Run>,
+        swept: u64,
+    },
     Delete(Vec<Arc<Run>>),
 }
 
-/// The writer's end of the sealer thread; dropping it lets the thread
-/// finish what it has and end.
+/// What the sealer made, for the writer to put in the index.
+pub enum Finished {
+    Sealed(Arc<Run>),
+    Merged {
+        older: Arc<Run>,
+        newer: Arc<Run>,
+        merged: Arc<Run>,
+    },
+    /// The merge failed (logged); the runs stay as they are.
+    NotMerged,
+}
+
+/// The writer's end of the sealer thread. Dropping it stops the thread
+/// (a merge or seal under way is left unfinished: the next open redoes it
+/// from the log) and waits for it.
 pub struct Sealer {
     work: Option<mpsc::Sender<Work>>,
+    finished: mpsc::Receiver<Finished>,
+    stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Sealer {
     /// Starts the thread, which writes runs into `dir` for store `tag` and
-    /// installs them into `index`.
-    pub fn spawn(
-        dir: PathBuf,
-        tag: u32,
-        index: Arc<RwLock<DedupeIndex>>,
-    ) -> std::io::Result<Sealer> {
+    /// calls `wake` after each result, so that an idle writer takes it.
+    pub fn spawn(dir: PathBuf, tag: u32, wake: Box<dyn Fn() + Send>) -> std::io::Result<Sealer> {
         let (work, rx) = mpsc::channel();
+        let (done, finished) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
         let thread = std::thread::Builder::new()
             .name("store-sealer".into())
-            .spawn(move || run(&dir, tag, &index, &rx))?;
+            .spawn(move || {
+                let worker = Worker {
+                    dir: &dir,
+                    tag,
+                    stop: &stopped,
+                };
+                worker.run(&rx, &|result| {
+                    if done.send(result).is_ok() {
+                        wake();
+                    }
+                });
+            })?;
         Ok(Sealer {
             work: Some(work),
+            finished,
+            stop,
             thread: Some(thread),
         })
     }
 
-    pub fn seal(&self, frozen: Frozen) {
-        self.send(Work::Seal(frozen));
+    pub fn seal(&self, frozen: Frozen, swept: u64) {
+        self.send(Work::Seal { frozen, swept });
+    }
+
+    pub fn merge(&self, older: Arc<Run>, newer: Arc<Run>, swept: u64) {
+        self.send(Work::Merge {
+            older,
+            newer,
+            swept,
+        });
     }
 
     pub fn delete(&self, runs: Vec<Arc<Run>>) {
         if !runs.is_empty() {
             self.send(Work::Delete(runs));
         }
+    }
+
+    /// A result, if one is ready.
+    pub fn finished(&self) -> Option<Finished> {
+        self.finished.try_recv().ok()
     }
 
     fn send(&self, work: Work) {
@@ -68,6 +126,7 @@ impl Sealer {
 
 impl Drop for Sealer {
     fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
         self.work.take();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
@@ -75,108 +134,113 @@ impl Drop for Sealer {
     }
 }
 
-fn run(dir: &std::path::Path, tag: u32, index: &RwLock<DedupeIndex>, rx: &mpsc::Receiver<Work>) {
-    // Runs the open built from the log are all sealed ones.
-    merge(dir, tag, index);
-    while let Ok(work) = rx.recv() {
-        match work {
-            Work::Seal(frozen) => {
-                let mut wait = Duration::from_secs(10);
-                loop {
-                    match seal(dir, tag, index, &frozen) {
-                        Ok(()) => break,
+struct Worker<'a> {
+    dir: &'a Path,
+    tag: u32,
+    stop: &'a AtomicBool,
+}
+
+impl Worker<'_> {
+    fn run(&self, rx: &mpsc::Receiver<Work>, done: &dyn Fn(Finished)) {
+        // Background work: it takes the CPU that ingest leaves (a merge of
+        // 4M keys is a second of CPU).
+        let tid = rustix::thread::gettid();
+        if let Err(e) = rustix::process::setpriority_process(Some(tid), 19) {
+            tracing::debug!(cause = %e, "the sealer runs at the normal priority");
+        }
+        let mut queue: VecDeque<Work> = VecDeque::new();
+        let mut wait = Duration::from_secs(10);
+        loop {
+            let work = match queue.pop_front() {
+                Some(work) => work,
+                None => match rx.recv() {
+                    Ok(work) => work,
+                    Err(_) => return,
+                },
+            };
+            match work {
+                Work::Seal { frozen, swept } => match self.seal(&frozen, swept) {
+                    Ok(run) => {
+                        wait = Duration::from_secs(10);
+                        done(Finished::Sealed(run));
+                    }
+                    Err(e) if self.stop.load(Ordering::Relaxed) => {
+                        tracing::debug!(cause = %e, "sealing stopped");
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::error!(cause = %Report(&e), keys = frozen.map.len(), retry_in_s = wait.as_secs(), "cannot write a dedupe run; its keys stay in memory");
+                        queue.push_front(Work::Seal { frozen, swept });
+                        // Work that comes meanwhile waits its turn; a closed
+                        // channel (shutdown) ends the wait.
+                        let until = Instant::now() + wait;
+                        while let Some(left) = until.checked_duration_since(Instant::now()) {
+                            match rx.recv_timeout(left) {
+                                Ok(work) => queue.push_back(work),
+                                Err(RecvTimeoutError::Timeout) => break,
+                                Err(RecvTimeoutError::Disconnected) => return,
+                            }
+                        }
+                        wait = (wait * 2).min(Duration::from_secs(300));
+                    }
+                },
+                Work::Merge {
+                    older,
+                    newer,
+                    swept,
+                } => {
+                    let started = Instant::now();
+                    let result = Run::merge(self.dir, self.tag, &older, &newer, swept, self.stop);
+                    match result {
+                        Ok(merged) => {
+                            tracing::info!(
+                                keys = merged.keys(),
+                                level = merged.level,
+                                ms = started.elapsed().as_millis() as u64,
+                                "dedupe runs merged"
+                            );
+                            done(Finished::Merged {
+                                older,
+                                newer,
+                                merged: Arc::new(merged),
+                            });
+                        }
+                        Err(_) if self.stop.load(Ordering::Relaxed) => return,
                         Err(e) => {
-                            tracing::error!(cause = %Report(&e), keys = frozen.map.len(), retry_in_s = wait.as_secs(), "cannot write a dedupe run; its keys stay in memory");
+                            tracing::error!(cause = %Report(&e), "cannot merge two dedupe runs; they stay as they are");
+                            done(Finished::NotMerged);
                         }
                     }
-                    // A closed channel (shutdown) ends the wait: the next
-                    // open seals these keys from the log.
-                    match rx.recv_timeout(wait) {
-                        Ok(Work::Delete(runs)) => delete(&runs),
-                        Ok(Work::Seal(_)) => unreachable!("one frozen map at a time"),
-                        Err(RecvTimeoutError::Timeout) => {}
-                        Err(RecvTimeoutError::Disconnected) => return,
-                    }
-                    wait = (wait * 2).min(Duration::from_secs(300));
                 }
+                Work::Delete(runs) => delete(&runs),
             }
-            Work::Delete(runs) => delete(&runs),
         }
     }
-}
 
-/// Writes `frozen` as a run (its keys the sweep has not passed) and puts
-/// it in the frozen map's place.
-fn seal(
-    dir: &std::path::Path,
-    tag: u32,
-    index: &RwLock<DedupeIndex>,
-    frozen: &Frozen,
-) -> std::io::Result<()> {
-    let started = std::time::Instant::now();
-    let swept = index.read().unwrap_or_else(|p| p.into_inner()).swept();
-    let entries: Vec<_> = frozen.map.iter().filter(|e| e.1 > swept).collect();
-    std::fs::create_dir_all(dir)?;
-    let run = Arc::new(Run::write(dir, tag, (frozen.lo, frozen.hi), entries)?);
-    tracing::info!(
-        keys = run.keys(),
-        lo = run.lo,
-        hi = run.hi,
-        filter_kib = run.bytes() >> 10,
-        ms = started.elapsed().as_millis() as u64,
-        "dedupe run sealed"
-    );
-    index
-        .write()
-        .unwrap_or_else(|p| p.into_inner())
-        .install(run);
-    merge(dir, tag, index);
-    Ok(())
-}
-
-/// Merges runs while the index has two to merge. A failure leaves them as
-/// they are: they answer all the same, and the next seal tries again.
-fn merge(dir: &std::path::Path, tag: u32, index: &RwLock<DedupeIndex>) {
-    loop {
-        let (pair, swept) = {
-            let index = index.read().unwrap_or_else(|p| p.into_inner());
-            (index.mergeable(), index.swept())
-        };
-        let Some((older, newer)) = pair else {
-            return;
-        };
-        let started = std::time::Instant::now();
-        let merged = match Run::merge(dir, tag, &older, &newer, swept) {
-            Ok(merged) => Arc::new(merged),
-            Err(e) => {
-                tracing::error!(cause = %Report(&e), "cannot merge two dedupe runs; they stay as they are");
-                return;
-            }
-        };
-        let (keys, level) = (merged.keys(), merged.level);
-        let replaced = index.write().unwrap_or_else(|p| p.into_inner()).replace(
-            &older,
-            &newer,
-            merged.clone(),
+    /// Writes `frozen` as a run (its keys the sweep has not passed).
+    fn seal(&self, frozen: &Frozen, swept: u64) -> std::io::Result<Arc<Run>> {
+        let started = Instant::now();
+        let entries: Vec<_> = frozen.map.iter().filter(|e| e.1 > swept).collect();
+        std::fs::create_dir_all(self.dir)?;
+        let run = Run::write(self.dir, self.tag, (frozen.lo, frozen.hi), entries)?;
+        tracing::info!(
+            keys = run.keys(),
+            lo = run.lo,
+            hi = run.hi,
+            filter_kib = run.bytes() >> 10,
+            ms = started.elapsed().as_millis() as u64,
+            "dedupe run sealed"
         );
-        if replaced {
-            tracing::info!(
-                keys,
-                level,
-                ms = started.elapsed().as_millis() as u64,
-                "dedupe runs merged"
-            );
-            delete(&[older, newer]);
-        } else {
-            delete(&[merged]);
-        }
+        Ok(Arc::new(run))
     }
 }
 
-fn delete(runs: &[Arc<Run>]) {
+/// Deletes the files of runs no longer in the index (readers that still
+/// hold one keep reading its open file).
+pub fn delete(runs: &[Arc<Run>]) {
     for run in runs {
         if let Err(e) = std::fs::remove_file(run.path()) {
-            tracing::warn!(cause = %e, path = %run.path().display(), "cannot delete an expired dedupe run");
+            tracing::warn!(cause = %e, path = %run.path().display(), "cannot delete a dedupe run");
         }
     }
 }

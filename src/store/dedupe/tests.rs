@@ -150,7 +150,15 @@ fn runs_merge_like_a_binary_counter_up_to_the_top_level() {
         }
         seal(&mut index, dir.path(), round * 10 + 10);
         while let Some((older, newer)) = index.mergeable() {
-            let merged = Run::merge(dir.path(), 1, &older, &newer, index.swept()).unwrap();
+            let merged = Run::merge(
+                dir.path(),
+                1,
+                &older,
+                &newer,
+                index.swept(),
+                &Default::default(),
+            );
+            let merged = merged.unwrap();
             assert!(index.replace(&older, &newer, Arc::new(merged)));
         }
         levels.push(index.runs.iter().map(|r| r.level).collect::<Vec<_>>());
@@ -176,6 +184,6 @@ fn runs_merge_like_a_binary_counter_up_to_the_top_level() {
         index.forget(Kind::Event, fp(seq), seq);
     }
     assert_eq!(index.take_expired().len(), 2);
-    let merged = Run::merge(dir.path(), 1, &older, &newer, 0).unwrap();
+    let merged = Run::merge(dir.path(), 1, &older, &newer, 0, &Default::default()).unwrap();
     assert!(!index.replace(&older, &newer, Arc::new(merged)));
 }

@@ -7,6 +7,7 @@ use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use xorf::{BinaryFuse16, Descriptor};
 
@@ -32,12 +33,14 @@ impl Run {
 
     /// Merges `older` and the run right after it, `newer`, into one run of
     /// the next level, leaving out the keys at or below `swept` (gone).
+    /// Gives up (an error) once `stop` is set.
     pub fn merge(
         dir: &Path,
         tag: u32,
         older: &Arc<Run>,
         newer: &Arc<Run>,
         swept: u64,
+        stop: &AtomicBool,
     ) -> io::Result<Run> {
         let mut a = older.entries().peekable();
         let mut b = newer.entries().peekable();
@@ -50,7 +53,11 @@ impl Run {
             };
             if take_a { a.next() } else { b.next() }
         })
-        .filter(|entry| entry.as_ref().map_or(true, |&(_, seq)| seq > swept));
+        .filter(|entry| entry.as_ref().map_or(true, |&(_, seq)| seq > swept))
+        .map(|entry| match stop.load(Ordering::Relaxed) {
+            true => Err(io::Error::new(io::ErrorKind::Interrupted, "stopped")),
+            false => entry,
+        });
         let level = older.level.max(newer.level) + 1;
         write_sorted(dir, tag, (older.lo, newer.hi), level, merged)
     }

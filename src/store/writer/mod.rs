@@ -30,7 +30,7 @@ use std::borrow::Cow;
 use redb::Durability;
 use tokio::sync::{mpsc, oneshot};
 
-use super::dedupe::seal::Sealer;
+use super::dedupe::seal::{Finished, Sealer};
 use super::dedupe::{DedupeIndex, Fingerprint, Kind, fingerprint};
 use super::durable::{Batch, Durability as Made, LogHandle, Ready, Reply, fail};
 use super::entry::Entry;
@@ -135,8 +135,15 @@ pub(super) struct Writer {
     standby: bool,
     /// The last frame the batch being applied brought, if it applied any.
     applied: Option<Applied>,
-    /// Writes the dedupe index's frozen maps as runs, deletes expired ones.
+    /// Writes the dedupe index's frozen maps as runs, merges runs, deletes
+    /// expired ones.
     sealer: Sealer,
+    /// A merge is under way on the sealer; `merge_paused`: the last one
+    /// failed, so none until the next run is sealed.
+    merging: bool,
+    merge_paused: bool,
+    /// The runs changed (or the writer just started): look for a merge.
+    runs_changed: bool,
 }
 
 struct InFlight {
@@ -237,6 +244,9 @@ impl Writer {
             in_flight: VecDeque::new(),
             applied: None,
             sealer,
+            merging: false,
+            merge_paused: false,
+            runs_changed: true,
         }
     }
 
@@ -246,6 +256,7 @@ impl Writer {
     /// is then stored, or it is stored and answered 503, which a retry
     /// turns into a duplicate).
     fn commit(&mut self, batch: &mut Vec<Job>, ready: &mut Vec<Ready>) {
+        self.tend_runs();
         if self.log.failed() {
             // A frame did not reach the disk: its batch and every later one
             // were answered 503. Reopen, which finds out what is stored.
@@ -290,7 +301,7 @@ impl Writer {
     /// checkpoint (`durable`: every key it holds is), freezes its recent
     /// keys for the sealer once there are enough. Runs the batch's sweep
     /// expired go to the sealer to be deleted.
-    fn learn(&self, keys: &Keys, durable: bool) {
+    fn learn(&mut self, keys: &Keys, durable: bool) {
         let mut index = self
             .shared
             .dedupe
@@ -301,10 +312,63 @@ impl Writer {
         let frozen = durable
             .then(|| index.freeze(self.next_seq - 1, self.options.dedupe_seal_keys))
             .flatten();
+        let swept = index.swept();
         drop(index);
         self.sealer.delete(expired);
         if let Some(frozen) = frozen {
-            self.sealer.seal(frozen);
+            self.sealer.seal(frozen, swept);
+        }
+    }
+
+    /// Puts what the sealer finished into the dedupe index and hands it the
+    /// next merge. With every batch: an idle writer is woken by a ping.
+    fn tend_runs(&mut self) {
+        let finished: Vec<Finished> = std::iter::from_fn(|| self.sealer.finished()).collect();
+        if finished.is_empty() && !self.runs_changed {
+            return;
+        }
+        self.runs_changed = false;
+        let mut index = self
+            .shared
+            .dedupe
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
+        let mut gone = Vec::new();
+        for result in finished {
+            match result {
+                Finished::Sealed(run) => {
+                    index.install(run);
+                    self.merge_paused = false;
+                }
+                Finished::Merged {
+                    older,
+                    newer,
+                    merged,
+                } => {
+                    self.merging = false;
+                    // The sweep may have expired the two meanwhile.
+                    if index.replace(&older, &newer, merged.clone()) {
+                        gone.extend([older, newer]);
+                    } else {
+                        gone.push(merged);
+                    }
+                }
+                Finished::NotMerged => {
+                    self.merging = false;
+                    self.merge_paused = true;
+                }
+            }
+        }
+        let next = match self.merging || self.merge_paused {
+            true => None,
+            false => index.mergeable(),
+        };
+        let swept = index.swept();
+        drop(index);
+        self.sealer.delete(gone);
+        if let Some((older, newer)) = next {
+            self.merging = true;
+            self.sealer.merge(older, newer, swept);
         }
     }
 
