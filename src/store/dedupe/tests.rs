@@ -18,6 +18,15 @@ fn seal(index: &mut DedupeIndex, dir: &std::path::Path, hi: u64) {
     index.install(Arc::new(run));
 }
 
+/// An index that learned the event keys `e{seq}` at `seq` for `seqs`.
+fn learned(seqs: std::ops::RangeInclusive<u64>) -> DedupeIndex {
+    let mut index = DedupeIndex::default();
+    for seq in seqs {
+        index.learn(Kind::Event, fp(seq), seq);
+    }
+    index
+}
+
 fn get(index: &DedupeIndex, i: u64) -> Option<u64> {
     index.get(fp(i)).unwrap()
 }
@@ -25,10 +34,7 @@ fn get(index: &DedupeIndex, i: u64) -> Option<u64> {
 #[test]
 fn sealed_keys_answer_until_swept_and_kept_ones_stay() {
     let dir = tempfile::tempdir().unwrap();
-    let mut index = DedupeIndex::default();
-    for seq in 1..=100 {
-        index.learn(Kind::Event, fp(seq), seq);
-    }
+    let mut index = learned(1..=100);
     let frozen = index.freeze(100, 100).expect("100 keys");
     assert!(index.freeze(100, 1).is_none(), "one frozen map at a time");
     assert_eq!(get(&index, 5), Some(5), "a frozen map answers");
@@ -93,10 +99,7 @@ fn sealed_keys_answer_until_swept_and_kept_ones_stay() {
 #[test]
 fn a_key_put_back_after_a_failed_sweep_is_pinned() {
     let dir = tempfile::tempdir().unwrap();
-    let mut index = DedupeIndex::default();
-    for seq in 1..=10 {
-        index.learn(Kind::Event, fp(seq), seq);
-    }
+    let mut index = learned(1..=10);
     seal(&mut index, dir.path(), 10);
     // A sweep of 1..=4 learned, then its batch lost: put back.
     for seq in 1..=4 {

@@ -59,6 +59,18 @@ async fn ingest_new(store: &Store, ids: std::ops::Range<u64>) -> Vec<u64> {
     seqs
 }
 
+/// Opens the store in `dir` with an hour's dedupe TTL.
+fn open(dir: &Path) -> (Store, WriterHandle) {
+    Store::open(run_options(dir, Duration::from_secs(3600))).unwrap()
+}
+
+/// Asserts that a repeat of each `e{i}` is a duplicate of `seqs[i]`.
+async fn all_duplicates(store: &Store, seqs: &[u64]) {
+    for (i, &seq) in seqs.iter().enumerate() {
+        assert_eq!(repeat(store, i as u64).await, Some(seq), "e{i}");
+    }
+}
+
 /// The seq a repeat of `e{i}` is answered as a duplicate of; `None`: new.
 async fn repeat(store: &Store, i: u64) -> Option<u64> {
     match store
@@ -81,7 +93,7 @@ fn now_ms() -> u64 {
 #[tokio::test]
 async fn sealed_keys_are_duplicates_with_their_ids_before_and_after_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, writer) = Store::open(run_options(dir.path(), Duration::from_secs(3600))).unwrap();
+    let (store, writer) = open(dir.path());
     let seqs = ingest_new(&store, 0..175).await;
     // Three runs sealed, the first two merged.
     sealed(&store, dir.path(), 150, 2).await;
@@ -100,7 +112,7 @@ async fn sealed_keys_are_duplicates_with_their_ids_before_and_after_a_reopen() {
     close(store, writer).await;
 
     // Reopened: the runs are read, not rebuilt; the same answers.
-    let (store, writer) = Store::open(run_options(dir.path(), Duration::from_secs(3600))).unwrap();
+    let (store, writer) = open(dir.path());
     assert_eq!(store.dedupe_sizes().levels, [1, 1, 0]);
     for i in [0, 77, 149, 150, 174] {
         assert_eq!(repeat(&store, i).await, Some(seqs[i as usize]), "e{i}");
@@ -173,7 +185,7 @@ async fn runs_expire_with_their_keys_but_a_pending_events_key_stays() {
 #[tokio::test]
 async fn a_damaged_or_foreign_run_is_rebuilt_from_the_log() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, writer) = Store::open(run_options(dir.path(), Duration::from_secs(3600))).unwrap();
+    let (store, writer) = open(dir.path());
     let seqs = ingest_new(&store, 0..160).await;
     // Runs of 100 (merged) and 50 keys; 10 keys in memory.
     sealed(&store, dir.path(), 150, 2).await;
@@ -187,8 +199,7 @@ async fn a_damaged_or_foreign_run_is_rebuilt_from_the_log() {
     bytes[last] ^= 0xff;
     std::fs::write(&middle, &bytes).unwrap();
     let other = tempfile::tempdir().unwrap();
-    let (store, writer) =
-        Store::open(run_options(other.path(), Duration::from_secs(3600))).unwrap();
+    let (store, writer) = open(other.path());
     ingest_new(&store, 1000..1060).await;
     sealed(&store, other.path(), 50, 1).await;
     close(store, writer).await;
@@ -200,14 +211,12 @@ async fn a_damaged_or_foreign_run_is_rebuilt_from_the_log() {
     .unwrap();
     std::fs::write(runs.join("run-torn.tmp"), b"partial").unwrap();
 
-    let (store, writer) = Store::open(run_options(dir.path(), Duration::from_secs(3600))).unwrap();
+    let (store, writer) = open(dir.path());
     // The first run is kept; the damaged one is rebuilt at open from the
     // log (a run of 50); the rest goes to memory. The others are deleted.
     sealed(&store, dir.path(), 150, 2).await;
     assert_eq!(store.dedupe_sizes().exact_keys, 10);
-    for (i, &seq) in seqs.iter().enumerate() {
-        assert_eq!(repeat(&store, i as u64).await, Some(seq), "e{i}");
-    }
+    all_duplicates(&store, &seqs).await;
     for i in 1000..1060 {
         assert_eq!(repeat(&store, i).await, None, "another store's key e{i}");
     }
@@ -217,7 +226,7 @@ async fn a_damaged_or_foreign_run_is_rebuilt_from_the_log() {
 #[tokio::test]
 async fn a_crash_while_runs_seal_loses_no_key() {
     let live = tempfile::tempdir().unwrap();
-    let (store, writer) = Store::open(run_options(live.path(), Duration::from_secs(3600))).unwrap();
+    let (store, writer) = open(live.path());
     let seqs = ingest_new(&store, 0..230).await;
     // Four runs sealed, merged into one.
     sealed(&store, live.path(), 200, 1).await;
@@ -238,11 +247,8 @@ async fn a_crash_while_runs_seal_loses_no_key() {
     }
     std::fs::write(runs.join("run-half.tmp"), vec![0u8; 5000]).unwrap();
     close(store, writer).await;
-    let (store, writer) =
-        Store::open(run_options(image.path(), Duration::from_secs(3600))).unwrap();
-    for (i, &seq) in seqs.iter().enumerate() {
-        assert_eq!(repeat(&store, i as u64).await, Some(seq), "e{i}");
-    }
+    let (store, writer) = open(image.path());
+    all_duplicates(&store, &seqs).await;
     assert!(!run_files(image.path()).iter().any(|n| n.ends_with(".tmp")));
     close(store, writer).await;
 }
@@ -250,7 +256,7 @@ async fn a_crash_while_runs_seal_loses_no_key() {
 #[tokio::test]
 async fn a_merged_run_wins_over_the_runs_it_was_merged_from() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, writer) = Store::open(run_options(dir.path(), Duration::from_secs(3600))).unwrap();
+    let (store, writer) = open(dir.path());
     let seqs = ingest_new(&store, 0..100).await;
     sealed(&store, dir.path(), 100, 1).await;
     let tag = store.tag();
@@ -277,12 +283,10 @@ async fn a_merged_run_wins_over_the_runs_it_was_merged_from() {
     drop(merged);
     assert_eq!(run_files(dir.path()).len(), 3);
 
-    let (store, writer) = Store::open(run_options(dir.path(), Duration::from_secs(3600))).unwrap();
+    let (store, writer) = open(dir.path());
     sealed(&store, dir.path(), 100, 1).await;
     assert_eq!(store.dedupe_sizes().levels, [0, 1, 0]);
-    for (i, &seq) in seqs.iter().enumerate() {
-        assert_eq!(repeat(&store, i as u64).await, Some(seq), "e{i}");
-    }
+    all_duplicates(&store, &seqs).await;
     close(store, writer).await;
 }
 
@@ -300,11 +304,9 @@ async fn runs_built_at_open_from_the_log_are_merged_in_the_background() {
     assert!(run_files(dir.path()).is_empty());
     // As a store from before runs: its first open seals the log into four
     // runs of 50, which the sealer then merges into one.
-    let (store, writer) = Store::open(run_options(dir.path(), Duration::from_secs(3600))).unwrap();
+    let (store, writer) = open(dir.path());
     sealed(&store, dir.path(), 200, 1).await;
     assert_eq!(store.dedupe_sizes().levels, [0, 0, 1]);
-    for (i, &seq) in seqs.iter().enumerate() {
-        assert_eq!(repeat(&store, i as u64).await, Some(seq), "e{i}");
-    }
+    all_duplicates(&store, &seqs).await;
     close(store, writer).await;
 }
