@@ -102,6 +102,7 @@ fn write_backup(snapshot: &redb::ReadTransaction, path: &Path) -> Result<(), Wri
     txn.set_durability(redb::Durability::Immediate)?;
     copy_table(snapshot, &txn, META)?;
     copy_table(snapshot, &txn, EVENTS)?;
+    copy_table(snapshot, &txn, schema::PACK)?;
     copy_table(snapshot, &txn, STATE)?;
     copy_table(snapshot, &txn, DEDUPE)?;
     copy_table(snapshot, &txn, schema::DEDUPE_KEPT)?;

@@ -12,6 +12,7 @@ use super::error::StoreError;
 use super::format::row;
 use super::handle::Store;
 use super::index;
+use super::pack;
 use super::payload::PayloadMatch;
 use super::read::erased_note;
 use super::schema::{self, EVENTS, STATE};
@@ -156,7 +157,8 @@ impl Store {
         };
         let matcher = payload.matcher();
         let searching = !payload.is_empty();
-        let mut scratch = Vec::new();
+        let packed = txn.open_table(schema::PACK)?;
+        let (mut scratch, mut buf) = (Vec::new(), Vec::new());
         let mut page = SearchPage::default();
         for row in rows {
             let (seq, key, raw_event) = row?;
@@ -170,10 +172,11 @@ impl Store {
                 page.cursor = Some(key + 1);
                 return Ok(page);
             }
+            let bytes = pack::record::<StoreError>(&packed, raw_event.value(), &mut buf)?;
             if searching {
                 // Most payloads do not match: test the body on a borrowed
                 // view first, and read the state only for those that do.
-                let view = row::decode_event_view(raw_event.value(), &mut scratch)?;
+                let view = row::decode_event_view(bytes, &mut scratch)?;
                 page.examined += 1;
                 page.scanned_back_to_ms = Some(view.received_at_ms);
                 if !matcher.matches(view.body) {
@@ -181,7 +184,7 @@ impl Store {
                 }
             }
             let deliveries: Vec<Delivery> = block::<StoreError>(&events, &states, seq)?;
-            let record = row::decode_event(raw_event.value())?;
+            let record = row::decode_event(bytes)?;
             let Some(first) = deliveries
                 .iter()
                 .find(|d| filter.matches(&record, &d.state))
@@ -214,6 +217,7 @@ impl Store {
         let events = txn.open_table(EVENTS)?;
         let states = txn.open_table(STATE)?;
         let timed = filter.from_ms.is_some() || filter.to_ms.is_some();
+        let packed = txn.open_table(schema::PACK)?;
         let mut out = Vec::new();
         for key in self.candidates(&txn, &events, &states, filter, None)? {
             let key = key?;
@@ -224,7 +228,9 @@ impl Store {
             let matches = if timed {
                 let event = event_of::<StoreError>(&events, key)?;
                 match event.map(|seq| events.get(seq)).transpose()?.flatten() {
-                    Some(raw) => filter.matches(&row::decode_event(raw.value())?, &state),
+                    Some(raw) => {
+                        filter.matches(&pack::decode::<StoreError>(&packed, raw.value())?, &state)
+                    }
                     None => false,
                 }
             } else {
@@ -259,7 +265,7 @@ impl Store {
         filter: &EventFilter,
         before: Option<u64>,
     ) -> Result<Box<dyn Iterator<Item = Result<u64, redb::Error>>>, StoreError> {
-        let range = self.seq_range(events, filter, before)?;
+        let range = self.seq_range(events, &txn.open_table(schema::PACK)?, filter, before)?;
         let counts = index::counts(txn)?;
         if let Some(event_id) = &filter.event_id {
             let mut names: Vec<&str> = match &filter.source {
@@ -312,16 +318,17 @@ impl Store {
     fn seq_range(
         &self,
         events: &redb::ReadOnlyTable<u64, &'static [u8]>,
+        packed: &redb::ReadOnlyTable<u64, &'static [u8]>,
         filter: &EventFilter,
         before: Option<u64>,
     ) -> Result<index::SeqRange, StoreError> {
         let lo = match filter.from_ms {
-            Some(from) => first_received_at_or_after(events, from)?,
+            Some(from) => first_received_at_or_after(events, packed, from)?,
             None => 0,
         };
         let mut hi = before.unwrap_or(u64::MAX);
         if let Some(to) = filter.to_ms {
-            hi = hi.min(first_received_at_or_after(events, to)?);
+            hi = hi.min(first_received_at_or_after(events, packed, to)?);
         }
         Ok(index::SeqRange { lo, hi })
     }
@@ -332,6 +339,7 @@ impl Store {
 /// it. Each probe decodes one record: ≈ 25 of them at 10M events.
 pub(super) fn first_received_at_or_after(
     events: &redb::ReadOnlyTable<u64, &'static [u8]>,
+    packed: &redb::ReadOnlyTable<u64, &'static [u8]>,
     at_ms: u64,
 ) -> Result<u64, StoreError> {
     let (Some(first), Some(last)) = (events.first()?, events.last()?) else {
@@ -344,7 +352,7 @@ pub(super) fn first_received_at_or_after(
             hi = mid;
             continue;
         };
-        if row::decode_event(raw.value())?.received_at_ms >= at_ms {
+        if pack::decode::<StoreError>(packed, raw.value())?.received_at_ms >= at_ms {
             hi = mid;
         } else {
             lo = key.value() + 1;

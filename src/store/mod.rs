@@ -28,6 +28,7 @@ mod write;
 mod job;
 mod writer;
 mod tables;
+mod pack;
 pub mod index;
 mod dedupe;
 mod wal;

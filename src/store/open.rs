@@ -254,6 +254,7 @@ fn init_meta(db: &Database, wanted: Option<u32>) -> Result<Result<u32, u8>, Writ
     };
     // Create every table now so readers never meet a missing one.
     txn.open_table(EVENTS)?;
+    txn.open_table(schema::PACK)?;
     txn.open_table(STATE)?;
     txn.open_table(DEDUPE)?;
     txn.open_table(schema::DEDUPE_KEPT)?;

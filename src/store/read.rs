@@ -10,7 +10,8 @@ use super::dedupe;
 use super::error::StoreError;
 use super::format::row;
 use super::handle::Store;
-use super::schema::{self, ATTEMPTS, Attempt, DLQ, EVENTS, ORDERED, SCHEDULE, STATE};
+use super::pack;
+use super::schema::{self, ATTEMPTS, Attempt, DLQ, EVENTS, ORDERED, PACK, SCHEDULE, STATE};
 use super::types::{Delivery, Due, StoredEvent};
 
 impl Store {
@@ -113,6 +114,7 @@ impl Store {
         let db = self.db()?;
         let txn = db.begin_read()?;
         let events = txn.open_table(EVENTS)?;
+        let packed = txn.open_table(PACK)?;
         let Some((seq, raw)) = events.range(..=key)?.next_back().transpose()? else {
             return Ok(None);
         };
@@ -126,7 +128,7 @@ impl Store {
         Ok(Some(StoredEvent {
             seq,
             id: self.public_id(seq),
-            record: row::decode_event(raw.value())?,
+            record: pack::decode::<StoreError>(&packed, raw.value())?,
             deliveries: vec![Delivery {
                 key,
                 state: state.clone(),
@@ -145,7 +147,7 @@ impl Store {
         let Some(raw) = events.get(seq)? else {
             return Ok(None);
         };
-        let record = row::decode_event(raw.value())?;
+        let record = pack::decode::<StoreError>(&txn.open_table(PACK)?, raw.value())?;
         let deliveries: Vec<Delivery> = block::<StoreError>(&events, &states, seq)?;
         let Some(state) = deliveries.first().map(|d| d.state.clone()) else {
             return Err(StoreError::MissingState { seq });
@@ -187,6 +189,7 @@ impl Store {
         let events = txn.open_table(EVENTS)?;
         let states = txn.open_table(STATE)?;
         let erased = txn.open_table(schema::ERASED)?;
+        let packed = txn.open_table(PACK)?;
         let mut out = Vec::new();
         for row in events.range(after.saturating_add(1)..)?.take(limit) {
             let (k, v) = row?;
@@ -200,7 +203,7 @@ impl Store {
             out.push(StoredEvent {
                 seq,
                 id: self.public_id(seq),
-                record: row::decode_event(v.value())?,
+                record: pack::decode::<StoreError>(&packed, v.value())?,
                 state,
                 deliveries,
                 erased: erased_note(&erased, seq)?,

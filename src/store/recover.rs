@@ -14,6 +14,7 @@ use super::format::log as payload;
 use super::format::row;
 use super::index::MinuteKind;
 use super::keys::KeyWrite;
+use super::pack;
 use super::schema::{self, EVENTS, STATE};
 use super::tables::{StoredAs, Tables, Ttls, store_event};
 use super::wal::{META_LSN, Wal, WalError};
@@ -31,10 +32,11 @@ pub(super) fn last_event(db: &Database) -> Result<Option<(u64, u64)>, StoreError
     let txn = db.begin_read()?;
     let events = txn.open_table(EVENTS)?;
     let states = txn.open_table(STATE)?;
+    let packed = txn.open_table(schema::PACK)?;
     let last_key = states.last()?.map(|(k, _)| k.value());
     match events.last()? {
         Some((seq, raw)) => {
-            let received = row::decode_event(raw.value())?.received_at_ms;
+            let received = pack::decode::<StoreError>(&packed, raw.value())?.received_at_ms;
             Ok(Some((seq.value().max(last_key.unwrap_or(0)), received)))
         }
         None => Ok(None),

@@ -15,6 +15,10 @@
 //!
 //! - `events`   seq → record. Sequential keys: inserts append to the rightmost
 //!   leaf instead of dirtying a random page each. Immutable once written.
+//!   From schema 8 the row holds the record's place in `pack`; older rows
+//!   and erased events' small records are the record itself.
+//! - `pack`     chunk number → one page of record bytes (see [`super::pack`]):
+//!   the records of `events`, end to end, so pages are full.
 //! - `state`    delivery key → small mutable delivery state, so status
 //!   changes never rewrite the payload. Its `source` field is the route: the
 //!   destination's queue name (see [`route_source`]).
@@ -63,6 +67,7 @@
 use redb::TableDefinition;
 
 pub const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("events");
+pub const PACK: TableDefinition<u64, &[u8]> = TableDefinition::new("pack");
 pub const STATE: TableDefinition<u64, &[u8]> = TableDefinition::new("state");
 pub const DEDUPE: TableDefinition<u64, (u128, u64)> = TableDefinition::new("dedupe");
 /// Dedupe keys past their TTL whose event is still pending or held: kept
@@ -100,12 +105,14 @@ pub const KEY_EXPIRY_6: TableDefinition<(u64, &str, &str), ()> = TableDefinition
 
 /// The schema this build writes. Bump it with a migration when a table's key
 /// or a record's layout changes.
-pub const SCHEMA_VERSION: u8 = 7;
+pub const SCHEMA_VERSION: u8 = 8;
 /// The oldest schema this build migrates at open: 3 → 7 builds the indexes
 /// and counts; 4 → 7 drops [`DROPPED_IN_5`]; 5 → 6 changes no row (a
 /// schema-5 event is a block of one delivery) but marks the file, so a
 /// schema-5 build refuses it instead of misreading a block of several;
-/// 6 → 7 moves idempotency keys into [`KEY_LOG`].
+/// 6 → 7 moves idempotency keys into [`KEY_LOG`]; 7 → 8 adds [`PACK`] (old
+/// `events` rows keep their records, read as before) and marks the file, so
+/// a schema-7 build refuses the rows it cannot read.
 pub const MIGRATES_FROM: u8 = 3;
 /// Index tables of schema 4 that schema 5 answers from `by_type` and `counts`.
 pub const DROPPED_IN_5: [&str; 2] = ["by_status", "by_source"];

@@ -11,9 +11,10 @@ use redb::{ReadableTable, ReadableTableMetadata, Table, WriteTransaction};
 use super::block;
 use super::dedupe::{self, Fingerprint, Kind};
 use super::error::WriteError;
-use super::format::row::{self, EventRecordRef};
+use super::format::row::{self, EventRecordRef, EventRow};
 use super::index::{IndexTables, Indexed, MinuteKind};
 use super::keys::KeyTables;
+use super::pack::{self, Packer};
 use super::schema::{
     self, ATTEMPTS, Attempt, AttemptClass, DEDUPE, DLQ, DeadLetter, ERASED, EVENTS, EXPIRY,
     EventRecord, EventState, LEASES, META, Note, ORDERED, SCHEDULE, STATE, Status,
@@ -29,6 +30,9 @@ pub(super) struct Ttls {
 
 pub(super) struct Tables<'t> {
     pub events: Table<'t, u64, &'static [u8]>,
+    /// The records of `events`, packed (see [`super::pack`]).
+    pub pack: Table<'t, u64, &'static [u8]>,
+    pub packer: Packer,
     pub states: Table<'t, u64, &'static [u8]>,
     pub dedupe: Table<'t, u64, (u128, u64)>,
     pub dedupe_kept: Table<'t, u64, (u128, u64)>,
@@ -55,6 +59,8 @@ impl<'t> Tables<'t> {
     pub fn open(txn: &'t WriteTransaction) -> Result<Tables<'t>, WriteError> {
         Ok(Tables {
             events: txn.open_table(EVENTS)?,
+            pack: txn.open_table(schema::PACK)?,
+            packer: Packer::default(),
             states: txn.open_table(STATE)?,
             dedupe: txn.open_table(DEDUPE)?,
             dedupe_kept: txn.open_table(schema::DEDUPE_KEPT)?,
@@ -191,6 +197,7 @@ impl<'t> Tables<'t> {
     /// Deletes event `seq` and everything of it but its dedupe key (which
     /// expires on its own clock): every delivery in `deliveries` (its block).
     fn delete_event(&mut self, seq: u64, deliveries: &[Delivery]) -> Result<(), WriteError> {
+        self.unpack(seq, false)?;
         self.events.remove(seq)?;
         self.erased.remove(seq)?;
         for Delivery { key, state } in deliveries {
@@ -570,9 +577,11 @@ impl<'t> Tables<'t> {
     /// type, content type and receipt time stay.
     fn erase_payload(&mut self, seq: u64) -> Result<(), WriteError> {
         let record: EventRecord = match self.events.get(seq)? {
-            Some(raw) => row::decode_event(raw.value())?,
+            Some(raw) => pack::decode::<WriteError>(&self.pack, raw.value())?,
             None => return Ok(()),
         };
+        // The old bytes become zeros; the small record left is the row.
+        self.unpack(seq, true)?;
         let mut scratch = Vec::new();
         let mut out = Vec::new();
         row::encode_event(
@@ -589,6 +598,20 @@ impl<'t> Tables<'t> {
             &mut out,
         );
         self.events.insert(seq, out.as_slice())?;
+        Ok(())
+    }
+
+    /// Takes event `seq`'s record out of the pack, if it is there (its
+    /// row stays for the caller to remove or replace).
+    fn unpack(&mut self, seq: u64, erase: bool) -> Result<(), WriteError> {
+        let place = match self.events.get(seq)? {
+            Some(raw) => match row::event_row(raw.value())? {
+                EventRow::Packed(place) => place,
+                EventRow::Inline(_) => return Ok(()),
+            },
+            None => return Ok(()),
+        };
+        self.packer.remove(&mut self.pack, place, erase)?;
         Ok(())
     }
 
@@ -647,7 +670,9 @@ pub(super) fn store_event(
     ttls: &Ttls,
 ) -> Result<u64, WriteError> {
     let (seq, source, received) = (at.seq, at.source, at.received);
-    t.events.insert(seq, record)?;
+    let place = t.packer.append(&mut t.pack, record)?;
+    row::encode_place(place, &mut t.buf);
+    t.events.insert(seq, t.buf.as_slice())?;
     t.index.count_minute(received, source, MinuteKind::Received);
     t.dedupe.insert(seq, (at.fp, received))?;
     let starts = initial.starts(source);

@@ -8,9 +8,9 @@ use redb::ReadableDatabase;
 
 use super::block::block;
 use super::error::StoreError;
-use super::format::row;
 use super::handle::Store;
 use super::list::first_received_at_or_after;
+use super::pack;
 use super::read::erased_note;
 use super::schema::{self, EVENTS, STATE};
 use super::types::{Delivery, EventFilter, StoredEvent};
@@ -34,7 +34,8 @@ impl Store {
         let db = self.db()?;
         let txn = db.begin_read()?;
         let events = txn.open_table(EVENTS)?;
-        Ok(first_received_at_or_after(&events, at_ms)?.saturating_sub(1))
+        let packed = txn.open_table(schema::PACK)?;
+        Ok(first_received_at_or_after(&events, &packed, at_ms)?.saturating_sub(1))
     }
 
     /// Events matching `filter` stored after `after` (a seq), oldest
@@ -52,6 +53,7 @@ impl Store {
         let events = txn.open_table(EVENTS)?;
         let states = txn.open_table(STATE)?;
         let erased = txn.open_table(schema::ERASED)?;
+        let packed = txn.open_table(schema::PACK)?;
         let mut found = Vec::new();
         let mut cursor = after;
         for row in events.range(after.saturating_add(1)..)?.take(MAX_ROWS) {
@@ -61,7 +63,7 @@ impl Store {
             let (seq, raw) = row?;
             let seq = seq.value();
             cursor = seq;
-            let record = row::decode_event(raw.value())?;
+            let record = pack::decode::<StoreError>(&packed, raw.value())?;
             let deliveries: Vec<Delivery> = block::<StoreError>(&events, &states, seq)?;
             let Some(first) = deliveries
                 .iter()

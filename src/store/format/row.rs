@@ -21,6 +21,9 @@ const ROW_V1: u8 = 1;
 const ROW_V2: u8 = 2;
 /// The version of rows new in format 3 (`key_log`).
 const ROW_V3: u8 = 3;
+/// The version of an `events` row that holds no record but where its
+/// record is in the pack: postcard `(at, len)` (see [`super::super::pack`]).
+const ROW_PACKED: u8 = 4;
 /// Codec byte of an event record: postcard bytes as they are.
 const CODEC_PLAIN: u8 = 0;
 /// Codec byte of an event record: LZ4 block, decompressed size first.
@@ -45,6 +48,40 @@ pub enum DecodeError {
     Postcard(#[from] postcard::Error),
     #[error("corrupt record: {0}")]
     Codec(String),
+    #[error("corrupt record: its bytes at {at} in the pack are missing")]
+    Unpacked { at: u64 },
+}
+
+/// Where an event's record is in the pack: `len` bytes from byte `at` of
+/// its stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    pub at: u64,
+    pub len: u32,
+}
+
+/// What an `events` row holds: the record itself (rows written before the
+/// pack, and erased events' small records) or its place in the pack.
+#[derive(Debug)]
+pub enum EventRow<'a> {
+    Inline(&'a [u8]),
+    Packed(Place),
+}
+
+/// The `events` row of a packed record.
+pub fn encode_place(place: Place, out: &mut Vec<u8>) {
+    encode_as(ROW_PACKED, &(place.at, place.len), out);
+}
+
+/// Reads an `events` row; an inline record is checked when decoded.
+pub fn event_row(bytes: &[u8]) -> Result<EventRow<'_>, DecodeError> {
+    match bytes.first() {
+        Some(&ROW_PACKED) => {
+            let (at, len) = decode_as::<(u64, u32)>(ROW_PACKED, bytes)?;
+            Ok(EventRow::Packed(Place { at, len }))
+        }
+        _ => Ok(EventRow::Inline(bytes)),
+    }
 }
 
 pub fn encode_state(state: &EventState, out: &mut Vec<u8>) {

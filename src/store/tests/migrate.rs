@@ -110,3 +110,48 @@ async fn a_schema_4_database_drops_the_indexes_schema_5_does_not_keep() {
         assert!(!names.iter().any(|n| n == gone), "{gone} in {names:?}");
     }
 }
+
+/// A schema 7 database (each record in its `events` row, no `pack`) is
+/// read as it is after open, and new events go into the pack beside it.
+#[tokio::test]
+async fn a_schema_7_database_keeps_its_records_where_they_are_and_packs_new_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = closed_store_with_dead(dir.path(), 12, 4).await;
+    // Make it what a schema 7 build left: records in the rows, version 7.
+    {
+        let db = redb::Database::create(dir.path().join(DB_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let pack = txn.open_table(schema::PACK).unwrap();
+            let mut events = txn.open_table(schema::EVENTS).unwrap();
+            let mut rows = Vec::new();
+            for row in redb::ReadableTable::iter(&events).unwrap() {
+                let (seq, raw) = row.unwrap();
+                let mut buf = Vec::new();
+                let record =
+                    super::super::pack::record::<StoreError>(&pack, raw.value(), &mut buf).unwrap();
+                assert_ne!(record, raw.value(), "a packed row");
+                rows.push((seq.value(), record.to_vec()));
+            }
+            for (seq, record) in rows {
+                events.insert(seq, record.as_slice()).unwrap();
+            }
+        }
+        assert!(txn.delete_table(schema::PACK).unwrap());
+        txn.open_table(META)
+            .unwrap()
+            .insert(META_SCHEMA, [7u8].as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let names = reopen_migrated(dir.path(), &before, 3).await;
+    assert!(names.iter().any(|n| n == "pack"), "{names:?}");
+    let (store, writer) = Store::open(options(dir.path())).unwrap();
+    let old = store.scan(0, 100).unwrap();
+    assert_eq!(old.len(), 12);
+    assert!(old.iter().all(|e| e.record.body.starts_with(b"{\"type\"")));
+    let new = new_seq(&store, "s", "after", Initial::Deliver).await;
+    let e = store.get(new).unwrap().unwrap();
+    assert_eq!(e.record.event_id, "after");
+    close(store, writer).await;
+}

@@ -15,5 +15,6 @@ mod keys;
 mod ship;
 mod tail;
 mod runs;
+mod pack;
 
 pub(crate) use support::{close, deliver, new_seq, options};

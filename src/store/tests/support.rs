@@ -21,6 +21,12 @@ pub(crate) fn event(source: &str, id: &str) -> VerifiedEvent {
 
 /// [`event`] with the given event type.
 pub(crate) fn event_of_type(source: &str, id: &str, event_type: &str) -> VerifiedEvent {
+    let body = format!("{{\"type\":\"{event_type}\",\"n\":\"{id}\"}}");
+    event_with_body(source, id, body)
+}
+
+/// [`event`] with the given body.
+pub(crate) fn event_with_body(source: &str, id: &str, body: String) -> VerifiedEvent {
     let text =
         format!("[[source]]\nname = \"{source}\"\nkind = \"standard\"\nsecret_env = \"S\"\n");
     let mut config = Config::from_toml(&text, "t", None, &|name| {
@@ -33,7 +39,7 @@ pub(crate) fn event_of_type(source: &str, id: &str, event_type: &str) -> Verifie
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap()
         .as_secs() as i64;
-    let body = Bytes::from(format!("{{\"type\":\"{event_type}\",\"n\":\"{id}\"}}"));
+    let body = Bytes::from(body);
     let headers = sign(&Signing {
         kind: Kind::Standard,
         secret: SECRET,

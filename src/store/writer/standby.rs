@@ -12,7 +12,7 @@ use redb::ReadableTable;
 use super::super::entry::Entry;
 use super::super::error::WriteError;
 use super::super::format::log as payload;
-use super::super::format::row;
+use super::super::pack;
 use super::super::recover::replay_moving;
 use super::super::ship::ShipError;
 use super::super::tables::Tables;
@@ -125,7 +125,8 @@ impl Writer {
         let last_key = t.states.last()?.map(|(k, _)| k.value());
         if let Some((seq, raw)) = t.events.last()? {
             self.next_seq = seq.value().max(last_key.unwrap_or(0)) + 1;
-            self.last_received_ms = row::decode_event(raw.value())?.received_at_ms;
+            self.last_received_ms =
+                pack::decode::<WriteError>(&t.pack, raw.value())?.received_at_ms;
         }
         self.standby = false;
         self.shared.standby.send_replace(false);
