@@ -211,7 +211,11 @@ async fn opens_and_keeps_everything(fixture: &str) {
     assert_eq!(routes, ["shop", "shop.audit"]);
     assert_eq!(audit.received().len(), 1);
     server.stop().await;
-    assert_eq!(schema_version(dir.path()), 7, "marked as migrated");
+    assert_eq!(
+        schema_version(dir.path()),
+        hookinbox::store::schema::SCHEMA_VERSION,
+        "marked as migrated"
+    );
 
     // And it opens again as it is.
     let server = TestServer::start(&config(dir.path(), &app, &audit), Clock::system()).await;
