@@ -46,7 +46,9 @@ pub(super) async fn metrics(State(state): State<AdminState>, headers: HeaderMap)
         match disk {
             Ok(d) => state.metrics.set_store_disk(StoreDisk {
                 database_bytes: d.database_bytes,
+                database_disk_bytes: d.database_disk_bytes,
                 wal_bytes: d.wal_bytes,
+                wal_disk_bytes: d.wal_disk_bytes,
                 dedupe_runs_bytes: d.dedupe_runs_bytes,
                 dedupe_memory_bytes: d.dedupe_memory_bytes,
                 filesystem_available_bytes: d.filesystem_available_bytes,

@@ -148,6 +148,8 @@ impl Metrics {
                 => "build_info", "Always 1; the labels say which build is running";
             store_file_bytes: Family<StoreFileLabel, Gauge>
                 => "store_file_bytes", "Size of the store's files (the redb database, the write-ahead log, the dedupe index's runs), at the last scrape";
+            store_file_disk_bytes: Family<StoreFileLabel, Gauge>
+                => "store_file_disk_bytes", "Disk the database and the write-ahead log take: the blocks the filesystem allocated (redb extends its file before it writes there, and the part not yet written takes none), at the last scrape";
             dedupe_memory_bytes: Gauge
                 => "dedupe_memory_bytes", "Memory the dedupe index holds (its runs' filters and page fences, and the keys in hash tables: the newest, kept and idempotency keys), at the last scrape";
             filesystem_available_bytes: Gauge
@@ -197,6 +199,7 @@ impl Metrics {
                 held,
                 filtered,
                 store_file_bytes,
+                store_file_disk_bytes,
                 filesystem_available_bytes,
                 filesystem_size_bytes,
                 store_writable,

@@ -51,17 +51,24 @@ impl Store {
     /// free pages, but only by walking every page under the write lock:
     /// 4.5 s at 5M events.)
     pub fn disk_usage(&self) -> std::io::Result<DiskUsage> {
+        use std::os::unix::fs::MetadataExt;
         let dir = self.shared.path.parent().unwrap_or(Path::new("."));
+        // Length, and the blocks the filesystem allocated (st_blocks counts
+        // 512-byte units).
         let size = |path: &Path| match std::fs::metadata(path) {
-            Ok(m) => Ok(m.len()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+            Ok(m) => Ok((m.len(), m.blocks().saturating_mul(512))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((0, 0)),
             Err(e) => Err(e),
         };
         let fs = rustix::fs::statvfs(dir)?;
         let dedupe = self.dedupe_sizes();
+        let (database_bytes, database_disk_bytes) = size(&self.shared.path)?;
+        let (wal_bytes, wal_disk_bytes) = size(&dir.join(wal::WAL_FILE))?;
         Ok(DiskUsage {
-            database_bytes: size(&self.shared.path)?,
-            wal_bytes: size(&dir.join(wal::WAL_FILE))?,
+            database_bytes,
+            database_disk_bytes,
+            wal_bytes,
+            wal_disk_bytes,
             dedupe_runs_bytes: dedupe.file_bytes,
             dedupe_memory_bytes: dedupe.bytes as u64,
             filesystem_available_bytes: fs.f_bavail.saturating_mul(fs.f_frsize),
@@ -79,8 +86,15 @@ struct Copied {
 /// [`Store::disk_usage`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DiskUsage {
+    /// The database file's length. redb extends its file before it writes
+    /// there (doubling it up to 4 GiB, then 4 GiB at a time), so this runs
+    /// ahead of [`DiskUsage::database_disk_bytes`].
     pub database_bytes: u64,
+    /// The disk the database file takes: the blocks the filesystem
+    /// allocated, which the part not yet written does not.
+    pub database_disk_bytes: u64,
     pub wal_bytes: u64,
+    pub wal_disk_bytes: u64,
     /// The dedupe index's run files, together.
     pub dedupe_runs_bytes: u64,
     /// The memory the dedupe index holds (filters, fences, hash tables).

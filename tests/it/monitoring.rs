@@ -129,6 +129,7 @@ async fn before_anything_happened_every_series_an_alert_reads_is_there_at_0() {
         ("hookinbox_build_info", "gauge"),
         ("hookinbox_store_writable", "gauge"),
         ("hookinbox_store_file_bytes", "gauge"),
+        ("hookinbox_store_file_disk_bytes", "gauge"),
         ("hookinbox_dedupe_memory_bytes", "gauge"),
         ("process_cpu_seconds", "counter"),
         ("process_resident_memory_bytes", "gauge"),
@@ -165,7 +166,14 @@ async fn before_anything_happened_every_series_an_alert_reads_is_there_at_0() {
         env!("CARGO_PKG_VERSION")
     );
     assert!(text.contains(&build), "{text}");
-    assert!(value(&text, "hookinbox_store_file_bytes{file=\"database\"}") > 0.0);
+    let length = value(&text, "hookinbox_store_file_bytes{file=\"database\"}");
+    let disk = value(&text, "hookinbox_store_file_disk_bytes{file=\"database\"}");
+    // A new file: redb has written its header and first pages, and has
+    // extended the file past them.
+    assert!(disk > 0.0 && length > 0.0, "{disk} on disk, {length} long");
+    // The log's series is there from the first scrape (`value` panics
+    // on a missing one).
+    value(&text, "hookinbox_store_file_disk_bytes{file=\"wal\"}");
     // No key yet: no run, and hash tables that have allocated nothing.
     assert_eq!(
         value(&text, "hookinbox_store_file_bytes{file=\"dedupe_runs\"}"),

@@ -77,6 +77,7 @@ pub(super) struct Inner {
     pub(super) held: Family<SourceLabel, Gauge>,
     pub(super) filtered: Family<SourceLabel, Counter>,
     pub(super) store_file_bytes: Family<StoreFileLabel, Gauge>,
+    pub(super) store_file_disk_bytes: Family<StoreFileLabel, Gauge>,
     pub(super) filesystem_available_bytes: Gauge,
     pub(super) filesystem_size_bytes: Gauge,
     pub(super) store_writable: Gauge,
@@ -122,7 +123,9 @@ pub struct SourceGauges {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StoreDisk {
     pub database_bytes: u64,
+    pub database_disk_bytes: u64,
     pub wal_bytes: u64,
+    pub wal_disk_bytes: u64,
     pub dedupe_runs_bytes: u64,
     pub dedupe_memory_bytes: u64,
     pub filesystem_available_bytes: u64,
@@ -213,6 +216,11 @@ impl Metrics {
         for &file in StoreFile::ALL {
             let _ = inner
                 .store_file_bytes
+                .get_or_create(&StoreFileLabel { file });
+        }
+        for file in [StoreFile::Database, StoreFile::Wal] {
+            let _ = inner
+                .store_file_disk_bytes
                 .get_or_create(&StoreFileLabel { file });
         }
     }

@@ -48,6 +48,15 @@ impl Metrics {
                 .get_or_create(&StoreFileLabel { file })
                 .set(bytes(size));
         }
+        for (file, size) in [
+            (StoreFile::Database, disk.database_disk_bytes),
+            (StoreFile::Wal, disk.wal_disk_bytes),
+        ] {
+            self.inner
+                .store_file_disk_bytes
+                .get_or_create(&StoreFileLabel { file })
+                .set(bytes(size));
+        }
         self.inner
             .dedupe_memory_bytes
             .set(bytes(disk.dedupe_memory_bytes));
