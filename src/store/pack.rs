@@ -67,17 +67,17 @@ impl Packer {
                 tail.insert(last)
             }
         };
-        if chunk.len() == CHUNK {
-            *no += 1;
-            chunk.clear();
-            chunk.resize(COUNT, 0);
-        }
-        let place = Place {
-            at: *no * DATA + (chunk.len() - COUNT) as u64,
-            len: u32::try_from(record.len()).expect("records are far below 4 GiB"),
-        };
+        let len = u32::try_from(record.len()).expect("records are far below 4 GiB");
+        let mut first = None;
         let mut rest = record;
         loop {
+            if chunk.len() == CHUNK {
+                *no += 1;
+                chunk.clear();
+                chunk.resize(COUNT, 0);
+            }
+            let at = *no * DATA + (chunk.len() - COUNT) as u64;
+            let place = *first.get_or_insert(Place { at, len });
             let n = rest.len().min(CHUNK - chunk.len());
             chunk.extend_from_slice(&rest[..n]);
             rest = &rest[n..];
@@ -87,9 +87,6 @@ impl Packer {
             if rest.is_empty() {
                 return Ok(place);
             }
-            *no += 1;
-            chunk.clear();
-            chunk.resize(COUNT, 0);
         }
     }
 
@@ -151,6 +148,14 @@ where
             Ok(buf.as_slice())
         }
     }
+}
+
+/// The place in the pack an `events` row names, if its record is there.
+pub(super) fn place(raw: &[u8]) -> Result<Option<Place>, DecodeError> {
+    Ok(match row::event_row(raw)? {
+        EventRow::Packed(place) => Some(place),
+        EventRow::Inline(_) => None,
+    })
 }
 
 /// Decodes the event record of an `events` row.

@@ -11,7 +11,7 @@ use redb::{ReadableTable, ReadableTableMetadata, Table, WriteTransaction};
 use super::block;
 use super::dedupe::{self, Fingerprint, Kind};
 use super::error::WriteError;
-use super::format::row::{self, EventRecordRef, EventRow};
+use super::format::row::{self, EventRecordRef};
 use super::index::{IndexTables, Indexed, MinuteKind};
 use super::keys::KeyTables;
 use super::pack::{self, Packer};
@@ -197,8 +197,13 @@ impl<'t> Tables<'t> {
     /// Deletes event `seq` and everything of it but its dedupe key (which
     /// expires on its own clock): every delivery in `deliveries` (its block).
     fn delete_event(&mut self, seq: u64, deliveries: &[Delivery]) -> Result<(), WriteError> {
-        self.unpack(seq, false)?;
-        self.events.remove(seq)?;
+        let packed = match self.events.remove(seq)? {
+            Some(old) => pack::place(old.value())?,
+            None => None,
+        };
+        if let Some(place) = packed {
+            self.packer.remove(&mut self.pack, place, false)?;
+        }
         self.erased.remove(seq)?;
         for Delivery { key, state } in deliveries {
             let key = *key;
@@ -576,12 +581,17 @@ impl<'t> Tables<'t> {
     /// Rewrites the event's record without its body and headers; ids,
     /// type, content type and receipt time stay.
     fn erase_payload(&mut self, seq: u64) -> Result<(), WriteError> {
-        let record: EventRecord = match self.events.get(seq)? {
-            Some(raw) => pack::decode::<WriteError>(&self.pack, raw.value())?,
+        let (record, packed): (EventRecord, _) = match self.events.get(seq)? {
+            Some(raw) => (
+                pack::decode::<WriteError>(&self.pack, raw.value())?,
+                pack::place(raw.value())?,
+            ),
             None => return Ok(()),
         };
         // The old bytes become zeros; the small record left is the row.
-        self.unpack(seq, true)?;
+        if let Some(place) = packed {
+            self.packer.remove(&mut self.pack, place, true)?;
+        }
         let mut scratch = Vec::new();
         let mut out = Vec::new();
         row::encode_event(
@@ -598,20 +608,6 @@ impl<'t> Tables<'t> {
             &mut out,
         );
         self.events.insert(seq, out.as_slice())?;
-        Ok(())
-    }
-
-    /// Takes event `seq`'s record out of the pack, if it is there (its
-    /// row stays for the caller to remove or replace).
-    fn unpack(&mut self, seq: u64, erase: bool) -> Result<(), WriteError> {
-        let place = match self.events.get(seq)? {
-            Some(raw) => match row::event_row(raw.value())? {
-                EventRow::Packed(place) => place,
-                EventRow::Inline(_) => return Ok(()),
-            },
-            None => return Ok(()),
-        };
-        self.packer.remove(&mut self.pack, place, erase)?;
         Ok(())
     }
 

@@ -38,24 +38,28 @@ impl Metrics {
     /// The store's files and filesystem, set just before a scrape.
     pub fn set_store_disk(&self, disk: StoreDisk) {
         let bytes = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-        for (file, size) in [
-            (StoreFile::Database, disk.database_bytes),
-            (StoreFile::Wal, disk.wal_bytes),
-            (StoreFile::DedupeRuns, disk.dedupe_runs_bytes),
+        // The runs have no disk series: written whole, their length is
+        // their disk.
+        for (file, size, on_disk) in [
+            (
+                StoreFile::Database,
+                disk.database_bytes,
+                Some(disk.database_disk_bytes),
+            ),
+            (StoreFile::Wal, disk.wal_bytes, Some(disk.wal_disk_bytes)),
+            (StoreFile::DedupeRuns, disk.dedupe_runs_bytes, None),
         ] {
+            let label = StoreFileLabel { file };
             self.inner
                 .store_file_bytes
-                .get_or_create(&StoreFileLabel { file })
+                .get_or_create(&label)
                 .set(bytes(size));
-        }
-        for (file, size) in [
-            (StoreFile::Database, disk.database_disk_bytes),
-            (StoreFile::Wal, disk.wal_disk_bytes),
-        ] {
-            self.inner
-                .store_file_disk_bytes
-                .get_or_create(&StoreFileLabel { file })
-                .set(bytes(size));
+            if let Some(on_disk) = on_disk {
+                self.inner
+                    .store_file_disk_bytes
+                    .get_or_create(&label)
+                    .set(bytes(on_disk));
+            }
         }
         self.inner
             .dedupe_memory_bytes
