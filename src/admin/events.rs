@@ -110,10 +110,10 @@ pub(super) fn payload_of(body: &[u8]) -> api::Payload {
     }
 }
 
-fn find(state: &AdminState, id: &str) -> Result<StoredEvent, AdminError> {
+async fn find(state: &AdminState, id: &str) -> Result<StoredEvent, AdminError> {
     let missing = || AdminError::NotFound(format!("no event {id:?}"));
     let seq = state.store.parse_public_id(id).ok_or_else(missing)?;
-    state.store.get(seq)?.ok_or_else(missing)
+    state.store.get_acked(seq).await?.ok_or_else(missing)
 }
 
 #[utoipa::path(get, path = "/api/events/{id}", tag = "events",
@@ -124,7 +124,7 @@ pub(super) async fn show_event(
     State(state): State<AdminState>,
     Path(id): Path<String>,
 ) -> Result<Json<api::EventDetail>, AdminError> {
-    let e = find(&state, &id)?;
+    let e = find(&state, &id).await?;
     let mut attempt_history = Vec::new();
     for d in &e.deliveries {
         let attempts = state.store.attempts(d.key)?;
@@ -248,7 +248,7 @@ async fn change(
     change: Change,
     destination: Option<&str>,
 ) -> Result<api::EventSummary, AdminError> {
-    let e = find(state, id)?;
+    let e = find(state, id).await?;
     let targets = match &change {
         Change::Erase { .. } => vec![(e.seq, change.clone())],
         _ => plan(state, &e, &change, destination)?,
@@ -296,7 +296,7 @@ async fn change(
         };
         tracing::info!(source, destination = to, id, event_id = %e.record.event_id, action, "event changed by an operator");
     }
-    let after = find(state, id)?;
+    let after = find(state, id).await?;
     Ok(summary(&after))
 }
 

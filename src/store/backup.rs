@@ -63,7 +63,12 @@ impl Store {
         let fs = rustix::fs::statvfs(dir)?;
         let dedupe = self.dedupe_sizes();
         let (database_bytes, database_disk_bytes) = size(&self.shared.path)?;
-        let (wal_bytes, wal_disk_bytes) = size(&dir.join(wal::WAL_FILE))?;
+        let (mut wal_bytes, mut wal_disk_bytes) = (0, 0);
+        for name in wal::WAL_FILES {
+            let (bytes, disk) = size(&dir.join(name))?;
+            wal_bytes += bytes;
+            wal_disk_bytes += disk;
+        }
         Ok(DiskUsage {
             database_bytes,
             database_disk_bytes,
@@ -93,6 +98,7 @@ pub struct DiskUsage {
     /// The disk the database file takes: the blocks the filesystem
     /// allocated, which the part not yet written does not.
     pub database_disk_bytes: u64,
+    /// The log's two segments, together.
     pub wal_bytes: u64,
     pub wal_disk_bytes: u64,
     /// The dedupe index's run files, together.

@@ -41,6 +41,10 @@ pub(super) struct Shared {
     pub(super) standby: tokio::sync::watch::Sender<bool>,
     /// The key of the newest event answered as stored ([`Store::stored`]).
     pub(super) stored: tokio::sync::watch::Sender<u64>,
+    /// The newest event key the writer gave out while a checkpoint held
+    /// the database: above `stored`, an event may be answered and in the
+    /// log, not yet in the database ([`Store::get_acked`]).
+    pub(super) decided: std::sync::atomic::AtomicU64,
     /// What the log thread answered as durable and shipped.
     pub(super) progress: Arc<super::durable::Progress>,
 }

@@ -109,6 +109,7 @@ impl Store {
             write_error: tokio::sync::watch::Sender::new(None),
             standby: tokio::sync::watch::Sender::new(options.standby),
             stored: tokio::sync::watch::Sender::new(next_seq - 1),
+            decided: std::sync::atomic::AtomicU64::new(next_seq - 1),
             progress: Default::default(),
         });
         let (exit_tx, exited) = oneshot::channel();
@@ -134,6 +135,13 @@ impl Store {
             }),
         )
         .map_err(thread_err)?;
+        // The checkpointer wakes an idle writer to apply what waited for it.
+        let wake = jobs.clone();
+        let checkpointer = writer::Checkpointer::spawn(Box::new(move || {
+            let (reply, _) = oneshot::channel();
+            let _ = wake.blocking_send(super::job::Message::Job(super::job::Job::Ping { reply }));
+        }))
+        .map_err(thread_err)?;
         let thread = writer::spawn(
             writer::Writer::new(
                 shared.clone(),
@@ -144,6 +152,7 @@ impl Store {
                 wal,
                 replayed.lsn,
                 log,
+                checkpointer,
             ),
             rx,
             exit_tx,
@@ -331,7 +340,12 @@ pub mod standby_dir {
         let aside = data_dir.join(format!("set-aside-{now}"));
         std::fs::create_dir_all(&aside)?;
         // The dedupe runs are derived from the database: they go with it.
-        for name in [DB_FILE, wal::WAL_FILE, super::super::dedupe::RUN_DIR] {
+        for name in [
+            DB_FILE,
+            wal::WAL_FILE,
+            wal::WAL_FILE_2,
+            super::super::dedupe::RUN_DIR,
+        ] {
             match std::fs::rename(data_dir.join(name), aside.join(name)) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
                 _ => {}

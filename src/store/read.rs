@@ -1,7 +1,11 @@
 //! Lookups on a read snapshot: one event (by seq, delivery key or provider
 //! id) with its deliveries, a range of events, a destination's due queue
 //! and dead letters, an event's attempts and its place in its key's line.
-//! Readers never wait for the writer.
+//! Readers never wait for the writer (but `get_acked`, for an event just
+//! answered while a checkpoint ran).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use redb::{ReadableDatabase, ReadableTableMetadata};
 
@@ -161,6 +165,24 @@ impl Store {
             deliveries,
             erased: erased_note(&erased, seq)?,
         }))
+    }
+
+    /// [`Store::get`] for an id its sender may just have been answered
+    /// for: an event answered while a checkpoint held the database is in the
+    /// log a few milliseconds before the database has it (see the writer's
+    /// `beside`), so a miss there waits for the writer to apply it (5 s at
+    /// most).
+    pub async fn get_acked(&self, seq: u64) -> Result<Option<StoredEvent>, StoreError> {
+        if let Some(found) = self.get(seq)? {
+            return Ok(Some(found));
+        }
+        let decided = self.shared.decided.load(Ordering::Acquire);
+        if seq > decided || seq <= *self.shared.stored.borrow() {
+            return Ok(None);
+        }
+        let mut stored = self.shared.stored.subscribe();
+        let _ = tokio::time::timeout(Duration::from_secs(5), stored.wait_for(|v| *v >= seq)).await;
+        self.get(seq)
     }
 
     /// The event stored for `(source, event_id)`, if its dedupe key is live.

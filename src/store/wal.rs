@@ -8,9 +8,17 @@
 //! and makes them durable here instead: the batch's entries as one frame,
 //! appended and `fdatasync`ed before any job of the batch is answered. Every
 //! [`StoreOptions::checkpoint_every`](super::options::StoreOptions) (or when the log
-//! is full) a batch is committed durably instead: a checkpoint, after which
+//! is full) the database is committed durably: a checkpoint, after which
 //! the log starts again at offset 0 and overwrites itself, so the file stays
 //! the size of one checkpoint's frames and its blocks stay allocated.
+//!
+//! The log is two files, segments ([`WAL_FILE`] and [`WAL_FILE_2`]), so a
+//! checkpoint can run beside the writer: when one starts, the frames after
+//! it go to the start of the other segment ([`Wal::switch`]), while the
+//! database flushes the pages of everything before; the segment left
+//! behind is free once that checkpoint is durable, which the writer waits
+//! for before it switches back. Recovery reads both and chains their frames
+//! by number.
 //!
 //! Every transaction the writer commits writes its frame number (`lsn`) to
 //! `meta` ([`META_LSN`]), so the database itself says which frames it holds.
@@ -32,8 +40,12 @@ use std::sync::Arc;
 use super::entry::Entry;
 use super::format::log::{self as payload, FrameError};
 
-/// The log's file name inside the data dir.
+/// The log's file name inside the data dir: its first segment.
 pub const WAL_FILE: &str = "hookinbox.wal";
+/// The log's second segment.
+pub const WAL_FILE_2: &str = "hookinbox.wal.1";
+/// Both segments, in the order they are numbered.
+pub const WAL_FILES: [&str; 2] = [WAL_FILE, WAL_FILE_2];
 /// The `meta` row holding the number of the last frame the database holds.
 pub const META_LSN: &str = "wal_lsn";
 /// The log never grows past this: a batch whose frame would not fit is a
@@ -70,10 +82,13 @@ pub enum WalError {
 }
 
 pub(super) struct Wal {
-    /// Shared with the frames in flight to the log thread: a log set aside
-    /// is a new file, and a frame goes to the file it was built for.
-    file: Arc<File>,
-    path: PathBuf,
+    /// The two segments. Shared with the frames in flight to the log
+    /// thread: a log set aside is a new file, and a frame goes to the file
+    /// it was built for.
+    files: [Arc<File>; 2],
+    dir: PathBuf,
+    /// The segment the next frame goes to.
+    active: usize,
     tag: u32,
     /// Where the next frame goes.
     pos: u64,
@@ -88,24 +103,31 @@ pub(super) struct Frames {
 }
 
 impl Wal {
-    /// Opens (or creates) the log in `dir`, for the database tagged `tag`.
+    /// Opens (or creates) the log's segments in `dir`, for the database
+    /// tagged `tag`. Frames go to the first segment until a switch.
     pub fn open(dir: &Path, tag: u32) -> io::Result<Wal> {
-        let path = dir.join(WAL_FILE);
-        let created = !path.exists();
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)?;
+        let mut created = false;
+        let mut open = |name: &str| -> io::Result<Arc<File>> {
+            let path = dir.join(name);
+            created |= !path.exists();
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(&path)?;
+            Ok(Arc::new(file))
+        };
+        let files = [open(WAL_FILE)?, open(WAL_FILE_2)?];
         if created {
-            // The file's name must survive a crash as well as its frames.
+            // The files' names must survive a crash as well as their frames.
             File::open(dir)?.sync_all()?;
         }
         let mut wal = Wal {
-            file: Arc::new(file),
-            path,
+            files,
+            dir: dir.to_path_buf(),
+            active: 0,
             tag,
             pos: 0,
             frame: Vec::with_capacity(256 << 10),
@@ -145,7 +167,7 @@ impl Wal {
         let capacity = self.frame.capacity();
         let bytes = std::mem::replace(&mut self.frame, Vec::with_capacity(capacity));
         let frame = Frame {
-            file: self.file.clone(),
+            file: self.files[self.active].clone(),
             at: self.pos,
             lsn,
             tag: self.tag,
@@ -169,52 +191,91 @@ impl Wal {
         self.pos = 0;
     }
 
-    /// The frames after number `holds` (what the database already has).
+    /// A checkpoint starts beside the writer: the next frames go to the
+    /// start of the other segment. Only once the checkpoint before this
+    /// one is durable, which freed that segment.
+    pub fn switch(&mut self) {
+        self.active = 1 - self.active;
+        self.pos = 0;
+    }
+
+    /// Whether the frame being built fits in an empty segment.
+    pub fn fits_empty(&self) -> bool {
+        self.frame.len() as u64 <= WAL_BYTES
+    }
+
+    /// Whether the frame being built, `bytes` longer, would still fit in
+    /// what is left of the active segment.
+    pub fn has_room(&self, bytes: usize) -> bool {
+        self.pos + (self.frame.len() + bytes) as u64 <= WAL_BYTES
+    }
+
+    /// The frames after number `holds` (what the database already has):
+    /// each segment's run of consecutive frames from its start, chained by
+    /// number from `holds + 1`.
     pub fn read_after(&self, holds: u64) -> Result<Frames, WalError> {
-        let io = |source| WalError::Io {
-            path: self.path.clone(),
-            source,
-        };
-        let len = self.file.metadata().map_err(io)?.len();
-        let mut bytes = vec![0u8; len.min(WAL_BYTES + (64 << 20)) as usize];
-        self.file.read_exact_at(&mut bytes, 0).map_err(io)?;
-        let mut frames = Vec::new();
-        let mut at = 0usize;
-        let mut next: Option<u64> = None;
-        while let Some((lsn, payload, end)) = frame_at(&bytes, at, self.tag) {
-            match next {
-                // Already in the database (or an older cycle's frame).
-                None if lsn <= holds => {}
-                None if lsn == holds + 1 => {
-                    frames.push((lsn, payload.to_vec()));
-                    next = Some(lsn + 1);
-                }
-                None => {
-                    return Err(WalError::Gap {
-                        path: self.path.clone(),
-                        holds,
-                        found: lsn,
-                    });
-                }
-                Some(want) if lsn == want => {
-                    frames.push((lsn, payload.to_vec()));
-                    next = Some(lsn + 1);
-                }
-                // An older cycle's frame behind the newest one: the end.
-                Some(_) => break,
+        let mut found: Vec<(u64, Vec<u8>)> = Vec::new();
+        for (file, name) in self.files.iter().zip(WAL_FILES) {
+            found.extend(self.run(file, name, holds)?);
+        }
+        found.sort_by_key(|(lsn, _)| *lsn);
+        let mut frames: Vec<(u64, Vec<u8>)> = Vec::with_capacity(found.len());
+        for (lsn, payload) in found {
+            let want = frames.last().map_or(holds + 1, |(last, _)| last + 1);
+            if lsn == want {
+                frames.push((lsn, payload));
+            } else if frames.is_empty() {
+                return Err(WalError::Gap {
+                    path: self.dir.join(WAL_FILE),
+                    holds,
+                    found: lsn,
+                });
+            } else {
+                // A segment's frames that do not continue the chain.
+                break;
             }
-            at = end;
         }
         Ok(Frames { frames })
     }
 
-    /// Moves the log aside (kept for a person to look at) and starts an
-    /// empty one in its place.
+    /// One segment's frames after `holds`: consecutive from the first
+    /// readable one, up to the first that does not continue them (a torn
+    /// tail, or an older cycle's frame behind the newest).
+    fn run(&self, file: &File, name: &str, holds: u64) -> Result<Vec<(u64, Vec<u8>)>, WalError> {
+        let io = |source| WalError::Io {
+            path: self.dir.join(name),
+            source,
+        };
+        let len = file.metadata().map_err(io)?.len();
+        let mut bytes = vec![0u8; len.min(WAL_BYTES + (64 << 20)) as usize];
+        file.read_exact_at(&mut bytes, 0).map_err(io)?;
+        let mut frames = Vec::new();
+        let mut at = 0usize;
+        let mut last: Option<u64> = None;
+        while let Some((lsn, payload, end)) = frame_at(&bytes, at, self.tag) {
+            if last.is_some_and(|l| lsn != l + 1) {
+                break;
+            }
+            last = Some(lsn);
+            if lsn > holds {
+                frames.push((lsn, payload.to_vec()));
+            }
+            at = end;
+        }
+        Ok(frames)
+    }
+
+    /// Moves the log's segments aside (kept for a person to look at) and
+    /// starts empty ones in their place.
     pub fn set_aside(&mut self, holds: u64) -> io::Result<PathBuf> {
-        let aside = self.path.with_extension(format!("wal.unreplayed-{holds}"));
-        std::fs::rename(&self.path, &aside)?;
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        *self = Wal::open(dir, self.tag)?;
+        let aside = self.dir.join(format!("{WAL_FILE}.unreplayed-{holds}"));
+        std::fs::rename(self.dir.join(WAL_FILE), &aside)?;
+        let second = self.dir.join(format!("{WAL_FILE_2}.unreplayed-{holds}"));
+        match std::fs::rename(self.dir.join(WAL_FILE_2), second) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        *self = Wal::open(&self.dir.clone(), self.tag)?;
         Ok(aside)
     }
 }
@@ -333,13 +394,13 @@ mod tests {
         }
         let len = std::fs::metadata(dir.path().join(WAL_FILE)).unwrap().len();
         // Torn: the last frame's tail never reached the disk.
-        w.file.set_len(len - 3).unwrap();
+        w.files[0].set_len(len - 3).unwrap();
         assert_eq!(lsns(&w.read_after(0).unwrap()), vec![1, 2]);
         // Flipped: one bit of frame 2's payload.
         let second = (len / 3 + HEADER as u64) + 1;
         let mut b = [0u8];
-        w.file.read_exact_at(&mut b, second).unwrap();
-        w.file.write_all_at(&[b[0] ^ 1], second).unwrap();
+        w.files[0].read_exact_at(&mut b, second).unwrap();
+        w.files[0].write_all_at(&[b[0] ^ 1], second).unwrap();
         assert_eq!(lsns(&w.read_after(0).unwrap()), vec![1]);
     }
 
@@ -366,5 +427,75 @@ mod tests {
         let aside = w.set_aside(2).unwrap();
         assert!(aside.exists());
         assert!(w.read_after(2).unwrap().frames.is_empty());
+    }
+
+    #[test]
+    fn frames_chain_across_the_two_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = wal(dir.path());
+        for lsn in 1..=4 {
+            frame(&mut w, lsn, lsn);
+        }
+        // A checkpoint of 1..=4 starts beside the writer: 5.. go to the
+        // second segment; it has not finished, so the database holds 0.
+        w.switch();
+        for lsn in 5..=7 {
+            frame(&mut w, lsn, lsn);
+        }
+        let w2 = wal(dir.path());
+        assert_eq!(
+            lsns(&w2.read_after(0).unwrap()),
+            (1..=7).collect::<Vec<_>>()
+        );
+        assert_eq!(lsns(&w2.read_after(4).unwrap()), vec![5, 6, 7]);
+        // It finished (the database holds 1..=4); the next checkpoint, of
+        // 1..=9, starts and frames go back to the first segment, over 1..=4.
+        frame(&mut w, 8, 8);
+        frame(&mut w, 9, 9);
+        w.switch();
+        frame(&mut w, 10, 10);
+        let w2 = wal(dir.path());
+        assert_eq!(
+            lsns(&w2.read_after(4).unwrap()),
+            (5..=10).collect::<Vec<_>>()
+        );
+        assert_eq!(lsns(&w2.read_after(9).unwrap()), vec![10]);
+        // Frame 10 torn (a bit of its payload flipped): the chain ends at 9,
+        // whatever lies behind it.
+        let at = HEADER as u64 + 1;
+        let mut b = [0u8];
+        w.files[0].read_exact_at(&mut b, at).unwrap();
+        w.files[0].write_all_at(&[b[0] ^ 1], at).unwrap();
+        assert_eq!(
+            lsns(&wal(dir.path()).read_after(4).unwrap()),
+            (5..=9).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_segment_that_does_not_continue_the_chain_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = wal(dir.path());
+        for lsn in 1..=3 {
+            frame(&mut w, lsn, lsn);
+        }
+        // Frame 4 never reached the disk; 5, in the other segment, did.
+        w.begin();
+        w.push(&Entry::Claim {
+            seq: 4,
+            started_ms: 4,
+        });
+        let _lost = w.take_frame(4);
+        w.switch();
+        frame(&mut w, 5, 5);
+        assert_eq!(lsns(&wal(dir.path()).read_after(0).unwrap()), vec![1, 2, 3]);
+        assert!(matches!(
+            wal(dir.path()).read_after(3),
+            Err(WalError::Gap {
+                holds: 3,
+                found: 5,
+                ..
+            })
+        ));
     }
 }

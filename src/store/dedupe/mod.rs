@@ -214,6 +214,21 @@ impl DedupeIndex {
         Some(frozen)
     }
 
+    /// Undoes [`freeze`](Self::freeze) when the checkpoint that was to make
+    /// the frozen keys durable failed: they go back to the recent map, where
+    /// a reopen can forget those of batches the database turns out not to
+    /// hold. A key swept meanwhile stays gone.
+    pub fn thaw(&mut self) {
+        if let Some(frozen) = self.frozen.take() {
+            for (fp, seq) in frozen.map.iter() {
+                if seq > self.swept && self.recent.get(fp).is_none() {
+                    self.recent.insert(fp, seq);
+                }
+            }
+            self.sealed_to = frozen.lo;
+        }
+    }
+
     /// The seq at or below which a sealed key is gone unless pinned.
     pub fn swept(&self) -> u64 {
         self.swept

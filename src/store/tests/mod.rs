@@ -16,5 +16,6 @@ mod ship;
 mod tail;
 mod runs;
 mod pack;
+mod beside;
 
 pub(crate) use support::{close, deliver, new_seq, options};

@@ -26,11 +26,13 @@ pub(super) fn dump(store: &Store) -> String {
 /// What kill -9 leaves of a running store: the database file as of its
 /// last checkpoint (the rest is in redb's memory) and, with `log`, the
 /// write-ahead log, fsynced before every answer.
-fn crash_image(live: &Path, image: &Path, log: bool) {
+pub(super) fn crash_image(live: &Path, image: &Path, log: bool) {
     std::fs::create_dir_all(image).unwrap();
     std::fs::copy(live.join(DB_FILE), image.join(DB_FILE)).unwrap();
     if log {
-        std::fs::copy(live.join(wal::WAL_FILE), image.join(wal::WAL_FILE)).unwrap();
+        for name in wal::WAL_FILES {
+            std::fs::copy(live.join(name), image.join(name)).unwrap();
+        }
     }
 }
 

@@ -11,9 +11,14 @@
 //! batch size follows the load; under load it lingers a few microseconds for
 //! the producers just answered (see [`LINGER_FROM`]); idle, it never waits.
 //!
+//! Under load a checkpoint runs beside the writer instead ([`beside`]):
+//! while it holds the database, new events are decided and logged without
+//! it, and applied by the next transaction.
+//!
 //! Readers see a batch as soon as redb has it, before it is durable (as
 //! they see anything the writer committed): a lookup may find an event a
-//! moment before its sender's answer. Nothing leaves hookinbox on the
+//! moment before its sender's answer (or, for one answered while a
+//! checkpoint ran beside, a moment after). Nothing leaves hookinbox on the
 //! strength of it: a delivery first claims the event through this writer,
 //! and that claim is answered only after everything before it is durable.
 //!
@@ -30,25 +35,29 @@ use std::borrow::Cow;
 use redb::Durability;
 use tokio::sync::{mpsc, oneshot};
 
-use super::dedupe::seal::{Finished, Sealer};
+use super::dedupe::seal::Sealer;
 use super::dedupe::{DedupeIndex, Fingerprint, Kind, fingerprint};
 use super::durable::{Batch, Durability as Made, LogHandle, Ready, Reply, fail};
 use super::entry::Entry;
 use super::error::{Report, StoreError, WriteError};
+use super::format::log as log_format;
 use super::format::row::{self, EventRecordRef};
 use super::handle::{Shared, public_id};
 use super::index::MinuteKind;
 use super::job::{Job, Message};
 use super::keys::{self, KeyWrite};
 use super::options::StoreOptions;
-use super::recover::commit_checkpoint;
+use super::recover::{commit_checkpoint, replay};
 use super::tables::{StoredAs, Tables, Ttls, store_event};
 use super::types::{Ingested, Initial};
-use super::wal::{META_LSN, Wal};
+use super::wal::{META_LSN, Wal, WalError};
 
+mod beside;
 mod moves;
+mod runs;
 mod reopen;
 mod standby;
+pub(super) use beside::Checkpointer;
 pub(super) use moves::Keys;
 use standby::Applied;
 pub(super) use standby::META_STREAM_SEQ;
@@ -144,6 +153,17 @@ pub(super) struct Writer {
     merge_paused: bool,
     /// The runs changed (or the writer just started): look for a merge.
     runs_changed: bool,
+    /// Runs a checkpoint beside the writer ([`beside`]).
+    checkpointer: Checkpointer,
+    /// Frames logged while a checkpoint held the database, not yet applied
+    /// to it (number, payload), oldest first: the next transaction applies
+    /// them first, from these bytes, as recovery would.
+    backlog: Vec<(u64, Vec<u8>)>,
+    /// Jobs taken while a checkpoint held the database that need it (all
+    /// but new events and pings), in order: applied after the backlog.
+    held: Vec<Job>,
+    /// The newest event key the database holds: readers find it.
+    applied_seq: u64,
 }
 
 struct InFlight {
@@ -228,6 +248,7 @@ impl Writer {
         wal: Wal,
         lsn: u64,
         log: LogHandle,
+        checkpointer: Checkpointer,
     ) -> Writer {
         Writer {
             shared,
@@ -247,6 +268,10 @@ impl Writer {
             merging: false,
             merge_paused: false,
             runs_changed: true,
+            checkpointer,
+            backlog: Vec::new(),
+            held: Vec::new(),
+            applied_seq: next_seq - 1,
         }
     }
 
@@ -262,6 +287,27 @@ impl Writer {
             // were answered 503. Reopen, which finds out what is stored.
             self.reopen();
         }
+        let busy = batch.len() >= LINGER_FROM;
+        self.poll_checkpoint();
+        if self.checkpointer.running() {
+            self.defer(batch, ready);
+            return;
+        }
+        if !self.held.is_empty() {
+            // Taken while the checkpoint ran: before the new ones.
+            let mut jobs = std::mem::take(&mut self.held);
+            jobs.append(batch);
+            *batch = jobs;
+        }
+        if batch.is_empty() && self.backlog.is_empty() {
+            return;
+        }
+        self.apply_batch(batch, ready, busy);
+    }
+
+    /// [`Writer::commit`] once no checkpoint holds the database: the
+    /// backlog, then `batch`, in one transaction.
+    fn apply_batch(&mut self, batch: &mut Vec<Job>, ready: &mut Vec<Ready>, busy: bool) {
         let first_seq = self.next_seq;
         let started = Instant::now();
         let jobs = batch.len();
@@ -270,8 +316,9 @@ impl Writer {
             .any(|job| matches!(job, Job::Probe { bytes, .. } if *bytes > 0));
         // A probe proves a durable write of an event's size: never the log's.
         let checkpoint = batch.iter().any(|job| matches!(job, Job::Probe { .. }));
-        match self.apply(batch, ready, checkpoint, probe) {
+        match self.apply(batch, ready, checkpoint, probe, busy) {
             Ok((lsn, durability)) => {
+                self.applied_seq = self.next_seq - 1;
                 self.forget_durable();
                 self.log.send(Batch {
                     lsn,
@@ -297,81 +344,6 @@ impl Writer {
         }
     }
 
-    /// Tells the dedupe index what a committed batch changed; after a
-    /// checkpoint (`durable`: every key it holds is), freezes its recent
-    /// keys for the sealer once there are enough. Runs the batch's sweep
-    /// expired go to the sealer to be deleted.
-    fn learn(&mut self, keys: &Keys, durable: bool) {
-        let mut index = self
-            .shared
-            .dedupe
-            .write()
-            .unwrap_or_else(|p| p.into_inner());
-        keys.teach(&mut index);
-        let expired = index.take_expired();
-        let frozen = durable
-            .then(|| index.freeze(self.next_seq - 1, self.options.dedupe_seal_keys))
-            .flatten();
-        let swept = index.swept();
-        drop(index);
-        self.sealer.delete(expired);
-        if let Some(frozen) = frozen {
-            self.sealer.seal(frozen, swept);
-        }
-    }
-
-    /// Puts what the sealer finished into the dedupe index and hands it the
-    /// next merge. With every batch: an idle writer is woken by a ping.
-    fn tend_runs(&mut self) {
-        let finished: Vec<Finished> = std::iter::from_fn(|| self.sealer.finished()).collect();
-        if finished.is_empty() && !self.runs_changed {
-            return;
-        }
-        self.runs_changed = false;
-        let mut index = self
-            .shared
-            .dedupe
-            .write()
-            .unwrap_or_else(|p| p.into_inner());
-        let mut gone = Vec::new();
-        for result in finished {
-            match result {
-                Finished::Sealed(run) => {
-                    index.install(run);
-                    self.merge_paused = false;
-                }
-                Finished::Merged {
-                    older,
-                    newer,
-                    merged,
-                } => {
-                    self.merging = false;
-                    // The sweep may have expired the two meanwhile.
-                    if index.replace(&older, &newer, merged.clone()) {
-                        gone.extend([older, newer]);
-                    } else {
-                        gone.push(merged);
-                    }
-                }
-                Finished::NotMerged => {
-                    self.merging = false;
-                    self.merge_paused = true;
-                }
-            }
-        }
-        let next = match self.merging || self.merge_paused {
-            true => None,
-            false => index.mergeable(),
-        };
-        let swept = index.swept();
-        drop(index);
-        self.sealer.delete(gone);
-        if let Some((older, newer)) = next {
-            self.merging = true;
-            self.sealer.merge(older, newer, swept);
-        }
-    }
-
     /// Applies the jobs of `batch` in one transaction, in queue order,
     /// moving each into `ready` with its answer, and commits it: without
     /// durability with its log frame sealed, or as a checkpoint (always when
@@ -385,6 +357,7 @@ impl Writer {
         ready: &mut Vec<Ready>,
         checkpoint: bool,
         probe: bool,
+        busy: bool,
     ) -> Result<(u64, Made), Arc<WriteError>> {
         let db = self.database().map_err(Arc::new)?;
         let mut txn = db.begin_write().map_err(|e| Arc::new(e.into()))?;
@@ -392,8 +365,20 @@ impl Writer {
         let lsn = self.lsn + 1;
         self.wal.begin();
         let mut keys = Keys::with_capacity(batch.len());
-        let durable = {
+        let backlog = std::mem::take(&mut self.backlog);
+        let caught_up = backlog.last().map(|(n, _)| *n);
+        let (durable, beside) = {
             let mut t = Tables::open(&txn).map_err(Arc::new)?;
+            // Logged and answered while a checkpoint ran: applied first. If
+            // this fails, the reopen that follows replays them from the log.
+            let ttls = self.ttls();
+            for (n, payload) in &backlog {
+                for entry in log_format::entries(*n, payload)
+                    .map_err(|e| Arc::new(WriteError::from(WalError::from(e))))?
+                {
+                    replay(&mut t, entry, &ttls).map_err(Arc::new)?;
+                }
+            }
             let shared = self.shared.clone();
             let index = shared.dedupe.read().unwrap_or_else(|p| p.into_inner());
             // Drained, not taken: the batch keeps its capacity for the next one.
@@ -411,9 +396,11 @@ impl Writer {
                 return Err(cause);
             }
             drop(jobs);
-            let durable = checkpoint
+            let due = checkpoint
                 || !self.wal.fits()
                 || self.last_checkpoint.elapsed() >= self.options.checkpoint_every;
+            let beside = due && !checkpoint && busy && self.beside_eligible();
+            let durable = due && !beside;
             if let Some(applied) = &self.applied {
                 // A standby's frames: numbered by its primary.
                 applied.record(&mut t).map_err(Arc::new)?;
@@ -421,9 +408,13 @@ impl Writer {
                 t.meta
                     .insert(META_LSN, lsn.to_le_bytes().as_slice())
                     .map_err(|e| Arc::new(e.into()))?;
+            } else if let Some(last) = caught_up {
+                t.meta
+                    .insert(META_LSN, last.to_le_bytes().as_slice())
+                    .map_err(|e| Arc::new(e.into()))?;
             }
             t.index.flush().map_err(Arc::new)?;
-            durable
+            (durable, beside)
         };
         // Only jobs that log change keys: a batch without entries is a ping,
         // with no frame number and nothing to make durable.
@@ -502,6 +493,13 @@ impl Writer {
                     shipped: Some(frame),
                 },
             ))
+        } else if beside {
+            // The frame starts the other segment; the checkpoint makes
+            // everything before durable meanwhile (this batch too).
+            self.wal.switch();
+            let frame = self.wal.take_frame(lsn);
+            self.start_checkpoint(&db, lsn);
+            Ok((lsn, Made::Logged(frame)))
         } else {
             Ok((lsn, Made::Logged(self.wal.take_frame(lsn))))
         }
@@ -713,6 +711,21 @@ impl Writer {
         ev: &VerifiedEvent,
         initial: &Initial,
     ) -> Result<u64, WriteError> {
+        let received = self.encode_record(ev);
+        let stored = StoredAs {
+            seq,
+            fp,
+            source: ev.source().as_str(),
+            event_type: ev.event_type(),
+            received,
+        };
+        store_event(t, &stored, &self.record_buf, initial, &self.ttls())
+    }
+}
+
+impl Writer {
+    /// Encodes `ev`'s record into `record_buf`; returns its receipt time.
+    fn encode_record(&mut self, ev: &VerifiedEvent) -> u64 {
         // Verified a moment apart, queued in another order: keep the stored
         // times in seq order (a clock stepping back waits here too).
         let received = ev.received_at_ms().max(self.last_received_ms);
@@ -730,14 +743,7 @@ impl Writer {
             &mut self.scratch,
             &mut self.record_buf,
         );
-        let stored = StoredAs {
-            seq,
-            fp,
-            source: ev.source().as_str(),
-            event_type: ev.event_type(),
-            received,
-        };
-        store_event(t, &stored, &self.record_buf, initial, &self.ttls())
+        received
     }
 }
 

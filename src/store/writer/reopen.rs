@@ -35,12 +35,15 @@ impl Writer {
         }
         let db = open_database(&self.shared.path, self.options.cache_bytes)?;
         let recovered = recover(&db, &mut self.wal, &ttls(&self.options))?;
+        // Recovery applied every frame the log holds, the backlog's too.
+        self.backlog.clear();
         self.reconcile(recovered.lsn);
         self.lsn = recovered.lsn;
         self.last_checkpoint = Instant::now();
         (self.next_seq, self.last_received_ms) = last_event(&db)
             .map_err(|e| WriteError::Io(std::io::Error::other(e.to_string())))?
             .map_or((1, 0), |(s, r)| (s + 1, r));
+        self.applied_seq = self.next_seq - 1;
         let db = Arc::new(db);
         *self.shared.db.write().unwrap_or_else(|p| p.into_inner()) = Some(db.clone());
         tracing::info!(path = %self.shared.path.display(), replayed_frames = recovered.frames.len(), "database reopened");
@@ -99,6 +102,12 @@ impl Writer {
     }
 
     pub(super) fn close(&mut self) {
+        // What waited for a checkpoint is applied (and answered) first.
+        self.wait_checkpoint(true);
+        if self.deferred() {
+            self.commit(&mut Vec::new(), &mut Vec::new());
+        }
+        self.checkpointer.stop();
         // Answers what is queued (its frames synced) and ends the log thread.
         self.log.stop();
         self.release_database();
@@ -109,6 +118,7 @@ impl Writer {
     /// batch handed to it: what the reopened file holds then decides the
     /// fate of the ones it failed, and recovery reads a log nothing writes.
     pub(super) fn release_database(&mut self) {
+        self.wait_checkpoint(false);
         self.log.settle();
         self.forget_durable();
         let taken = self
