@@ -15,7 +15,7 @@ use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
 use utoipa::openapi::{RefOr, Schema};
 use utoipa::{IntoParams, ToSchema};
 
-pub use crate::metrics::{AdminReason as ErrorCode, AttemptOutcome, Circuit, RejectReason};
+pub use crate::metrics::{AdminReason as ErrorCode, AttemptOutcome, Circuit, RejectReason, Role};
 
 /// A point in time, as Unix milliseconds inside and RFC 3339 on the wire
 /// (`2026-11-22T10:00:00.000Z`; a query may leave out the fraction and give
@@ -529,6 +529,21 @@ pub struct ApiError {
     pub error: ErrorCode,
     /// What went wrong and what to do, for a person.
     pub reason: String,
+    /// With `forbidden` for a person's token: the least role that may call
+    /// the path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role_needed: Option<Role>,
+}
+
+/// `GET /api/whoami`: who the request's token belongs to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Whoami {
+    /// `admin` for the `[admin]` token, else the `[[admin.user]]` name.
+    pub name: String,
+    pub role: Role,
+    /// When the token stops working, if it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<Timestamp>,
 }
 
 /// `/readyz`.

@@ -1,35 +1,61 @@
 //! The bearer token check in front of every admin path but health, the
 //! OpenAPI document and the dashboard's assets. Owns how a token is read
-//! and compared (in constant time) and who it belongs to: the admin, or one
-//! `[[keys.client]]` app. Least privilege both ways: a client's token
-//! reaches only `/api/keys/…` (in its namespace, which the key handlers
-//! check), and the admin token none of a key's changes but delete. Refuses
-//! to log or echo a token.
+//! and compared (in constant time), who it belongs to (a person: the
+//! `[admin]` token or an `[[admin.user]]`, with a role; or one
+//! `[[keys.client]]` app) and the one table of the role each path needs
+//! ([`role_needed`]). Least privilege every way: a client's token reaches
+//! only `/api/keys/…` (in its namespace, which the key handlers check), a
+//! person's none of a key's changes but delete, and a role only its paths.
+//! Refuses to log or echo a token.
 
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, header};
+use axum::Json;
+use axum::extract::{Extension, MatchedPath, Request, State};
+use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::AdminState;
-use super::error::AdminError;
+use super::error::{AdminError, Unauthorized};
+use crate::api::{self, Role};
+use crate::config::ADMIN_NAME;
 
 /// Who presented the request's token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Caller {
-    Admin,
+    /// A person: the `[admin]` token, or an `[[admin.user]]`.
+    Person(Person),
     /// A `[[keys.client]]` app: its name and its namespace.
-    Client {
+    Client { name: String, namespace: String },
+}
+
+/// A person signed in with their token; left in the request's extensions
+/// for the handlers, which name them in what they log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Person {
+    pub name: String,
+    pub role: Role,
+    /// Unix milliseconds from which the token is refused.
+    pub expires_ms: Option<u64>,
+}
+
+/// What a request's token turned out to be.
+enum Found {
+    Caller(Caller),
+    /// A person's token past its `expires`.
+    Expired {
         name: String,
-        namespace: String,
+        at_ms: u64,
     },
+    Nobody,
 }
 
 /// The owner of the request's bearer token, if any. Every token is compared,
-/// each in constant time, so the time taken tells nothing of which one
-/// matched or how much of one did.
-fn identify(state: &AdminState, headers: &HeaderMap) -> Option<Caller> {
+/// each in constant time (the people's as SHA-256 hashes, the only form
+/// they are kept in), so the time taken tells nothing of which one matched
+/// or how much of one did.
+fn identify(state: &AdminState, headers: &HeaderMap) -> Found {
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -38,7 +64,21 @@ fn identify(state: &AdminState, headers: &HeaderMap) -> Option<Caller> {
         .as_bytes();
     let mut found = None;
     if bool::from(presented.ct_eq(state.token.expose().as_bytes())) {
-        found = Some(Caller::Admin);
+        found = Some(Caller::Person(Person {
+            name: ADMIN_NAME.to_owned(),
+            role: Role::Admin,
+            expires_ms: None,
+        }));
+    }
+    let hash: [u8; 32] = Sha256::digest(presented).into();
+    for user in &state.users {
+        if bool::from(hash.ct_eq(&user.token_sha256)) {
+            found = Some(Caller::Person(Person {
+                name: user.name.clone(),
+                role: user.role,
+                expires_ms: user.expires_ms,
+            }));
+        }
     }
     for client in &state.keys.clients {
         if bool::from(presented.ct_eq(client.token.value.expose().as_bytes())) {
@@ -48,38 +88,117 @@ fn identify(state: &AdminState, headers: &HeaderMap) -> Option<Caller> {
             });
         }
     }
-    found
-}
-
-/// The admin token, for every admin path but the keys'.
-pub(super) async fn require_token(
-    State(state): State<AdminState>,
-    request: Request,
-    next: Next,
-) -> Response {
-    match identify(&state, request.headers()) {
-        Some(Caller::Admin) => next.run(request).await,
-        Some(Caller::Client { name, .. }) => AdminError::Forbidden(format!(
-            "the token of keys client {name:?} reaches only /api/keys/…: this path needs the admin token"
-        ))
-        .into_response(),
-        None => AdminError::Unauthorized.into_response(),
+    match found {
+        None => Found::Nobody,
+        Some(Caller::Person(p)) if p.expires_ms.is_some_and(|at| state.clock.now_ms() >= at) => {
+            Found::Expired {
+                at_ms: p.expires_ms.unwrap_or_default(),
+                name: p.name,
+            }
+        }
+        Some(caller) => Found::Caller(caller),
     }
 }
 
-/// Either kind of token, for the keys' paths: the [`Caller`] is left in the
-/// request's extensions for the handler, which knows what each may do.
+/// The least role that may call `method` on `path` (the route's template,
+/// as the router matched it). Reading is `viewer`'s; the changes an on-call
+/// person makes to deliveries are `operator`'s; everything else, and any
+/// path not named here, is `admin`'s.
+pub(super) fn role_needed(method: &Method, path: &str) -> Role {
+    match (method, path) {
+        (&Method::GET | &Method::HEAD, "/api/backup") => Role::Admin,
+        (&Method::GET | &Method::HEAD, _) => Role::Viewer,
+        (
+            &Method::POST,
+            "/api/events/{id}/replay"
+            | "/api/events/{id}/ignore"
+            | "/api/replay"
+            | "/api/ignore"
+            | "/api/destinations/{name}/pause"
+            | "/api/destinations/{name}/resume",
+        ) => Role::Operator,
+        _ => Role::Admin,
+    }
+}
+
+/// A person's token whose role may call the path, for every admin path but
+/// the keys'. The [`Person`] is left in the request's extensions.
+pub(super) async fn require_token(
+    State(state): State<AdminState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match identify(&state, request.headers()) {
+        Found::Caller(Caller::Person(person)) => {
+            let path = request
+                .extensions()
+                .get::<MatchedPath>()
+                .map(|p| p.as_str().to_owned())
+                .unwrap_or_default();
+            let needed = role_needed(request.method(), &path);
+            if person.role < needed {
+                return AdminError::RoleNeeded {
+                    needed,
+                    reason: format!(
+                        "{} {path} needs the {} role; {} is {}",
+                        request.method(),
+                        needed.as_str(),
+                        person.name,
+                        with_article(person.role)
+                    ),
+                }
+                .into_response();
+            }
+            request.extensions_mut().insert(person);
+            next.run(request).await
+        }
+        Found::Caller(Caller::Client { name, .. }) => AdminError::Forbidden(format!(
+            "the token of keys client {name:?} reaches only /api/keys/…: this path needs a person's token"
+        ))
+        .into_response(),
+        Found::Expired { name, at_ms } => expired(&name, at_ms).into_response(),
+        Found::Nobody => AdminError::Unauthorized.into_response(),
+    }
+}
+
+/// Any token, for the keys' paths: the [`Caller`] is left in the request's
+/// extensions for the handler, which knows what each may do.
 pub(super) async fn require_any_token(
     State(state): State<AdminState>,
     mut request: Request,
     next: Next,
 ) -> Response {
     match identify(&state, request.headers()) {
-        Some(caller) => {
+        Found::Caller(caller) => {
             request.extensions_mut().insert(caller);
             next.run(request).await
         }
-        None => AdminError::Unauthorized.into_response(),
+        Found::Expired { name, at_ms } => expired(&name, at_ms).into_response(),
+        Found::Nobody => AdminError::Unauthorized.into_response(),
+    }
+}
+
+#[utoipa::path(get, path = "/api/whoami", tag = "health",
+    responses((status = 200, description = "Who the token belongs to and what it may do", body = api::Whoami), Unauthorized))]
+pub(super) async fn whoami(Extension(person): Extension<Person>) -> Json<api::Whoami> {
+    Json(api::Whoami {
+        name: person.name,
+        role: person.role,
+        expires: person.expires_ms.map(api::Timestamp),
+    })
+}
+
+fn expired(name: &str, at_ms: u64) -> AdminError {
+    let at = humantime::format_rfc3339_seconds(crate::clock::from_unix_ms(at_ms));
+    AdminError::Expired(format!(
+        "the token of {name} expired at {at}: ask an admin for a new one"
+    ))
+}
+
+fn with_article(role: Role) -> String {
+    match role {
+        Role::Admin | Role::Operator => format!("an {}", role.as_str()),
+        Role::Viewer => format!("a {}", role.as_str()),
     }
 }
 

@@ -11,7 +11,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::AdminState;
-use crate::api::{self, ErrorCode};
+use crate::api::{self, ErrorCode, Role};
 use crate::store::StoreError;
 
 /// Why an admin request failed; its [`IntoResponse`] is the one place that
@@ -23,6 +23,12 @@ pub(super) enum AdminError {
     /// A valid token that may not call this path (least privilege).
     #[error("{0}")]
     Forbidden(String),
+    /// A person's token whose role is below the path's.
+    #[error("{reason}")]
+    RoleNeeded { needed: Role, reason: String },
+    /// A person's token past its `expires`.
+    #[error("{0}")]
+    Expired(String),
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -55,8 +61,12 @@ struct Refused(ErrorCode);
 impl IntoResponse for AdminError {
     fn into_response(self) -> Response {
         let (status, code) = match &self {
-            AdminError::Unauthorized => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized),
-            AdminError::Forbidden(_) => (StatusCode::FORBIDDEN, ErrorCode::Forbidden),
+            AdminError::Unauthorized | AdminError::Expired(_) => {
+                (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized)
+            }
+            AdminError::Forbidden(_) | AdminError::RoleNeeded { .. } => {
+                (StatusCode::FORBIDDEN, ErrorCode::Forbidden)
+            }
             AdminError::NotFound(_) => (StatusCode::NOT_FOUND, ErrorCode::NotFound),
             AdminError::BadRequest(_) => (StatusCode::BAD_REQUEST, ErrorCode::BadRequest),
             AdminError::Conflict(_) => (StatusCode::CONFLICT, ErrorCode::Conflict),
@@ -80,9 +90,14 @@ impl IntoResponse for AdminError {
         } else {
             tracing::warn!(status = status.as_u16(), %reason, "admin request refused");
         }
+        let role_needed = match &self {
+            AdminError::RoleNeeded { needed, .. } => Some(*needed),
+            _ => None,
+        };
         let body = api::ApiError {
             error: code,
             reason,
+            role_needed,
         };
         let mut response = (status, Json(body)).into_response();
         if status == StatusCode::UNAUTHORIZED {

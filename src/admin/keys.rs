@@ -23,6 +23,7 @@ use serde_json::value::RawValue;
 use super::AdminState;
 use super::auth::Caller;
 use super::error::{AdminError, Forbidden, StoreUnavailable, Unauthorized};
+use crate::api::Role;
 use crate::api::{self, KeyStateName, KeyView, MAX_KEY_LEN, MAX_KEY_RESULT, Timestamp};
 use crate::config::{LONGEST_LEASE, LONGEST_TTL, parse_duration};
 use crate::metrics::KeyClaimOutcome;
@@ -53,8 +54,8 @@ fn key_of(path: KeyPath) -> Result<String, AdminError> {
 fn client_namespace(caller: &Caller, scope: Scope, what: &str) -> Result<String, AdminError> {
     let Query(scope) = scope.map_err(|e| AdminError::BadRequest(e.body_text()))?;
     match caller {
-        Caller::Admin => Err(AdminError::Forbidden(format!(
-            "{what} needs a [[keys.client]] token, not the admin token: each app claims with its own"
+        Caller::Person(_) => Err(AdminError::Forbidden(format!(
+            "{what} needs a [[keys.client]] token, not a person's: each app claims with its own"
         ))),
         Caller::Client { name, namespace } => match scope.namespace {
             Some(asked) if asked != *namespace => Err(AdminError::Forbidden(format!(
@@ -410,7 +411,7 @@ pub(super) async fn list(
 ) -> Result<Json<api::KeyList>, AdminError> {
     if let Caller::Client { name, .. } = caller {
         return Err(AdminError::Forbidden(format!(
-            "the token of keys client {name:?} cannot list keys: that needs the admin token"
+            "the token of keys client {name:?} cannot list keys: that needs a person's token"
         )));
     }
     let Query(query) = query.map_err(|e| AdminError::BadRequest(e.body_text()))?;
@@ -462,7 +463,7 @@ pub(super) async fn show(
     scope: Scope,
 ) -> Result<Json<KeyView>, AdminError> {
     let namespace = match caller {
-        Caller::Admin => {
+        Caller::Person(_) => {
             let Query(scope) = scope.map_err(|e| AdminError::BadRequest(e.body_text()))?;
             admin_namespace(scope.namespace)?
         }
@@ -490,10 +491,23 @@ pub(super) async fn delete(
     path: KeyPath,
     query: Result<Query<api::KeyDeleteQuery>, QueryRejection>,
 ) -> Result<Json<KeyView>, AdminError> {
-    if let Caller::Client { name, .. } = caller {
-        return Err(AdminError::Forbidden(format!(
-            "the token of keys client {name:?} cannot delete a key: that needs the admin token"
-        )));
+    match caller {
+        Caller::Client { name, .. } => {
+            return Err(AdminError::Forbidden(format!(
+                "the token of keys client {name:?} cannot delete a key: that needs a person's token"
+            )));
+        }
+        Caller::Person(p) if p.role < Role::Admin => {
+            return Err(AdminError::RoleNeeded {
+                needed: Role::Admin,
+                reason: format!(
+                    "DELETE /api/keys/{{key}} needs the admin role; {} is {}",
+                    p.name,
+                    p.role.as_str()
+                ),
+            });
+        }
+        Caller::Person(_) => {}
     }
     let Query(query) = query.map_err(|e| AdminError::BadRequest(e.body_text()))?;
     let namespace = admin_namespace(query.namespace)?;

@@ -72,6 +72,8 @@ pub struct AdminContext {
     pub delivery: DeliveryHandle,
     pub sweep: SweepHandle,
     pub token: Secret,
+    /// The people with tokens of their own (`[[admin.user]]`).
+    pub users: Vec<crate::config::AdminUser>,
     /// Idempotency keys' defaults and the apps whose tokens reach them.
     pub keys: KeysConfig,
     /// Stamps changes and judges ages, as every task does.
@@ -100,6 +102,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/api/events/{id}/ignore", post(events::ignore_event))
         .route("/api/replay", post(bulk::bulk_replay))
         .route("/api/ignore", post(bulk::bulk_ignore))
+        .route("/api/whoami", get(auth::whoami))
         .route("/api/stats", get(stats::stats))
         .route("/api/activity", get(stats::activity))
         .route("/api/sweep", post(sweep::sweep_now))

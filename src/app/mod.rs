@@ -146,6 +146,7 @@ impl App {
             sweep,
             sources: config.sources.iter().map(|s| s.name.to_string()).collect(),
             token: config.admin.token.clone(),
+            users: config.admin.users.clone(),
             keys: config.keys.clone(),
             clock,
             replication: replication.as_ref().map(|r| r.control.clone()),

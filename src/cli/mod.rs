@@ -96,6 +96,8 @@ pub enum Command {
     },
     /// Sweep expired data now.
     Sweep(Remote),
+    /// Whose token the commands use (the admin token or an [[admin.user]]), its role and expiry.
+    Whoami(Remote),
     /// Save a consistent copy of the running server's database to a file.
     Backup {
         #[command(flatten)]
@@ -194,6 +196,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Destinations { remote, command } => ops(remote, OpsCommand::Destinations(command)),
         Command::Keys { remote, command } => ops(remote, OpsCommand::Keys(command)),
         Command::Sweep(remote) => ops(remote, OpsCommand::Sweep),
+        Command::Whoami(remote) => ops(remote, OpsCommand::Whoami),
         Command::Backup { remote, out } => ops(remote, OpsCommand::Backup { out }),
         Command::Replication(remote) => ops(remote, OpsCommand::Replication),
         Command::Promote(remote) => ops(remote, OpsCommand::Promote),

@@ -40,14 +40,14 @@ pub use resolve::{
 };
 pub use secret::{Secret, SecretOrigin, generated_secret_path, load_or_generate_secret};
 pub use sections::{
-    AdminConfig, AlertConfig, AlertFormat, KeyClient, KeysConfig, LogConfig, LogFormat,
-    ReplicationConfig, ReplicationRole, RetentionConfig, ServerConfig,
+    AdminConfig, AdminUser, AdminUserToken, AlertConfig, AlertFormat, KeyClient, KeysConfig,
+    LogConfig, LogFormat, ReplicationConfig, ReplicationRole, RetentionConfig, ServerConfig,
 };
 pub use source::{
     DEFAULT_MAX_BODY, HmacAlgorithm, HmacSpec, Kind, Locator, PayloadPart, SignatureEncoding,
     SourceConfig, SourceName,
 };
-pub use validate::{LONGEST_LEASE, LONGEST_TTL};
+pub use validate::{ADMIN_NAME, LONGEST_LEASE, LONGEST_TTL};
 pub use values::{parse_duration, parse_size, redact_url};
 
 /// The embedded default configuration: it serves with no file at all.
@@ -89,3 +89,5 @@ mod props;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod users_tests;

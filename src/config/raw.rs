@@ -85,6 +85,23 @@ pub struct RawAdmin {
     pub token: Option<String>,
     pub token_env: Option<String>,
     pub token_file: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub user: Vec<RawAdminUser>,
+}
+
+/// `[[admin.user]]`: a person's own token and role on the admin API.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdminUser {
+    pub name: Option<String>,
+    pub role: Option<String>,
+    pub token: Option<String>,
+    pub token_env: Option<String>,
+    pub token_file: Option<String>,
+    /// The token's SHA-256, hex: the config then holds no secret.
+    pub token_sha256: Option<String>,
+    /// RFC 3339: the token is refused from then on.
+    pub expires: Option<String>,
 }
 
 /// `[keys]`: the idempotency keys' defaults and the apps that use them.

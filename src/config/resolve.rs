@@ -166,7 +166,10 @@ impl Config<Loaded> {
             server: self.server,
             retention: self.retention,
             log: self.log,
-            admin: AdminConfig { token },
+            admin: AdminConfig {
+                token,
+                users: self.admin.users,
+            },
             keys: self.keys,
             replication: self.replication,
             alerts: self.alerts,

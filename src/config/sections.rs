@@ -71,10 +71,43 @@ pub enum AlertFormat {
     Json,
 }
 
-/// The admin listener's bearer token.
+/// The admin listener's bearer token (the role `admin`, the name
+/// `admin`), and the people with tokens of their own.
 #[derive(Debug, Clone)]
 pub struct AdminConfig<S: Stage = Resolved> {
     pub token: S::AdminToken,
+    pub users: Vec<AdminUser>,
+}
+
+/// `[[admin.user]]`: a person's token, kept only as its SHA-256, and what
+/// it may do.
+#[derive(Clone)]
+pub struct AdminUser {
+    pub name: String,
+    pub role: crate::metrics::Role,
+    pub token_sha256: [u8; 32],
+    /// Unix milliseconds from which the token is refused.
+    pub expires_ms: Option<u64>,
+    /// Where the token came from, for `config check`.
+    pub origin: AdminUserToken,
+}
+
+/// Where an `[[admin.user]]` token is kept, as `config check` shows it.
+#[derive(Debug, Clone)]
+pub enum AdminUserToken {
+    Secret(super::SecretOrigin),
+    Sha256,
+}
+
+impl std::fmt::Debug for AdminUser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminUser")
+            .field("name", &self.name)
+            .field("role", &self.role)
+            .field("token_sha256", &"[redacted]")
+            .field("expires_ms", &self.expires_ms)
+            .finish()
+    }
 }
 
 /// `[keys]`: the idempotency keys' defaults and the apps allowed to use

@@ -12,12 +12,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::raw::{
-    CodeOrText, OneOrMany, RawAdmin, RawAlerts, RawConfig, RawDestination, RawDestinations,
-    RawKeyClient, RawKeys, RawLog, RawReplication, RawRetention, RawServer, RawSize, RawSource,
+    CodeOrText, OneOrMany, RawAdmin, RawAdminUser, RawAlerts, RawConfig, RawDestination,
+    RawDestinations, RawKeyClient, RawKeys, RawLog, RawReplication, RawRetention, RawServer,
+    RawSize, RawSource,
 };
 use super::{
-    Config, DeliveryConfig, GivenSecret, Loaded, Locator, PayloadPart, ReplicationRole,
-    SecretOrigin, SecretPlan, SecretPurpose, SourceConfig, StatusPattern, redact_url,
+    AdminUser, AdminUserToken, Config, DeliveryConfig, GivenSecret, Loaded, Locator, PayloadPart,
+    ReplicationRole, SecretOrigin, SecretPlan, SecretPurpose, SourceConfig, StatusPattern,
+    redact_url,
 };
 
 /// What stands for a secret written inline.
@@ -66,16 +68,19 @@ pub fn redacted_toml(config: &Config<Loaded>) -> String {
                 dashboard_url: a.dashboard_url.as_ref().map(redact_url),
             }
         }),
-        admin: match &config.admin.token {
-            SecretPlan::Given(token) => {
-                let (token, token_env, token_file) = place(token);
-                Some(RawAdmin {
+        admin: {
+            let (token, token_env, token_file) = match &config.admin.token {
+                SecretPlan::Given(token) => place(token),
+                SecretPlan::Generated => (None, None, None),
+            };
+            let user: Vec<RawAdminUser> = config.admin.users.iter().map(show_user).collect();
+            (token.is_some() || token_env.is_some() || token_file.is_some() || !user.is_empty())
+                .then_some(RawAdmin {
                     token,
                     token_env,
                     token_file,
+                    user,
                 })
-            }
-            SecretPlan::Generated => None,
         },
         keys: Some(RawKeys {
             lease: Some(human(config.keys.lease)),
@@ -223,8 +228,36 @@ fn left_to_data_dir(config: &Config<Loaded>) -> Vec<SecretPurpose> {
 
 /// The keys `{key}`, `{key}_env`, `{key}_file` of a secret that takes one
 /// place: the one that names where it comes from is set.
+/// An `[[admin.user]]` as the file writes it, its token by where it is
+/// kept (a hash written inline is shown redacted too: it is not needed to
+/// read the config).
+fn show_user(u: &AdminUser) -> RawAdminUser {
+    let (token, token_env, token_file, token_sha256) = match &u.origin {
+        AdminUserToken::Secret(origin) => {
+            let (t, e, f) = origin_place(origin);
+            (t, e, f, None)
+        }
+        AdminUserToken::Sha256 => (None, None, None, Some(REDACTED.to_owned())),
+    };
+    RawAdminUser {
+        name: Some(u.name.clone()),
+        role: Some(u.role.as_str().to_owned()),
+        token,
+        token_env,
+        token_file,
+        token_sha256,
+        expires: u
+            .expires_ms
+            .map(|ms| humantime::format_rfc3339_millis(crate::clock::from_unix_ms(ms)).to_string()),
+    }
+}
+
 fn place<T>(secret: &GivenSecret<T>) -> (Option<String>, Option<String>, Option<String>) {
-    match &secret.origin {
+    origin_place(&secret.origin)
+}
+
+fn origin_place(origin: &SecretOrigin) -> (Option<String>, Option<String>, Option<String>) {
+    match origin {
         SecretOrigin::Inline => (Some(REDACTED.to_owned()), None, None),
         SecretOrigin::Env(var) => (None, Some(var.clone()), None),
         SecretOrigin::File(file) => (None, None, Some(path(file))),

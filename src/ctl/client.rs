@@ -25,8 +25,9 @@ pub struct Remote {
     /// /etc/hookinbox/hookinbox.toml when it exists, else the embedded default).
     #[arg(long, global = true, env = "HOOKINBOX_CONFIG")]
     pub config: Option<PathBuf>,
-    /// A file holding the admin token (default: HOOKINBOX_ADMIN_TOKEN, else
-    /// the config's admin token, else the one the server generated in its data dir).
+    /// A file holding your token: an [[admin.user]]'s, or the admin token
+    /// (default: HOOKINBOX_ADMIN_TOKEN, else the config's admin token, else
+    /// the one the server generated in its data dir).
     #[arg(long, global = true)]
     pub token_file: Option<PathBuf>,
     /// Print the API's JSON instead of a table.
@@ -175,18 +176,19 @@ impl Client {
         if status.is_success() {
             return Ok(res);
         }
-        if status == reqwest::StatusCode::UNAUTHORIZED {
-            return Err(fail(
-                EXIT_UNAUTHORIZED,
-                anyhow!(
-                    "the admin API refused the token (401): check HOOKINBOX_ADMIN_TOKEN or --token-file"
-                ),
-            ));
-        }
         let text = res.text().await.unwrap_or_default();
         let reason = serde_json::from_str::<api::ApiError>(&text)
             .map(|e| e.reason)
             .unwrap_or(text);
+        if status == reqwest::StatusCode::UNAUTHORIZED {
+            // The server says why (an expired token names whose and when).
+            return Err(fail(
+                EXIT_UNAUTHORIZED,
+                anyhow!(
+                    "the admin API refused the token (401: {reason}): check HOOKINBOX_ADMIN_TOKEN or --token-file"
+                ),
+            ));
+        }
         Err(fail(
             EXIT_FAILURE,
             anyhow!("admin API {path}: {status}: {reason}"),

@@ -27,6 +27,7 @@ mod replication;
 mod stats;
 mod sweep;
 mod tail;
+mod whoami;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -67,6 +68,8 @@ pub enum OpsCommand {
     Keys(KeysCommand),
     /// Sweep expired data now.
     Sweep,
+    /// Who the token belongs to and its role.
+    Whoami,
     /// Save a consistent copy of the database to a file.
     Backup {
         #[arg(long)]
@@ -90,6 +93,7 @@ pub async fn run(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
         OpsCommand::Destinations(command) => destinations::run(&client, command, json).await,
         OpsCommand::Keys(command) => keys::run(&client, command, json).await,
         OpsCommand::Sweep => sweep::run(&client, json).await,
+        OpsCommand::Whoami => whoami::run(&client, json).await,
         OpsCommand::Backup { out } => backup::run(&client, &out, json).await,
         OpsCommand::Replication => replication::status(&client, json).await,
         OpsCommand::Promote => replication::promote(&client, json).await,

@@ -79,6 +79,19 @@ macro_rules! label_values {
     };
 }
 
+label_values! {
+    /// What an operator's token may do on the admin API, least first
+    /// (`[[admin.user]]`; the `[admin]` token is `admin`): `viewer` reads;
+    /// `operator` also replays, ignores, pauses and resumes, and runs bulk
+    /// changes (their dry runs too); `admin` also erases payloads, sweeps,
+    /// takes backups, promotes a standby and deletes idempotency keys.
+    pub enum Role {
+        Viewer => "viewer",
+        Operator => "operator",
+        Admin => "admin",
+    }
+}
+
 /// The source label of a request to no configured source. Never the name
 /// the request sent: that is caller-chosen, an unbounded label.
 pub const UNKNOWN_SOURCE: &str = "(unknown)";

@@ -36,7 +36,7 @@ pub use exposition::Exposition;
 pub use labels::{
     AdminReason, AlertKind, AlertLabels, AlertStatus, AttemptOutcome, Circuit, CircuitLabels,
     DestinationLabel, KeyClaimLabels, KeyClaimOutcome, KindLabel, Listener, ListenerLabel,
-    NamespaceLabel, OutcomeLabels, ReasonLabel, RejectReason, RejectedLabels, SourceLabel,
+    NamespaceLabel, OutcomeLabels, ReasonLabel, RejectReason, RejectedLabels, Role, SourceLabel,
     StoreFile, SweptKind, UNKNOWN_SOURCE,
 };
 pub use record::{Declared, Metrics, SourceGauges, StoreDisk, StreamOpen};

@@ -18,9 +18,12 @@ use crate::support::{
 };
 
 mod live;
+mod roles;
 mod walk;
 
 const TOKEN: &str = "dashboard-test-token-0123456789";
+/// The token of `vera`, a viewer, in [`Scene`]'s config.
+const VIEWER_TOKEN: &str = "dashboard-viewer-token-0123456789";
 
 /// chromedriver on a free loopback port, killed on drop.
 struct Driver {
@@ -205,6 +208,11 @@ impl Scene {
             &format!(
                 r#"{}[admin]
 token = "{TOKEN}"
+
+[[admin.user]]
+name = "vera"
+role = "viewer"
+token = "{VIEWER_TOKEN}"
 
 [[source]]
 name = "shop"

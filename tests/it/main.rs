@@ -26,6 +26,7 @@ mod monitoring;
 mod nats;
 mod replicate;
 mod replicate_drills;
+mod roles;
 mod scale;
 mod snapshots;
 mod stream;

@@ -40,6 +40,7 @@ Commands:
   destinations  Destinations: list, pause, resume
   keys          Idempotency keys: show, list, delete
   sweep         Sweep expired data now
+  whoami        Whose token the commands use (the admin token or an [[admin.user]]), its role and expiry
   backup        Save a consistent copy of the running server's database to a file
   replication   A replicating node's role, who holds the lease (the primary), and how far its log is
   promote       Make a standby the primary now

@@ -85,6 +85,13 @@ pub(super) fn validate_keys(
                 "is the admin token: give each client a token of its own",
             ));
         }
+        let hash: [u8; 32] = <sha2::Sha256 as sha2::Digest>::digest(text.as_bytes()).into();
+        if admin.users.iter().any(|u| u.token_sha256 == hash) {
+            return Err(cx.err(
+                found.key,
+                "is an [[admin.user]] token: give each client a token of its own",
+            ));
+        }
         if clients.iter().any(|c| c.token.value.expose() == text) {
             return Err(cx.err(found.key, "is another client's token: give each its own"));
         }

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::raw::{RawConfig, RawSize, default};
+pub use admin::ADMIN_NAME;
 pub use keys::{LONGEST_LEASE, LONGEST_TTL};
 
 use super::{
@@ -275,7 +276,7 @@ pub fn validate(
             longest::INTERVAL,
         )?,
     };
-    let admin = validate_admin(&mut cx, raw.admin.unwrap_or_default())?;
+    let admin = validate_admin(&mut cx, raw.admin.unwrap_or_default(), true)?;
     let keys = validate_keys(&mut cx, raw.keys.unwrap_or_default(), &admin)?;
     let alerts = raw.alerts.map(|ra| validate_alerts(&cx, ra)).transpose()?;
     let replication = raw
@@ -354,6 +355,6 @@ pub fn validate_operator(
 ) -> Result<(ServerConfig, AdminConfig<Loaded>), ConfigError> {
     let mut cx = Ctx::new(origin, base_dir, env);
     let server = validate_server(&mut cx, raw.server)?;
-    let admin = validate_admin(&mut cx, raw.admin.unwrap_or_default())?;
+    let admin = validate_admin(&mut cx, raw.admin.unwrap_or_default(), false)?;
     Ok((server, admin))
 }

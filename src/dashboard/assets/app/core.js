@@ -8,6 +8,16 @@ const TOKEN_KEY = 'hookinbox.admin_token';
 const REFRESH_MS = 10000;
 const STATUSES = ['pending', 'held', 'delivered', 'dead', 'ignored', 'filtered'];
 
+// Who is signed in (GET /api/whoami): { name, role, expires }.
+let me = null;
+const RANKS = { viewer: 0, operator: 1, admin: 2 };
+
+// Whether the person signed in has `role` or a higher one: the buttons of
+// a change their role may not make are not built at all.
+function can(role) {
+  return me !== null && RANKS[me.role] >= RANKS[role];
+}
+
 const view = document.getElementById('view');
 const nav = document.getElementById('nav');
 const flashBox = document.getElementById('flash');
@@ -269,15 +279,16 @@ function showSignIn(message) {
     onsubmit: async (ev) => {
       ev.preventDefault();
       const token = input.value.trim();
-      if (!token) { problem.textContent = 'Paste the admin token first.'; return; }
+      if (!token) { problem.textContent = 'Paste your token first.'; return; }
       sessionStorage.setItem(TOKEN_KEY, token);
       try {
-        await api('GET', '/api/stats');
+        me = null;
+        await whoami();
         route();
       } catch (e) { if (e.status !== 401) problem.textContent = e.message; }
     },
   },
-  h('label', {}, 'Admin token', input),
+  h('label', {}, 'Token', input),
   h('button', { type: 'submit', text: 'Sign in' }),
   problem);
   view.replaceChildren(h('section', { class: 'signin' },
@@ -287,9 +298,20 @@ function showSignIn(message) {
   input.focus();
 }
 
-function route() {
+// Learns who the token belongs to, once a sign-in, and says so in the
+// header.
+async function whoami() {
+  if (me !== null) return;
+  me = await api('GET', '/api/whoami');
+  const who = document.getElementById('who');
+  who.textContent = `${me.name} (${me.role})`;
+  who.title = me.expires ? `Signed in until ${fmtTime(me.expires)}` : 'Signed in';
+}
+
+async function route() {
   stopTimers();
   if (!sessionStorage.getItem(TOKEN_KEY)) { showSignIn(); return; }
+  try { await whoami(); } catch (e) { showError(e); return; }
   nav.hidden = false;
   const [path, query] = (location.hash || '#/').slice(1).split('?');
   const params = new URLSearchParams(query || '');

@@ -111,7 +111,7 @@ function deliveriesSection(ev, path, act) {
       h('td', { class: 'mono', text: d.next_attempt_at ? fmtTime(d.next_attempt_at) : '—' }),
       h('td', { class: 'mono', text: d.delivered_at ? fmtTime(d.delivered_at) : '—' }),
       h('td', { text: d.dead_letter ? d.dead_letter.reason : (d.note ? d.note.text : '') }),
-      h('td', {},
+      h('td', {}, !can('operator') ? '—' : [
         h('button', {
           type: 'button', class: 'quiet', text: 'Replay here',
           'aria-label': `Replay here: ${d.destination}`,
@@ -128,7 +128,7 @@ function deliveriesSection(ev, path, act) {
             'It will not be delivered to this destination; the others are not touched. The note is kept.',
             'Ignore', async (note) => { await api('POST', `${path}/ignore${at}`, { note }); return `Ignored ${ev.event_id} at ${d.destination}.`; },
             { note: 'Why (required)' }),
-        })));
+        })]));
   });
   return [
     h('h2', { text: 'Destinations' }),
@@ -169,7 +169,7 @@ async function detail(id) {
     h('h1', {}, `Event ${ev.event_id} `, statusBadge(ev.status)),
     h('p', { id: 'what-happened', class: `summary ${ev.status}`, text: whatHappened(ev) }),
     h('div', { class: 'actions' },
-      h('button', {
+      can('operator') && h('button', {
         type: 'button', id: 'replay', text: 'Replay', disabled: ev.status === 'pending' || Boolean(ev.erased),
         title: ev.status === 'pending' ? 'It is waiting for delivery already.' : null,
         onclick: () => act('Replay this event?',
@@ -178,7 +178,7 @@ async function detail(id) {
             : 'hookinbox delivers it to its destination again, as a new round of attempts.',
           'Replay', async () => { await api('POST', `${path}/replay`); return `Replayed ${ev.event_id}: it is pending delivery.`; }),
       }),
-      h('button', {
+      can('operator') && h('button', {
         type: 'button', id: 'ignore', class: 'quiet', text: 'Ignore…',
         disabled: ev.status === 'delivered' || ev.status === 'ignored' || ev.status === 'filtered',
         onclick: () => act('Ignore this event?',
@@ -186,7 +186,7 @@ async function detail(id) {
           'Ignore', async (note) => { await api('POST', `${path}/ignore`, { note }); return `Ignored ${ev.event_id}.`; },
           { note: 'Why (required)' }),
       }),
-      h('button', {
+      can('admin') && h('button', {
         type: 'button', id: 'erase', class: 'danger', text: 'Delete payload…', disabled: Boolean(ev.erased),
         onclick: () => act('Delete this payload for good?',
           'The payload and headers are deleted and cannot be brought back. The event’s record and your note stay.',

@@ -121,7 +121,7 @@ async function dlq(params) {
     h('h1', { text: 'Dead letters' }),
     h('p', { class: 'muted', text: 'Events whose delivery failed for good. Replay them once the app is fixed, or ignore them with a note.' }),
     form,
-    h('div', { class: 'actions' },
+    can('operator') && h('div', { class: 'actions' },
       h('button', { type: 'button', id: 'replay-selected', onclick: () => onSelected('replay'), text: 'Replay selected' }),
       h('button', { type: 'button', id: 'ignore-selected', class: 'quiet', onclick: () => onSelected('ignore'), text: 'Ignore selected…' }),
       h('button', { type: 'button', id: 'replay-matching', onclick: () => onMatching('replay'), text: 'Replay all matching…' }),

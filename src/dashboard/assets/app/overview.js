@@ -82,7 +82,7 @@ function destinationRow(d, refresh) {
     h('td', {}, h('span', { class: `status ${cls}`, text: state }),
       d.last_failure ? h('div', { class: 'muted', text: `last failure: ${d.last_failure}` }) : null),
     h('td', { class: 'num', text: `${d.in_flight} / ${d.max_concurrency}` }),
-    h('td', {}, button));
+    h('td', {}, can('operator') ? button : '—'));
 }
 
 const SERIES = [

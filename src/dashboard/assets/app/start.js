@@ -5,6 +5,7 @@
 
 document.getElementById('sign-out').addEventListener('click', () => {
   sessionStorage.removeItem(TOKEN_KEY);
+  me = null;
   location.hash = '#/';
   route();
 });

@@ -1,0 +1,67 @@
+//! A viewer in Chromium: the header says who is signed in, no page builds a
+//! button for a change the role may not make, the API refuses the change
+//! with 403 all the same, and each page still passes axe.
+
+use fantoccini::Locator;
+use serde_json::json;
+
+use super::walk::assert_accessible;
+use super::{Scene, VIEWER_TOKEN, text_until, type_into};
+use crate::support::client;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_viewer_sees_who_is_signed_in_and_no_action_buttons_and_the_api_refuses_it() {
+    let scene = Scene::six_dead_events().await;
+    let b = &scene.b;
+    type_into(b, "#token", &format!("{VIEWER_TOKEN}\u{E007}")).await;
+    text_until(b, "main h1", |t| t == "Overview").await;
+    text_until(b, "#who", |t| t == "vera (viewer)").await;
+    // The destinations' table is there, without a pause button.
+    text_until(b, "tr[data-destination='shop'] th", |t| t == "shop").await;
+    let buttons =
+        |css: &'static str| async move { b.find_all(Locator::Css(css)).await.unwrap().len() };
+    assert_eq!(buttons("button[data-focus^='pause:']").await, 0);
+    assert_accessible(b, "overview as a viewer").await;
+
+    b.goto(&format!("{}/#/event/{}", scene.server.admin, scene.ids[0]))
+        .await
+        .unwrap();
+    text_until(b, "main h1", |t| t.starts_with("Event evt_alpha")).await;
+    for css in ["#replay", "#ignore", "#erase"] {
+        assert_eq!(buttons(css).await, 0, "{css} on the event page");
+    }
+    // What the viewer may do is still there.
+    assert_eq!(buttons("#copy").await, 1);
+    assert_accessible(b, "event as a viewer").await;
+
+    b.goto(&format!("{}/#/dlq", scene.server.admin))
+        .await
+        .unwrap();
+    text_until(b, "main h1", |t| t == "Dead letters").await;
+    text_until(b, "#dlq", |t| t.contains("evt_alpha")).await;
+    for css in [
+        "#replay-selected",
+        "#ignore-selected",
+        "#replay-matching",
+        "#ignore-matching",
+    ] {
+        assert_eq!(buttons(css).await, 0, "{css} on the DLQ page");
+    }
+    assert_accessible(b, "dead letters as a viewer").await;
+
+    // A viewer that calls the API anyway is refused, and nothing changes.
+    let path = format!("/api/events/{}/replay", scene.ids[0]);
+    let refused = client()
+        .post(format!("{}{path}", scene.server.admin))
+        .bearer_auth(VIEWER_TOKEN)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 403);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(body["role_needed"], "operator");
+    let event = super::admin_get(&scene.server, &format!("/api/events/{}", scene.ids[0])).await;
+    assert_eq!(event["status"], "dead");
+    scene.end().await;
+}
