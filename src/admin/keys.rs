@@ -55,7 +55,7 @@ fn client_namespace(caller: &Caller, scope: Scope, what: &str) -> Result<String,
     let Query(scope) = scope.map_err(|e| AdminError::BadRequest(e.body_text()))?;
     match caller {
         Caller::Person(_) => Err(AdminError::Forbidden(format!(
-            "{what} needs a [[keys.client]] token, not a person's: each app claims with its own"
+            "{what} needs a [[keys.client]] token, not the admin token or a person's: each app claims with its own"
         ))),
         Caller::Client { name, namespace } => match scope.namespace {
             Some(asked) if asked != *namespace => Err(AdminError::Forbidden(format!(
@@ -411,7 +411,7 @@ pub(super) async fn list(
 ) -> Result<Json<api::KeyList>, AdminError> {
     if let Caller::Client { name, .. } = caller {
         return Err(AdminError::Forbidden(format!(
-            "the token of keys client {name:?} cannot list keys: that needs a person's token"
+            "the token of keys client {name:?} cannot list keys: that needs the admin token or a person's"
         )));
     }
     let Query(query) = query.map_err(|e| AdminError::BadRequest(e.body_text()))?;
@@ -494,7 +494,7 @@ pub(super) async fn delete(
     match caller {
         Caller::Client { name, .. } => {
             return Err(AdminError::Forbidden(format!(
-                "the token of keys client {name:?} cannot delete a key: that needs a person's token"
+                "the token of keys client {name:?} cannot delete a key: that needs the admin token, or a person's with the admin role"
             )));
         }
         Caller::Person(p) if p.role < Role::Admin => {
