@@ -17,27 +17,41 @@ async function dlq(params) {
   if (params.get('source')) filter.source = params.get('source');
   if (params.get('destination')) filter.destination = params.get('destination');
   if (params.get('type')) filter.type = params.get('type');
+  // A time range: when the events were received (RFC 3339 in the address).
+  for (const k of ['from', 'to']) {
+    const at = params.get(k);
+    if (at && !isNaN(new Date(at))) filter[k] = new Date(at).toISOString();
+  }
   const describe = ['dead', filter.destination && `at ${filter.destination}`,
-    filter.source && `from ${filter.source}`, filter.type && `of type ${filter.type}`]
+    filter.source && `from ${filter.source}`, filter.type && `of type ${filter.type}`,
+    filter.from && `received from ${fmtTime(filter.from)}`, filter.to && `received before ${fmtTime(filter.to)}`]
     .filter(Boolean).join(' ');
   const form = h('form', {
     class: 'filters panel', 'aria-label': 'Filters',
     onsubmit: (ev) => {
       ev.preventDefault();
       const next = new URLSearchParams();
-      for (const k of ['source', 'destination', 'type']) if (form.elements[k].value.trim()) next.set(k, form.elements[k].value.trim());
+      for (const k of ['source', 'destination', 'type', 'from', 'to']) {
+        let v = form.elements[k].value.trim();
+        if ((k === 'from' || k === 'to') && v) v = new Date(v).toISOString();
+        if (v) next.set(k, v);
+      }
       location.hash = `#/dlq?${next}`;
     },
   },
   select('source', 'Source', [['', 'all sources'], ...sources.map((s) => [s, s])], filter.source || ''),
   select('destination', 'Destination', [['', 'all destinations'], ...destinations.map((d) => [d, d])], filter.destination || ''),
   textInput('type', 'Event type', filter.type || ''),
+  textInput('from', 'Received from', toLocalInput(filter.from), { type: 'datetime-local' }),
+  textInput('to', 'Received before', toLocalInput(filter.to), { type: 'datetime-local' }),
   h('div', { class: 'actions' }, h('button', { type: 'submit', text: 'Filter' })));
 
   const filterOnly = {};
   if (filter.source) filterOnly.source = filter.source;
   if (filter.destination) filterOnly.destination = filter.destination;
   if (filter.type) filterOnly.type = filter.type;
+  if (filter.from) filterOnly.from = filter.from;
+  if (filter.to) filterOnly.to = filter.to;
   const query = new URLSearchParams(filter);
   if (params.get('cursor')) query.set('cursor', params.get('cursor'));
   const page = await api('GET', `/api/events?${query}`);
