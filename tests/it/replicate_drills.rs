@@ -430,12 +430,25 @@ async fn nodes_killed(lease_secs: u64) {
         answered.len()
     );
 
-    // A standby on an empty data dir follows the stream to its end.
-    let standby = TestServer::start(
-        &node_config(dir.path(), "b", &urls, 3, "standby", "vm-b", &lease_text),
-        Clock::system(),
-    )
-    .await;
+    // A standby on an empty data dir follows the stream to its end. Right
+    // after the restart JetStream may still answer "temporarily
+    // unavailable": a start that fails is tried again 2 s later for 60 s,
+    // as the packaged unit's Restart=on-failure would.
+    let standby_config = node_config(dir.path(), "b", &urls, 3, "standby", "vm-b", &lease_text);
+    let starting = Instant::now();
+    let standby = loop {
+        match TestServer::try_start(&standby_config, Clock::system()).await {
+            Ok(standby) => break standby,
+            Err(e) => {
+                assert!(
+                    starting.elapsed() < Duration::from_secs(60),
+                    "the standby did not start within 60 s: {e}"
+                );
+                println!("drill R3: the standby did not start ({e}); again in 2 s");
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+        }
+    };
     let following = Instant::now();
     eventually(
         "the standby holds every answered event",

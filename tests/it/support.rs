@@ -118,6 +118,15 @@ pub struct TestServer {
 impl TestServer {
     /// Starts with `config` (a full TOML text) and the given clock.
     pub async fn start(config: &str, clock: Clock) -> TestServer {
+        TestServer::try_start(config, clock).await.unwrap()
+    }
+
+    /// [`TestServer::start`], or why the app did not start (the config must
+    /// be valid).
+    pub async fn try_start(
+        config: &str,
+        clock: Clock,
+    ) -> Result<TestServer, hookinbox::app::AppError> {
         let (config, _generated) = Config::from_toml(config, "test", None, &|_| None)
             .unwrap()
             .resolve()
@@ -127,16 +136,14 @@ impl TestServer {
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone().drop_guard();
         let listeners = hookinbox::app::Listeners { ingest, admin };
-        let app = App::start(config, listeners, clock, shutdown)
-            .await
-            .unwrap();
+        let app = App::start(config, listeners, clock, shutdown).await?;
         let base = format!("http://{}", app.ingest_addr());
-        TestServer {
+        Ok(TestServer {
             app: Some(app),
             base,
             stop: Some(stop),
             client: client(),
-        }
+        })
     }
 
     pub fn url(&self, path: &str) -> String {
