@@ -15,7 +15,12 @@ use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
 use utoipa::openapi::{RefOr, Schema};
 use utoipa::{IntoParams, ToSchema};
 
-pub use crate::metrics::{AdminReason as ErrorCode, AttemptOutcome, Circuit, RejectReason, Role};
+mod audit;
+
+pub use crate::metrics::{
+    AdminReason as ErrorCode, AttemptOutcome, AuditAction, Circuit, RejectReason, Role,
+};
+pub use audit::{AuditEntry, AuditOutcome, AuditPage, AuditQuery};
 
 /// A point in time, as Unix milliseconds inside and RFC 3339 on the wire
 /// (`2026-11-22T10:00:00.000Z`; a query may leave out the fraction and give
@@ -519,6 +524,10 @@ pub struct SweepResult {
     /// Absent from a server before keys: read as 0.
     #[serde(default)]
     pub keys: u64,
+    /// Audit records past `retention.audit_ttl`. Absent from a server
+    /// before the audit trail: read as 0.
+    #[serde(default)]
+    pub audit: u64,
     pub steps: u64,
     pub millis: u64,
 }

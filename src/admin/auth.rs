@@ -9,7 +9,7 @@
 //! Refuses to log or echo a token.
 
 use axum::Json;
-use axum::extract::{Extension, MatchedPath, Request, State};
+use axum::extract::{Extension, Request, State};
 use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -17,6 +17,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::AdminState;
+use super::audit;
 use super::error::{AdminError, Unauthorized};
 use crate::api::{self, Role};
 use crate::config::ADMIN_NAME;
@@ -44,10 +45,7 @@ pub(super) struct Person {
 enum Found {
     Caller(Caller),
     /// A person's token past its `expires`.
-    Expired {
-        name: String,
-        at_ms: u64,
-    },
+    Expired(Person),
     Nobody,
 }
 
@@ -91,10 +89,7 @@ fn identify(state: &AdminState, headers: &HeaderMap) -> Found {
     match found {
         None => Found::Nobody,
         Some(Caller::Person(p)) if p.expires_ms.is_some_and(|at| state.clock.now_ms() >= at) => {
-            Found::Expired {
-                at_ms: p.expires_ms.unwrap_or_default(),
-                name: p.name,
-            }
+            Found::Expired(p)
         }
         Some(caller) => Found::Caller(caller),
     }
@@ -122,22 +117,20 @@ pub(super) fn role_needed(method: &Method, path: &str) -> Role {
 }
 
 /// A person's token whose role may call the path, for every admin path but
-/// the keys'. The [`Person`] is left in the request's extensions.
+/// the keys'. The [`Person`] is left in the request's extensions. A change,
+/// or a refusal of one, goes into the audit trail ([`audit`]).
 pub(super) async fn require_token(
     State(state): State<AdminState>,
     mut request: Request,
     next: Next,
 ) -> Response {
+    let path = audit::route_of(&request);
+    let action = audit::action_of(request.method(), &path);
     match identify(&state, request.headers()) {
         Found::Caller(Caller::Person(person)) => {
-            let path = request
-                .extensions()
-                .get::<MatchedPath>()
-                .map(|p| p.as_str().to_owned())
-                .unwrap_or_default();
             let needed = role_needed(request.method(), &path);
             if person.role < needed {
-                return AdminError::RoleNeeded {
+                let refusal = AdminError::RoleNeeded {
                     needed,
                     reason: format!(
                         "{} {path} needs the {} role; {} is {}",
@@ -146,18 +139,40 @@ pub(super) async fn require_token(
                         person.name,
                         with_article(person.role)
                     ),
-                }
-                .into_response();
+                };
+                return match action {
+                    Some(action) => {
+                        audit::refused(&state, &person, action, request, refusal).await
+                    }
+                    None => refusal.into_response(),
+                };
             }
-            request.extensions_mut().insert(person);
-            next.run(request).await
+            request.extensions_mut().insert(person.clone());
+            match action {
+                Some(action) => audit::run(&state, &person, action, request, next).await,
+                None => next.run(request).await,
+            }
         }
         Found::Caller(Caller::Client { name, .. }) => AdminError::Forbidden(format!(
             "the token of keys client {name:?} reaches only /api/keys/…: this path needs a person's token"
         ))
         .into_response(),
-        Found::Expired { name, at_ms } => expired(&name, at_ms).into_response(),
+        Found::Expired(person) => refuse_expired(&state, person, action, request).await,
         Found::Nobody => AdminError::Unauthorized.into_response(),
+    }
+}
+
+/// The 401 of an expired token, recorded when it asked for a change.
+async fn refuse_expired(
+    state: &AdminState,
+    person: Person,
+    action: Option<api::AuditAction>,
+    request: Request,
+) -> Response {
+    let refusal = expired(&person.name, person.expires_ms.unwrap_or_default());
+    match action {
+        Some(action) => audit::refused(state, &person, action, request, refusal).await,
+        None => refusal.into_response(),
     }
 }
 
@@ -168,12 +183,21 @@ pub(super) async fn require_any_token(
     mut request: Request,
     next: Next,
 ) -> Response {
+    let action = audit::action_of(request.method(), &audit::route_of(&request));
     match identify(&state, request.headers()) {
+        // A person's change of a key (a delete; the others are refused
+        // them) goes into the audit trail; an app's do not.
+        Found::Caller(Caller::Person(person)) if let Some(action) = action => {
+            request
+                .extensions_mut()
+                .insert(Caller::Person(person.clone()));
+            audit::run(&state, &person, action, request, next).await
+        }
         Found::Caller(caller) => {
             request.extensions_mut().insert(caller);
             next.run(request).await
         }
-        Found::Expired { name, at_ms } => expired(&name, at_ms).into_response(),
+        Found::Expired(person) => refuse_expired(&state, person, action, request).await,
         Found::Nobody => AdminError::Unauthorized.into_response(),
     }
 }

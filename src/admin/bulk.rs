@@ -3,10 +3,11 @@
 //! outage. Owns the bulk body and the batching of changes to the writer;
 //! refuses more than `MAX_BULK` matches and an empty filter.
 
-use axum::Json;
 use axum::extract::State;
+use axum::{Extension, Json};
 
 use super::AdminState;
+use super::audit::Counted;
 use super::error::{AdminError, StoreUnavailable, Unauthorized};
 use super::events::{filter_of, note_text};
 use crate::api;
@@ -173,8 +174,17 @@ async fn bulk(
 pub(super) async fn bulk_replay(
     State(state): State<AdminState>,
     body: Result<Json<serde_json::Value>, axum::extract::rejection::JsonRejection>,
-) -> Result<Json<api::BulkResult>, AdminError> {
-    bulk(&state, body, true).await.map(Json)
+) -> Result<(Extension<Counted>, Json<api::BulkResult>), AdminError> {
+    bulk(&state, body, true).await.map(counted)
+}
+
+/// The answer, with its counts left for the audit trail.
+fn counted(result: api::BulkResult) -> (Extension<Counted>, Json<api::BulkResult>) {
+    let counts = Counted {
+        matched: result.matched,
+        changed: result.changed,
+    };
+    (Extension(counts), Json(result))
 }
 
 #[utoipa::path(post, path = "/api/ignore", tag = "events", request_body = api::BulkRequest,
@@ -183,6 +193,6 @@ pub(super) async fn bulk_replay(
 pub(super) async fn bulk_ignore(
     State(state): State<AdminState>,
     body: Result<Json<serde_json::Value>, axum::extract::rejection::JsonRejection>,
-) -> Result<Json<api::BulkResult>, AdminError> {
-    bulk(&state, body, false).await.map(Json)
+) -> Result<(Extension<Counted>, Json<api::BulkResult>), AdminError> {
+    bulk(&state, body, false).await.map(counted)
 }

@@ -58,6 +58,11 @@ pub(super) enum AdminError {
 #[derive(Clone, Copy)]
 struct Refused(ErrorCode);
 
+/// What the caller of a refused or failed request was told, left on its
+/// response for the audit trail ([`super::audit`]).
+#[derive(Clone, Debug)]
+pub(super) struct Told(pub String);
+
 impl IntoResponse for AdminError {
     fn into_response(self) -> Response {
         let (status, code) = match &self {
@@ -94,6 +99,7 @@ impl IntoResponse for AdminError {
             AdminError::RoleNeeded { needed, .. } => Some(*needed),
             _ => None,
         };
+        let told = Told(reason.clone());
         let body = api::ApiError {
             error: code,
             reason,
@@ -107,6 +113,7 @@ impl IntoResponse for AdminError {
             );
         }
         response.extensions_mut().insert(Refused(code));
+        response.extensions_mut().insert(told);
         response
     }
 }

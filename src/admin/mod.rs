@@ -12,6 +12,7 @@
 //! through the writer like everything else, and pause / resume through the
 //! scheduler's handle.
 
+mod audit;
 mod auth;
 mod backup;
 mod bulk;
@@ -103,6 +104,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/api/replay", post(bulk::bulk_replay))
         .route("/api/ignore", post(bulk::bulk_ignore))
         .route("/api/whoami", get(auth::whoami))
+        .route("/api/audit", get(audit::audit_trail))
         .route("/api/stats", get(stats::stats))
         .route("/api/activity", get(stats::activity))
         .route("/api/sweep", post(sweep::sweep_now))

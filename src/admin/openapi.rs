@@ -5,8 +5,8 @@
 use axum::Json;
 
 use super::{
-    auth, backup, bulk, destinations, events, health, keys, replication, scrape, stats, stream,
-    sweep,
+    audit, auth, backup, bulk, destinations, events, health, keys, replication, scrape, stats,
+    stream, sweep,
 };
 
 /// The admin API's contract as an OpenAPI 3.1 document, for other tools.
@@ -24,7 +24,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 
     #[derive(OpenApi)]
     #[openapi(
-        info(title = "hookinbox admin API", description = "The admin listener's API: every path but /healthz, /readyz and /api/openapi.json needs `Authorization: Bearer <token>`. A person's token (the [admin] token, or an [[admin.user]]'s) has a role: viewer reads; operator also replays, ignores, pauses and resumes (and bulk changes); admin may call every path. A path the role may not call answers 403 with role_needed."),
+        info(title = "hookinbox admin API", description = "The admin listener's API: every path but /healthz, /readyz and /api/openapi.json needs `Authorization: Bearer <token>`. A person's token (the [admin] token, or an [[admin.user]]'s) has a role: viewer reads; operator also replays, ignores, pauses and resumes (and bulk changes); admin may call every path. A path the role may not call answers 403 with role_needed. Every change a person asks (and every one refused them) is recorded at /api/audit."),
         security(("bearer" = [])),
         paths(
             health::healthz, health::readyz, openapi_json, scrape::metrics,
@@ -33,7 +33,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
             stats::stats, stats::activity, sweep::sweep_now, backup::backup,
             destinations::destinations, destinations::pause, destinations::resume,
             keys::claim, keys::complete, keys::release, keys::extend, keys::show, keys::delete, keys::list,
-            keys::namespaces, replication::status, replication::promote, auth::whoami
+            keys::namespaces, replication::status, replication::promote, auth::whoami, audit::audit_trail
         )
     )]
     struct Doc;

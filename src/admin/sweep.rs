@@ -19,6 +19,7 @@ pub(super) async fn sweep_now(
         dead_or_ignored: t.dead_or_ignored,
         dedupe_keys: t.dedupe_keys,
         keys: t.keys,
+        audit: t.audit,
         steps: t.steps,
         millis: t.millis,
     }))

@@ -256,6 +256,7 @@ async fn open_store(
         tag: standby_of,
         payload_ttl: config.retention.payload_ttl,
         dlq_ttl: config.retention.dlq_ttl,
+        audit_ttl: config.retention.audit_ttl,
         ..StoreOptions::new(&config.server.data_dir, config.retention.dedupe_ttl)
     };
     Ok(tokio::task::spawn_blocking(move || Store::open(options))

@@ -16,7 +16,8 @@ use crate::app::App;
 use crate::clock::Clock;
 use crate::config::{self, Config, Loaded};
 use crate::ctl::{
-    DestinationsCommand, DlqCommand, EventsCommand, KeysCommand, ListenArgs, OpsCommand, Remote,
+    AuditArgs, DestinationsCommand, DlqCommand, EventsCommand, KeysCommand, ListenArgs, OpsCommand,
+    Remote,
 };
 use crate::exit::{EXIT_FAILURE, EXIT_USAGE, Failure};
 use crate::send::{self, SendArgs};
@@ -98,6 +99,13 @@ pub enum Command {
     Sweep(Remote),
     /// Whose token the commands use (the admin token or an [[admin.user]]), its role and expiry.
     Whoami(Remote),
+    /// The audit trail, newest first: who changed what, when and why (refusals too)
+    Audit {
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        args: AuditArgs,
+    },
     /// Save a consistent copy of the running server's database to a file.
     Backup {
         #[command(flatten)]
@@ -197,6 +205,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Keys { remote, command } => ops(remote, OpsCommand::Keys(command)),
         Command::Sweep(remote) => ops(remote, OpsCommand::Sweep),
         Command::Whoami(remote) => ops(remote, OpsCommand::Whoami),
+        Command::Audit { remote, args } => ops(remote, OpsCommand::Audit(args)),
         Command::Backup { remote, out } => ops(remote, OpsCommand::Backup { out }),
         Command::Replication(remote) => ops(remote, OpsCommand::Replication),
         Command::Promote(remote) => ops(remote, OpsCommand::Promote),

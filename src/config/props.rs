@@ -24,7 +24,13 @@ const SERVER_KEYS: [&str; 6] = [
     "body_read_timeout",
     "shutdown_timeout",
 ];
-const RETENTION_KEYS: [&str; 4] = ["dedupe_ttl", "payload_ttl", "dlq_ttl", "sweep_interval"];
+const RETENTION_KEYS: [&str; 5] = [
+    "dedupe_ttl",
+    "payload_ttl",
+    "dlq_ttl",
+    "audit_ttl",
+    "sweep_interval",
+];
 const LOG_KEYS: [&str; 3] = ["level", "format", "summary_interval"];
 const REPLICATION_KEYS: [&str; 9] = [
     "url",
@@ -249,6 +255,7 @@ fn durations(c: &Config<Loaded>) -> Vec<(String, Duration)> {
         ("dedupe_ttl".into(), c.retention.dedupe_ttl),
         ("payload_ttl".into(), c.retention.payload_ttl),
         ("dlq_ttl".into(), c.retention.dlq_ttl),
+        ("audit_ttl".into(), c.retention.audit_ttl),
         ("sweep_interval".into(), c.retention.sweep_interval),
     ];
     if let Some(a) = &c.alerts {

@@ -55,6 +55,7 @@ pub struct RawRetention {
     pub dedupe_ttl: Option<String>,
     pub payload_ttl: Option<String>,
     pub dlq_ttl: Option<String>,
+    pub audit_ttl: Option<String>,
     pub sweep_interval: Option<String>,
 }
 
@@ -415,6 +416,7 @@ pub mod default {
     pub const DEDUPE_TTL: &str = "30d";
     pub const PAYLOAD_TTL: &str = "7d";
     pub const DLQ_TTL: &str = "30d";
+    pub const AUDIT_TTL: &str = "1year";
     pub const SWEEP_INTERVAL: &str = "1m";
 
     pub const LOG_LEVEL: &str = "info";
@@ -648,6 +650,7 @@ ordering_key = "/id"
                 "dedupe_ttl",
                 "payload_ttl",
                 "dlq_ttl",
+                "audit_ttl",
                 "sweep_interval",
                 "level",
                 "format",

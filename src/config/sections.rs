@@ -35,6 +35,8 @@ pub struct RetentionConfig {
     pub payload_ttl: Duration,
     /// Dead-lettered and ignored events are deleted this long after.
     pub dlq_ttl: Duration,
+    /// Audit records are deleted this long after they were made.
+    pub audit_ttl: Duration,
     pub sweep_interval: Duration,
 }
 

@@ -45,6 +45,7 @@ pub fn redacted_toml(config: &Config<Loaded>) -> String {
             dedupe_ttl: Some(human(r.dedupe_ttl)),
             payload_ttl: Some(human(r.payload_ttl)),
             dlq_ttl: Some(human(r.dlq_ttl)),
+            audit_ttl: Some(human(r.audit_ttl)),
             sweep_interval: Some(human(r.sweep_interval)),
         },
         log: RawLog {

@@ -206,6 +206,18 @@ impl Client {
         answer(res).await
     }
 
+    /// `GET path` with any query type (`get` takes the events').
+    pub(super) async fn get_with<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &impl Serialize,
+    ) -> Result<T, Failure> {
+        let res = self
+            .call(reqwest::Method::GET, path, Some(query), NO_BODY)
+            .await?;
+        answer(res).await
+    }
+
     pub(super) async fn post<T: DeserializeOwned>(
         &self,
         path: &str,

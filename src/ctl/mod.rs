@@ -1,5 +1,6 @@
 //! The operator's commands (`stats`, `events`, `dlq`, `destinations`,
-//! `keys`, `sweep`, `backup`, `replication`, `promote`, `listen`): clients of the admin API of a running server.
+//! `keys`, `sweep`, `whoami`, `audit`, `backup`, `replication`, `promote`,
+//! `listen`): clients of the admin API of a running server.
 //!
 //! Requests and answers are [`crate::api`]'s types, the ones the server
 //! writes. Tables for people by default, the API's JSON with `--json`. Exit codes:
@@ -7,12 +8,14 @@
 //! usage; 3 the server cannot be reached; 4 the token is missing or wrong.
 //!
 //! One file per command or command group (`stats`, `events` with `tail`,
-//! `dlq`, `destinations`, `keys`, `sweep`, `backup`, `replication`, `listen`), each a `run` that makes its
+//! `dlq`, `destinations`, `keys`, `sweep`, `whoami`, `audit`, `backup`,
+//! `replication`, `listen`), each a `run` that makes its
 //! requests and prints; `client` is the connection and its exit codes,
 //! `follow` the event stream read across reconnections,
 //! `output` the JSON-or-table printing, `query` the shared event filters.
 //! This file only declares them and dispatches.
 
+mod audit;
 mod backup;
 mod client;
 mod destinations;
@@ -34,6 +37,7 @@ use std::time::Duration;
 
 use clap::Subcommand;
 
+pub use audit::AuditArgs;
 pub use client::Remote;
 pub use destinations::DestinationsCommand;
 pub use dlq::DlqCommand;
@@ -70,6 +74,8 @@ pub enum OpsCommand {
     Sweep,
     /// Who the token belongs to and its role.
     Whoami,
+    /// The audit trail: who changed what, when, and why.
+    Audit(AuditArgs),
     /// Save a consistent copy of the database to a file.
     Backup {
         #[arg(long)]
@@ -94,6 +100,7 @@ pub async fn run(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
         OpsCommand::Keys(command) => keys::run(&client, command, json).await,
         OpsCommand::Sweep => sweep::run(&client, json).await,
         OpsCommand::Whoami => whoami::run(&client, json).await,
+        OpsCommand::Audit(args) => audit::run(&client, args, json).await,
         OpsCommand::Backup { out } => backup::run(&client, &out, json).await,
         OpsCommand::Replication => replication::status(&client, json).await,
         OpsCommand::Promote => replication::promote(&client, json).await,

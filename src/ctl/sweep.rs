@@ -9,8 +9,8 @@ use crate::exit::Failure;
 pub(super) async fn run(client: &Client, json: bool) -> Result<(), Failure> {
     let s: api::SweepResult = client.post("/api/sweep", NO_BODY).await?;
     let text = format!(
-        "swept {} delivered, {} dead or ignored, {} dedupe keys, {} idempotency keys in {} ms\n",
-        s.delivered, s.dead_or_ignored, s.dedupe_keys, s.keys, s.millis
+        "swept {} delivered, {} dead or ignored, {} dedupe keys, {} idempotency keys, {} audit records in {} ms\n",
+        s.delivered, s.dead_or_ignored, s.dedupe_keys, s.keys, s.audit, s.millis
     );
     Output::new(&s, text).print(json)
 }

@@ -30,6 +30,8 @@ const SCRIPT: &str = concat!(
     "\n",
     include_str!("assets/app/keys.js"),
     "\n",
+    include_str!("assets/app/audit.js"),
+    "\n",
     include_str!("assets/app/start.js"),
 );
 const STYLE: &str = include_str!("assets/app.css");

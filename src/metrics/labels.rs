@@ -92,6 +92,30 @@ label_values! {
     }
 }
 
+label_values! {
+    /// What a person did through the admin API, as the audit trail records
+    /// it (`admin::audit` maps each changing path here; `GET /api/audit`'s
+    /// `action`). `other` is a path this build does not name, or an action
+    /// a newer build recorded.
+    pub enum AuditAction {
+        Replay => "replay",
+        Ignore => "ignore",
+        Erase => "erase",
+        BulkReplay => "bulk_replay",
+        BulkIgnore => "bulk_ignore",
+        Pause => "pause",
+        Resume => "resume",
+        Sweep => "sweep",
+        Backup => "backup",
+        Promote => "promote",
+        KeyDelete => "key_delete",
+        /// A claim, complete, release or extend of an idempotency key: an
+        /// app's, refused to a person.
+        KeyChange => "key_change",
+        Other => "other",
+    }
+}
+
 /// The source label of a request to no configured source. Never the name
 /// the request sent: that is caller-chosen, an unbounded label.
 pub const UNKNOWN_SOURCE: &str = "(unknown)";
@@ -166,6 +190,8 @@ label_values! {
         DedupeKey => "dedupe_key",
         /// An idempotency key past its expiry (`[keys]`).
         IdempotencyKey => "idempotency_key",
+        /// An audit record past `audit_ttl`.
+        AuditRecord => "audit_record",
     }
 }
 

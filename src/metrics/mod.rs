@@ -34,10 +34,10 @@ mod tally;
 pub use budget::{Budget, LOUD_PER_MINUTE};
 pub use exposition::Exposition;
 pub use labels::{
-    AdminReason, AlertKind, AlertLabels, AlertStatus, AttemptOutcome, Circuit, CircuitLabels,
-    DestinationLabel, KeyClaimLabels, KeyClaimOutcome, KindLabel, Listener, ListenerLabel,
-    NamespaceLabel, OutcomeLabels, ReasonLabel, RejectReason, RejectedLabels, Role, SourceLabel,
-    StoreFile, SweptKind, UNKNOWN_SOURCE,
+    AdminReason, AlertKind, AlertLabels, AlertStatus, AttemptOutcome, AuditAction, Circuit,
+    CircuitLabels, DestinationLabel, KeyClaimLabels, KeyClaimOutcome, KindLabel, Listener,
+    ListenerLabel, NamespaceLabel, OutcomeLabels, ReasonLabel, RejectReason, RejectedLabels, Role,
+    SourceLabel, StoreFile, SweptKind, UNKNOWN_SOURCE,
 };
 pub use record::{Declared, Metrics, SourceGauges, StoreDisk, StreamOpen};
 pub use tally::{OTHER_TYPES, Tally};

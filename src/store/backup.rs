@@ -140,6 +140,12 @@ fn write_backup(snapshot: &redb::ReadTransaction, path: &Path) -> Result<(), Wri
     copy_table(snapshot, &txn, schema::KEY_LOG)?;
     copy_table(snapshot, &txn, schema::KEY_DUE)?;
     copy_table(snapshot, &txn, schema::KEY_CLAIMED)?;
+    if let Err(e) = copy_table(snapshot, &txn, schema::AUDIT) {
+        // A database no change was recorded in has no trail to copy.
+        if !matches!(&e, WriteError::Redb(redb::Error::TableDoesNotExist(_))) {
+            return Err(e);
+        }
+    }
     txn.commit()?;
     Ok(())
 }

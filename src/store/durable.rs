@@ -56,6 +56,7 @@ pub(super) enum Ready {
     Swept(Reply<Swept>),
     Key(Reply<KeyAnswer>),
     Applied(Reply<u64>),
+    Audited(Reply<u64>),
 }
 
 // A dropped receiver is a caller that went away: what was committed stands.
@@ -72,6 +73,7 @@ impl Ready {
             Ready::Swept(r) => send(r),
             Ready::Key(r) => send(r),
             Ready::Applied(r) => send(r),
+            Ready::Audited(r) => send(r),
         }
     }
 
@@ -84,6 +86,7 @@ impl Ready {
             Ready::Swept(r) => fail(r.to, cause),
             Ready::Key(r) => fail(r.to, cause),
             Ready::Applied(r) => fail(r.to, cause),
+            Ready::Audited(r) => fail(r.to, cause),
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 
+use super::audit::AuditRecord;
 use super::keys::{KeyOp, KeyWrite};
 use super::types::{Change, Finish, Initial};
 
@@ -41,6 +42,11 @@ pub enum Entry<'a> {
     /// Every attempt still leased when the store last stopped, recorded as
     /// interrupted (format 4).
     Interrupted,
+    /// An audit record as written, whole, under its id (format 5).
+    Audit {
+        id: u64,
+        record: Cow<'a, AuditRecord>,
+    },
     /// What a change of an idempotency key wrote (format 3).
     KeyWrite(Cow<'a, KeyWrite>),
     /// A change of an idempotency key as format 2 logged it: the operation,

@@ -4,6 +4,7 @@
 
 use tokio::sync::oneshot;
 
+use super::audit::AuditWrite;
 use super::error::StoreError;
 use super::keys::{KeyAnswer, KeyOp};
 use super::types::{Change, ChangeError, Claimed, Finish, Ingested, Initial, Swept};
@@ -52,6 +53,11 @@ pub(super) enum Job {
         op: KeyOp,
         now_ms: u64,
         reply: oneshot::Sender<Result<KeyAnswer, StoreError>>,
+    },
+    /// Write to the audit trail; answers the record's id.
+    Audit {
+        write: AuditWrite,
+        reply: oneshot::Sender<Result<u64, StoreError>>,
     },
     /// A standby's: frames its primary shipped, applied in order; answers
     /// the number of the last. `stream_seq`: where the last is in the

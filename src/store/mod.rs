@@ -14,7 +14,7 @@
 //! `write` (a job per call) → `job` → `writer` (one transaction per
 //! batch, over `tables`, `index`, `dedupe`) → `wal` and
 //! `durable` (the answer once durable, and shipped when `ship` is set); the read side, `read`,
-//! `list` (with `payload`) and `stats`; `backup`. `schema`,
+//! `list` (with `payload`) and `stats`; `backup`; `audit` (what people did through the admin API). `schema`,
 //! `block` and `format` (with `entry`) are the file's shape and bytes.
 
 mod types;
@@ -45,7 +45,11 @@ mod block;
 mod entry;
 mod format;
 mod keys;
+mod audit;
 
+pub use audit::{
+    AUDIT_SCAN, AuditEntry, AuditFilter, AuditOutcome, AuditPage, AuditRecord, AuditWrite,
+};
 pub use backup::DiskUsage;
 pub use dedupe::Sizes as DedupeSizes;
 pub use error::{Report, StoreError, WriteError};

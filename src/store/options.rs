@@ -24,6 +24,8 @@ pub struct StoreOptions {
     pub payload_ttl: Duration,
     /// A dead or ignored event is swept this long after it became so.
     pub dlq_ttl: Duration,
+    /// An audit record is swept this long after it was made.
+    pub audit_ttl: Duration,
     /// redb's page cache. 256 MiB keeps the dedupe table and the hot ends of
     /// the sequential tables in memory on a small VM.
     pub cache_bytes: usize,
@@ -58,6 +60,8 @@ impl StoreOptions {
             dedupe_ttl,
             payload_ttl: Duration::from_secs(7 * 86_400),
             dlq_ttl: Duration::from_secs(30 * 86_400),
+            // A year as the config reads "1year": 365.25 days.
+            audit_ttl: Duration::from_secs(31_557_600),
             cache_bytes: 256 << 20,
             max_batch: MAX_BATCH,
             checkpoint_every: CHECKPOINT_EVERY,

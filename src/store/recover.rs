@@ -178,6 +178,7 @@ pub(super) fn replay_moving(
             Ok(())
         }
         Entry::Interrupted => t.recover_leases().map(drop),
+        Entry::Audit { id, record } => t.put_audit(id, &record),
         Entry::KeyWrite(write) => {
             let fp = t.write_key(&write)?;
             match &*write {

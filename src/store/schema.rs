@@ -98,6 +98,12 @@ pub const KEY_DUE: TableDefinition<(u64, &str, u64), ()> = TableDefinition::new(
 /// (namespace, seq) → (): the keys claimed and not done (few), so a list
 /// of them reads only them.
 pub const KEY_CLAIMED: TableDefinition<(&str, u64), ()> = TableDefinition::new("key_claimed");
+/// The audit trail ([`super::audit`]): id → (when it was asked, the
+/// record). Ids count up, so the oldest records, the sweeper's, are the
+/// start; the time beside the row lets it judge them undecoded. Opened only
+/// by the jobs that write it, and created by the first: a file no change
+/// was recorded in has none, and a build before it ignores it.
+pub const AUDIT: TableDefinition<u64, (u64, &[u8])> = TableDefinition::new("audit");
 /// Schema 6's key tables: (namespace, key) → row (version 2), and
 /// (expires_ms, namespace, key) → (). Read once by the migration to 7.
 pub const KEYS_6: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("keys");

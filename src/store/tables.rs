@@ -26,6 +26,7 @@ pub(super) struct Ttls {
     pub dedupe_ms: u64,
     pub payload_ms: u64,
     pub dlq_ms: u64,
+    pub audit_ms: u64,
 }
 
 pub(super) struct Tables<'t> {
@@ -320,6 +321,10 @@ impl<'t> Tables<'t> {
         let room = room.saturating_sub(minutes as usize);
         let (keys, more) = self.sweep_keys(now_ms, room)?;
         swept.keys = keys.len() as u64;
+        swept.more |= more;
+        let room = room.saturating_sub(keys.len());
+        let (audit, more) = self.sweep_audit(now_ms.saturating_sub(ttls.audit_ms), room)?;
+        swept.audit = audit;
         swept.more |= more;
         forgotten.keys = keys;
         Ok((swept, forgotten))

@@ -214,6 +214,8 @@ pub struct Swept {
     pub minute_buckets: u64,
     /// Idempotency keys past their expiry.
     pub keys: u64,
+    /// Audit records past `audit_ttl`.
+    pub audit: u64,
     /// Whether more is due: the step stopped at its limit.
     pub more: bool,
 }

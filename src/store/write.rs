@@ -83,7 +83,7 @@ impl Store {
         self.call(|reply| Job::Promote { reply }).await
     }
 
-    async fn call<T>(
+    pub(super) async fn call<T>(
         &self,
         job: impl FnOnce(oneshot::Sender<Result<T, StoreError>>) -> Job,
     ) -> Result<T, StoreError> {

@@ -31,6 +31,8 @@ pub struct SweepTotals {
     pub dedupe_keys: u64,
     /// Idempotency keys.
     pub keys: u64,
+    /// Audit records past `audit_ttl`.
+    pub audit: u64,
     pub steps: u64,
     pub millis: u64,
 }
@@ -112,11 +114,13 @@ impl Sweeper {
             totals.dead_or_ignored += step.dead_or_ignored;
             totals.dedupe_keys += step.dedupe_keys;
             totals.keys += step.keys;
+            totals.audit += step.audit;
             self.metrics.swept(SweptKind::Delivered, step.delivered);
             self.metrics
                 .swept(SweptKind::DeadOrIgnored, step.dead_or_ignored);
             self.metrics.swept(SweptKind::DedupeKey, step.dedupe_keys);
             self.metrics.swept(SweptKind::IdempotencyKey, step.keys);
+            self.metrics.swept(SweptKind::AuditRecord, step.audit);
             if !step.more {
                 break;
             }
@@ -124,12 +128,19 @@ impl Sweeper {
             tokio::task::yield_now().await;
         }
         totals.millis = started.elapsed().as_millis() as u64;
-        if totals.delivered + totals.dead_or_ignored + totals.dedupe_keys + totals.keys > 0 {
+        if totals.delivered
+            + totals.dead_or_ignored
+            + totals.dedupe_keys
+            + totals.keys
+            + totals.audit
+            > 0
+        {
             tracing::info!(
                 delivered = totals.delivered,
                 dead_or_ignored = totals.dead_or_ignored,
                 dedupe_keys = totals.dedupe_keys,
                 keys = totals.keys,
+                audit = totals.audit,
                 steps = totals.steps,
                 millis = totals.millis,
                 "swept expired data"

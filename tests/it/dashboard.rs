@@ -17,6 +17,7 @@ use crate::support::{
     standard_headers, write_config,
 };
 
+mod audit;
 mod dlq_time;
 mod live;
 mod roles;
@@ -25,6 +26,8 @@ mod walk;
 const TOKEN: &str = "dashboard-test-token-0123456789";
 /// The token of `vera`, a viewer, in [`Scene`]'s config.
 const VIEWER_TOKEN: &str = "dashboard-viewer-token-0123456789";
+/// The token of `otto`, an operator, in [`Scene`]'s config.
+const OPERATOR_TOKEN: &str = "dashboard-operator-token-0123456789";
 
 /// chromedriver on a free loopback port, killed on drop.
 struct Driver {
@@ -214,6 +217,11 @@ token = "{TOKEN}"
 name = "vera"
 role = "viewer"
 token = "{VIEWER_TOKEN}"
+
+[[admin.user]]
+name = "otto"
+role = "operator"
+token = "{OPERATOR_TOKEN}"
 
 [[source]]
 name = "shop"

@@ -5,6 +5,7 @@
 
 mod admin;
 mod alerts;
+mod audit;
 mod cli;
 mod crash;
 mod dashboard;

@@ -205,7 +205,7 @@ async fn whoami_names_the_token_and_an_expired_or_unknown_token_is_refused() {
 
 /// `hookinbox` with `token` (in a file) against the server's admin API:
 /// (exit code, stdout, stderr).
-async fn cli(server: &TestServer, token: &str, args: &[&str]) -> (i32, String, String) {
+pub(crate) async fn cli(server: &TestServer, token: &str, args: &[&str]) -> (i32, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("token");
     std::fs::write(&file, format!("{token}\n")).unwrap();

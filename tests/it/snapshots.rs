@@ -41,6 +41,7 @@ Commands:
   keys          Idempotency keys: show, list, delete
   sweep         Sweep expired data now
   whoami        Whose token the commands use (the admin token or an [[admin.user]]), its role and expiry
+  audit         The audit trail, newest first: who changed what, when and why (refusals too)
   backup        Save a consistent copy of the running server's database to a file
   replication   A replicating node's role, who holds the lease (the primary), and how far its log is
   promote       Make a standby the primary now
@@ -88,6 +89,7 @@ max_buffered_body = 67108864
 dedupe_ttl = "30days"
 payload_ttl = "7days"
 dlq_ttl = "30days"
+audit_ttl = "1year"
 sweep_interval = "1m"
 
 [log]

@@ -116,6 +116,7 @@ pub(super) fn validate_retention(
         dedupe_ttl: age("retention.dedupe_ttl", r.dedupe_ttl, default::DEDUPE_TTL)?,
         payload_ttl: age("retention.payload_ttl", r.payload_ttl, default::PAYLOAD_TTL)?,
         dlq_ttl: age("retention.dlq_ttl", r.dlq_ttl, default::DLQ_TTL)?,
+        audit_ttl: age("retention.audit_ttl", r.audit_ttl, default::AUDIT_TTL)?,
         sweep_interval: cx.positive_duration(
             "retention.sweep_interval",
             r.sweep_interval.as_deref(),

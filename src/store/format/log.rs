@@ -5,7 +5,8 @@
 //! The format byte is `0x40 | version` (format 1: `0x41`; format 2, which
 //! adds idempotency keys ([`super::v2`]): `0x42`; format 3, which logs what
 //! a key change wrote ([`super::v3`]): `0x43`; format 4, which logs the
-//! attempts a stop interrupted ([`super::v4`]): `0x44`). Builds before
+//! attempts a stop interrupted ([`super::v4`]): `0x44`; format 5, which
+//! adds the audit trail ([`super::v5`]): `0x45`). Builds before
 //! versioned records wrote no format byte ("format 0"): their payload
 //! starts with an entry's variant index, one byte below 7 (a postcard
 //! varint; there are seven kinds), so the two never mix up, and format 0's
@@ -25,9 +26,10 @@ use super::v1::EntryV1;
 use super::v2::EntryV2;
 use super::v3::EntryV3;
 use super::v4::EntryV4;
+use super::v5::EntryV5;
 
 /// The version frames are written in.
-pub const LOG_FORMAT: u8 = 4;
+pub const LOG_FORMAT: u8 = 5;
 /// The first byte of every payload this build writes.
 pub const FORMAT_BYTE: u8 = VERSIONED | LOG_FORMAT;
 /// The first byte of a format-1 payload (builds of 26 Nov 2026 before keys).
@@ -36,6 +38,8 @@ const FORMAT_1: u8 = VERSIONED | 1;
 const FORMAT_2: u8 = VERSIONED | 2;
 /// The first byte of a format-3 payload (key writes, 26 Nov 2026).
 const FORMAT_3: u8 = VERSIONED | 3;
+/// The first byte of a format-4 payload (interrupted attempts, 27 Nov 2026).
+const FORMAT_4: u8 = VERSIONED | 4;
 /// Set in the first byte of every versioned payload; never in format 0's.
 const VERSIONED: u8 = 0x40;
 /// Below [`VERSIONED`], a format byte's version.
@@ -62,7 +66,7 @@ pub fn begin(out: &mut Vec<u8>) {
 /// Appends one entry to a payload begun with [`begin`].
 pub fn push(out: &mut Vec<u8>, entry: &Entry<'_>) {
     let frame = std::mem::take(out);
-    *out = postcard::to_extend(&EntryV4::from(entry), frame).expect("postcard encodes into a Vec");
+    *out = postcard::to_extend(&EntryV5::from(entry), frame).expect("postcard encodes into a Vec");
 }
 
 /// The entries of frame `lsn`'s payload, in the order they were applied.
@@ -73,7 +77,8 @@ pub fn entries(lsn: u64, payload: &[u8]) -> Result<Vec<Entry<'_>>, FrameError> {
         Some((&FORMAT_1, rest)) => decode::<EntryV1<'_>>(lsn, rest),
         Some((&FORMAT_2, rest)) => decode::<EntryV2<'_>>(lsn, rest),
         Some((&FORMAT_3, rest)) => decode::<EntryV3<'_>>(lsn, rest),
-        Some((&FORMAT_BYTE, rest)) => decode::<EntryV4<'_>>(lsn, rest),
+        Some((&FORMAT_4, rest)) => decode::<EntryV4<'_>>(lsn, rest),
+        Some((&FORMAT_BYTE, rest)) => decode::<EntryV5<'_>>(lsn, rest),
         Some((&first, _))
             if first & !VERSION_BITS == VERSIONED && first & VERSION_BITS > LOG_FORMAT =>
         {
@@ -109,7 +114,7 @@ where
 }
 
 /// `entries` as a build of an older format wrote them (0: no format byte,
-/// 1, 2 or 3), for the tests that replay such logs. `None` if that format
+/// 1, 2, 3 or 4), for the tests that replay such logs. `None` if that format
 /// has not every entry's kind.
 #[cfg(test)]
 pub fn older_payload(format: u8, entries: &[Entry<'_>]) -> Option<Vec<u8>> {
@@ -118,10 +123,15 @@ pub fn older_payload(format: u8, entries: &[Entry<'_>]) -> Option<Vec<u8>> {
         1 => vec![FORMAT_1],
         2 => vec![FORMAT_2],
         3 => vec![FORMAT_3],
+        4 => vec![FORMAT_4],
         _ => return None,
     };
     for entry in entries {
         out = match format {
+            4 => match entry {
+                Entry::Audit { .. } => return None,
+                _ => postcard::to_extend(&EntryV4::from(entry), out),
+            },
             3 => postcard::to_extend(&EntryV3::of(entry)?, out),
             2 => postcard::to_extend(&EntryV2::of(entry)?, out),
             _ => postcard::to_extend(&EntryV1::of(entry)?, out),

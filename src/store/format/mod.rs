@@ -18,6 +18,7 @@
 //! - `v2`: format 2's additions (idempotency keys), frozen.
 //! - `v3`: format 3's (what a key change wrote), frozen.
 //! - `v4`: format 4's (the attempts a stop interrupted), frozen.
+//! - `v5`: format 5's (the audit trail), frozen.
 
 pub mod log;
 pub mod row;
@@ -25,6 +26,7 @@ mod v1;
 mod v2;
 mod v3;
 mod v4;
+mod v5;
 
 #[cfg(test)]
 mod tests;

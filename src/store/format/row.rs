@@ -9,11 +9,13 @@
 
 use serde::Deserialize;
 
+use super::super::audit::AuditRecord;
 use super::super::keys::KeyRecord;
 use super::super::schema::{Attempt, EventRecord, EventState, Note};
 use super::v1::{AttemptV1, EventV1, EventViewV1, NoteV1, StateV1};
 use super::v2::KeyRowV2;
 use super::v3::KeyRowV3;
+use super::v5::AuditRowV5;
 
 /// The version every row of format 1 is written in.
 const ROW_V1: u8 = 1;
@@ -24,6 +26,8 @@ const ROW_V3: u8 = 3;
 /// The version of an `events` row that holds no record but where its
 /// record is in the pack: postcard `(at, len)` (see [`super::super::pack`]).
 const ROW_PACKED: u8 = 4;
+/// The version of an `audit` row (format 5's).
+const ROW_AUDIT: u8 = 5;
 /// Codec byte of an event record: postcard bytes as they are.
 const CODEC_PLAIN: u8 = 0;
 /// Codec byte of an event record: LZ4 block, decompressed size first.
@@ -125,6 +129,15 @@ pub fn decode_key_v2(bytes: &[u8]) -> Result<KeyRecord, DecodeError> {
 #[cfg(test)]
 pub fn encode_key_v2(record: &KeyRecord, out: &mut Vec<u8>) {
     encode_as(ROW_V2, &KeyRowV2::from(record), out);
+}
+
+/// An `audit` row.
+pub fn encode_audit(record: &AuditRecord, out: &mut Vec<u8>) {
+    encode_as(ROW_AUDIT, &AuditRowV5::from(record), out);
+}
+
+pub fn decode_audit(bytes: &[u8]) -> Result<AuditRecord, DecodeError> {
+    decode_as::<AuditRowV5<'_>>(ROW_AUDIT, bytes).map(AuditRecord::from)
 }
 
 fn encode<T: serde::Serialize>(value: &T, out: &mut Vec<u8>) {

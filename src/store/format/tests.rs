@@ -231,11 +231,12 @@ fn debug(entries: &[Entry<'_>]) -> Vec<String> {
     entries.iter().map(|e| format!("{e:?}")).collect()
 }
 
-/// Format 4 writes each entry format 1 has as variant 0 (format 3's) of
-/// variant 0 (format 2's) of variant 0 (format 1's) followed by exactly
-/// format 0's bytes, so these goldens pin all of them.
+/// Format 5 writes each entry format 1 has as variant 0 (format 4's) of
+/// variant 0 (format 3's) of variant 0 (format 2's) of variant 0 (format
+/// 1's) followed by exactly format 0's bytes, so these goldens pin all of
+/// them.
 #[test]
-fn every_entry_is_written_as_format_4_around_the_bytes_format_0_gave_it() {
+fn every_entry_is_written_as_format_5_around_the_bytes_format_0_gave_it() {
     let all = entries();
     let mut written = Vec::new();
     log::begin(&mut written);
@@ -244,7 +245,7 @@ fn every_entry_is_written_as_format_4_around_the_bytes_format_0_gave_it() {
     }
     let mut want_bytes = vec![log::FORMAT_BYTE];
     for (_, hex_text) in &all {
-        want_bytes.extend([0, 0, 0]);
+        want_bytes.extend([0, 0, 0, 0]);
         want_bytes.extend(bytes(hex_text));
     }
     assert_eq!(written, want_bytes);
@@ -394,12 +395,16 @@ fn key_writes_keep_their_bytes() {
         let read = log::entries(1, &written).unwrap();
         assert_eq!(debug(&read), vec![format!("{entry:?}")]);
         assert!(log::older_payload(2, &read).is_none());
-        // This build writes them as format 4: behind variant 0.
+        // This build writes them as format 5: behind variant 0 twice.
         let mut current = Vec::new();
         log::begin(&mut current);
         log::push(&mut current, entry);
-        assert_eq!(current[0], 0x44);
-        assert_eq!(hex::encode(&current[1..]), format!("00{text}"));
+        assert_eq!(current[0], 0x45);
+        assert_eq!(hex::encode(&current[1..]), format!("0000{text}"));
+        // As format 4 wrote them, they read the same.
+        let format_4 = log::older_payload(4, std::slice::from_ref(entry)).unwrap();
+        assert_eq!(hex::encode(&format_4), format!("4400{text}"));
+        assert_eq!(debug(&log::entries(1, &format_4).unwrap()), debug(&read));
     }
 }
 
@@ -410,12 +415,82 @@ fn the_interrupted_attempts_entry_keeps_its_bytes() {
     let mut written = Vec::new();
     log::begin(&mut written);
     log::push(&mut written, &Entry::Interrupted);
-    assert_eq!(written, [0x44, 0x01]);
+    assert_eq!(written, [0x45, 0x00, 0x01]);
     let read = log::entries(1, &written).unwrap();
     assert_eq!(debug(&read), ["Interrupted"]);
+    let format_4 = [0x44, 0x01];
+    assert_eq!(debug(&log::entries(1, &format_4).unwrap()), ["Interrupted"]);
+    assert_eq!(log::older_payload(4, &read).unwrap(), format_4);
     for format in 0..4 {
         assert!(log::older_payload(format, &read).is_none(), "{format}");
     }
+}
+
+/// An audit record, new in format 5: variant 1, its id, then the row's
+/// fields; no older format has it. Its `audit` row (version 5) is the same
+/// fields behind the version byte, and an action a newer build names reads
+/// as `other`.
+#[test]
+fn the_audit_entry_and_row_keep_their_bytes() {
+    use crate::metrics::{AuditAction, Role};
+    use crate::store::audit::{AuditOutcome, AuditRecord};
+    let record = AuditRecord {
+        at_ms: 1,
+        person: "otto".into(),
+        role: Role::Operator,
+        action: AuditAction::BulkIgnore,
+        target: None,
+        filter: vec![("source".into(), "shop".into())],
+        dry_run: true,
+        note: Some("outage".into()),
+        outcome: Some(AuditOutcome {
+            status: 200,
+            at_ms: 2,
+            error: None,
+            matched: Some(3),
+            changed: Some(0),
+        }),
+    };
+    let fields = concat!(
+        "01",                         // at_ms
+        "046f74746f",                 // "otto"
+        "086f70657261746f72",         // "operator"
+        "0b62756c6b5f69676e6f7265",   // "bulk_ignore"
+        "00",                         // no target
+        "0106736f757263650473686f70", // [("source", "shop")]
+        "01",                         // dry run
+        "01066f7574616765",           // Some("outage")
+        "01c8010200010301",           // outcome: 200, at 2, no error, 3, 0
+        "00",
+    );
+    let mut written = Vec::new();
+    log::begin(&mut written);
+    log::push(
+        &mut written,
+        &Entry::Audit {
+            id: 7,
+            record: Cow::Borrowed(&record),
+        },
+    );
+    assert_eq!(hex::encode(&written), format!("450107{fields}"));
+    let read = log::entries(1, &written).unwrap();
+    match read.as_slice() {
+        [Entry::Audit { id: 7, record: r }] => assert_eq!(**r, record),
+        other => panic!("{other:?}"),
+    }
+    for format in 0..5 {
+        assert!(log::older_payload(format, &read).is_none(), "{format}");
+    }
+    let mut row_bytes = Vec::new();
+    row::encode_audit(&record, &mut row_bytes);
+    assert_eq!(hex::encode(&row_bytes), format!("05{fields}"));
+    assert_eq!(row::decode_audit(&row_bytes).unwrap(), record);
+    let newer =
+        hex::decode(format!("05{fields}").replace("0b62756c6b5f69676e6f7265", "036e6577")).unwrap();
+    assert_eq!(
+        row::decode_audit(&newer).unwrap().action,
+        AuditAction::Other
+    );
 }
 
 fn claimed_row() -> KeyRecord {

@@ -354,7 +354,9 @@ impl<'a> EntryV1<'a> {
                 key: Cow::Borrowed(key),
                 value: Cow::Borrowed(value),
             },
-            Entry::Key { .. } | Entry::KeyWrite(_) | Entry::Interrupted => return None,
+            Entry::Key { .. } | Entry::KeyWrite(_) | Entry::Interrupted | Entry::Audit { .. } => {
+                return None;
+            }
         })
     }
 }

@@ -24,10 +24,9 @@ impl<'a> From<&'a Entry<'_>> for EntryV4<'a> {
     fn from(entry: &'a Entry<'_>) -> Self {
         match entry {
             Entry::Interrupted => EntryV4::Interrupted,
-            other => EntryV4::V3(
-                EntryV3::of(other)
-                    .expect("every entry but the interrupted attempts is in format 3"),
-            ),
+            other => EntryV4::V3(EntryV3::of(other).expect(
+                "every entry but the interrupted attempts and audit records is in format 3",
+            )),
         }
     }
 }

@@ -17,5 +17,6 @@ mod tail;
 mod runs;
 mod pack;
 mod beside;
+mod audit;
 
 pub(crate) use support::{close, deliver, new_seq, options};

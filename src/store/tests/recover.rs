@@ -211,6 +211,7 @@ fn the_log0_fixture_decodes_and_holds_every_kind_of_entry() {
                 entry::Entry::Key { .. } => "key (format 2 only)",
                 entry::Entry::KeyWrite(_) => "key write (format 3 only)",
                 entry::Entry::Interrupted => "interrupted (format 4 only)",
+                entry::Entry::Audit { .. } => "audit (format 5 only)",
             });
         }
     }

@@ -35,6 +35,7 @@ use std::borrow::Cow;
 use redb::Durability;
 use tokio::sync::{mpsc, oneshot};
 
+use super::audit;
 use super::dedupe::seal::Sealer;
 use super::dedupe::{DedupeIndex, Fingerprint, Kind, fingerprint};
 use super::durable::{Batch, Durability as Made, LogHandle, Ready, Reply, fail};
@@ -91,7 +92,7 @@ impl Job {
             Job::Change { reply, .. } => fail(reply, cause),
             Job::Sweep { reply, .. } => fail(reply, cause),
             Job::Key { reply, .. } => fail(reply, cause),
-            Job::Apply { reply, .. } => fail(reply, cause),
+            Job::Apply { reply, .. } | Job::Audit { reply, .. } => fail(reply, cause),
             Job::Promote { reply } | Job::Interrupted { reply } => fail(reply, cause),
         }
     }
@@ -630,6 +631,16 @@ impl Writer {
                     });
                 settle(reply, result, ready, Ready::Key)
             }
+            Job::Audit { write, reply } => {
+                let result = t.audit(write).map(|written| match written {
+                    Some((id, record)) => {
+                        self.wal.push(&audit::entry(id, &record));
+                        id
+                    }
+                    None => 0,
+                });
+                settle(reply, result, ready, Ready::Audited)
+            }
             Job::SetMeta { key, value, reply } => {
                 self.wal.push(&Entry::SetMeta {
                     key: Cow::Borrowed(&key),
@@ -752,5 +763,6 @@ pub(super) fn ttls(options: &StoreOptions) -> Ttls {
         dedupe_ms: options.dedupe_ttl.as_millis() as u64,
         payload_ms: options.payload_ttl.as_millis() as u64,
         dlq_ms: options.dlq_ttl.as_millis() as u64,
+        audit_ms: options.audit_ttl.as_millis() as u64,
     }
 }

@@ -321,6 +321,7 @@ async function route() {
   else if (path.startsWith('/event/')) { page = 'events'; show = () => detail(decodeURIComponent(path.slice(7))); }
   else if (path === '/dlq') { page = 'dlq'; show = () => dlq(params); }
   else if (path === '/keys') { page = 'keys'; show = () => keys(); }
+  else if (path === '/audit') { page = 'audit'; show = () => audit(params); }
   for (const a of nav.querySelectorAll('a')) {
     if (a.dataset.page === page) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');

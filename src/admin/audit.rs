@@ -1,0 +1,289 @@
+//! The audit trail: every change a person asks of the admin API (the CLI
+//! and the dashboard go through it too), and every one refused them, with
+//! who, when, what, the note and how it ended; and `GET /api/audit`, which
+//! lists it. Owns which requests are recorded ([`action_of`]) and what of a
+//! request goes into its record: the path's target, the query's and the
+//! JSON body's arguments and the note. Refuses to record a payload, a
+//! header or a token: a record takes only those fields.
+//!
+//! A change is recorded durably before it runs, and its outcome before it
+//! is answered, so a change answered 2xx is in the trail with its outcome,
+//! and one the process stopped in is there without. When the record cannot
+//! be written (a full disk, a standby) the change is refused with 503, not
+//! run unrecorded; a backup and a promotion, which a standby serves, are
+//! recorded once they are answered.
+
+use std::collections::BTreeMap;
+
+use axum::body::Body;
+use axum::extract::{MatchedPath, Query, RawPathParams, Request, State};
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::{Json, RequestExt};
+
+use super::AdminState;
+use super::auth::Person;
+use super::error::{AdminError, StoreUnavailable, Told, Unauthorized};
+use crate::api::{self, AuditAction, Timestamp};
+use crate::store::{AuditFilter, AuditOutcome, AuditRecord};
+
+/// Most records one page returns.
+const MAX_PAGE: usize = 500;
+/// The longest request body read for its note and filter: admin bodies are
+/// a note and a filter, far below this.
+const MAX_BODY: usize = 1 << 20;
+/// A note longer than this is cut in the record (the handlers refuse one
+/// over 2,000 bytes; a refused request's is still recorded).
+const MAX_NOTE: usize = 2_000;
+/// A filter's value, or a target, longer than this is cut in the record.
+const MAX_VALUE: usize = 256;
+
+/// What a person's request is, for the trail; `None`: a read, not
+/// recorded. A backup is: it copies every payload out.
+pub(super) fn action_of(method: &Method, path: &str) -> Option<AuditAction> {
+    use AuditAction as A;
+    Some(match (method, path) {
+        (&Method::GET | &Method::HEAD, "/api/backup") => A::Backup,
+        (&Method::GET | &Method::HEAD | &Method::OPTIONS, _) => return None,
+        (&Method::POST, "/api/events/{id}/replay") => A::Replay,
+        (&Method::POST, "/api/events/{id}/ignore") => A::Ignore,
+        (&Method::DELETE, "/api/events/{id}") => A::Erase,
+        (&Method::POST, "/api/replay") => A::BulkReplay,
+        (&Method::POST, "/api/ignore") => A::BulkIgnore,
+        (&Method::POST, "/api/destinations/{name}/pause") => A::Pause,
+        (&Method::POST, "/api/destinations/{name}/resume") => A::Resume,
+        (&Method::POST, "/api/sweep") => A::Sweep,
+        (&Method::POST, "/api/replication/promote") => A::Promote,
+        (&Method::DELETE, "/api/keys/{key}") => A::KeyDelete,
+        (_, path) if path.starts_with("/api/keys/") => A::KeyChange,
+        _ => A::Other,
+    })
+}
+
+/// Whether `action` is recorded before it runs. A backup and a promotion
+/// are recorded after: a standby, which writes nothing of its own, serves
+/// both.
+fn recorded_before(action: AuditAction) -> bool {
+    !matches!(action, AuditAction::Backup | AuditAction::Promote)
+}
+
+/// A bulk change's counts, left on its response for the trail.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Counted {
+    pub matched: u64,
+    pub changed: u64,
+}
+
+/// The record of `person`'s request, its outcome still open: the path's
+/// target, and the query's and the JSON body's arguments (`body`: its
+/// bytes, if read).
+async fn record_of(
+    state: &AdminState,
+    person: &Person,
+    action: AuditAction,
+    request: &mut Request,
+    body: &[u8],
+) -> AuditRecord {
+    let target = request
+        .extract_parts::<RawPathParams>()
+        .await
+        .ok()
+        .and_then(|params| params.iter().next().map(|(_, value)| cut(value, MAX_VALUE)));
+    let mut filter = BTreeMap::new();
+    let mut note = None;
+    let mut dry_run = false;
+    // A query that does not parse is the handler's to refuse.
+    let pairs = Query::<Vec<(String, String)>>::try_from_uri(request.uri())
+        .map(|Query(pairs)| pairs)
+        .unwrap_or_default();
+    for (key, value) in pairs {
+        match key.as_str() {
+            "note" => note = Some(cut(&value, MAX_NOTE)),
+            _ => {
+                filter.insert(cut(&key, MAX_VALUE), cut(&value, MAX_VALUE));
+            }
+        }
+    }
+    if let Ok(serde_json::Value::Object(json)) = serde_json::from_slice(body) {
+        for (key, value) in json {
+            match (key.as_str(), value) {
+                ("note", serde_json::Value::String(text)) => note = Some(cut(&text, MAX_NOTE)),
+                ("dry_run", serde_json::Value::Bool(yes)) => dry_run = yes,
+                ("filter", serde_json::Value::Object(fields)) => {
+                    for (key, value) in fields {
+                        filter.insert(cut(&key, MAX_VALUE), cut(&text_of(value), MAX_VALUE));
+                    }
+                }
+                // Anything else a body holds is the handler's to refuse.
+                _ => {}
+            }
+        }
+    }
+    AuditRecord {
+        at_ms: state.clock.now_ms(),
+        person: person.name.clone(),
+        role: person.role,
+        action,
+        target,
+        filter: filter.into_iter().collect(),
+        dry_run,
+        note,
+        outcome: None,
+    }
+}
+
+fn text_of(value: serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(text) => text,
+        other => other.to_string(),
+    }
+}
+
+/// `text`, cut to at most `max` bytes at a character boundary.
+fn cut(text: &str, max: usize) -> String {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+/// The outcome of a request answered `response`.
+fn outcome_of(state: &AdminState, response: &Response) -> AuditOutcome {
+    let counted = response.extensions().get::<Counted>();
+    AuditOutcome {
+        status: response.status().as_u16(),
+        at_ms: state.clock.now_ms(),
+        error: response.extensions().get::<Told>().map(|t| t.0.clone()),
+        matched: counted.map(|c| c.matched),
+        changed: counted.map(|c| c.changed),
+    }
+}
+
+/// Runs a person's recorded request: the record first (a 503 if it cannot
+/// be written, the change not run), then the request, then its outcome.
+pub(super) async fn run(
+    state: &AdminState,
+    person: &Person,
+    action: AuditAction,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let body = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return AdminError::TooLarge(format!(
+                "an admin request's body is at most {MAX_BODY} bytes"
+            ))
+            .into_response();
+        }
+    };
+    let mut request = Request::from_parts(parts, Body::from(body.clone()));
+    let mut record = record_of(state, person, action, &mut request, &body).await;
+    let id = if recorded_before(action) {
+        match state.store.audit(record.clone()).await {
+            Ok(id) => Some(id),
+            Err(e) => {
+                tracing::error!(person = %person.name, action = action.as_str(), error = %crate::store::Report(&e), "the audit trail cannot be written: the change is refused");
+                return AdminError::Store(e).into_response();
+            }
+        }
+    } else {
+        None
+    };
+    let response = next.run(request).await;
+    let outcome = outcome_of(state, &response);
+    let written = match id {
+        Some(id) => state.store.audit_outcome(id, outcome).await,
+        None => {
+            record.outcome = Some(outcome);
+            state.store.audit(record).await.map(drop)
+        }
+    };
+    if let Err(e) = written {
+        tracing::error!(person = %person.name, action = action.as_str(), error = %crate::store::Report(&e), "the audit trail cannot record how a request ended");
+    }
+    response
+}
+
+/// Records a request refused before it ran (the role, an expired token),
+/// with what the caller is told; a record that cannot be written is
+/// logged, and the refusal stands.
+pub(super) async fn refused(
+    state: &AdminState,
+    person: &Person,
+    action: AuditAction,
+    mut request: Request,
+    error: AdminError,
+) -> Response {
+    let mut record = record_of(state, person, action, &mut request, &[]).await;
+    let response = error.into_response();
+    record.outcome = Some(outcome_of(state, &response));
+    if let Err(e) = state.store.audit(record).await {
+        tracing::error!(person = %person.name, action = action.as_str(), error = %crate::store::Report(&e), "the audit trail cannot record a refusal");
+    }
+    response
+}
+
+/// `GET /api/audit`: the trail, newest first.
+#[utoipa::path(get, path = "/api/audit", tag = "operations", params(api::AuditQuery),
+    responses((status = 200, description = "A page of what people did and tried, newest first", body = api::AuditPage),
+              (status = 400, description = "A bad filter", body = api::ApiError), Unauthorized, StoreUnavailable))]
+pub(super) async fn audit_trail(
+    State(state): State<AdminState>,
+    query: Result<Query<api::AuditQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<api::AuditPage>, AdminError> {
+    let Query(query) = query.map_err(|e| AdminError::BadRequest(e.body_text()))?;
+    let limit = query.limit.unwrap_or(50);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(AdminError::BadRequest(format!(
+            "limit must be between 1 and {MAX_PAGE}"
+        )));
+    }
+    let filter = AuditFilter {
+        person: query.person,
+        action: query.action,
+        from_ms: query.from.map(|t| t.0),
+        to_ms: query.to.map(|t| t.0),
+    };
+    let page = state.store.audit_page(&filter, query.cursor, limit)?;
+    Ok(Json(api::AuditPage {
+        entries: page
+            .entries
+            .into_iter()
+            .map(|e| {
+                let r = e.record;
+                api::AuditEntry {
+                    id: e.id,
+                    at: Timestamp(r.at_ms),
+                    person: r.person,
+                    role: r.role,
+                    action: r.action,
+                    target: r.target,
+                    filter: r.filter.into_iter().collect(),
+                    dry_run: r.dry_run,
+                    note: r.note,
+                    outcome: r.outcome.map(|o| api::AuditOutcome {
+                        status: o.status,
+                        at: Timestamp(o.at_ms),
+                        error: o.error,
+                        matched: o.matched,
+                        changed: o.changed,
+                    }),
+                }
+            })
+            .collect(),
+        next_cursor: page.next,
+    }))
+}
+
+/// Where a request was routed, for [`action_of`].
+pub(super) fn route_of(request: &Request) -> String {
+    request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_default()
+}
