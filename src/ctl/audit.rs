@@ -4,15 +4,14 @@
 
 use std::time::Duration;
 
-use anyhow::anyhow;
 use clap::Args;
 
-use super::client::{Client, fail};
+use super::client::Client;
 use super::output::{Output, or_dash, table, time};
-use super::query::ago;
+use super::query::{Paging, ago};
 use crate::api::{self, AuditAction, Timestamp};
 use crate::config;
-use crate::exit::{EXIT_USAGE, Failure};
+use crate::exit::Failure;
 
 /// Which records, and how many.
 #[derive(Debug, Args)]
@@ -33,43 +32,31 @@ pub struct AuditArgs {
     /// Asked within this long before now, like 1h or 7days (instead of --from).
     #[arg(long, value_parser = config::parse_duration, conflicts_with = "from")]
     pub since: Option<Duration>,
-    /// Records per page (1–500).
-    #[arg(long, default_value_t = 50)]
-    pub limit: usize,
-    /// Continue from a previous page's cursor.
-    #[arg(long, conflicts_with = "all")]
-    pub cursor: Option<u64>,
-    /// Follow the cursor to the oldest record.
-    #[arg(long)]
-    pub all: bool,
+    #[command(flatten)]
+    pub paging: Paging,
 }
 
 pub(super) async fn run(client: &Client, args: AuditArgs, json: bool) -> Result<(), Failure> {
-    if !(1..=500).contains(&args.limit) {
-        return Err(fail(
-            EXIT_USAGE,
-            anyhow!("--limit must be between 1 and 500"),
-        ));
-    }
     let mut query = api::AuditQuery {
+        limit: Some(args.paging.limit()?),
         person: args.person,
         action: args.action,
         from: args.from.or_else(|| args.since.map(ago)),
         to: args.to,
-        cursor: args.cursor,
-        limit: Some(args.limit),
+        cursor: args.paging.cursor,
     };
+    let all = args.paging.all;
     let mut pages: Vec<api::AuditPage> = Vec::new();
     loop {
         let page: api::AuditPage = client.get_with("/api/audit", &query).await?;
         query.cursor = page.next_cursor;
         pages.push(page);
-        if !args.all || query.cursor.is_none() {
+        if !all || query.cursor.is_none() {
             break;
         }
     }
     let text = audit_table(&pages);
-    if args.all {
+    if all {
         Output::new(&pages, text).print(json)
     } else {
         Output::new(&pages[0], text).print(json)

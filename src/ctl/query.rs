@@ -90,7 +90,7 @@ pub(super) fn ago(since: Duration) -> Timestamp {
 
 #[derive(Debug, Args)]
 pub struct Paging {
-    /// Events per page (1–500).
+    /// Rows per page (1–500).
     #[arg(long, default_value_t = 50)]
     pub limit: usize,
     /// Continue from a previous page's cursor.
@@ -101,15 +101,23 @@ pub struct Paging {
     pub all: bool,
 }
 
-pub(super) fn paged(filter: EventQuery, paging: &Paging) -> Result<EventQuery, Failure> {
-    if !(1..=500).contains(&paging.limit) {
-        return Err(fail(
-            EXIT_USAGE,
-            anyhow!("--limit must be between 1 and 500"),
-        ));
+impl Paging {
+    /// `--limit`, or a usage error when out of 1–500.
+    pub(super) fn limit(&self) -> Result<usize, Failure> {
+        if (1..=500).contains(&self.limit) {
+            Ok(self.limit)
+        } else {
+            Err(fail(
+                EXIT_USAGE,
+                anyhow!("--limit must be between 1 and 500"),
+            ))
+        }
     }
+}
+
+pub(super) fn paged(filter: EventQuery, paging: &Paging) -> Result<EventQuery, Failure> {
     Ok(EventQuery {
-        limit: Some(paging.limit),
+        limit: Some(paging.limit()?),
         cursor: paging.cursor,
         ..filter
     })
