@@ -206,6 +206,30 @@ async fn settle(store: &Store, seq: u64, fate: Fate) {
         status: Some(status),
         error: (status != 200).then(|| format!("HTTP {status}")),
         response_snippet: Some(if status == 200 { "ok" } else { "try later" }.into()),
+        // What a delivery keeps: the contract's headers (the signature cut)
+        // and a few of the app's.
+        round: 0,
+        first_byte_ms: Some(9),
+        request_headers: [
+            ("webhook-id", "hbx_0123456789abcdef"),
+            ("webhook-timestamp", "1764230400"),
+            ("webhook-signature", "v1,K5oZf…"),
+            ("hookinbox-source", "stripe"),
+            ("hookinbox-event-id", "evt_1QxYZa2eZvKYlo2C8kF3bN9q"),
+            ("hookinbox-attempt", "1"),
+            ("hookinbox-event-type", "invoice.paid"),
+            ("content-type", "application/json"),
+            ("user-agent", "hookinbox/0.1.0"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .to_vec(),
+        response_headers: [
+            ("content-type", "text/plain; charset=utf-8"),
+            ("content-length", "2"),
+            ("date", "Thu, 27 Nov 2026 10:00:00 GMT"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .to_vec(),
     };
     store.finish(Finish { seq, attempt, next }).await.unwrap();
 }

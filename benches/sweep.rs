@@ -132,6 +132,10 @@ async fn main() {
                                 status: Some(200),
                                 error: None,
                                 response_snippet: Some("ok".into()),
+                                round: 0,
+                                first_byte_ms: Some(2),
+                                request_headers: Vec::new(),
+                                response_headers: Vec::new(),
                             },
                             next: Next::Delivered { at_ms: long_ago },
                         })

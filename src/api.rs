@@ -318,6 +318,24 @@ pub struct AttemptRecord {
     pub error: Option<String>,
     /// The start of the app's answer.
     pub response_snippet: Option<String>,
+    /// The round it belongs to: 0 before any replay, 1 after the first, …
+    /// (absent from servers before attempts were kept in full: 0).
+    #[serde(default)]
+    pub round: u32,
+    /// From the start to the answer's status and headers (`latency_ms` is
+    /// to the end of the body read); absent without an answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_byte_ms: Option<u64>,
+    /// The request's headers as sent, as `[name, value]`: a signature or
+    /// any credential only as its first 8 characters and `…`. Empty for an
+    /// attempt made before they were kept.
+    #[serde(default)]
+    #[schema(value_type = Vec<Vec<String>>)]
+    pub request_headers: Vec<(String, String)>,
+    /// The answer's headers (at most 32), cut the same way.
+    #[serde(default)]
+    #[schema(value_type = Vec<Vec<String>>)]
+    pub response_headers: Vec<(String, String)>,
 }
 
 /// The body of `POST /api/events/{id}/ignore` and `DELETE /api/events/{id}`.

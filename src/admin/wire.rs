@@ -108,5 +108,9 @@ pub(super) fn attempt_on_wire(destination: &str, n: usize, a: &Attempt) -> api::
         status: a.status,
         error: a.error.clone(),
         response_snippet: a.response_snippet.clone(),
+        round: a.round,
+        first_byte_ms: a.first_byte_ms,
+        request_headers: a.request_headers.clone(),
+        response_headers: a.response_headers.clone(),
     }
 }

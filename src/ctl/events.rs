@@ -290,6 +290,7 @@ fn event_detail(e: &api::EventDetail) -> String {
         .map(|a| {
             vec![
                 a.destination.clone(),
+                a.round.to_string(),
                 a.n.to_string(),
                 time(a.started_at),
                 a.outcome.as_str().to_owned(),
@@ -305,6 +306,7 @@ fn event_detail(e: &api::EventDetail) -> String {
     out.push_str(&table(
         &[
             "DESTINATION",
+            "ROUND",
             "#",
             "STARTED",
             "OUTCOME",

@@ -25,10 +25,61 @@ use crate::standard_webhooks::StandardKey;
 use crate::store::StoredEvent;
 use crate::store::schema::{Attempt, AttemptClass};
 
+/// What every delivery request says it is.
+const USER_AGENT: &str = concat!("hookinbox/", env!("CARGO_PKG_VERSION"));
 /// The start of an answer kept with the attempt, for people reading the DLQ.
 pub const SNIPPET_BYTES: usize = 512;
 /// An answer is read up to this much, then the connection is dropped.
 const READ_CAP: usize = 64 * 1024;
+/// The answer's headers kept with an attempt, at most.
+pub const MAX_ANSWER_HEADERS: usize = 32;
+/// A header's value kept with an attempt is cut to this many bytes.
+const MAX_HEADER_VALUE: usize = 256;
+/// How much of a secret or a signature an attempt keeps: enough to tell
+/// two apart, too little to use.
+const SHOWN_CHARS: usize = 8;
+
+/// Whether a header's value is a secret or a signature, which an attempt
+/// keeps only the start of: the contract's signature, and any header named
+/// like a credential (a provider's forwarded signature, an app's cookie).
+fn is_secret(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    [
+        "signature",
+        "authorization",
+        "token",
+        "secret",
+        "cookie",
+        "key",
+        "password",
+    ]
+    .iter()
+    .any(|word| name.contains(word))
+}
+
+/// A header as an attempt keeps it: a secret's or a signature's first
+/// [`SHOWN_CHARS`] characters and `…`; any other value cut to
+/// [`MAX_HEADER_VALUE`] bytes.
+pub fn shown(name: &str, value: &str) -> (String, String) {
+    let value = if is_secret(name) {
+        match value.char_indices().nth(SHOWN_CHARS) {
+            Some((end, _)) => format!("{}…", &value[..end]),
+            None => "…".to_owned(),
+        }
+    } else {
+        let mut end = value.len().min(MAX_HEADER_VALUE);
+        while !value.is_char_boundary(end) {
+            end -= 1;
+        }
+        value[..end].to_owned()
+    };
+    (name.to_ascii_lowercase(), value)
+}
+
+/// The request's headers as an attempt keeps them.
+fn sent(headers: &[(String, String)]) -> Vec<(String, String)> {
+    headers.iter().map(|(k, v)| shown(k, v)).collect()
+}
 
 /// One event as the contract's headers describe it to the app.
 pub struct Message<'a> {
@@ -122,7 +173,7 @@ impl Destination {
             // A redirect is an answer (3xx, dead-lettered with its status),
             // never a reason to post the payload somewhere else.
             .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("hookinbox/", env!("CARGO_PKG_VERSION")))
+            .user_agent(USER_AGENT)
             .pool_max_idle_per_host(config.max_concurrency)
             .build()
             .map_err(|e| format!("destination {name}: cannot build the HTTP client: {e}"))?;
@@ -181,7 +232,7 @@ impl Destination {
             Transport::Http(client) => client,
             Transport::JetStream(link) => {
                 let mut map = async_nats::HeaderMap::new();
-                for (name, value) in headers {
+                for (name, value) in &headers {
                     // A value NATS cannot carry (a line break) is left out
                     // rather than allowed to break the message's framing.
                     if !value.contains(['\r', '\n']) {
@@ -203,6 +254,10 @@ impl Destination {
                     status: None,
                     error: published.error,
                     response_snippet: published.answer,
+                    round: event.state.replays,
+                    first_byte_ms: None,
+                    request_headers: sent(&headers),
+                    response_headers: Vec::new(),
                 };
                 return (record, None);
             }
@@ -211,11 +266,18 @@ impl Destination {
         for (name, value) in &headers {
             req = req.header(name.as_str(), value.as_str());
         }
-        let sent = req.body(rec.body.clone()).send();
+        let request = req.body(rec.body.clone()).send();
         // reqwest's own timeout covers the exchange; this one also bounds the
         // body read below, whatever the destination does.
         let result = tokio::time::timeout(self.config.timeout, async {
-            let mut response = sent.await?;
+            let mut response = request.await?;
+            let first_byte_ms = timer.elapsed().as_millis() as u64;
+            let answer_headers: Vec<(String, String)> = response
+                .headers()
+                .iter()
+                .take(MAX_ANSWER_HEADERS)
+                .map(|(k, v)| shown(k.as_str(), &String::from_utf8_lossy(v.as_bytes())))
+                .collect();
             let status = response.status().as_u16();
             let retry_after = response
                 .headers()
@@ -231,10 +293,12 @@ impl Destination {
                     Err(_) => break,
                 }
             }
-            Ok::<_, reqwest::Error>((status, retry_after, body))
+            Ok::<_, reqwest::Error>((status, retry_after, body, first_byte_ms, answer_headers))
         })
         .await;
         let latency_ms = timer.elapsed().as_millis() as u64;
+        let mut request_headers = sent(&headers);
+        request_headers.push(shown("user-agent", USER_AGENT));
         let mut record = Attempt {
             started_ms,
             latency_ms,
@@ -242,13 +306,19 @@ impl Destination {
             status: None,
             error: None,
             response_snippet: None,
+            round: event.state.replays,
+            first_byte_ms: None,
+            request_headers,
+            response_headers: Vec::new(),
         };
         let mut asked = None;
         match result {
-            Ok(Ok((status, retry_after, body))) => {
+            Ok(Ok((status, retry_after, body, first_byte_ms, answer_headers))) => {
                 record.class = policy::classify_status(&self.config, status);
                 record.status = Some(status);
                 record.response_snippet = snippet(&body);
+                record.first_byte_ms = Some(first_byte_ms);
+                record.response_headers = answer_headers;
                 if matches!(status, 429 | 503) {
                     asked = retry_after;
                 }
@@ -320,6 +390,39 @@ impl From<AttemptClass> for AttemptOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A signature or a credential keeps its first 8 characters; anything
+    /// else is kept, cut to 256 bytes on a character boundary; names are
+    /// lower case.
+    #[test]
+    fn an_attempt_keeps_only_the_start_of_a_secret() {
+        let cases = [
+            (
+                "webhook-signature",
+                "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
+                "v1,K5oZf…",
+            ),
+            ("Authorization", "Bearer abcdefghijklmnop", "Bearer a…"),
+            ("Stripe-Signature", "t=1,v1=abc", "t=1,v1=a…"),
+            ("set-cookie", "session=0123456789", "session=…"),
+            ("x-api-key", "short", "…"),
+            ("X-Request-Id", "req_123", "req_123"),
+        ];
+        for (name, value, want) in cases {
+            assert_eq!(
+                shown(name, value),
+                (name.to_ascii_lowercase(), want.to_owned()),
+                "{name}"
+            );
+        }
+        let long = "é".repeat(200);
+        let (_, kept) = shown("x-trace", &long);
+        assert!(
+            kept.len() <= 256 && long.starts_with(&kept),
+            "{}",
+            kept.len()
+        );
+    }
 
     /// The admin API and the DLQ reason show `as_str`, the metrics their
     /// label: one word each.

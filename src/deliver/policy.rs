@@ -159,6 +159,10 @@ mod tests {
             status,
             error: status.is_none().then(|| "connection refused".to_owned()),
             response_snippet: None,
+            round: 0,
+            first_byte_ms: None,
+            request_headers: Vec::new(),
+            response_headers: Vec::new(),
         }
     }
 

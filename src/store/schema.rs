@@ -325,4 +325,17 @@ pub struct Attempt {
     pub error: Option<String>,
     /// The start of the destination's answer, for people reading the DLQ.
     pub response_snippet: Option<String>,
+    /// What the delivery had been replayed when it was made: 0 for the
+    /// first round of attempts, 1 after the first replay, …
+    pub round: u32,
+    /// From the start to the answer's status and headers (the rest of
+    /// `latency_ms` read its body); `None`: no answer.
+    pub first_byte_ms: Option<u64>,
+    /// The request's headers as sent, each secret or signature cut to its
+    /// first characters (`deliver::shown`). Empty for an attempt recorded
+    /// before they were kept.
+    pub request_headers: Vec<(String, String)>,
+    /// The answer's headers (at most `deliver::MAX_ANSWER_HEADERS`), cut
+    /// the same way.
+    pub response_headers: Vec<(String, String)>,
 }

@@ -631,6 +631,7 @@ impl<'t> Tables<'t> {
                 continue;
             };
             let before = Indexed::of(&state).into_owned();
+            let round = state.replays;
             self.add_attempt(
                 seq,
                 &mut state,
@@ -643,6 +644,10 @@ impl<'t> Tables<'t> {
                         "hookinbox stopped during this attempt; the destination may or may not have received it".into(),
                     ),
                     response_snippet: None,
+                    round,
+                    first_byte_ms: None,
+                    request_headers: Vec::new(),
+                    response_headers: Vec::new(),
                 },
             )?;
             self.put_state(seq, Some(&before), &state)?;

@@ -17,6 +17,7 @@ use crate::support::{
     standard_headers, write_config,
 };
 
+mod attempts;
 mod audit;
 mod dlq_time;
 mod live;

@@ -5,6 +5,7 @@
 
 mod admin;
 mod alerts;
+mod attempts;
 mod audit;
 mod cli;
 mod crash;

@@ -92,6 +92,10 @@ async fn preload(config_text: &str, data: &std::path::Path) -> Vec<(String, u64)
                     status: Some(422),
                     error: None,
                     response_snippet: Some("unknown order".into()),
+                    round: 0,
+                    first_byte_ms: Some(2),
+                    request_headers: Vec::new(),
+                    response_headers: Vec::new(),
                 },
                 next: Next::Dead {
                     reason: "the app answered 422".into(),

@@ -19,6 +19,7 @@
 //! - `v3`: format 3's (what a key change wrote), frozen.
 //! - `v4`: format 4's (the attempts a stop interrupted), frozen.
 //! - `v5`: format 5's (the audit trail), frozen.
+//! - `v6`: format 6's (attempts in full), frozen.
 
 pub mod log;
 pub mod row;
@@ -27,6 +28,7 @@ mod v2;
 mod v3;
 mod v4;
 mod v5;
+mod v6;
 
 #[cfg(test)]
 mod tests;

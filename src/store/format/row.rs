@@ -16,6 +16,7 @@ use super::v1::{AttemptV1, EventV1, EventViewV1, NoteV1, StateV1};
 use super::v2::KeyRowV2;
 use super::v3::KeyRowV3;
 use super::v5::AuditRowV5;
+use super::v6::AttemptRowV6;
 
 /// The version every row of format 1 is written in.
 const ROW_V1: u8 = 1;
@@ -28,6 +29,8 @@ const ROW_V3: u8 = 3;
 const ROW_PACKED: u8 = 4;
 /// The version of an `audit` row (format 5's).
 const ROW_AUDIT: u8 = 5;
+/// The version of an `attempts` row with its round and headers (format 6's).
+const ROW_ATTEMPT: u8 = 6;
 /// Codec byte of an event record: postcard bytes as they are.
 const CODEC_PLAIN: u8 = 0;
 /// Codec byte of an event record: LZ4 block, decompressed size first.
@@ -97,11 +100,21 @@ pub fn decode_state(bytes: &[u8]) -> Result<EventState, DecodeError> {
 }
 
 pub fn encode_attempt(attempt: &Attempt, out: &mut Vec<u8>) {
-    encode(&AttemptV1::from(attempt), out);
+    encode_as(ROW_ATTEMPT, &AttemptRowV6::from(attempt), out);
 }
 
+/// An `attempts` row of either version: 1 (round 0, no headers) or 6.
 pub fn decode_attempt(bytes: &[u8]) -> Result<Attempt, DecodeError> {
-    decode::<AttemptV1<'_>>(bytes).map(Attempt::from)
+    match bytes.first() {
+        Some(&ROW_ATTEMPT) => decode_as::<AttemptRowV6<'_>>(ROW_ATTEMPT, bytes).map(Attempt::from),
+        _ => decode::<AttemptV1<'_>>(bytes).map(Attempt::from),
+    }
+}
+
+/// An `attempts` row as builds before format 6 wrote it.
+#[cfg(test)]
+pub fn encode_attempt_v1(attempt: &Attempt, out: &mut Vec<u8>) {
+    encode(&AttemptV1::from(attempt), out);
 }
 
 pub fn encode_note(note: &Note, out: &mut Vec<u8>) {

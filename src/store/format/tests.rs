@@ -26,6 +26,10 @@ fn attempt() -> Attempt {
         status: Some(503),
         error: Some("HTTP 503".into()),
         response_snippet: Some("busy".into()),
+        round: 0,
+        first_byte_ms: None,
+        request_headers: Vec::new(),
+        response_headers: Vec::new(),
     }
 }
 
@@ -67,7 +71,7 @@ fn rows_are_the_bytes_the_build_before_wrote() {
     assert_eq!(row::decode_state(&want).unwrap(), state());
 
     let want = bytes("01fbd095ffbc312a0101f70301084854545020353033010462757379");
-    row::encode_attempt(&attempt(), &mut out);
+    row::encode_attempt_v1(&attempt(), &mut out);
     assert_eq!(out, want);
     assert_eq!(row::decode_attempt(&want).unwrap(), attempt());
 
@@ -231,12 +235,14 @@ fn debug(entries: &[Entry<'_>]) -> Vec<String> {
     entries.iter().map(|e| format!("{e:?}")).collect()
 }
 
-/// Format 5 writes each entry format 1 has as variant 0 (format 4's) of
-/// variant 0 (format 3's) of variant 0 (format 2's) of variant 0 (format
-/// 1's) followed by exactly format 0's bytes, so these goldens pin all of
-/// them.
+/// Format 6 writes each entry format 1 has but a finish as variant 0
+/// (format 5's) of variant 0 (format 4's) of variant 0 (format 3's) of
+/// variant 0 (format 2's) of variant 0 (format 1's) followed by exactly
+/// format 0's bytes, and a finish as variant 1: format 0's bytes after its
+/// kind, then what format 6 adds to its attempt (here round 0, no first
+/// byte, no headers). These goldens pin all of them.
 #[test]
-fn every_entry_is_written_as_format_5_around_the_bytes_format_0_gave_it() {
+fn every_entry_is_written_as_format_6_around_the_bytes_format_0_gave_it() {
     let all = entries();
     let mut written = Vec::new();
     log::begin(&mut written);
@@ -244,9 +250,16 @@ fn every_entry_is_written_as_format_5_around_the_bytes_format_0_gave_it() {
         log::push(&mut written, entry);
     }
     let mut want_bytes = vec![log::FORMAT_BYTE];
-    for (_, hex_text) in &all {
-        want_bytes.extend([0, 0, 0, 0]);
-        want_bytes.extend(bytes(hex_text));
+    for (entry, hex_text) in &all {
+        let old = bytes(hex_text);
+        if matches!(entry, Entry::Finish(_)) {
+            want_bytes.push(1);
+            want_bytes.extend(&old[1..]);
+            want_bytes.extend([0, 0, 0, 0]);
+        } else {
+            want_bytes.extend([0, 0, 0, 0, 0]);
+            want_bytes.extend(old);
+        }
     }
     assert_eq!(written, want_bytes);
     let want: Vec<String> = all.iter().map(|(e, _)| format!("{e:?}")).collect();
@@ -395,12 +408,15 @@ fn key_writes_keep_their_bytes() {
         let read = log::entries(1, &written).unwrap();
         assert_eq!(debug(&read), vec![format!("{entry:?}")]);
         assert!(log::older_payload(2, &read).is_none());
-        // This build writes them as format 5: behind variant 0 twice.
+        // This build writes them as format 6: behind variant 0 three times.
         let mut current = Vec::new();
         log::begin(&mut current);
         log::push(&mut current, entry);
-        assert_eq!(current[0], 0x45);
-        assert_eq!(hex::encode(&current[1..]), format!("0000{text}"));
+        assert_eq!(current[0], 0x46);
+        assert_eq!(hex::encode(&current[1..]), format!("000000{text}"));
+        let format_5 = log::older_payload(5, std::slice::from_ref(entry)).unwrap();
+        assert_eq!(hex::encode(&format_5), format!("450000{text}"));
+        assert_eq!(debug(&log::entries(1, &format_5).unwrap()), debug(&read));
         // As format 4 wrote them, they read the same.
         let format_4 = log::older_payload(4, std::slice::from_ref(entry)).unwrap();
         assert_eq!(hex::encode(&format_4), format!("4400{text}"));
@@ -415,9 +431,12 @@ fn the_interrupted_attempts_entry_keeps_its_bytes() {
     let mut written = Vec::new();
     log::begin(&mut written);
     log::push(&mut written, &Entry::Interrupted);
-    assert_eq!(written, [0x45, 0x00, 0x01]);
+    assert_eq!(written, [0x46, 0x00, 0x00, 0x01]);
     let read = log::entries(1, &written).unwrap();
     assert_eq!(debug(&read), ["Interrupted"]);
+    let format_5 = [0x45, 0x00, 0x01];
+    assert_eq!(debug(&log::entries(1, &format_5).unwrap()), ["Interrupted"]);
+    assert_eq!(log::older_payload(5, &read).unwrap(), format_5);
     let format_4 = [0x44, 0x01];
     assert_eq!(debug(&log::entries(1, &format_4).unwrap()), ["Interrupted"]);
     assert_eq!(log::older_payload(4, &read).unwrap(), format_4);
@@ -472,12 +491,14 @@ fn the_audit_entry_and_row_keep_their_bytes() {
             record: Cow::Borrowed(&record),
         },
     );
-    assert_eq!(hex::encode(&written), format!("450107{fields}"));
+    assert_eq!(hex::encode(&written), format!("46000107{fields}"));
     let read = log::entries(1, &written).unwrap();
     match read.as_slice() {
         [Entry::Audit { id: 7, record: r }] => assert_eq!(**r, record),
         other => panic!("{other:?}"),
     }
+    let format_5 = log::older_payload(5, &read).unwrap();
+    assert_eq!(hex::encode(&format_5), format!("450107{fields}"));
     for format in 0..5 {
         assert!(log::older_payload(format, &read).is_none(), "{format}");
     }
@@ -678,4 +699,56 @@ fn unknown_row_versions_are_refused_not_misread() {
     assert!(matches!(row::decode_state(&[]), Err(DecodeError::Empty)));
     let text = row::decode_attempt(&[3]).unwrap_err().to_string();
     assert!(text.contains("upgrade hookinbox"), "{text}");
+}
+
+/// An attempt in full, new in format 6: its `attempts` row is version 6,
+/// the version-1 row's fields then the round, the time to the answer's
+/// head and both header lists; its finish entry is variant 1 with the same
+/// after format 1's finish. A finish of format 5 and a version-1 row read
+/// as round 0 without headers.
+#[test]
+fn an_attempt_in_full_keeps_its_bytes_and_older_ones_read_without_its_additions() {
+    let full = Attempt {
+        round: 2,
+        first_byte_ms: Some(7),
+        request_headers: vec![("webhook-id".into(), "hbx_1".into())],
+        response_headers: vec![("server".into(), "app".into())],
+        ..attempt()
+    };
+    let v1_fields = "fbd095ffbc312a0101f70301084854545020353033010462757379";
+    let want_more = concat!(
+        "02",                                   // round 2
+        "0107",                                 // the head after 7 ms
+        "010a776562686f6f6b2d6964056862785f31", // [("webhook-id", "hbx_1")]
+        "010673657276657203617070",             // [("server", "app")]
+    );
+    let mut out = Vec::new();
+    row::encode_attempt(&full, &mut out);
+    assert_eq!(hex::encode(&out), format!("06{v1_fields}{want_more}"));
+    assert_eq!(row::decode_attempt(&out).unwrap(), full);
+
+    let finish = Entry::Finish(Cow::Owned(Finish {
+        seq: 300,
+        attempt: full.clone(),
+        next: Next::RetryAt { due_ms: 5 },
+    }));
+    let mut written = Vec::new();
+    log::begin(&mut written);
+    log::push(&mut written, &finish);
+    assert_eq!(
+        hex::encode(&written),
+        format!("4601ac02{v1_fields}0105{want_more}")
+    );
+    let read = log::entries(1, &written).unwrap();
+    assert_eq!(debug(&read), debug(std::slice::from_ref(&finish)));
+    // As format 5 wrote it: the additions are not there, and read as none.
+    let format_5 = log::older_payload(5, &read).unwrap();
+    assert_eq!(
+        hex::encode(&format_5),
+        format!("450000000003ac02{v1_fields}0105")
+    );
+    match log::entries(1, &format_5).unwrap().as_slice() {
+        [Entry::Finish(f)] => assert_eq!(f.attempt, attempt()),
+        other => panic!("{other:?}"),
+    }
 }

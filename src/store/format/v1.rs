@@ -438,6 +438,10 @@ impl From<AttemptV1<'_>> for Attempt {
             status: a.status,
             error: owned(a.error),
             response_snippet: owned(a.response_snippet),
+            round: 0,
+            first_byte_ms: None,
+            request_headers: Vec::new(),
+            response_headers: Vec::new(),
         }
     }
 }

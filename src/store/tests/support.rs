@@ -102,6 +102,10 @@ pub(super) fn attempt(class: schema::AttemptClass, status: Option<u16>) -> schem
         status,
         error: None,
         response_snippet: None,
+        round: 0,
+        first_byte_ms: None,
+        request_headers: Vec::new(),
+        response_headers: Vec::new(),
     }
 }
 

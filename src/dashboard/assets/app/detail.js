@@ -212,12 +212,52 @@ async function detail(id) {
       : h('p', { class: 'muted', text: 'None kept.' }),
     h('h2', { text: 'Attempts' }),
     ev.attempt_history.length
-      ? table('Attempts', [...(several ? ['Destination'] : []), '#', 'Started', 'Outcome', 'Status', h('th', { class: 'num', text: 'Latency' }), 'Error', 'Answer'],
-        ev.attempt_history.map((a) => h('tr', {},
-          several ? h('td', { text: a.destination }) : null,
-          h('td', { text: a.n }), h('td', { class: 'mono', text: fmtTime(a.started_at) }),
-          h('td', { text: a.outcome.replace(/_/g, ' ') }), h('td', { text: a.status || '—' }),
-          h('td', { class: 'num', text: `${a.latency_ms} ms` }), h('td', { text: a.error || '' }),
-          h('td', { class: 'mono', text: a.response_snippet || '' }))), { id: 'attempts' })
+      ? h('div', { id: 'attempts' }, attemptRounds(ev.attempt_history, several))
       : h('p', { class: 'muted', text: 'No attempt yet.' }));
+}
+
+// A table of [name, value] pairs, or a line saying there are none.
+function headerList(label, pairs) {
+  if (!pairs.length) return h('p', { class: 'muted', text: `${label}: none kept.` });
+  return h('div', {}, h('h4', { text: label }),
+    h('dl', { class: 'headers mono' }, pairs.flatMap(([k, v]) => [h('dt', { text: k }), h('dd', { text: v })])));
+}
+
+// What one attempt sent and got back: the request's headers (signatures
+// and credentials as their first characters, as stored), the answer's
+// headers and its timings.
+function attemptDetails(a) {
+  const timing = a.first_byte_ms !== undefined
+    ? `Answer head after ${a.first_byte_ms} ms, body read by ${a.latency_ms} ms.`
+    : `Ended after ${a.latency_ms} ms without an answer.`;
+  return h('details', {},
+    h('summary', { text: 'Request and answer' }),
+    h('p', { text: timing }),
+    headerList('Request headers', a.request_headers || []),
+    headerList('Answer headers', a.response_headers || []),
+    a.response_snippet ? h('div', {}, h('h4', { text: 'Answer (start)' }), h('pre', { class: 'snippet', text: a.response_snippet })) : null);
+}
+
+// The attempts in rounds: the first delivery, then each replay's.
+function attemptRounds(history, several) {
+  const rounds = new Map();
+  for (const a of history) {
+    const r = a.round || 0;
+    if (!rounds.has(r)) rounds.set(r, []);
+    rounds.get(r).push(a);
+  }
+  return [...rounds.keys()].sort((x, y) => x - y).map((r) => {
+    const title = r === 0 ? 'First delivery' : `Replay ${r}`;
+    return h('section', { 'aria-label': title, 'data-round': String(r) },
+      h('h3', { text: title }),
+      table(`Attempts: ${title}`, [...(several ? ['Destination'] : []), '#', 'Started', 'Outcome', 'Status',
+        h('th', { class: 'num', text: 'Latency' }), 'Error', 'Answer', 'Details'],
+      rounds.get(r).map((a) => h('tr', {},
+        several ? h('td', { text: a.destination }) : null,
+        h('td', { text: a.n }), h('td', { class: 'mono', text: fmtTime(a.started_at) }),
+        h('td', { text: a.outcome.replace(/_/g, ' ') }), h('td', { text: a.status || '—' }),
+        h('td', { class: 'num', text: `${a.latency_ms} ms` }), h('td', { text: a.error || '' }),
+        h('td', { class: 'mono', text: a.response_snippet || '' }),
+        h('td', {}, attemptDetails(a)))), { id: `attempts-round-${r}` }));
+  });
 }
