@@ -350,7 +350,8 @@ pub struct NoteRequest {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BulkRequest {
-    /// Which events; at least one field besides `cursor` and `limit`.
+    /// Which events; at least one field besides `cursor` and `limit` (which
+    /// it refuses). `q` and `match` look inside each candidate's payload.
     pub filter: EventQuery,
     /// Count the matches, change nothing.
     #[serde(default)]
@@ -369,6 +370,10 @@ pub struct BulkResult {
     pub changed: u64,
     /// The first 100 that could not be changed, and why.
     pub refused: Vec<Refusal>,
+    /// With `q` or `match`: the payloads read to find them (at most
+    /// 1,000,000 a request; past that, a 400 asks for a narrower filter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub examined: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -459,6 +464,31 @@ pub struct Percentiles {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Activity {
     pub minutes: Vec<MinuteCounts>,
+    /// Per destination and minute: attempts, how many failed, and how long
+    /// they took (absent from servers before it: empty).
+    #[serde(default)]
+    pub destinations: Vec<DestinationMinute>,
+    /// The upper bounds, ms, of the `latency` buckets of
+    /// [`DestinationMinute`]; its last bucket is above the last bound.
+    #[serde(default)]
+    pub latency_bounds_ms: Vec<u64>,
+}
+
+/// One destination's attempts in one minute.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct DestinationMinute {
+    /// The minute's start.
+    pub minute: Timestamp,
+    /// Its name: the source's, or `source.name`.
+    pub destination: String,
+    /// Attempts started in the minute.
+    pub attempts: u64,
+    /// Those that did not deliver (refused, to retry, timed out, no
+    /// connection, interrupted).
+    pub failed: u64,
+    /// Attempts per latency bucket (`latency_bounds_ms`), an interrupted
+    /// one not counted.
+    pub latency: Vec<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

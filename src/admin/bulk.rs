@@ -16,10 +16,13 @@ use crate::store::{Change, ChangeError, EventFilter};
 
 /// Most events one bulk replay or ignore touches; narrow the filter for more.
 const MAX_BULK: usize = 100_000;
+/// Most payloads a bulk change with `q` or `match` reads to find its
+/// events (≈ 10 s at 10 µs each); narrow the filter (from, to) for more.
+const MAX_EXAMINED: u64 = 1_000_000;
 
 /// The keys of a bulk filter, which the first bulk body (before 0.1.0's
 /// typed contract) took at its top level.
-const FILTER_KEYS: [&str; 7] = [
+const FILTER_KEYS: [&str; 9] = [
     "source",
     "destination",
     "status",
@@ -27,6 +30,8 @@ const FILTER_KEYS: [&str; 7] = [
     "event_id",
     "from",
     "to",
+    "q",
+    "match",
 ];
 
 /// The bulk request of a JSON body, or a 400 that says what is expected:
@@ -59,15 +64,15 @@ async fn bulk(
 ) -> Result<api::BulkResult, AdminError> {
     let Json(body) = body.map_err(|e| AdminError::BadRequest(e.body_text()))?;
     let body = bulk_request(body)?;
-    if body.filter.cursor.is_some() || body.filter.limit.is_some() || body.filter.is_search() {
+    if body.filter.cursor.is_some() || body.filter.limit.is_some() {
         return Err(AdminError::BadRequest(
-            "a bulk filter takes source, status, type, event_id, from and to (no cursor, limit, q or match)".into(),
+            "a bulk filter takes source, destination, status, type, event_id, from, to, q and match (no cursor or limit)".into(),
         ));
     }
-    let (filter, _) = filter_of(&body.filter)?;
-    if filter == EventFilter::default() {
+    let (filter, payload) = filter_of(&body.filter)?;
+    if filter == EventFilter::default() && payload.is_empty() {
         return Err(AdminError::BadRequest(
-            "give a filter (source, status, type, event_id, from, to): an empty one would take every event".into(),
+            "give a filter (source, status, type, event_id, from, to, q, match): an empty one would take every event".into(),
         ));
     }
     let change = if replay {
@@ -80,8 +85,20 @@ async fn bulk(
             note: note_text(body.note.as_deref(), "these events are ignored")?,
         }
     };
-    // Keys and routes only: 100k matches never load 100k payloads.
-    let (matched, more) = state.store.matching_ids(&filter, MAX_BULK)?;
+    // Keys and routes only: without q or match, 100k matches never load
+    // 100k payloads; with one, each candidate's payload is read once.
+    let store = state.store.clone();
+    let found = tokio::task::spawn_blocking(move || {
+        store.matching_ids(&filter, &payload, MAX_BULK, MAX_EXAMINED)
+    })
+    .await??;
+    if found.cut {
+        return Err(AdminError::BadRequest(format!(
+            "q or match looked inside {MAX_EXAMINED} payloads without reaching the end of the filter: narrow it (from, to, source, type)"
+        )));
+    }
+    let (matched, more) = (found.ids, found.more);
+    let examined = body.filter.is_search().then_some(found.examined);
     let lanes: std::collections::HashSet<String> = state
         .delivery
         .destinations()
@@ -99,6 +116,7 @@ async fn bulk(
             matched: matched.len() as u64,
             changed: 0,
             refused: Vec::new(),
+            examined,
         });
     }
     let now = state.clock.now_ms();
@@ -165,6 +183,7 @@ async fn bulk(
         matched: matched.len() as u64,
         changed,
         refused,
+        examined,
     })
 }
 

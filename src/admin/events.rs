@@ -128,12 +128,15 @@ pub(super) async fn show_event(
     let mut attempt_history = Vec::new();
     for d in &e.deliveries {
         let attempts = state.store.attempts(d.key)?;
-        attempt_history.extend(
-            attempts
-                .iter()
-                .enumerate()
-                .map(|(n, a)| attempt_on_wire(&d.state.source, n, a)),
-        );
+        // A replay starts its attempts at 1 again.
+        let mut in_round = (0, 0);
+        for (n, a) in attempts.iter().enumerate() {
+            in_round = match in_round {
+                (round, k) if round == a.round => (round, k + 1),
+                _ => (a.round, 1),
+            };
+            attempt_history.push(attempt_on_wire(&e, &d.state.source, n, in_round.1, a));
+        }
     }
     attempt_history.sort_by_key(|a| a.started_at);
     let payload = payload_of(&e.record.body);

@@ -9,7 +9,7 @@ use axum::extract::{Query, State};
 use super::AdminState;
 use super::error::{AdminError, StoreUnavailable, Unauthorized};
 use crate::api::{self, Timestamp};
-use crate::store::index::MinuteKind;
+use crate::store::index::{LATENCY_BOUNDS_MS, MinuteKind};
 
 /// Per source and event type: what the store holds (from its maintained
 /// counts) and what this process has seen since it started.
@@ -124,8 +124,43 @@ pub(super) async fn activity(
     let store = state.store.clone();
     let rows = tokio::task::spawn_blocking(move || store.activity(from)).await??;
     let mut minutes: Vec<api::MinuteCounts> = Vec::new();
+    let mut destinations: Vec<api::DestinationMinute> = Vec::new();
+    let buckets = LATENCY_BOUNDS_MS.len() + 1;
     for (minute, source, kind, n) in rows {
         let at = Timestamp(minute * 60_000);
+        if matches!(
+            kind,
+            MinuteKind::Attempted | MinuteKind::Failed | MinuteKind::Latency(_)
+        ) {
+            let row = match destinations
+                .iter_mut()
+                .rev()
+                .find(|d| d.minute == at && d.destination == source)
+            {
+                Some(row) => row,
+                None => {
+                    destinations.push(api::DestinationMinute {
+                        minute: at,
+                        destination: source,
+                        attempts: 0,
+                        failed: 0,
+                        latency: vec![0; buckets],
+                    });
+                    destinations.last_mut().expect("just pushed")
+                }
+            };
+            match kind {
+                MinuteKind::Attempted => row.attempts += n,
+                MinuteKind::Failed => row.failed += n,
+                MinuteKind::Latency(bucket) => {
+                    if let Some(count) = row.latency.get_mut(usize::from(bucket)) {
+                        *count += n;
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
         let row = match minutes.last_mut() {
             Some(last) if last.minute == at && last.source == source => last,
             _ => {
@@ -145,7 +180,12 @@ pub(super) async fn activity(
             MinuteKind::Duplicate => row.duplicates += n,
             MinuteKind::Delivered => row.delivered += n,
             MinuteKind::DeadLettered => row.dead_lettered += n,
+            MinuteKind::Attempted | MinuteKind::Failed | MinuteKind::Latency(_) => {}
         }
     }
-    Ok(Json(api::Activity { minutes }))
+    Ok(Json(api::Activity {
+        minutes,
+        destinations,
+        latency_bounds_ms: LATENCY_BOUNDS_MS.to_vec(),
+    }))
 }

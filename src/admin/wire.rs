@@ -98,7 +98,23 @@ pub(super) fn summary_at(e: &StoredEvent, state: &EventState) -> api::EventSumma
     }
 }
 
-pub(super) fn attempt_on_wire(destination: &str, n: usize, a: &Attempt) -> api::AttemptRecord {
+/// Attempt `n` (from 0) of `e`'s delivery to `destination`, the
+/// `in_round`th of its round (from 1: the `hookinbox-attempt` it sent).
+pub(super) fn attempt_on_wire(
+    e: &StoredEvent,
+    destination: &str,
+    n: usize,
+    in_round: u32,
+    a: &Attempt,
+) -> api::AttemptRecord {
+    let message = crate::deliver::Message {
+        id: &e.id,
+        source: &e.record.source,
+        event_id: &e.record.event_id,
+        event_type: e.record.event_type.as_deref(),
+        content_type: e.record.content_type.as_deref(),
+        body: &[],
+    };
     api::AttemptRecord {
         destination: destination.to_owned(),
         n: n as u32 + 1,
@@ -110,7 +126,9 @@ pub(super) fn attempt_on_wire(destination: &str, n: usize, a: &Attempt) -> api::
         response_snippet: a.response_snippet.clone(),
         round: a.round,
         first_byte_ms: a.first_byte_ms,
-        request_headers: a.request_headers.clone(),
+        request_headers: message
+            .sent(in_round, a.started_ms, &a.request_headers)
+            .unwrap_or_default(),
         response_headers: a.response_headers.clone(),
     }
 }

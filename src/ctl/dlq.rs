@@ -8,7 +8,7 @@ use clap::Subcommand;
 use super::client::{Client, fail};
 use super::events::list;
 use super::output::{Output, plural};
-use super::query::{Filter, Paging, paged};
+use super::query::{Filter, Inside, Paging, paged};
 use crate::api::{self, EventQuery, EventStatus};
 use crate::exit::{EXIT_USAGE, Failure};
 
@@ -29,6 +29,8 @@ pub enum DlqCommand {
     Replay {
         #[command(flatten)]
         filter: Filter,
+        #[command(flatten)]
+        inside: Inside,
         /// Only count what would be replayed.
         #[arg(long)]
         dry_run: bool,
@@ -37,6 +39,8 @@ pub enum DlqCommand {
     Ignore {
         #[command(flatten)]
         filter: Filter,
+        #[command(flatten)]
+        inside: Inside,
         /// Why: kept with each event (at most 2000 bytes).
         #[arg(long)]
         note: String,
@@ -61,9 +65,13 @@ pub(super) async fn run(client: &Client, command: DlqCommand, json: bool) -> Res
             };
             list(client, paged(filter, &paging)?, paging.all).await?
         }
-        DlqCommand::Replay { filter, dry_run } => {
+        DlqCommand::Replay {
+            filter,
+            inside,
+            dry_run,
+        } => {
             let request = api::BulkRequest {
-                filter: dead_letters(filter)?,
+                filter: inside.narrow(dead_letters(filter)?),
                 dry_run,
                 note: None,
             };
@@ -72,11 +80,12 @@ pub(super) async fn run(client: &Client, command: DlqCommand, json: bool) -> Res
         }
         DlqCommand::Ignore {
             filter,
+            inside,
             note,
             dry_run,
         } => {
             let request = api::BulkRequest {
-                filter: dead_letters(filter)?,
+                filter: inside.narrow(dead_letters(filter)?),
                 dry_run,
                 note: Some(note),
             };
@@ -106,9 +115,13 @@ fn dead_letters(filter: Filter) -> Result<EventQuery, Failure> {
 }
 
 fn bulk_text(result: &api::BulkResult, action: &str) -> String {
+    let looked = match result.examined {
+        Some(n) => format!(" ({} read)", plural(n, "payload", "payloads")),
+        None => String::new(),
+    };
     if result.dry_run {
         return format!(
-            "dry run: {} match\n",
+            "dry run: {} match{looked}\n",
             plural(result.matched, "event", "events")
         );
     }

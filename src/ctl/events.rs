@@ -9,7 +9,7 @@ use clap::Subcommand;
 
 use super::client::{Client, NO_BODY, fail};
 use super::output::{Output, or_dash, plural, table, time};
-use super::query::{Filter, Paging, paged};
+use super::query::{Filter, Inside, Paging, paged};
 use crate::api::{self, EventQuery};
 use crate::config;
 use crate::exit::{EXIT_USAGE, Failure};
@@ -28,12 +28,8 @@ pub enum EventsCommand {
     Search {
         #[command(flatten)]
         filter: Filter,
-        /// Text the payload contains (case matters).
-        #[arg(long)]
-        q: Option<String>,
-        /// /json/pointer=value, like /data/object/customer=cus_123.
-        #[arg(long = "match")]
-        pointer_match: Option<String>,
+        #[command(flatten)]
+        inside: Inside,
         #[command(flatten)]
         paging: Paging,
     },
@@ -102,21 +98,16 @@ pub(super) async fn run(
         }
         EventsCommand::Search {
             filter,
-            q,
-            pointer_match,
+            inside,
             paging,
         } => {
-            if q.is_none() && pointer_match.is_none() {
+            if inside.is_empty() {
                 return Err(fail(
                     EXIT_USAGE,
                     anyhow!("give --q TEXT or --match /json/pointer=value (or use `events list`)"),
                 ));
             }
-            let query = EventQuery {
-                q,
-                pointer_match,
-                ..paged(filter.query(), &paging)?
-            };
+            let query = inside.narrow(paged(filter.query(), &paging)?);
             list(client, query, paging.all).await?
         }
         EventsCommand::Show { id } => {

@@ -42,6 +42,32 @@ impl Selection {
     }
 }
 
+/// What a payload must hold: `events search`'s, and a bulk change's.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Inside {
+    /// Text the payload contains (case matters).
+    #[arg(long)]
+    pub q: Option<String>,
+    /// /json/pointer=value, like /data/object/customer=cus_123.
+    #[arg(long = "match")]
+    pub pointer_match: Option<String>,
+}
+
+impl Inside {
+    pub(super) fn is_empty(&self) -> bool {
+        self.q.is_none() && self.pointer_match.is_none()
+    }
+
+    /// `query` narrowed to payloads that hold this.
+    pub(super) fn narrow(self, query: EventQuery) -> EventQuery {
+        EventQuery {
+            q: self.q,
+            pointer_match: self.pointer_match,
+            ..query
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct Filter {
     #[command(flatten)]

@@ -94,21 +94,41 @@ impl Tally {
     }
 }
 
-/// What a minute bucket counts.
+/// What a minute bucket counts. Received and duplicates by source;
+/// the others by route (a destination).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MinuteKind {
     Received,
     Duplicate,
     Delivered,
     DeadLettered,
+    /// Attempts made (started in the minute), any outcome.
+    Attempted,
+    /// Attempts that did not deliver (a status refused or to retry, a
+    /// timeout, a connection or transport error, an interrupted one).
+    Failed,
+    /// Attempts that took up to [`LATENCY_BOUNDS_MS`]`[i]` (the last: more
+    /// than the one before), an interrupted one not counted.
+    Latency(u8),
 }
 
+/// The upper bounds of the attempt latency buckets, ms; the last bucket
+/// is everything above the last bound.
+pub const LATENCY_BOUNDS_MS: [u64; 11] = [
+    10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000,
+];
+
+/// The first code of [`MinuteKind::Latency`]: 16 + the bucket.
+const LATENCY_CODE: u8 = 16;
+
 impl MinuteKind {
-    pub const ALL: [MinuteKind; 4] = [
+    pub const ALL: [MinuteKind; 6] = [
         MinuteKind::Received,
         MinuteKind::Duplicate,
         MinuteKind::Delivered,
         MinuteKind::DeadLettered,
+        MinuteKind::Attempted,
+        MinuteKind::Failed,
     ];
 
     /// Its byte in `minutes` keys. Stored: never renumber.
@@ -118,11 +138,24 @@ impl MinuteKind {
             MinuteKind::Duplicate => 1,
             MinuteKind::Delivered => 2,
             MinuteKind::DeadLettered => 3,
+            MinuteKind::Attempted => 4,
+            MinuteKind::Failed => 5,
+            MinuteKind::Latency(bucket) => LATENCY_CODE + bucket,
         }
     }
 
-    fn from_code(code: u8) -> Option<MinuteKind> {
-        MinuteKind::ALL.into_iter().find(|k| k.code() == code)
+    pub(super) fn from_code(code: u8) -> Option<MinuteKind> {
+        let buckets = LATENCY_BOUNDS_MS.len() as u8 + 1;
+        match code.checked_sub(LATENCY_CODE) {
+            Some(bucket) if bucket < buckets => Some(MinuteKind::Latency(bucket)),
+            _ => MinuteKind::ALL.into_iter().find(|k| k.code() == code),
+        }
+    }
+
+    /// The latency bucket of an attempt that took `ms`.
+    pub fn latency(ms: u64) -> MinuteKind {
+        let bucket = LATENCY_BOUNDS_MS.partition_point(|&bound| bound < ms);
+        MinuteKind::Latency(bucket as u8)
     }
 }
 

@@ -16,7 +16,7 @@ use super::pack;
 use super::payload::PayloadMatch;
 use super::read::erased_note;
 use super::schema::{self, EVENTS, STATE};
-use super::types::{Budget, Delivery, EventFilter, SearchPage, StoredEvent};
+use super::types::{Budget, Delivery, EventFilter, Matching, SearchPage, StoredEvent};
 
 /// One row of `events`, borrowed from the read snapshot.
 type EventRow = redb::AccessGuard<'static, &'static [u8]>;
@@ -203,28 +203,65 @@ impl Store {
         Ok(page)
     }
 
-    /// The delivery key and route of each delivery matching `filter`,
-    /// newest first, at most `limit` (and whether more match): what a bulk
-    /// change needs. It reads state rows, and a record only to check a time
-    /// bound, never 100k payloads for 100k matches.
+    /// The delivery key and route of each delivery matching `filter` and
+    /// `payload`, newest first, at most `limit` (and whether more match):
+    /// what a bulk change needs. Without a payload match it reads state
+    /// rows, and a record only to check a time bound, never 100k payloads
+    /// for 100k matches; with one it reads each candidate event's payload
+    /// once, at most `examine` of them (then `cut`: the caller narrows).
     pub fn matching_ids(
         &self,
         filter: &EventFilter,
+        payload: &PayloadMatch,
         limit: usize,
-    ) -> Result<(Vec<(u64, String)>, bool), StoreError> {
+        examine: u64,
+    ) -> Result<Matching, StoreError> {
         let db = self.db()?;
         let txn = db.begin_read()?;
         let events = txn.open_table(EVENTS)?;
         let states = txn.open_table(STATE)?;
         let timed = filter.from_ms.is_some() || filter.to_ms.is_some();
         let packed = txn.open_table(schema::PACK)?;
-        let mut out = Vec::new();
+        let matcher = payload.matcher();
+        let searching = !payload.is_empty();
+        let (mut scratch, mut buf) = (Vec::new(), Vec::new());
+        // The last event whose payload was tested, and whether it matched:
+        // an event's deliveries are candidates side by side.
+        let mut tested: Option<(u64, bool)> = None;
+        let mut found = Matching::default();
         for key in self.candidates(&txn, &events, &states, filter, None)? {
             let key = key?;
             let Some(raw) = states.get(key)? else {
                 continue;
             };
             let state = row::decode_state(raw.value())?;
+            if searching && filter.takes(&state) {
+                let Some(seq) = event_of::<StoreError>(&events, key)? else {
+                    continue;
+                };
+                let matched = match tested {
+                    Some((at, matched)) if at == seq => matched,
+                    _ => {
+                        if found.examined == examine {
+                            found.cut = true;
+                            return Ok(found);
+                        }
+                        found.examined += 1;
+                        let Some(raw_event) = events.get(seq)? else {
+                            continue;
+                        };
+                        let bytes =
+                            pack::record::<StoreError>(&packed, raw_event.value(), &mut buf)?;
+                        let view = row::decode_event_view(bytes, &mut scratch)?;
+                        let matched = matcher.matches(view.body);
+                        tested = Some((seq, matched));
+                        matched
+                    }
+                };
+                if !matched {
+                    continue;
+                }
+            }
             let matches = if timed {
                 let event = event_of::<StoreError>(&events, key)?;
                 match event.map(|seq| events.get(seq)).transpose()?.flatten() {
@@ -245,12 +282,13 @@ impl Store {
             if !matches {
                 continue;
             }
-            if out.len() == limit {
-                return Ok((out, true));
+            if found.ids.len() == limit {
+                found.more = true;
+                return Ok(found);
             }
-            out.push((key, state.source));
+            found.ids.push((key, state.source));
         }
-        Ok((out, false))
+        Ok(found)
     }
 
     /// The delivery keys that may match `filter` below `before`, newest

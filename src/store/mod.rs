@@ -64,7 +64,7 @@ pub use ship::{ShipError, ShippedFrame, Shipper};
 pub use stats::{Counts, NO_TYPE, RouteStats, SourceStats};
 pub use types::{
     Budget, Change, ChangeError, Claimed, Delivery, Due, EventFilter, Finish, Ingested, Initial,
-    Next, Route, SearchPage, StoredEvent, Swept,
+    Matching, Next, Route, SearchPage, StoredEvent, Swept,
 };
 pub use write::PROBE_EVERY;
 

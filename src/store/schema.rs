@@ -331,9 +331,11 @@ pub struct Attempt {
     /// From the start to the answer's status and headers (the rest of
     /// `latency_ms` read its body); `None`: no answer.
     pub first_byte_ms: Option<u64>,
-    /// The request's headers as sent, each secret or signature cut to its
-    /// first characters (`deliver::shown`). Empty for an attempt recorded
-    /// before they were kept.
+    /// The request's headers that the event does not determine (the
+    /// signature's start, the user agent, forwarded provider headers),
+    /// each secret or signature cut to its first characters
+    /// (`deliver::kept`; `deliver::Message::sent` rebuilds the rest).
+    /// Empty for an attempt recorded before they were kept.
     pub request_headers: Vec<(String, String)>,
     /// The answer's headers (at most `deliver::MAX_ANSWER_HEADERS`), cut
     /// the same way.

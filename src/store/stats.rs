@@ -6,6 +6,7 @@ use redb::ReadableDatabase;
 
 use super::error::StoreError;
 use super::handle::Store;
+use super::index::MinuteKind;
 use super::{index, schema};
 
 impl Store {
@@ -110,15 +111,19 @@ impl Store {
     }
 
     /// Per-minute counts (received, duplicates, delivered, dead-lettered per
-    /// source) from `from_ms`'s minute on, oldest first: the last hours
-    /// without a scan of events. Kept for `index::MINUTES_KEPT`.
+    /// source; attempts, failed attempts and their latency buckets per
+    /// destination) from `from_ms`'s minute on, oldest first: the last
+    /// hours without a scan of events. Kept for `index::MINUTES_KEPT`.
     pub fn activity(&self, from_ms: u64) -> Result<Vec<index::MinuteRow>, StoreError> {
         let db = self.db()?;
         let txn = db.begin_read()?;
         let mut rows = index::minutes(&txn, from_ms)?;
         // Delivered and dead-lettered are counted by route: by source here.
+        // Attempts and their latencies stay by route: by destination.
         for row in &mut rows {
-            if let Some((source, _)) = row.1.split_once('.') {
+            if matches!(row.2, MinuteKind::Delivered | MinuteKind::DeadLettered)
+                && let Some((source, _)) = row.1.split_once('.')
+            {
                 row.1 = source.to_owned();
             }
         }

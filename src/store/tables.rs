@@ -122,6 +122,17 @@ impl<'t> Tables<'t> {
             .insert((seq, state.total_attempts), self.buf.as_slice())?;
         state.total_attempts += 1;
         state.attempts += 1;
+        // The destination's minute: what its error rate and latency
+        // percentiles are made of (`GET /api/activity`).
+        let (at, route) = (attempt.started_ms, state.source.as_str());
+        self.index.count_minute(at, route, MinuteKind::Attempted);
+        if attempt.class != AttemptClass::Delivered {
+            self.index.count_minute(at, route, MinuteKind::Failed);
+        }
+        if attempt.class != AttemptClass::Interrupted {
+            self.index
+                .count_minute(at, route, MinuteKind::latency(attempt.latency_ms));
+        }
         Ok(())
     }
 

@@ -201,6 +201,20 @@ pub struct SearchPage {
     pub scanned_back_to_ms: Option<u64>,
 }
 
+/// What [`super::Store::matching_ids`] found.
+#[derive(Debug, Default)]
+pub struct Matching {
+    /// Each matching delivery's key and route, newest first.
+    pub ids: Vec<(u64, String)>,
+    /// More matched than the limit.
+    pub more: bool,
+    /// Payloads read (with a payload match).
+    pub examined: u64,
+    /// It stopped after reading as many payloads as it was given: what
+    /// matched among the rest is not known.
+    pub cut: bool,
+}
+
 /// What one sweep step removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Swept {

@@ -22,6 +22,7 @@ mod audit;
 mod dlq_time;
 mod live;
 mod roles;
+mod views;
 mod walk;
 
 const TOKEN: &str = "dashboard-test-token-0123456789";

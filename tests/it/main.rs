@@ -7,6 +7,7 @@ mod admin;
 mod alerts;
 mod attempts;
 mod audit;
+mod bulk_match;
 mod cli;
 mod crash;
 mod dashboard;

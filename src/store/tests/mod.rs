@@ -18,5 +18,6 @@ mod runs;
 mod pack;
 mod beside;
 mod audit;
+mod activity;
 
 pub(crate) use support::{close, deliver, new_seq, options};

@@ -316,7 +316,7 @@ async function route() {
   const [path, query] = (location.hash || '#/').slice(1).split('?');
   const params = new URLSearchParams(query || '');
   let page = 'overview';
-  let show = () => overview();
+  let show = () => overview(params);
   if (path === '/events') { page = 'events'; show = () => events(params); }
   else if (path.startsWith('/event/')) { page = 'events'; show = () => detail(decodeURIComponent(path.slice(7))); }
   else if (path === '/dlq') { page = 'dlq'; show = () => dlq(params); }

@@ -137,9 +137,20 @@ function deliveriesSection(ev, path, act) {
   ];
 }
 
+// How often an event's page looks for news while a delivery of it is
+// still to come (pending or retrying).
+const LIVE_MS = 2000;
+
+// Whether any delivery of `ev` may still change by itself.
+function inMotion(ev) {
+  return (ev.deliveries || [ev]).some((d) => d.status === 'pending');
+}
+
 async function detail(id) {
   const ev = await api('GET', `/api/events/${encodeURIComponent(id)}`);
   const path = `/api/events/${encodeURIComponent(id)}`;
+  // A new render (a change, or news) replaces the old one's timer.
+  stopTimers();
   const act = async (title, text, confirm, run, options) => {
     const answer = await ask(Object.assign({ title, text, confirm }, options || {}));
     if (answer === null) return;
@@ -168,6 +179,7 @@ async function detail(id) {
     h('p', {}, h('a', { href: '#/events', text: '← Events' })),
     h('h1', {}, `Event ${ev.event_id} `, statusBadge(ev.status)),
     h('p', { id: 'what-happened', class: `summary ${ev.status}`, text: whatHappened(ev) }),
+    inMotion(ev) ? h('p', { class: 'muted', id: 'live-note', text: `Following its deliveries: this page updates as attempts are made (every ${LIVE_MS / 1000} s).` }) : null,
     h('div', { class: 'actions' },
       can('operator') && h('button', {
         type: 'button', id: 'replay', text: 'Replay', disabled: ev.status === 'pending' || Boolean(ev.erased),
@@ -214,6 +226,21 @@ async function detail(id) {
     ev.attempt_history.length
       ? h('div', { id: 'attempts' }, attemptRounds(ev.attempt_history, several))
       : h('p', { class: 'muted', text: 'No attempt yet.' }));
+  // Live while a delivery may still change: news re-renders the page,
+  // keeping the keyboard's place and the disclosures a person opened.
+  if (inMotion(ev)) {
+    const seen = JSON.stringify(ev);
+    every(LIVE_MS, async () => {
+      if (document.querySelector('dialog[open]')) return;
+      const now = await api('GET', path);
+      if (JSON.stringify(now) === seen) return;
+      const focused = focusKey(view);
+      const open = [...view.querySelectorAll('details')].map((d) => d.open);
+      await detail(id);
+      view.querySelectorAll('details').forEach((d, i) => { if (open[i]) d.open = true; });
+      restoreFocus(view, focused);
+    });
+  }
 }
 
 // A table of [name, value] pairs, or a line saying there are none.

@@ -17,6 +17,9 @@ async function dlq(params) {
   if (params.get('source')) filter.source = params.get('source');
   if (params.get('destination')) filter.destination = params.get('destination');
   if (params.get('type')) filter.type = params.get('type');
+  // What the payload holds: text, or a JSON pointer's value.
+  if (params.get('q')) filter.q = params.get('q');
+  if (params.get('match')) filter.match = params.get('match');
   // A time range: when the events were received (RFC 3339 in the address).
   for (const k of ['from', 'to']) {
     const at = params.get(k);
@@ -24,14 +27,15 @@ async function dlq(params) {
   }
   const describe = ['dead', filter.destination && `at ${filter.destination}`,
     filter.source && `from ${filter.source}`, filter.type && `of type ${filter.type}`,
-    filter.from && `received from ${fmtTime(filter.from)}`, filter.to && `received before ${fmtTime(filter.to)}`]
+    filter.from && `received from ${fmtTime(filter.from)}`, filter.to && `received before ${fmtTime(filter.to)}`,
+    filter.q && `whose payload contains “${filter.q}”`, filter.match && `whose payload has ${filter.match}`]
     .filter(Boolean).join(' ');
   const form = h('form', {
     class: 'filters panel', 'aria-label': 'Filters',
     onsubmit: (ev) => {
       ev.preventDefault();
       const next = new URLSearchParams();
-      for (const k of ['source', 'destination', 'type', 'from', 'to']) {
+      for (const k of ['source', 'destination', 'type', 'from', 'to', 'q', 'match']) {
         let v = form.elements[k].value.trim();
         if ((k === 'from' || k === 'to') && v) v = new Date(v).toISOString();
         if (v) next.set(k, v);
@@ -44,6 +48,8 @@ async function dlq(params) {
   textInput('type', 'Event type', filter.type || ''),
   textInput('from', 'Received from', toLocalInput(filter.from), { type: 'datetime-local' }),
   textInput('to', 'Received before', toLocalInput(filter.to), { type: 'datetime-local' }),
+  textInput('q', 'Payload contains', filter.q || ''),
+  textInput('match', 'Payload value (/pointer=value)', filter.match || '', { placeholder: '/data/object/customer=cus_123' }),
   h('div', { class: 'actions' }, h('button', { type: 'submit', text: 'Filter' })));
 
   const filterOnly = {};
@@ -52,6 +58,8 @@ async function dlq(params) {
   if (filter.type) filterOnly.type = filter.type;
   if (filter.from) filterOnly.from = filter.from;
   if (filter.to) filterOnly.to = filter.to;
+  if (filter.q) filterOnly.q = filter.q;
+  if (filter.match) filterOnly.match = filter.match;
   const query = new URLSearchParams(filter);
   if (params.get('cursor')) query.set('cursor', params.get('cursor'));
   const page = await api('GET', `/api/events?${query}`);
@@ -143,7 +151,10 @@ async function dlq(params) {
     rows.length
       ? table('Dead letters', [h('th', {}, all), 'Dead since', 'Destination', 'Type', 'Event id', 'Reason', h('th', { class: 'hide-narrow', text: 'Payload' })],
         rows, { id: 'dlq' })
-      : h('p', { class: 'muted', id: 'dlq-empty', text: 'The dead-letter queue is empty.' }),
+      : h('p', { class: 'muted', id: 'dlq-empty', text: page.search ? 'None on this page of the search.' : 'The dead-letter queue is empty.' }),
+    page.search ? h('p', { class: 'muted', id: 'dlq-search', text: `Looked inside ${plural(page.search.examined, 'payload')}` +
+      (page.search.scanned_back_to ? ` received back to ${fmtTime(page.search.scanned_back_to)}` : '') +
+      (page.next_cursor !== null ? '; older ones may match too.' : '.') }) : null,
     h('div', { class: 'actions' },
       params.get('cursor') ? h('a', { href: `#/dlq?${new URLSearchParams(filterOnly)}`, text: 'Newest' }) : null,
       page.next_cursor !== null

@@ -91,15 +91,24 @@ const SERIES = [
   ['dead_lettered', '#b42318', 'dead-lettered'],
 ];
 
-// Received, delivered and dead-lettered per minute over the last hours,
-// every source added up.
+// The chart's ranges, in hours (the API keeps 168).
+const RANGES = [[1, '1 h'], [6, '6 h'], [24, '24 h'], [168, '7 d']];
+
+// Minutes a point of the chart adds up: at most 720 points.
+function step(hours) {
+  return Math.max(1, Math.ceil(hours * 60 / 720));
+}
+
+// Received, delivered and dead-lettered per minute (or per few minutes,
+// over a day or more) over the last hours, every source added up.
 function chart(minutes, hours) {
   const width = 720, height = 180, pad = 28;
-  const end = Math.floor(Date.now() / 60000);
-  const start = end - hours * 60;
+  const every = step(hours);
+  const end = Math.floor(Date.now() / 60000 / every);
+  const start = end - Math.ceil(hours * 60 / every);
   const totals = new Map();
   for (const m of minutes) {
-    const at = Math.floor(Date.parse(m.minute) / 60000);
+    const at = Math.floor(Date.parse(m.minute) / 60000 / every);
     const t = totals.get(at) || { received: 0, delivered: 0, dead_lettered: 0 };
     for (const [k] of SERIES) t[k] += m[k];
     totals.set(at, t);
@@ -139,8 +148,8 @@ function chart(minutes, hours) {
     el.textContent = text;
     svg.append(el);
   };
-  label(`${max} per minute`, pad, pad - 10, 'start');
-  label(`${hours} h ago`, pad, height - 8, 'start');
+  label(`${max} per ${every === 1 ? 'minute' : `${every} minutes`}`, pad, pad - 10, 'start');
+  label(`${hours < 48 ? `${hours} h` : `${hours / 24} d`} ago`, pad, height - 8, 'start');
   label('now', width - pad, height - 8, 'end');
   return h('div', { class: 'chart panel' },
     h('div', { class: 'legend' }, SERIES.map(([, color, name]) =>
@@ -148,8 +157,101 @@ function chart(minutes, hours) {
     svg);
 }
 
-async function overview() {
-  const hours = 6;
+function fmtMs(ms) {
+  return ms >= 1000 ? `${ms / 1000} s` : `${ms} ms`;
+}
+
+// The 95th percentile of latency bucket counts: the bound of the bucket it
+// falls in ("≤ 250 ms"), or above the last bound; null without attempts.
+function p95(latency, bounds) {
+  const total = latency.reduce((a, b) => a + b, 0);
+  if (!total) return null;
+  let seen = 0;
+  for (let i = 0; i < latency.length; i++) {
+    seen += latency[i];
+    if (seen >= 0.95 * total) return i < bounds.length ? { ms: bounds[i], text: `≤ ${fmtMs(bounds[i])}` } : { ms: bounds[bounds.length - 1] * 2, text: `> ${fmtMs(bounds[bounds.length - 1])}` };
+  }
+  return null;
+}
+
+// A small line of `values` (null: no attempts then) across the range.
+function sparkline(values, label, max) {
+  const width = 160, height = 28;
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
+  svg.setAttribute('class', 'spark');
+  svg.setAttribute('role', 'img');
+  svg.setAttribute('aria-label', label);
+  const top = Math.max(max, 1e-9);
+  let d = '';
+  values.forEach((v, i) => {
+    if (v === null) return;
+    const x = values.length > 1 ? i / (values.length - 1) * (width - 4) + 2 : width / 2;
+    const y = height - 2 - v / top * (height - 4);
+    d += `${d ? 'L' : 'M'}${x.toFixed(1)} ${y.toFixed(1)}`;
+  });
+  const path = document.createElementNS(ns, 'path');
+  path.setAttribute('d', d || `M0 ${height - 2}`);
+  path.setAttribute('fill', 'none');
+  path.setAttribute('stroke', '#0b5cad');
+  path.setAttribute('stroke-width', '1.5');
+  svg.append(path);
+  return svg;
+}
+
+// Each destination over the range: attempts, how many failed, the error
+// rate and the p95 attempt latency, each also as a line over time.
+function destinationHealth(activity, hours) {
+  const bounds = activity.latency_bounds_ms || [];
+  // About 48 points across the range.
+  const every = Math.max(1, Math.ceil(hours * 60 / 48));
+  const end = Math.floor(Date.now() / 60000 / every);
+  const points = Math.ceil(hours * 60 / every);
+  const byDest = new Map();
+  for (const m of activity.destinations || []) {
+    const d = byDest.get(m.destination) || { attempts: 0, failed: 0, latency: bounds.map(() => 0).concat([0]), at: new Map() };
+    d.attempts += m.attempts; d.failed += m.failed;
+    m.latency.forEach((n, i) => { d.latency[i] += n; });
+    const slot = Math.floor(Date.parse(m.minute) / 60000 / every);
+    const s = d.at.get(slot) || { attempts: 0, failed: 0, latency: bounds.map(() => 0).concat([0]) };
+    s.attempts += m.attempts; s.failed += m.failed;
+    m.latency.forEach((n, i) => { s.latency[i] += n; });
+    d.at.set(slot, s);
+    byDest.set(m.destination, d);
+  }
+  if (!byDest.size) return h('p', { class: 'muted', id: 'destination-health-none', text: 'No delivery attempt in this range.' });
+  const rows = [...byDest.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([name, d]) => {
+    const slots = [];
+    for (let i = end - points + 1; i <= end; i++) slots.push(d.at.get(i));
+    const rates = slots.map((s) => (s && s.attempts ? s.failed / s.attempts : null));
+    const lat = slots.map((s) => (s ? p95(s.latency, bounds) : null)).map((p) => (p ? p.ms : null));
+    const p = p95(d.latency, bounds);
+    const rate = d.attempts ? d.failed / d.attempts : 0;
+    const pct = (r) => `${(r * 100).toFixed(r && r < 0.1 ? 1 : 0)} %`;
+    return h('tr', { 'data-destination': name },
+      h('th', { scope: 'row', text: name }),
+      h('td', { class: 'num', 'data-k': 'attempts', text: d.attempts }),
+      h('td', { class: 'num', 'data-k': 'failed', text: d.failed }),
+      h('td', { class: 'num', 'data-k': 'error-rate', text: pct(rate) }),
+      h('td', { class: 'hide-narrow' }, sparkline(rates, `${name}: error rate over the range, highest ${pct(Math.max(0, ...rates.filter((r) => r !== null)))}`, Math.max(0, ...rates.filter((r) => r !== null)))),
+      h('td', { class: 'num', 'data-k': 'p95', text: p ? p.text : '—' }),
+      h('td', { class: 'hide-narrow' }, sparkline(lat, `${name}: p95 latency over the range, highest ${fmtMs(Math.max(0, ...lat.filter((v) => v !== null)))}`, Math.max(0, ...lat.filter((v) => v !== null)))));
+  });
+  return table('Destinations over the range', ['Destination', h('th', { class: 'num', text: 'Attempts' }), h('th', { class: 'num', text: 'Failed' }),
+    h('th', { class: 'num', text: 'Error rate' }), h('th', { class: 'hide-narrow', text: 'Error rate over time' }),
+    h('th', { class: 'num', text: 'p95 latency' }), h('th', { class: 'hide-narrow', text: 'p95 over time' })], rows, { id: 'destination-health' });
+}
+
+// The chart's range picker: links, so a range is in the address.
+function rangePicker(hours) {
+  return h('nav', { class: 'ranges', 'aria-label': 'Chart range' }, RANGES.map(([n, text]) =>
+    h('a', { href: `#/?hours=${n}`, 'aria-current': n === hours ? 'true' : null, 'data-hours': String(n), text })));
+}
+
+async function overview(params) {
+  const asked = Number((params && params.get('hours')) || 6);
+  const hours = RANGES.some(([n]) => n === asked) ? asked : 6;
   const body = h('div');
   view.replaceChildren(h('h1', { text: 'Overview' }), body);
   const render = async () => {
@@ -181,8 +283,13 @@ async function overview() {
         ? table('Destinations', ['Destination', h('th', { class: 'hide-narrow', text: 'URL' }), 'State', 'In flight', 'Action'],
           dests.destinations.map((d) => destinationRow(d, render)), { id: 'destinations' })
         : h('p', { class: 'muted', text: 'No destination is configured: events are held.' }),
-      h('h2', { text: `The last ${hours} hours, per minute` }),
+      h('h2', { text: `The last ${hours < 48 ? `${hours} hours` : `${hours / 24} days`}, ${step(hours) === 1 ? 'per minute' : `per ${step(hours)} minutes`}` }),
+      rangePicker(hours),
       c,
+      h('h3', { text: 'Each destination' }),
+      destinationHealth(activity, hours),
+      h('p', { class: 'muted', text: 'Error rate: attempts that did not deliver (refused, to retry, timed out, no connection) over all attempts. ' +
+        'p95: 95 % of attempts got their answer within it (buckets of 10 ms to 30 s).' }),
       h('p', { class: 'muted', text: `Updated ${fmtTime(new Date().toISOString())}; refreshes every ${REFRESH_MS / 1000} s.` }));
     restoreFocus(body, focused);
   };
