@@ -183,21 +183,29 @@ pub(super) async fn require_any_token(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let action = audit::action_of(request.method(), &audit::route_of(&request));
+    // An app's calls (the hot path of keys) are not recorded: only a
+    // person's request is looked up in the audit table.
+    let action = |request: &Request| audit::action_of(request.method(), &audit::route_of(request));
     match identify(&state, request.headers()) {
         // A person's change of a key (a delete; the others are refused
         // them) goes into the audit trail; an app's do not.
-        Found::Caller(Caller::Person(person)) if let Some(action) = action => {
+        Found::Caller(Caller::Person(person)) => {
             request
                 .extensions_mut()
                 .insert(Caller::Person(person.clone()));
-            audit::run(&state, &person, action, request, next).await
+            match action(&request) {
+                Some(action) => audit::run(&state, &person, action, request, next).await,
+                None => next.run(request).await,
+            }
         }
         Found::Caller(caller) => {
             request.extensions_mut().insert(caller);
             next.run(request).await
         }
-        Found::Expired(person) => refuse_expired(&state, person, action, request).await,
+        Found::Expired(person) => {
+            let action = action(&request);
+            refuse_expired(&state, person, action, request).await
+        }
         Found::Nobody => AdminError::Unauthorized.into_response(),
     }
 }

@@ -30,6 +30,8 @@ const TOKEN: &str = "dashboard-test-token-0123456789";
 const VIEWER_TOKEN: &str = "dashboard-viewer-token-0123456789";
 /// The token of `otto`, an operator, in [`Scene`]'s config.
 const OPERATOR_TOKEN: &str = "dashboard-operator-token-0123456789";
+/// The token of `old`, an operator whose token expired in 2020.
+const EXPIRED_TOKEN: &str = "dashboard-expired-token-0123456789";
 
 /// chromedriver on a free loopback port, killed on drop.
 struct Driver {
@@ -224,6 +226,12 @@ token = "{VIEWER_TOKEN}"
 name = "otto"
 role = "operator"
 token = "{OPERATOR_TOKEN}"
+
+[[admin.user]]
+name = "old"
+role = "operator"
+token = "{EXPIRED_TOKEN}"
+expires = "2020-01-01T00:00:00Z"
 
 [[source]]
 name = "shop"

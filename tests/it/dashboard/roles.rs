@@ -6,7 +6,7 @@ use fantoccini::Locator;
 use serde_json::json;
 
 use super::walk::assert_accessible;
-use super::{Scene, VIEWER_TOKEN, text_until, type_into};
+use super::{EXPIRED_TOKEN, Scene, VIEWER_TOKEN, text_until, type_into};
 use crate::support::client;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -63,5 +63,22 @@ async fn a_viewer_sees_who_is_signed_in_and_no_action_buttons_and_the_api_refuse
     assert_eq!(body["role_needed"], "operator");
     let event = super::admin_get(&scene.server, &format!("/api/events/{}", scene.ids[0])).await;
     assert_eq!(event["status"], "dead");
+    scene.end().await;
+}
+
+/// An expired token is refused at sign-in, saying whose it is and since
+/// when, and the page stays on the sign-in form.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_token_is_refused_at_sign_in_saying_since_when() {
+    let scene = Scene::six_dead_events().await;
+    let b = &scene.b;
+    type_into(b, "#token", &format!("{EXPIRED_TOKEN}\u{E007}")).await;
+    let said = text_until(b, "#signin-error", |t| t.contains("expired")).await;
+    assert!(
+        said.contains("old") && said.contains("2020-01-01T00:00:00Z"),
+        "{said}"
+    );
+    assert!(b.find(Locator::Css("#token")).await.is_ok());
+    assert_accessible(b, "sign-in with an expired token").await;
     scene.end().await;
 }

@@ -142,8 +142,11 @@ async function api(method, path, body) {
   if (response.status === 401) {
     sessionStorage.removeItem(TOKEN_KEY);
     stopTimers();
-    showSignIn('hookinbox did not accept that admin token. Check it and sign in again ' +
-      '(the token is in the file named by admin.token_file, or in secrets/admin.token.secret under the data directory).');
+    // An expired token is told apart: the server says whose and since when.
+    showSignIn(data && data.reason && data.reason.includes('expired')
+      ? `hookinbox refused that token: ${data.reason}.`
+      : 'hookinbox did not accept that admin token. Check it and sign in again ' +
+        '(the token is in the file named by admin.token_file, or in secrets/admin.token.secret under the data directory).');
     throw new ApiFailure('signed out', 401);
   }
   const words = {
