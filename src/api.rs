@@ -472,6 +472,14 @@ pub struct Activity {
     /// [`DestinationMinute`]; its last bucket is above the last bound.
     #[serde(default)]
     pub latency_bounds_ms: Vec<u64>,
+    /// Minutes each row adds up (the query's `step`; absent from servers
+    /// before it: 1). A row's `minute` is its first.
+    #[serde(default = "one_minute")]
+    pub step_minutes: u64,
+}
+
+fn one_minute() -> u64 {
+    1
 }
 
 /// One destination's attempts in one minute.
@@ -507,7 +515,11 @@ pub struct MinuteCounts {
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ActivityQuery {
+    /// How far back, 1–168 (default 6).
     pub hours: Option<u64>,
+    /// Minutes a row adds up, 1–60 (default 1): a week at 14 is 720 rows
+    /// a source, not 10,080.
+    pub step: Option<u64>,
 }
 
 /// `GET /api/destinations`.

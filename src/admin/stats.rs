@@ -3,6 +3,8 @@
 //! the last hours per minute. Read-only; refuses to count anything itself
 //! (the store's maintained counts and `Metrics` do).
 
+use std::collections::BTreeMap;
+
 use axum::Json;
 use axum::extract::{Query, State};
 
@@ -105,10 +107,11 @@ pub(super) async fn stats(State(state): State<AdminState>) -> Result<Json<api::S
     Ok(Json(api::Stats { sources }))
 }
 
-/// The last hours per minute, from the buckets kept with every change.
+/// The last hours per minute (or per `step` minutes), from the buckets
+/// kept with every change.
 #[utoipa::path(get, path = "/api/activity", tag = "operations", params(api::ActivityQuery),
-    responses((status = 200, description = "Per source and minute, oldest first", body = api::Activity),
-              (status = 400, description = "hours outside 1–168", body = api::ApiError), Unauthorized, StoreUnavailable))]
+    responses((status = 200, description = "Per source and minute (or step), oldest first; per destination likewise", body = api::Activity),
+              (status = 400, description = "hours outside 1–168, or step outside 1–60", body = api::ApiError), Unauthorized, StoreUnavailable))]
 pub(super) async fn activity(
     State(state): State<AdminState>,
     query: Result<Query<api::ActivityQuery>, axum::extract::rejection::QueryRejection>,
@@ -120,35 +123,34 @@ pub(super) async fn activity(
             "hours must be between 1 and 168 (the buckets keep a week)".into(),
         ));
     }
+    let step = query.step.unwrap_or(1);
+    if !(1..=60).contains(&step) {
+        return Err(AdminError::BadRequest(
+            "step must be between 1 and 60 minutes".into(),
+        ));
+    }
     let from = state.clock.now_ms().saturating_sub(hours * 3_600_000);
     let store = state.store.clone();
     let rows = tokio::task::spawn_blocking(move || store.activity(from)).await??;
-    let mut minutes: Vec<api::MinuteCounts> = Vec::new();
-    let mut destinations: Vec<api::DestinationMinute> = Vec::new();
+    // Each row into its step's bucket: one per (step, source) and one per
+    // (step, destination); rows come by minute, so the maps come out
+    // oldest first.
+    let mut by_source: BTreeMap<(u64, String), api::MinuteCounts> = BTreeMap::new();
+    let mut by_destination: BTreeMap<(u64, String), api::DestinationMinute> = BTreeMap::new();
     let buckets = LATENCY_BOUNDS_MS.len() + 1;
-    for (minute, source, kind, n) in rows {
+    for (minute, name, kind, n) in rows {
+        let minute = minute / step * step;
         let at = Timestamp(minute * 60_000);
-        if matches!(
-            kind,
-            MinuteKind::Attempted | MinuteKind::Failed | MinuteKind::Latency(_)
-        ) {
-            let row = match destinations
-                .iter_mut()
-                .rev()
-                .find(|d| d.minute == at && d.destination == source)
-            {
-                Some(row) => row,
-                None => {
-                    destinations.push(api::DestinationMinute {
-                        minute: at,
-                        destination: source,
-                        attempts: 0,
-                        failed: 0,
-                        latency: vec![0; buckets],
-                    });
-                    destinations.last_mut().expect("just pushed")
-                }
-            };
+        if let MinuteKind::Attempted | MinuteKind::Failed | MinuteKind::Latency(_) = kind {
+            let row = by_destination
+                .entry((minute, name.clone()))
+                .or_insert_with(|| api::DestinationMinute {
+                    minute: at,
+                    destination: name,
+                    attempts: 0,
+                    failed: 0,
+                    latency: vec![0; buckets],
+                });
             match kind {
                 MinuteKind::Attempted => row.attempts += n,
                 MinuteKind::Failed => row.failed += n,
@@ -161,20 +163,16 @@ pub(super) async fn activity(
             }
             continue;
         }
-        let row = match minutes.last_mut() {
-            Some(last) if last.minute == at && last.source == source => last,
-            _ => {
-                minutes.push(api::MinuteCounts {
-                    minute: at,
-                    source,
-                    received: 0,
-                    duplicates: 0,
-                    delivered: 0,
-                    dead_lettered: 0,
-                });
-                minutes.last_mut().expect("just pushed")
-            }
-        };
+        let row = by_source
+            .entry((minute, name.clone()))
+            .or_insert_with(|| api::MinuteCounts {
+                minute: at,
+                source: name,
+                received: 0,
+                duplicates: 0,
+                delivered: 0,
+                dead_lettered: 0,
+            });
         match kind {
             MinuteKind::Received => row.received += n,
             MinuteKind::Duplicate => row.duplicates += n,
@@ -184,8 +182,9 @@ pub(super) async fn activity(
         }
     }
     Ok(Json(api::Activity {
-        minutes,
-        destinations,
+        minutes: by_source.into_values().collect(),
+        destinations: by_destination.into_values().collect(),
         latency_bounds_ms: LATENCY_BOUNDS_MS.to_vec(),
+        step_minutes: step,
     }))
 }

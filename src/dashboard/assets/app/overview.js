@@ -258,7 +258,7 @@ async function overview(params) {
     const [stats, dests, activity] = await Promise.all([
       api('GET', '/api/stats'),
       api('GET', '/api/destinations'),
-      api('GET', `/api/activity?hours=${hours}`),
+      api('GET', `/api/activity?hours=${hours}&step=${step(hours)}`),
     ]);
     // Not under an open dialog: closing it gives focus back to the button
     // that opened it, which must still be in the page.
