@@ -23,9 +23,8 @@ use axum::response::{IntoResponse, Response};
 use axum::{Json, RequestExt};
 
 use super::AdminState;
-use super::auth::Person;
 use super::error::{AdminError, StoreUnavailable, Told, Unauthorized};
-use crate::api::{self, AuditAction, Timestamp};
+use crate::api::{self, AuditAction, Role, Timestamp};
 use crate::store::{AuditFilter, AuditOutcome, AuditRecord};
 
 /// Most records one page returns.
@@ -61,6 +60,13 @@ pub(super) fn action_of(method: &Method, path: &str) -> Option<AuditAction> {
     })
 }
 
+/// Who asks: a person's name and role (the token check's `Person`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Who<'a> {
+    pub name: &'a str,
+    pub role: Role,
+}
+
 /// Whether `action` is recorded before it runs. A backup and a promotion
 /// are recorded after: a standby, which writes nothing of its own, serves
 /// both.
@@ -80,7 +86,7 @@ pub(super) struct Counted {
 /// bytes, if read).
 async fn record_of(
     state: &AdminState,
-    person: &Person,
+    who: Who<'_>,
     action: AuditAction,
     request: &mut Request,
     body: &[u8],
@@ -122,8 +128,8 @@ async fn record_of(
     }
     AuditRecord {
         at_ms: state.clock.now_ms(),
-        person: person.name.clone(),
-        role: person.role,
+        person: who.name.to_owned(),
+        role: who.role,
         action,
         target,
         filter: filter.into_iter().collect(),
@@ -165,7 +171,7 @@ fn outcome_of(state: &AdminState, response: &Response) -> AuditOutcome {
 /// be written, the change not run), then the request, then its outcome.
 pub(super) async fn run(
     state: &AdminState,
-    person: &Person,
+    who: Who<'_>,
     action: AuditAction,
     request: Request,
     next: Next,
@@ -181,12 +187,12 @@ pub(super) async fn run(
         }
     };
     let mut request = Request::from_parts(parts, Body::from(body.clone()));
-    let mut record = record_of(state, person, action, &mut request, &body).await;
+    let mut record = record_of(state, who, action, &mut request, &body).await;
     let id = if recorded_before(action) {
         match state.store.audit(record.clone()).await {
             Ok(id) => Some(id),
             Err(e) => {
-                tracing::error!(person = %person.name, action = action.as_str(), error = %crate::store::Report(&e), "the audit trail cannot be written: the change is refused");
+                tracing::error!(person = who.name, action = action.as_str(), error = %crate::store::Report(&e), "the audit trail cannot be written: the change is refused");
                 return AdminError::Store(e).into_response();
             }
         }
@@ -203,7 +209,7 @@ pub(super) async fn run(
         }
     };
     if let Err(e) = written {
-        tracing::error!(person = %person.name, action = action.as_str(), error = %crate::store::Report(&e), "the audit trail cannot record how a request ended");
+        tracing::error!(person = who.name, action = action.as_str(), error = %crate::store::Report(&e), "the audit trail cannot record how a request ended");
     }
     response
 }
@@ -213,16 +219,16 @@ pub(super) async fn run(
 /// logged, and the refusal stands.
 pub(super) async fn refused(
     state: &AdminState,
-    person: &Person,
+    who: Who<'_>,
     action: AuditAction,
     mut request: Request,
     error: AdminError,
 ) -> Response {
-    let mut record = record_of(state, person, action, &mut request, &[]).await;
+    let mut record = record_of(state, who, action, &mut request, &[]).await;
     let response = error.into_response();
     record.outcome = Some(outcome_of(state, &response));
     if let Err(e) = state.store.audit(record).await {
-        tracing::error!(person = %person.name, action = action.as_str(), error = %crate::store::Report(&e), "the audit trail cannot record a refusal");
+        tracing::error!(person = who.name, action = action.as_str(), error = %crate::store::Report(&e), "the audit trail cannot record a refusal");
     }
     response
 }

@@ -41,6 +41,16 @@ pub(super) struct Person {
     pub expires_ms: Option<u64>,
 }
 
+impl Person {
+    /// Who the audit trail names.
+    fn who(&self) -> audit::Who<'_> {
+        audit::Who {
+            name: &self.name,
+            role: self.role,
+        }
+    }
+}
+
 /// What a request's token turned out to be.
 enum Found {
     Caller(Caller),
@@ -142,14 +152,14 @@ pub(super) async fn require_token(
                 };
                 return match action {
                     Some(action) => {
-                        audit::refused(&state, &person, action, request, refusal).await
+                        audit::refused(&state, person.who(), action, request, refusal).await
                     }
                     None => refusal.into_response(),
                 };
             }
             request.extensions_mut().insert(person.clone());
             match action {
-                Some(action) => audit::run(&state, &person, action, request, next).await,
+                Some(action) => audit::run(&state, person.who(), action, request, next).await,
                 None => next.run(request).await,
             }
         }
@@ -171,7 +181,7 @@ async fn refuse_expired(
 ) -> Response {
     let refusal = expired(&person.name, person.expires_ms.unwrap_or_default());
     match action {
-        Some(action) => audit::refused(state, &person, action, request, refusal).await,
+        Some(action) => audit::refused(state, person.who(), action, request, refusal).await,
         None => refusal.into_response(),
     }
 }
@@ -194,7 +204,7 @@ pub(super) async fn require_any_token(
                 .extensions_mut()
                 .insert(Caller::Person(person.clone()));
             match action(&request) {
-                Some(action) => audit::run(&state, &person, action, request, next).await,
+                Some(action) => audit::run(&state, person.who(), action, request, next).await,
                 None => next.run(request).await,
             }
         }

@@ -35,7 +35,6 @@ use std::borrow::Cow;
 use redb::Durability;
 use tokio::sync::{mpsc, oneshot};
 
-use super::audit;
 use super::dedupe::seal::Sealer;
 use super::dedupe::{DedupeIndex, Fingerprint, Kind, fingerprint};
 use super::durable::{Batch, Durability as Made, LogHandle, Ready, Reply, fail};
@@ -634,7 +633,10 @@ impl Writer {
             Job::Audit { write, reply } => {
                 let result = t.audit(write).map(|written| match written {
                     Some((id, record)) => {
-                        self.wal.push(&audit::entry(id, &record));
+                        self.wal.push(&Entry::Audit {
+                            id,
+                            record: Cow::Borrowed(&record),
+                        });
                         id
                     }
                     None => 0,
