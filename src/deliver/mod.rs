@@ -28,17 +28,6 @@ use crate::store::schema::{Attempt, AttemptClass};
 /// The contract's signature header, and where it goes among the others.
 const SIGNATURE: &str = "webhook-signature";
 const SIGNATURE_AT: usize = 2;
-/// The contract's headers that follow from the event and the attempt
-/// (`Message::sent` rebuilds them): an attempt does not keep them.
-const DERIVED: [&str; 7] = [
-    "webhook-id",
-    "webhook-timestamp",
-    "hookinbox-source",
-    "hookinbox-event-id",
-    "hookinbox-attempt",
-    "hookinbox-event-type",
-    "content-type",
-];
 
 /// What every delivery request says it is.
 const USER_AGENT: &str = concat!("hookinbox/", env!("CARGO_PKG_VERSION"));
@@ -95,12 +84,16 @@ pub fn shown(name: &str, value: &str) -> (String, String) {
 /// not determine (the signature's start, forwarded provider headers),
 /// cut by [`shown`]. Each attempt's row is written in the delivery's
 /// commit, so the rest, rebuilt on reading ([`Message::sent`]), is not
-/// stored: keeping every header cost 15–25 % of deliveries per second
-/// (benches/delivery.rs).
-fn kept(headers: &[(String, String)]) -> Vec<(String, String)> {
+/// stored: keeping every header cost 8–37 % of deliveries per second
+/// (docs/benchmarks.md#attempts-in-full-2026-11-27).
+/// `headers` are what [`Destination::contract_headers`] made: the
+/// contract's first `contract` (the signature among them), then the
+/// forwarded ones.
+fn kept(headers: &[(String, String)], contract: usize) -> Vec<(String, String)> {
     headers
-        .iter()
-        .filter(|(name, _)| !DERIVED.contains(&name.as_str()))
+        .get(SIGNATURE_AT)
+        .into_iter()
+        .chain(headers.get(contract..).unwrap_or_default())
         .map(|(k, v)| shown(k, v))
         .collect()
 }
@@ -246,14 +239,15 @@ impl Destination {
         })
     }
 
-    /// The contract's headers for one attempt at `started_ms`: the same on
-    /// an HTTP request and a JetStream message.
+    /// The headers of one attempt at `started_ms`, the same on an HTTP
+    /// request and a JetStream message: the contract's, then the provider's
+    /// it forwards; and how many are the contract's.
     fn contract_headers(
         &self,
         event: &StoredEvent,
         attempt: u32,
         started_ms: u64,
-    ) -> Vec<(String, String)> {
+    ) -> (Vec<(String, String)>, usize) {
         let rec = &event.record;
         let message = Message {
             id: &event.id,
@@ -264,6 +258,7 @@ impl Destination {
             body: &rec.body,
         };
         let mut headers = message.headers(&self.key, attempt, started_ms);
+        let contract = headers.len();
         for (name, value) in &rec.headers {
             if self
                 .config
@@ -274,7 +269,7 @@ impl Destination {
                 headers.push((name.clone(), value.clone()));
             }
         }
-        headers
+        (headers, contract)
     }
 
     /// Sends `event` once. Returns what happened and, on 429/503, the wait the
@@ -288,7 +283,7 @@ impl Destination {
         let started_ms = clock.now_ms();
         let timer = Instant::now();
         let rec = &event.record;
-        let headers = self.contract_headers(event, attempt, started_ms);
+        let (headers, contract) = self.contract_headers(event, attempt, started_ms);
         let client = match &self.transport {
             Transport::Http(client) => client,
             Transport::JetStream(link) => {
@@ -317,7 +312,7 @@ impl Destination {
                     response_snippet: published.answer,
                     round: event.state.replays,
                     first_byte_ms: None,
-                    request_headers: kept(&headers),
+                    request_headers: kept(&headers, contract),
                     response_headers: Vec::new(),
                 };
                 return (record, None);
@@ -358,7 +353,7 @@ impl Destination {
         })
         .await;
         let latency_ms = timer.elapsed().as_millis() as u64;
-        let mut request_headers = kept(&headers);
+        let mut request_headers = kept(&headers, contract);
         request_headers.push(shown("user-agent", USER_AGENT));
         let mut record = Attempt {
             started_ms,

@@ -869,18 +869,23 @@ async fn stats_count_by_source_type_and_status() {
         .admin("GET", "/api/activity?hours=1", Some(TOKEN), None)
         .await;
     assert_eq!(r.status, 200, "{:?}", r.json);
-    let mut totals = std::collections::BTreeMap::new();
-    for m in r.json["minutes"].as_array().unwrap() {
-        let t = totals
-            .entry(m["source"].as_str().unwrap().to_owned())
-            .or_insert([0u64; 4]);
-        for (i, key) in ["received", "duplicates", "delivered", "dead_lettered"]
-            .iter()
-            .enumerate()
-        {
-            t[i] += m[key].as_u64().unwrap();
+    // Per source: received, duplicates, delivered, dead-lettered, summed.
+    let totals_of = |activity: &serde_json::Value| {
+        let mut totals = std::collections::BTreeMap::new();
+        for m in activity["minutes"].as_array().unwrap() {
+            let t = totals
+                .entry(m["source"].as_str().unwrap().to_owned())
+                .or_insert([0u64; 4]);
+            for (i, key) in ["received", "duplicates", "delivered", "dead_lettered"]
+                .iter()
+                .enumerate()
+            {
+                t[i] += m[key].as_u64().unwrap();
+            }
         }
-    }
+        totals
+    };
+    let totals = totals_of(&r.json);
     assert_eq!(totals["shop"], [3, 1, 2, 1], "{:?}", r.json);
     assert_eq!(totals["inbox"], [1, 0, 0, 0], "{:?}", r.json);
     assert_eq!(r.json["step_minutes"], 1);
@@ -889,22 +894,12 @@ async fn stats_count_by_source_type_and_status() {
         .admin("GET", "/api/activity?hours=1&step=60", Some(TOKEN), None)
         .await;
     assert_eq!(hourly.json["step_minutes"], 60);
-    let mut summed = std::collections::BTreeMap::new();
     for m in hourly.json["minutes"].as_array().unwrap() {
         let at = humantime::parse_rfc3339(m["minute"].as_str().unwrap()).unwrap();
         let secs = at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
         assert_eq!(secs % 3600, 0, "{m}");
-        let t = summed
-            .entry(m["source"].as_str().unwrap().to_owned())
-            .or_insert([0u64; 4]);
-        for (i, key) in ["received", "duplicates", "delivered", "dead_lettered"]
-            .iter()
-            .enumerate()
-        {
-            t[i] += m[key].as_u64().unwrap();
-        }
     }
-    assert_eq!(summed, totals, "{:?}", hourly.json);
+    assert_eq!(totals_of(&hourly.json), totals, "{:?}", hourly.json);
     for bad in [
         "hours=0",
         "hours=169",
