@@ -139,10 +139,29 @@ pub enum Locator {
     Form(String),
     /// `body-sha256`: the hex SHA-256 of the raw body, for senders with no id.
     BodySha256,
+    /// `A & B`: every part found, their values joined by `:` in order; not
+    /// found if any part is missing. Shopify's event id is shared by the
+    /// deliveries of one merchant action across topics, so its key is the
+    /// topic and the event id together.
+    Joined(Vec<Locator>),
 }
+
+/// Between the parts of a [`Locator::Joined`] as written.
+const JOIN: &str = " & ";
 
 impl Locator {
     pub fn parse(text: &str) -> Result<Locator, String> {
+        if text.contains(JOIN) {
+            let parts = text
+                .split(JOIN)
+                .map(|part| Locator::parse_one(part.trim()))
+                .collect::<Result<Vec<_>, _>>()?;
+            return Ok(Locator::Joined(parts));
+        }
+        Locator::parse_one(text)
+    }
+
+    fn parse_one(text: &str) -> Result<Locator, String> {
         if text == "body-sha256" {
             return Ok(Locator::BodySha256);
         }
@@ -174,6 +193,15 @@ impl fmt::Display for Locator {
             Locator::Json(pointer) => write!(f, "json:{pointer}"),
             Locator::Form(name) => write!(f, "form:{name}"),
             Locator::BodySha256 => f.write_str("body-sha256"),
+            Locator::Joined(parts) => {
+                for (i, part) in parts.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(JOIN)?;
+                    }
+                    write!(f, "{part}")?;
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -359,10 +359,22 @@ pub fn default_event_id(kind: Kind) -> Vec<Locator> {
     match kind {
         Kind::Stripe => vec![json_locator("/id")],
         Kind::Github => vec![header_locator("x-github-delivery")],
-        Kind::Shopify => vec![header_locator("x-shopify-webhook-id")],
+        // Shopify: a repeated event id is the duplicate (one webhook per
+        // subscription to a topic, each its own webhook id), but one
+        // merchant action's deliveries to several topics share it: the
+        // topic and the event id together, else the webhook id.
+        Kind::Shopify => vec![
+            Locator::Joined(vec![
+                header_locator("x-shopify-topic"),
+                header_locator("x-shopify-event-id"),
+            ]),
+            header_locator("x-shopify-webhook-id"),
+        ],
         Kind::Slack => vec![json_locator("/event_id")],
         Kind::Standard => vec![header_locator("webhook-id"), header_locator("svix-id")],
-        Kind::Paddle => vec![json_locator("/notification_id")],
+        // Paddle makes a new notification (a new notification_id) for each
+        // destination and each replay of one event; its event_id stays.
+        Kind::Paddle => vec![json_locator("/event_id")],
         Kind::Linear => vec![header_locator("linear-delivery")],
         Kind::Twilio => vec![header_locator("i-twilio-idempotency-token")],
         Kind::Gitlab => vec![
@@ -484,6 +496,19 @@ fn locate(
             .map(|(_, v)| v.into_owned())
             .filter(|v| !v.is_empty()),
         Locator::BodySha256 => Some(hex::encode(sha2::Sha256::digest(req.body))),
+        Locator::Joined(parts) => {
+            let mut joined = String::new();
+            for part in parts {
+                let Some(value) = locate(part, req, body)? else {
+                    return Ok(None);
+                };
+                if !joined.is_empty() {
+                    joined.push(':');
+                }
+                joined.push_str(&value);
+            }
+            Some(joined)
+        }
     })
 }
 

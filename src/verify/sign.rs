@@ -66,6 +66,7 @@ pub fn sign(s: &Signing<'_>) -> Result<Vec<(String, String)>, String> {
         }
         Kind::Shopify => {
             push("x-shopify-webhook-id", s.event_id.into());
+            push("x-shopify-event-id", s.event_id.into());
             push("x-shopify-topic", typ.unwrap_or("orders/create").into());
             push(
                 "x-shopify-hmac-sha256",

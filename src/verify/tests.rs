@@ -101,6 +101,10 @@ fn every_kind_round_trips_through_sign_and_verify() {
                 hex::encode(sha2::Sha256::digest(body.as_ref())),
                 "{kind}"
             ),
+            // Shopify's key is the topic and the event id together.
+            Ok(Verified::Event(e)) if kind == Kind::Shopify => {
+                assert_eq!(e.event_id().as_str(), "t:evt_1")
+            }
             Ok(Verified::Event(e)) => assert_eq!(e.event_id().as_str(), "evt_1", "{kind}"),
             other => panic!("{kind}: {other:?}"),
         }
@@ -428,4 +432,89 @@ fn meta_subscription_check_needs_the_verify_token() {
     }
     let github = Verifier::new(&source("github", &["s"], "")).unwrap();
     assert!(!github.answers_get());
+}
+
+/// Regression (issue 44): Shopify sends one webhook per subscription to a
+/// topic, each with its own `X-Shopify-Webhook-Id` and the same
+/// `X-Shopify-Event-Id`: one event. One merchant action's deliveries to
+/// two topics share the event id too: two events. Without an event id,
+/// the webhook id.
+#[test]
+fn shopify_dedupes_on_the_topic_and_the_event_id_then_the_webhook_id() {
+    let src = source("shopify", &[secret_for(Kind::Shopify)], "");
+    let verifier = Verifier::new(&src).unwrap();
+    let body = Bytes::from_static(br#"{"id":820982911946154508}"#);
+    let key_of = |topic: &str, webhook_id: &str, event_id: Option<&str>| {
+        let mut signed = sign(&Signing {
+            kind: Kind::Shopify,
+            secret: secret_for(Kind::Shopify),
+            body: &body,
+            event_id: webhook_id,
+            event_type: Some(topic),
+            timestamp: 1_700_000_000,
+            url: "https://example.test/in/s",
+            content_type: "application/json",
+            hmac: None,
+        })
+        .unwrap();
+        signed.retain(|(name, _)| name != "x-shopify-event-id");
+        if let Some(event_id) = event_id {
+            signed.push(("x-shopify-event-id".to_owned(), event_id.to_owned()));
+        }
+        let map = headers(&signed);
+        let req = Request {
+            headers: &map,
+            body: &body,
+            path_rest: "",
+            query: None,
+        };
+        match verifier.verify(&req, at(1_700_000_001)) {
+            Ok(Verified::Event(e)) => e.event_id().as_str().to_owned(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let first = key_of("orders/create", "wh-1", Some("ev-1"));
+    assert_eq!(first, "orders/create:ev-1");
+    assert_eq!(key_of("orders/create", "wh-2", Some("ev-1")), first);
+    assert_ne!(key_of("orders/paid", "wh-3", Some("ev-1")), first);
+    assert_eq!(key_of("orders/create", "wh-4", None), "wh-4");
+}
+
+/// Regression (issue 44): Paddle replays an event, and sends it to each
+/// destination, as a new notification (a new `notification_id`) with the
+/// same `event_id`: one event.
+#[test]
+fn paddle_dedupes_on_the_event_id_not_the_notification() {
+    let src = source("paddle", &[secret_for(Kind::Paddle)], "");
+    let verifier = Verifier::new(&src).unwrap();
+    let key_of = |notification: &str| {
+        let body = Bytes::from(format!(
+            r#"{{"event_id":"evt_01h","event_type":"transaction.completed","notification_id":"{notification}"}}"#
+        ));
+        let signed = sign(&Signing {
+            kind: Kind::Paddle,
+            secret: secret_for(Kind::Paddle),
+            body: &body,
+            event_id: "evt_01h",
+            event_type: None,
+            timestamp: 1_700_000_000,
+            url: "https://example.test/in/s",
+            content_type: "application/json",
+            hmac: None,
+        })
+        .unwrap();
+        let map = headers(&signed);
+        let req = Request {
+            headers: &map,
+            body: &body,
+            path_rest: "",
+            query: None,
+        };
+        match verifier.verify(&req, at(1_700_000_001)) {
+            Ok(Verified::Event(e)) => e.event_id().as_str().to_owned(),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(key_of("ntf_1"), "evt_01h");
+    assert_eq!(key_of("ntf_2"), "evt_01h");
 }
