@@ -547,6 +547,21 @@ pub struct ApiError {
     /// the path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role_needed: Option<Role>,
+    /// With `standby`: the replication primary as this node last saw it
+    /// (absent while no node holds the lease).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary: Option<Primary>,
+}
+
+/// The replication primary a standby names in its refusals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Primary {
+    /// Its `[replication] node` name.
+    pub node: String,
+    /// Its admin listener's address, when it listens on one others can
+    /// reach (not a wildcard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin: Option<String>,
 }
 
 /// `GET /api/whoami`: who the request's token belongs to.

@@ -60,6 +60,19 @@ pub enum TaskError {
     /// must take no more webhooks.
     #[error("node {holder:?} took over the replication lease: this node was replaced")]
     Replaced { holder: String },
+    /// A standby that cannot follow its stream (not one that waits for it
+    /// to answer): its data is kept, and the process exits.
+    #[error(transparent)]
+    Standby(Box<crate::replicate::LeaseEnd>),
+}
+
+impl From<crate::replicate::LeaseEnd> for TaskError {
+    fn from(end: crate::replicate::LeaseEnd) -> TaskError {
+        match end {
+            crate::replicate::LeaseEnd::Replaced { holder } => TaskError::Replaced { holder },
+            other => TaskError::Standby(Box::new(other)),
+        }
+    }
 }
 
 /// How a task ended.

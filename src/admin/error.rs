@@ -40,6 +40,9 @@ pub(super) enum AdminError {
     /// Not now, for a reason the message gives: retry.
     #[error("{0}")]
     Unavailable(String),
+    /// A replication standby: the primary (as last seen) serves this.
+    #[error("{}", crate::replicate::standby_refusal(.0.as_ref()))]
+    Standby(Option<crate::replicate::Holder>),
     #[error("{0}")]
     Store(#[from] StoreError),
     /// Something that cannot happen did: a bug, said so in the log.
@@ -79,6 +82,7 @@ impl IntoResponse for AdminError {
             AdminError::Unavailable(_) => {
                 (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::StoreUnavailable)
             }
+            AdminError::Standby(_) => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Standby),
             AdminError::Store(e) if e.is_transient() => {
                 (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::StoreUnavailable)
             }
@@ -99,13 +103,27 @@ impl IntoResponse for AdminError {
             AdminError::RoleNeeded { needed, .. } => Some(*needed),
             _ => None,
         };
+        let primary = match &self {
+            AdminError::Standby(Some(holder)) => Some(api::Primary {
+                node: holder.node.clone(),
+                admin: holder.admin.clone(),
+            }),
+            _ => None,
+        };
         let told = Told(reason.clone());
         let body = api::ApiError {
             error: code,
             reason,
             role_needed,
+            primary,
         };
         let mut response = (status, Json(body)).into_response();
+        if let AdminError::Standby(_) = &self {
+            // As ingest's: a takeover takes a lease and a few seconds.
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+        }
         if status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
                 header::WWW_AUTHENTICATE,

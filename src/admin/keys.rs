@@ -152,6 +152,25 @@ fn claimed(token: u64, lease_until_ms: u64) -> KeyView {
     }
 }
 
+/// On a replication standby, every path an app's worker calls is the
+/// primary's: refused with where it is (503, `standby`, `Retry-After`).
+/// The admin's list of a namespace's keys stays readable (the replica).
+pub(super) async fn on_primary(
+    State(state): State<AdminState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let list = request.method() == axum::http::Method::GET && request.uri().path() == "/api/keys";
+    if state.store.is_standby() && !list {
+        let primary = state
+            .replication
+            .as_ref()
+            .and_then(|r| r.lease.primary().get());
+        return AdminError::Standby(primary).into_response();
+    }
+    next.run(request).await
+}
+
 fn answer(status: StatusCode, view: KeyView) -> Response {
     (status, Json(view)).into_response()
 }

@@ -136,6 +136,10 @@ pub fn router(state: AdminState) -> Router {
         .route("/api/keys//{action}", any(keys::empty_key))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
+            keys::on_primary,
+        ))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
             auth::require_any_token,
         ));
     Router::new()

@@ -49,9 +49,25 @@ pub enum AppError {
     Io(#[from] std::io::Error),
     #[error("replication: {0}")]
     Replication(String),
+    /// Configured as the primary while another node holds the lease: the
+    /// operator must make this node a standby (restarting changes nothing).
+    #[error(
+        "replication: node {holder:?} holds the lease, so this node ({node}) cannot start as the primary: set role = \"standby\" in [replication] to follow it (or stop it first)"
+    )]
+    NotPrimary { node: String, holder: String },
+    /// Another live process goes by this node's name.
+    #[error("replication: {0}")]
+    NameTaken(String),
 }
 
 impl AppError {
+    /// Whether only the operator can fix this (the config or another
+    /// node), so that restarting would fail the same way: `serve` exits 2,
+    /// which the packaged unit does not restart.
+    pub fn needs_operator(&self) -> bool {
+        matches!(self, AppError::NotPrimary { .. } | AppError::NameTaken(_))
+    }
+
     /// The node that took the replication lease, when this app stopped
     /// because it was replaced as the primary.
     pub fn replaced_by(&self) -> Option<&str> {
@@ -99,7 +115,7 @@ impl App {
             tracing::warn!("{warning}");
         }
         let metrics = declared_metrics(&config);
-        let replicated = replication(&config).await?;
+        let replicated = replication(&config, listeners.admin.local_addr()?).await?;
         let (shipper, standby_of) = match &replicated {
             None => (None, None),
             Some(Replicated::Primary { shipper, .. }) => (Some(shipper.clone()), None),
@@ -130,8 +146,14 @@ impl App {
             config.retention.sweep_interval,
             clock.clone(),
         );
-        let state = IngestState::new(&config, store.clone(), clock.clone(), metrics.clone())
-            .map_err(AppError::Source)?;
+        let state = IngestState::new(
+            &config,
+            store.clone(),
+            clock.clone(),
+            metrics.clone(),
+            replication.as_ref().map(|r| r.control.lease.primary()),
+        )
+        .map_err(AppError::Source)?;
         let Listeners { ingest, admin } = listeners;
         let ingest_addr = ingest.local_addr()?;
         let admin_addr = admin.local_addr()?;
@@ -153,7 +175,7 @@ impl App {
             stopping: front.clone(),
             streams: crate::admin::Streams::start(store.clone(), front.clone()),
         });
-        log_receiving(&config, ingest_addr, admin_addr);
+        log_receiving(&config, ingest_addr, admin_addr, store.is_standby());
 
         let tls = config.server.tls.clone().map(Tls::new).transpose()?;
         let (writer, writer_exited) = writer.with_exit_signal();
@@ -353,16 +375,19 @@ fn serve_options(config: &Config) -> ServeOptions {
     }
 }
 
-/// The one line that says the app is up, and where.
-fn log_receiving(config: &Config, ingest_addr: SocketAddr, admin_addr: SocketAddr) {
-    tracing::info!(
-        listen = %ingest_addr,
-        admin = %admin_addr,
-        data_dir = %config.server.data_dir.display(),
-        sources = config.sources.len(),
-        tls = config.server.tls.is_some(),
-        "hookinbox is receiving webhooks"
-    );
+/// The one line that says the app is up, and where: receiving webhooks,
+/// or (a replication standby) following its primary, which takes them.
+fn log_receiving(config: &Config, ingest_addr: SocketAddr, admin_addr: SocketAddr, standby: bool) {
+    let data_dir = config.server.data_dir.display();
+    let tls = config.server.tls.is_some();
+    let sources = config.sources.len();
+    if standby {
+        tracing::info!(listen = %ingest_addr, admin = %admin_addr, %data_dir, sources, tls,
+            "hookinbox is following the primary as a standby: it answers webhooks 503 until it takes over");
+    } else {
+        tracing::info!(listen = %ingest_addr, admin = %admin_addr, %data_dir, sources, tls,
+            "hookinbox is receiving webhooks");
+    }
 }
 
 /// What each long-running task runs, built by `App::start` before any of
@@ -543,15 +568,20 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
         let stop = back.clone();
         let store = prober_store.clone();
         tasks.spawn(TaskName::Lease, async move {
-            match task {
-                LeaseTask::Keep(lease) => {
-                    crate::replicate::keep_lease(lease, store, every, stop).await
-                }
-                LeaseTask::StandBy(follower, tag, control) => {
-                    crate::replicate::stand_by(store, *follower, tag, control, every, stop).await
-                }
-            }
-            .map_err(|holder| TaskError::Replaced { holder })
+            let (lease, ended) = match task {
+                LeaseTask::Keep(lease) => (
+                    lease.clone(),
+                    crate::replicate::keep_lease(lease, store, every, stop).await,
+                ),
+                LeaseTask::StandBy(follower, tag, control) => (
+                    control.lease.clone(),
+                    crate::replicate::stand_by(store, *follower, tag, control, every, stop).await,
+                ),
+            };
+            // This process is done with the name: its next start (or the
+            // standby this one becomes) need not wait for it to lapse.
+            lease.depart().await;
+            ended.map_err(TaskError::from)
         });
     }
     tasks

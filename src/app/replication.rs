@@ -100,7 +100,10 @@ pub(super) enum LeaseTask {
 /// for when it is promoted) and the lease; a primary takes it at once
 /// (refused if another node holds it), a standby its follower and the
 /// tag of the stream's database.
-pub(super) async fn replication(config: &Config) -> Result<Option<Replicated>, AppError> {
+pub(super) async fn replication(
+    config: &Config,
+    admin: std::net::SocketAddr,
+) -> Result<Option<Replicated>, AppError> {
     use crate::config::ReplicationRole;
     use crate::replicate::{Follower, Lease, Publisher, Snapshots, StreamSettings};
     let Some(r) = &config.replication else {
@@ -123,10 +126,14 @@ pub(super) async fn replication(config: &Config) -> Result<Option<Replicated>, A
     };
     let failed = |e: &dyn std::fmt::Display| AppError::Replication(e.to_string());
     let lease = Arc::new(
-        Lease::connect(&settings, &r.node, r.lease)
+        Lease::connect(&settings, &r.node, r.lease, Some(admin))
             .await
             .map_err(|e| failed(&e))?,
     );
+    lease.announce().await.map_err(|e| match e {
+        crate::replicate::LeaseError::NameTaken { .. } => AppError::NameTaken(e.to_string()),
+        e => failed(&e),
+    })?;
     if r.role == ReplicationRole::Standby {
         let follower = Follower::connect(&settings).await.map_err(|e| failed(&e))?;
         // Tried for a budget: right after the NATS servers start, the
@@ -151,7 +158,9 @@ pub(super) async fn replication(config: &Config) -> Result<Option<Replicated>, A
         let publisher = Publisher::connect(&settings)
             .await
             .map_err(|e| failed(&e))?;
-        tracing::info!(node = %r.node, stream = %r.stream, "following the stream as a standby");
+        // Who the primary is, for the refusals until the first renewal tick.
+        let primary = lease.held_by().await.ok().flatten();
+        tracing::info!(node = %r.node, stream = %r.stream, primary = primary.as_ref().map(|p| p.holder.node.as_str()), "following the stream as a standby");
         return Ok(Some(Replicated::Standby {
             shipper: Arc::new(publisher),
             lease,
@@ -161,12 +170,7 @@ pub(super) async fn replication(config: &Config) -> Result<Option<Replicated>, A
             restored,
         }));
     }
-    lease.acquire().await.map_err(|e| {
-        failed(&format!(
-            "{e}: this node ({}) cannot start as the primary",
-            r.node
-        ))
-    })?;
+    take_lease(&lease, r).await?;
     let publisher = Publisher::connect(&settings)
         .await
         .map_err(|e| failed(&e))?;
@@ -217,5 +221,34 @@ async fn standby_data(
             "the stream begins at frame {first} and no snapshot holds the frames before it"
         ))),
         _ => Ok(restored),
+    }
+}
+
+/// A primary's start: takes the lease. Held under this node's own name by
+/// another process, it is this node's own before a crash (a live one was
+/// refused by [`crate::replicate::Lease::announce`]): waited for, at most a
+/// lease and a margin, as it lapses. Held by another node: `NotPrimary`.
+async fn take_lease(
+    lease: &crate::replicate::Lease,
+    r: &crate::config::ReplicationConfig,
+) -> Result<(), AppError> {
+    use crate::replicate::LeaseError;
+    let deadline = std::time::Instant::now() + r.lease + Duration::from_secs(2);
+    loop {
+        match lease.acquire().await {
+            Ok(()) => return Ok(()),
+            Err(LeaseError::Held { .. }) => {
+                let held = lease.held_by().await.ok().flatten();
+                let own_name = held.as_ref().is_some_and(|h| h.holder.node == r.node);
+                if !own_name || std::time::Instant::now() >= deadline {
+                    return Err(AppError::NotPrimary {
+                        node: r.node.clone(),
+                        holder: held.map_or_else(|| "another node".to_owned(), |h| h.holder.node),
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            Err(e) => return Err(AppError::Replication(e.to_string())),
+        }
     }
 }

@@ -315,7 +315,16 @@ async fn serve(config: Config<Loaded>, file: Option<&std::path::Path>) -> Result
     let mut listeners = crate::app::Listeners { ingest, admin };
     let mut first = Some((first_start, generated));
     loop {
-        let app = App::start(config.clone(), listeners, Clock::system(), stopping.clone()).await?;
+        let app = App::start(config.clone(), listeners, Clock::system(), stopping.clone())
+            .await
+            .map_err(|e| Failure {
+                code: if e.needs_operator() {
+                    EXIT_USAGE
+                } else {
+                    EXIT_FAILURE
+                },
+                error: e.into(),
+            })?;
         if let Some((first_start, generated)) = first.take() {
             // The store is open and both listeners are bound.
             crate::systemd::ready();

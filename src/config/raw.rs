@@ -571,7 +571,7 @@ mod tests {
         } else if takes::<RawKeys>(setting) {
             "[keys]\n"
         } else if takes::<RawReplication>(setting) {
-            "[replication]\nurl = \"nats://127.0.0.1:9\"\nrole = \"standby\"\n"
+            "[admin]\ntoken = \"0123456789abcdef0123\"\n[replication]\nurl = \"nats://127.0.0.1:9\"\nrole = \"standby\"\n"
         } else if takes::<RawSource>(setting) {
             // Delivery keys need a destination, ordering_on_dead_letter an
             // ordering_key.

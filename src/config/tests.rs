@@ -1102,7 +1102,7 @@ fn keys_refusals_name_the_place_and_the_problem() {
 #[test]
 fn replication_takes_its_servers_role_and_lease() {
     assert!(Config::embedded(&no_env).unwrap().replication.is_none());
-    let text = "[replication]\nurl = \"nats://u:secret@10.0.0.2:4222, tls://10.0.0.3:4222\"\n\
+    let text = "[admin]\ntoken = \"0123456789abcdef0123\"\n[replication]\nurl = \"nats://u:secret@10.0.0.2:4222, tls://10.0.0.3:4222\"\n\
                 role = \"standby\"\nnode = \"vm-b\"\n";
     let config = Config::from_toml(text, "f.toml", None, &no_env).unwrap();
     let r = config.replication.as_ref().unwrap();
@@ -1119,7 +1119,8 @@ fn replication_takes_its_servers_role_and_lease() {
     assert!(shown.contains("nats://[redacted]@10.0.0.2:4222"), "{shown}");
     assert!(shown.contains("role = \"standby\""), "{shown}");
     // Without a node, the host's name.
-    let text = "[replication]\nurl = \"nats://127.0.0.1:4222\"\nrole = \"primary\"\n\
+    let text = "[admin]\ntoken = \"0123456789abcdef0123\"\n\
+                [replication]\nurl = \"nats://127.0.0.1:4222\"\nrole = \"primary\"\n\
                 stream = \"shop_inbox\"\nreplicas = 3\nlease = \"5s\"\n\
                 snapshot_interval = \"10m\"\n";
     let r = Config::from_toml(text, "f.toml", None, &no_env)
@@ -1204,4 +1205,57 @@ fn replication_refusals_name_the_key_and_the_problem() {
             "{text}: {error}"
         );
     }
+}
+
+/// Regression (an outside drill): primary and standby each generated their
+/// own delivery key, and after a takeover the app refused every delivery.
+/// With `[replication]`, a secret left to the data dir is refused, naming
+/// the key and where to put it; given ones pass.
+#[test]
+fn replication_refuses_every_secret_left_to_the_data_dir() {
+    let admin = "[admin]\ntoken = \"0123456789abcdef0123\"\n";
+    let replication = "[replication]\nurl = \"nats://127.0.0.1:4222\"\nrole = \"primary\"\n";
+    let source = "[[source]]\nname = \"shop\"\nkind = \"standard\"\n";
+    let given = "secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n";
+    let to_app = "destination = \"http://127.0.0.1:3000/hooks\"\n";
+    let app_key = "destination_secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n";
+    let cases = [
+        (
+            format!("{admin}{replication}{source}generate_secret = true\n"),
+            "source[0].generate_secret",
+            "secret_file or secret_env",
+        ),
+        (
+            format!("{admin}{replication}{source}{given}{to_app}"),
+            "source[0]",
+            "source[0].destination_secret_file",
+        ),
+        (
+            format!(
+                "{admin}{replication}{source}{given}[[source.destination]]\nname = \"b\"\n\
+                 url = \"http://127.0.0.1:3001/\"\n"
+            ),
+            "source[0]",
+            "source[0].destination[0].secret_file",
+        ),
+        (
+            format!("{replication}{source}{given}{to_app}{app_key}"),
+            "admin.token",
+            "admin.token_file",
+        ),
+    ];
+    for (text, key, says) in &cases {
+        let error = Config::from_toml(text, "f.toml", None, &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains(key) && error.contains(says) && error.contains("every node"),
+            "{text}: {error}"
+        );
+    }
+    let whole = format!("{admin}{replication}{source}{given}{to_app}{app_key}");
+    Config::from_toml(&whole, "f.toml", None, &no_env).unwrap();
+    // Without [replication], each is still generated.
+    let alone = format!("{source}generate_secret = true\n{to_app}");
+    Config::from_toml(&alone, "f.toml", None, &no_env).unwrap();
 }

@@ -149,6 +149,9 @@ pub struct IngestState {
     metrics: Metrics,
     body_read_timeout: Duration,
     budget: BodyBudget,
+    /// On a replication node: the primary as last seen in the lease, which
+    /// a standby's refusals name.
+    primary: Option<crate::replicate::PrimaryWatch>,
 }
 
 /// How long a request waits for room in the body budget before it gets 503.
@@ -217,6 +220,7 @@ impl IngestState {
         store: Store,
         clock: Clock,
         metrics: Metrics,
+        primary: Option<crate::replicate::PrimaryWatch>,
     ) -> Result<IngestState, String> {
         let mut sources = HashMap::new();
         for s in &config.sources {
@@ -248,6 +252,7 @@ impl IngestState {
             metrics,
             body_read_timeout: config.server.body_read_timeout,
             budget: BodyBudget::new(config.server.max_buffered_body),
+            primary,
         })
     }
 }
@@ -297,6 +302,10 @@ enum IngestError {
     BodyRead(String),
     #[error("too many request bodies are being received at once; retry shortly")]
     Busy,
+    /// A replication standby: the primary (last seen in the lease) takes
+    /// webhooks.
+    #[error("{}", crate::replicate::standby_refusal(.0.as_ref()))]
+    Standby(Option<crate::replicate::Holder>),
     #[error(transparent)]
     Rejected(#[from] Rejection),
     #[error("the event could not be stored: {0}")]
@@ -313,7 +322,7 @@ impl IngestError {
             IngestError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             IngestError::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             IngestError::BodyRead(_) => StatusCode::BAD_REQUEST,
-            IngestError::Busy => StatusCode::SERVICE_UNAVAILABLE,
+            IngestError::Busy | IngestError::Standby(_) => StatusCode::SERVICE_UNAVAILABLE,
             IngestError::Rejected(r) if r.is_authentication() => {
                 return (StatusCode::UNAUTHORIZED, "invalid_signature");
             }
@@ -336,6 +345,7 @@ impl IngestError {
             IngestError::BodyTimeout(_) => RejectReason::BodyTimeout,
             IngestError::BodyRead(_) => RejectReason::BodyUnreadable,
             IngestError::Busy => RejectReason::Busy,
+            IngestError::Standby(_) => RejectReason::Standby,
             IngestError::Rejected(r) => r.reason(),
             IngestError::Store(e) if e.is_transient() || e.is_replaced() => {
                 RejectReason::StoreUnavailable
@@ -359,8 +369,11 @@ impl IngestError {
         } else {
             crate::loud_or_debug!(loud, warn, source = source_label, event_id, status = status.as_u16(), reason = %reason, "ingest rejected");
         }
-        let mut response =
-            (status, axum::Json(json!({"error": code, "reason": reason}))).into_response();
+        let mut body = json!({"error": code, "reason": reason});
+        if let IngestError::Standby(Some(primary)) = &self {
+            body["primary"] = json!({"node": primary.node, "admin": primary.admin});
+        }
+        let mut response = (status, axum::Json(body)).into_response();
         if status == StatusCode::SERVICE_UNAVAILABLE {
             response.headers_mut().insert(
                 header::RETRY_AFTER,
@@ -381,6 +394,12 @@ async fn receive(State(state): State<IngestState>, request: Request) -> Response
     let reject = |e: IngestError, event_id: Option<&str>| {
         e.into_response(Some(&source.name), event_id, &state.metrics)
     };
+    // A standby stores only its primary's frames: it says where that is
+    // before reading a byte of the body.
+    if state.store.is_standby() {
+        let primary = state.primary.as_ref().and_then(|p| p.get());
+        return reject(IngestError::Standby(primary), None);
+    }
 
     let declared = parts
         .headers

@@ -142,6 +142,8 @@ label_values! {
         MalformedHandshake => "malformed_handshake",
         StoreUnavailable => "store_unavailable",
         StoreError => "store_error",
+        /// A replication standby: the primary takes webhooks.
+        Standby => "standby",
     }
 }
 
@@ -221,6 +223,8 @@ label_values! {
         StoreUnavailable => "store_unavailable",
         StoreError => "store_error",
         InternalError => "internal_error",
+        /// A replication standby: the primary serves the keys API.
+        Standby => "standby",
     }
 }
 

@@ -29,6 +29,7 @@ mod monitoring;
 mod nats;
 mod replicate;
 mod replicate_drills;
+mod replicate_nodes;
 mod roles;
 mod scale;
 mod snapshots;

@@ -13,6 +13,7 @@ use hookinbox::replicate::{Publisher, StreamSettings, publish::subject_of};
 use hookinbox::store::{KeyAnswer, KeyOp, Store, StoreError, StoreOptions, WriterHandle};
 
 use crate::nats::NatsServer;
+use crate::support::REPLICATION_ADMIN;
 
 const STREAM: &str = "INBOX";
 
@@ -363,14 +364,14 @@ async fn the_lease_has_one_holder_and_lapses_a_lease_after_the_last_renewal() {
     let dir = tempfile::tempdir().unwrap();
     let nats = NatsServer::start(&dir.path().join("nats"));
     let lease = Duration::from_secs(2);
-    let a = Lease::connect(&settings(&nats.url()), "a", lease)
+    let a = Lease::connect(&settings(&nats.url()), "a", lease, None)
         .await
         .unwrap();
-    let b = Lease::connect(&settings(&nats.url()), "b", lease)
+    let b = Lease::connect(&settings(&nats.url()), "b", lease, None)
         .await
         .unwrap();
     a.acquire().await.unwrap();
-    assert!(matches!(b.acquire().await, Err(LeaseError::Held { holder }) if holder == "a"));
+    assert!(matches!(b.acquire().await, Err(LeaseError::Held { holder }) if holder.node == "a"));
     // Renewed every half second for three seconds: longer than a lease.
     for _ in 0..6 {
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -392,7 +393,7 @@ async fn the_lease_has_one_holder_and_lapses_a_lease_after_the_last_renewal() {
         taken >= Duration::from_millis(1_900) && taken < Duration::from_secs(5),
         "taken {taken:?} after the last renewal"
     );
-    assert!(matches!(a.renew().await, Err(LeaseError::Held { holder }) if holder == "b"));
+    assert!(matches!(a.renew().await, Err(LeaseError::Held { holder }) if holder.node == "b"));
     b.release().await.unwrap();
     a.acquire().await.unwrap();
     assert_eq!(b.holder().await.unwrap().as_deref(), Some("a"));
@@ -412,7 +413,7 @@ async fn the_app_as_primary_holds_the_lease_and_ships_before_each_2xx() {
     let nats = NatsServer::start(&dir.path().join("nats"));
     let config = |data: &str, node: &str| {
         format!(
-            "{}[replication]\nurl = \"{}\"\nstream = \"{STREAM}\"\nrole = \"primary\"\nnode = \"{node}\"\nlease = \"2s\"\n\n{}",
+            "{}{REPLICATION_ADMIN}[replication]\nurl = \"{}\"\nstream = \"{STREAM}\"\nrole = \"primary\"\nnode = \"{node}\"\nlease = \"2s\"\n\n{}",
             server_section(&dir.path().join(data)),
             nats.url(),
             standard_source("shop")
@@ -460,6 +461,7 @@ async fn the_app_as_primary_holds_the_lease_and_ships_before_each_2xx() {
         &settings(&nats.url()),
         "probe",
         Duration::from_secs(2),
+        None,
     )
     .await
     .unwrap();
@@ -485,7 +487,7 @@ async fn a_standby_app_follows_and_takes_over_when_the_primary_stops() {
     let nats = NatsServer::start(&dir.path().join("nats"));
     let config = |data: &str, node: &str, role: &str| {
         format!(
-            "{}[replication]\nurl = \"{}\"\nstream = \"{STREAM}\"\nrole = \"{role}\"\nnode = \"{node}\"\nlease = \"2s\"\n\n{}",
+            "{}{REPLICATION_ADMIN}[replication]\nurl = \"{}\"\nstream = \"{STREAM}\"\nrole = \"{role}\"\nnode = \"{node}\"\nlease = \"2s\"\n\n{}",
             server_section(&dir.path().join(data)),
             nats.url(),
             standard_source("shop")
@@ -565,8 +567,8 @@ async fn on_three_nats_nodes_the_standby_has_every_answered_event_after_the_prim
 
 async fn lost_under_load(dir: &Path, urls: &str, replicas: usize) {
     use crate::support::{
-        BinaryServer, TestServer, client, server_section, standard_headers, standard_source,
-        write_config,
+        BinaryServer, STANDARD_SECRET, TestServer, client, server_section, standard_headers,
+        standard_source, write_config,
     };
     let request_body = |id: &str| format!("{{\"type\":\"t\",\"id\":\"{id}\"}}").into_bytes();
     use crate::destination::{Destination, Mode};
@@ -578,7 +580,7 @@ async fn lost_under_load(dir: &Path, urls: &str, replicas: usize) {
     let app = Destination::start(Mode::Slow(Duration::from_millis(50))).await;
     let section = |data: &str, node: &str, role: &str| {
         format!(
-            "{}[replication]\nurl = \"{urls}\"\nstream = \"{STREAM}\"\nreplicas = {replicas}\nrole = \"{role}\"\nnode = \"{node}\"\nlease = \"3s\"\n\n{}destination = \"{}\"\nmax_concurrency = 4\ninitial_interval = \"50ms\"\n",
+            "{}{REPLICATION_ADMIN}[replication]\nurl = \"{urls}\"\nstream = \"{STREAM}\"\nreplicas = {replicas}\nrole = \"{role}\"\nnode = \"{node}\"\nlease = \"3s\"\n\n{}destination = \"{}\"\ndestination_secret = \"{STANDARD_SECRET}\"\nmax_concurrency = 4\ninitial_interval = \"50ms\"\n",
             server_section(&dir.join(data)),
             standard_source("shop"),
             app.url()
@@ -669,6 +671,20 @@ async fn lost_under_load(dir: &Path, urls: &str, replicas: usize) {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // Regression (an outside drill): each node had generated its own
+    // delivery key, and the app refused every delivery after the takeover.
+    // Every delivery, before the kill and after it, verifies with the key
+    // the app was given.
+    let key = hookinbox::standard_webhooks::StandardKey::parse(STANDARD_SECRET).unwrap();
+    let received = app.received();
+    let unsigned = received
+        .iter()
+        .filter(|r| {
+            let ts = r.header("webhook-timestamp").parse().unwrap();
+            r.header("webhook-signature") != key.sign(r.header("webhook-id"), ts, &r.body)
+        })
+        .count();
+    assert_eq!(unsigned, 0, "deliveries not signed with the app's key");
     let interrupted = standby
         .events()
         .iter()
@@ -714,7 +730,7 @@ async fn a_node_that_cannot_replicate_is_refused_at_start_with_the_reason() {
         .unwrap();
     let start = async |url: &str, role: &str| {
         let text = format!(
-            "{}[replication]\nurl = \"{url}\"\nrole = \"{role}\"\n\n{}",
+            "{}{REPLICATION_ADMIN}[replication]\nurl = \"{url}\"\nrole = \"{role}\"\n\n{}",
             server_section(&dir.path().join(role)),
             standard_source("shop")
         );
@@ -763,7 +779,7 @@ async fn a_new_standby_starts_from_the_newest_snapshot_and_the_frames_after_it()
     let nats = NatsServer::start(&dir.path().join("nats"));
     let config = |data: &str, node: &str, role: &str| {
         format!(
-            "{}[replication]\nurl = \"{}\"\nstream = \"{STREAM}\"\nrole = \"{role}\"\nnode = \"{node}\"\n\
+            "{}{REPLICATION_ADMIN}[replication]\nurl = \"{}\"\nstream = \"{STREAM}\"\nrole = \"{role}\"\nnode = \"{node}\"\n\
              lease = \"2s\"\nsnapshot_interval = \"10s\"\n\n{}",
             server_section(&dir.path().join(data)),
             nats.url(),
@@ -880,7 +896,7 @@ async fn a_replaced_primary_goes_on_as_a_standby_of_the_new_one() {
     let nats = NatsServer::start(&dir.path().join("nats"));
     let section = |data: &str, node: &str, role: &str| {
         format!(
-            "{}[replication]\nurl = \"{}\"\nstream = \"{STREAM}\"\nrole = \"{role}\"\nnode = \"{node}\"\nlease = \"2s\"\n\n{}",
+            "{}{REPLICATION_ADMIN}[replication]\nurl = \"{}\"\nstream = \"{STREAM}\"\nrole = \"{role}\"\nnode = \"{node}\"\nlease = \"2s\"\n\n{}",
             server_section(&dir.path().join(data)),
             nats.url(),
             standard_source("shop")

@@ -26,6 +26,10 @@ pub fn server_section(dir: &Path) -> String {
     )
 }
 
+/// The `[admin]` section a replicating node needs: with `[replication]`
+/// every secret must be given, the admin token too.
+pub const REPLICATION_ADMIN: &str = "[admin]\ntoken = \"replication-admin-token-0123456789\"\n\n";
+
 /// A `standard` source named `name` with the test secret.
 pub fn standard_source(name: &str) -> String {
     format!(
@@ -331,7 +335,10 @@ impl BinaryServer {
                 .lines()
                 .map_while(Result::ok)
             {
-                if line.contains("hookinbox is receiving webhooks") {
+                // A standby says it follows instead (it takes no webhooks).
+                if line.contains("hookinbox is receiving webhooks")
+                    || line.contains("hookinbox is following the primary as a standby")
+                {
                     let v: serde_json::Value = serde_json::from_str(&line).unwrap();
                     let _ = tx.send((
                         v["listen"].as_str().unwrap().to_owned(),

@@ -314,6 +314,9 @@ pub fn validate(
             ));
         }
     }
+    if replication.is_some() {
+        replication::given_secrets_only(&cx, &admin, &sources, &server.data_dir)?;
+    }
     // Every source's largest event must fit in the budget, or it could never be taken.
     if let Some(big) = sources
         .iter()

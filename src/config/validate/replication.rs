@@ -1,12 +1,17 @@
 //! The `[replication]` section: the NATS servers, the stream, this node's
 //! role and its lease. Files it names are checked to be readable here, as
-//! a destination's are.
+//! a destination's are. With it, every secret must be given
+//! (`given_secrets_only`).
 
+use std::path::Path;
 use std::time::Duration;
 
 use super::Ctx;
 use crate::config::raw::{RawReplication, default};
-use crate::config::{ConfigError, ReplicationConfig, ReplicationRole};
+use crate::config::{
+    AdminConfig, ConfigError, Loaded, ReplicationConfig, ReplicationRole, SecretPlan,
+    SecretPurpose, SourceConfig,
+};
 
 /// The longest lease: a primary gone a minute is long gone.
 const LONGEST_LEASE: Duration = Duration::from_secs(60);
@@ -120,4 +125,65 @@ pub(super) fn validate_replication(
         creds_file: readable("creds_file", rr.creds_file)?,
         ca_file: readable("ca_file", rr.ca_file)?,
     })
+}
+
+/// With `[replication]`, every secret must be given by the config: one
+/// left to the data dir is generated per node, so after a takeover the new
+/// primary would verify senders, sign deliveries or answer the admin API
+/// with another key than the one the world was given (the app refused
+/// every delivery in an outside drill). The first such secret is the
+/// error, named with where to put it.
+pub(super) fn given_secrets_only(
+    cx: &Ctx<'_>,
+    admin: &AdminConfig<Loaded>,
+    sources: &[SourceConfig<Loaded>],
+    data_dir: &Path,
+) -> Result<(), ConfigError> {
+    let why = "with [replication] every node must use the same secrets, and a secret \
+               left to the data dir is generated per node";
+    let kept = |purpose: SecretPurpose| purpose.path(data_dir).display().to_string();
+    for (i, source) in sources.iter().enumerate() {
+        if matches!(source.secrets, SecretPlan::Generated) {
+            return Err(cx.err(
+                format!("source[{i}].generate_secret"),
+                format!(
+                    "cannot be used {why}: give the secret with secret_file or secret_env on \
+                     every node (a secret generated before is in {})",
+                    kept(SecretPurpose::Ingest(source.name.clone()))
+                ),
+            ));
+        }
+        for (j, destination) in source.destinations.iter().enumerate() {
+            if matches!(destination.secret, SecretPlan::Generated) {
+                let setting = match &destination.name {
+                    None if source.destinations.len() == 1 => {
+                        format!("source[{i}].destination_secret_file")
+                    }
+                    _ => format!("source[{i}].destination[{j}].secret_file"),
+                };
+                return Err(cx.err(
+                    format!("source[{i}]"),
+                    format!(
+                        "the key that signs deliveries to {:?} is not given, {why} (after a \
+                         takeover the app would refuse every delivery): set {setting} to the \
+                         same whsec_ key on every node (a key generated before is in {})",
+                        destination.route,
+                        kept(SecretPurpose::Destination(destination.route.clone()))
+                    ),
+                ));
+            }
+        }
+    }
+    if matches!(admin.token, SecretPlan::Generated) {
+        return Err(cx.err(
+            "admin.token",
+            format!(
+                "is not given, {why} (after a takeover the CLI, scripts and the dashboard would \
+                 be refused): set admin.token_file or admin.token_env on every node (a token \
+                 generated before is in {})",
+                kept(SecretPurpose::Admin)
+            ),
+        ));
+    }
+    Ok(())
 }
