@@ -107,6 +107,10 @@ if objdump -p "$bin" | grep -q 'NEEDED *libgcc_s'; then
 fi
 
 install -d "$stage/DEBIAN"
+# No Homepage: the project has no home of its own yet (lintian's
+# no-homepage-field is about source packages that are not native: it says
+# nothing here). The unit's Documentation= and the alert rules' runbook_url
+# name the man pages and the docs installed here (check-deb.sh checks).
 installed_kb=$(du -ks "$stage" | cut -f1)
 cat > "$stage/DEBIAN/control" <<CONTROL
 Package: hookinbox
@@ -117,7 +121,6 @@ Installed-Size: $installed_kb
 Depends: $depends
 Section: net
 Priority: optional
-Homepage: https://github.com/hookinbox/hookinbox
 Description: single-binary webhook inbox
  Receives provider webhooks (Stripe, GitHub, Shopify, Slack, Paddle, Linear,
  Twilio, GitLab, Twitch, Zoom, Meta, Standard Webhooks, any HMAC sender),
