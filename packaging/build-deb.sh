@@ -1,23 +1,41 @@
 #!/usr/bin/env bash
-# Builds target/debian/hookinbox_<version>_<arch>.deb with dpkg-deb: the
-# release binary, the hardened systemd unit, a minimal config that serves as
-# installed (a conffile) with the full example beside it, shell completions
-# and man pages, the README and docs/, and maintainer scripts that create
-# the `hookinbox` system user and its data dir.
+# Packages a binary already built from this tree into
+# target/debian/hookinbox_<version>_<arch>.deb ($CARGO_TARGET_DIR/debian if
+# set) with dpkg-deb: the binary (stripped), the hardened systemd unit, a
+# minimal config that serves as installed (a conffile) with the full example
+# beside it, shell completions and man pages, the README and docs/, and
+# maintainer scripts that create the `hookinbox` system user and its data dir.
 # The service is installed but not started: add your sources first, then
 # `systemctl enable --now hookinbox` (see packaging/README.md).
+#
+#     cargo build --release --locked
+#     bash packaging/build-deb.sh target/release/hookinbox    # or HOOKINBOX_BIN=…
+#
+# It never builds: what it ships is the binary it is given.
 set -euo pipefail
+given=${1:-${HOOKINBOX_BIN:-}}
+if [ -z "$given" ]; then
+    echo "usage: bash packaging/build-deb.sh BINARY (or HOOKINBOX_BIN=BINARY): the hookinbox binary to package, built first with cargo build --release --locked" >&2
+    exit 2
+fi
+# The path as given, before the cd below.
+bin=$(realpath -e -- "$given") || { echo "build-deb: no binary at $given" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 arch=$(dpkg --print-architecture)
-cargo build --release --locked
 target_dir=${CARGO_TARGET_DIR:-target}
+# The binary is this version's, or the package would say something untrue.
+bin_version=$("$bin" --version) || { echo "build-deb: $bin does not run" >&2; exit 1; }
+case $bin_version in
+    "hookinbox $version "* | "hookinbox $version") ;;
+    *) echo "build-deb: $bin is \"$bin_version\"; Cargo.toml says $version" >&2; exit 1 ;;
+esac
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 chmod 0755 "$stage"
-install -D -s -m 0755 "$target_dir/release/hookinbox" "$stage/usr/bin/hookinbox"
+install -D -s -m 0755 "$bin" "$stage/usr/bin/hookinbox"
 install -D -m 0644 packaging/hookinbox.service "$stage/lib/systemd/system/hookinbox.service"
 install -D -m 0640 packaging/hookinbox.toml "$stage/etc/hookinbox/hookinbox.toml"
 # Reference, a conffile as every file in /etc (Debian policy 10.7.2): each
@@ -25,7 +43,6 @@ install -D -m 0640 packaging/hookinbox.toml "$stage/etc/hookinbox/hookinbox.toml
 install -D -m 0644 packaging/hookinbox.example.toml "$stage/etc/hookinbox/hookinbox.example.toml"
 install -d -m 0750 "$stage/etc/hookinbox/secrets"
 # Completions and man pages, generated from the command definitions.
-bin="$target_dir/release/hookinbox"
 install -d "$stage/usr/share/bash-completion/completions" "$stage/usr/share/zsh/vendor-completions" \
     "$stage/usr/share/fish/vendor_completions.d" "$stage/usr/share/man/man1"
 "$bin" completions bash > "$stage/usr/share/bash-completion/completions/hookinbox"

@@ -1,12 +1,25 @@
 #!/usr/bin/env bash
 # CI check of the Debian package on a disposable machine (needs root): build
-# it, install it, check what it put where, verify the unit, run it as
-# installed and drive it with the operator commands without flags, install
-# it over itself, purge it.
+# the release binary and package it, install it, check what it put where,
+# verify the unit, run it as installed and drive it with the operator
+# commands without flags, install it over itself, purge it.
+#
+# HOOKINBOX_BIN=PATH packages that binary (already built from this tree)
+# instead of building one: `HOOKINBOX_BIN=target/debug/hookinbox bash
+# packaging/check-deb.sh` checks the packaging without a release build. CI
+# sets none.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 fail() { echo "check-deb: $*" >&2; exit 1; }
-deb=$(bash packaging/build-deb.sh | tail -1)
+if [ -n "${HOOKINBOX_BIN:-}" ]; then
+    # As given, before the cd below.
+    bin=$(realpath -e -- "$HOOKINBOX_BIN") || fail "HOOKINBOX_BIN: no binary at $HOOKINBOX_BIN"
+fi
+cd "$(dirname "$0")/.."
+if [ -z "${HOOKINBOX_BIN:-}" ]; then
+    cargo build --release --locked
+    bin=${CARGO_TARGET_DIR:-target}/release/hookinbox
+fi
+deb=$(bash packaging/build-deb.sh "$bin" | tail -1)
 # Completions and man pages are in the package (checked in it: minimal
 # images exclude /usr/share/man from what dpkg unpacks).
 contents=$(dpkg-deb -c "$deb")
