@@ -51,9 +51,10 @@ install -d "$stage/usr/share/bash-completion/completions" "$stage/usr/share/zsh/
 "$bin" man --dir "$stage/usr/share/man/man1"
 gzip -9n "$stage"/usr/share/man/man1/*.1
 find "$stage/usr/share" -type f -exec chmod 0644 {} +
-# The README and the pages of docs/ it links to (docs/production.md, the
-# reference, the runbook the alert rules link to), with the screenshots they
-# show. Debian policy 12.3: documentation over 4 KB is compressed with
+# The README, ARCHITECTURE.md and the pages of docs/ the README links to
+# (docs/production.md, the reference, the runbook the alert rules link to),
+# with the screenshots they show and the app-side examples of docs/verify/,
+# each where the README's relative links lead (check-deb.sh checks). Debian policy 12.3: documentation over 4 KB is compressed with
 # gzip -9n (as dh_compress does; images stay as they are).
 doc_file() {
     if [ "$(stat -c %s "$1")" -gt 4096 ]; then
@@ -69,6 +70,17 @@ for page in docs/*.md; do
     doc_file "$page" "$stage/usr/share/doc/hookinbox/docs"
 done
 install -m 0644 docs/*.png "$stage/usr/share/doc/hookinbox/docs/"
+doc_file ARCHITECTURE.md "$stage/usr/share/doc/hookinbox"
+# docs/verify/: its README is compressed as the other pages are; the
+# examples stay as they are, so a copy of node/ or python/ runs as that
+# README says (npm ci reads package-lock.json). Listed file by file: a
+# checkout's node_modules or venv is never shipped.
+verify=$stage/usr/share/doc/hookinbox/docs/verify
+install -d "$verify/node" "$verify/python"
+doc_file docs/verify/README.md "$verify"
+install -m 0644 docs/verify/node/app.js docs/verify/node/package.json \
+    docs/verify/node/package-lock.json "$verify/node/"
+install -m 0644 docs/verify/python/app.py docs/verify/python/requirements.txt "$verify/python/"
 # The changelog's newest entry is this version, or the package says nothing true.
 changelog_version=$(sed -n '1s/^hookinbox (\([^)]*\)).*/\1/p' packaging/changelog)
 if [ "$changelog_version" != "$version" ]; then

@@ -29,9 +29,26 @@ for f in usr/share/bash-completion/completions/hookinbox usr/share/zsh/vendor-co
          usr/share/doc/hookinbox/monitoring/hookinbox.dashboard.json \
          usr/share/doc/hookinbox/monitoring/hookinbox.rules.yml \
          usr/share/doc/hookinbox/README.md.gz usr/share/doc/hookinbox/docs/operating.md.gz \
-         usr/share/doc/hookinbox/docs/production.md.gz usr/share/doc/hookinbox/docs/dashboard-overview.png; do
+         usr/share/doc/hookinbox/docs/production.md.gz usr/share/doc/hookinbox/docs/dashboard-overview.png \
+         usr/share/doc/hookinbox/docs/verify/node/app.js usr/share/doc/hookinbox/docs/verify/node/package.json \
+         usr/share/doc/hookinbox/docs/verify/node/package-lock.json \
+         usr/share/doc/hookinbox/docs/verify/python/app.py usr/share/doc/hookinbox/docs/verify/python/requirements.txt; do
     grep -q "\./$f\$" <<<"$contents" || fail "$f is not in the package"
 done
+grep -q '/node_modules/\|/\.venv/\|/__pycache__/' <<<"$contents" && fail "the package holds a checkout's node_modules, venv or __pycache__"
+# Every file the README links into docs/ or to ARCHITECTURE.md is in the
+# package where the link leads from /usr/share/doc/hookinbox/ (a page over
+# 4 KB as NAME.gz); a link to a directory needs its README.md, which is
+# what the link shows.
+links=$(grep -o '](\(docs/\|ARCHITECTURE\.md\)[^)]*)' README.md | sed 's/^](//; s/)$//; s/#.*//' | sort -u)
+[ "$(grep -c . <<<"$links")" -ge 10 ] || fail "found too few links into docs/ in README.md: $links"
+while read -r link; do
+    case $link in
+        */) f=usr/share/doc/hookinbox/${link}README.md ;;
+        *) f=usr/share/doc/hookinbox/$link ;;
+    esac
+    grep -Eq "\./${f//./\\.}(\.gz)?\$" <<<"$contents" || fail "README.md links $link, but the package has no $f"
+done <<<"$links"
 # What the unit's Documentation= and the alert rules' runbook_url name is in
 # the package: man pages and the installed docs, no web page (the project
 # has no home of its own yet).
