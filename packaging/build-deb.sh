@@ -1,23 +1,41 @@
 #!/usr/bin/env bash
-# Builds target/debian/hookinbox_<version>_<arch>.deb with dpkg-deb: the
-# release binary, the hardened systemd unit, a minimal config that serves as
-# installed (a conffile) with the full example beside it, shell completions
-# and man pages, the README and docs/, and maintainer scripts that create
-# the `hookinbox` system user and its data dir.
+# Packages a binary already built from this tree into
+# target/debian/hookinbox_<version>_<arch>.deb ($CARGO_TARGET_DIR/debian if
+# set) with dpkg-deb: the binary (stripped), the hardened systemd unit, a
+# minimal config that serves as installed (a conffile) with the full example
+# beside it, shell completions and man pages, the README and docs/, and
+# maintainer scripts that create the `hookinbox` system user and its data dir.
 # The service is installed but not started: add your sources first, then
 # `systemctl enable --now hookinbox` (see packaging/README.md).
+#
+#     cargo build --release --locked
+#     bash packaging/build-deb.sh target/release/hookinbox    # or HOOKINBOX_BIN=…
+#
+# It never builds: what it ships is the binary it is given.
 set -euo pipefail
+given=${1:-${HOOKINBOX_BIN:-}}
+if [ -z "$given" ]; then
+    echo "usage: bash packaging/build-deb.sh BINARY (or HOOKINBOX_BIN=BINARY): the hookinbox binary to package, built first with cargo build --release --locked" >&2
+    exit 2
+fi
+# The path as given, before the cd below.
+bin=$(realpath -e -- "$given") || { echo "build-deb: no binary at $given" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 arch=$(dpkg --print-architecture)
-cargo build --release --locked
 target_dir=${CARGO_TARGET_DIR:-target}
+# The binary is this version's, or the package would say something untrue.
+bin_version=$("$bin" --version) || { echo "build-deb: $bin does not run" >&2; exit 1; }
+case $bin_version in
+    "hookinbox $version "* | "hookinbox $version") ;;
+    *) echo "build-deb: $bin is \"$bin_version\"; Cargo.toml says $version" >&2; exit 1 ;;
+esac
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 chmod 0755 "$stage"
-install -D -s -m 0755 "$target_dir/release/hookinbox" "$stage/usr/bin/hookinbox"
+install -D -s -m 0755 "$bin" "$stage/usr/bin/hookinbox"
 install -D -m 0644 packaging/hookinbox.service "$stage/lib/systemd/system/hookinbox.service"
 install -D -m 0640 packaging/hookinbox.toml "$stage/etc/hookinbox/hookinbox.toml"
 # Reference, a conffile as every file in /etc (Debian policy 10.7.2): each
@@ -25,7 +43,6 @@ install -D -m 0640 packaging/hookinbox.toml "$stage/etc/hookinbox/hookinbox.toml
 install -D -m 0644 packaging/hookinbox.example.toml "$stage/etc/hookinbox/hookinbox.example.toml"
 install -d -m 0750 "$stage/etc/hookinbox/secrets"
 # Completions and man pages, generated from the command definitions.
-bin="$target_dir/release/hookinbox"
 install -d "$stage/usr/share/bash-completion/completions" "$stage/usr/share/zsh/vendor-completions" \
     "$stage/usr/share/fish/vendor_completions.d" "$stage/usr/share/man/man1"
 "$bin" completions bash > "$stage/usr/share/bash-completion/completions/hookinbox"
@@ -34,9 +51,10 @@ install -d "$stage/usr/share/bash-completion/completions" "$stage/usr/share/zsh/
 "$bin" man --dir "$stage/usr/share/man/man1"
 gzip -9n "$stage"/usr/share/man/man1/*.1
 find "$stage/usr/share" -type f -exec chmod 0644 {} +
-# The README and the pages of docs/ it links to (docs/production.md, the
-# reference, the runbook the alert rules link to), with the screenshots they
-# show. Debian policy 12.3: documentation over 4 KB is compressed with
+# The README, ARCHITECTURE.md and the pages of docs/ the README links to
+# (docs/production.md, the reference, the runbook the alert rules link to),
+# with the screenshots they show and the app-side examples of docs/verify/,
+# each where the README's relative links lead (check-deb.sh checks). Debian policy 12.3: documentation over 4 KB is compressed with
 # gzip -9n (as dh_compress does; images stay as they are).
 doc_file() {
     if [ "$(stat -c %s "$1")" -gt 4096 ]; then
@@ -52,6 +70,17 @@ for page in docs/*.md; do
     doc_file "$page" "$stage/usr/share/doc/hookinbox/docs"
 done
 install -m 0644 docs/*.png "$stage/usr/share/doc/hookinbox/docs/"
+doc_file ARCHITECTURE.md "$stage/usr/share/doc/hookinbox"
+# docs/verify/: its README is compressed as the other pages are; the
+# examples stay as they are, so a copy of node/ or python/ runs as that
+# README says (npm ci reads package-lock.json). Listed file by file: a
+# checkout's node_modules or venv is never shipped.
+verify=$stage/usr/share/doc/hookinbox/docs/verify
+install -d "$verify/node" "$verify/python"
+doc_file docs/verify/README.md "$verify"
+install -m 0644 docs/verify/node/app.js docs/verify/node/package.json \
+    docs/verify/node/package-lock.json "$verify/node/"
+install -m 0644 docs/verify/python/app.py docs/verify/python/requirements.txt "$verify/python/"
 # The changelog's newest entry is this version, or the package says nothing true.
 changelog_version=$(sed -n '1s/^hookinbox (\([^)]*\)).*/\1/p' packaging/changelog)
 if [ "$changelog_version" != "$version" ]; then
@@ -107,6 +136,10 @@ if objdump -p "$bin" | grep -q 'NEEDED *libgcc_s'; then
 fi
 
 install -d "$stage/DEBIAN"
+# No Homepage: the project has no home of its own yet (lintian's
+# no-homepage-field is about source packages that are not native: it says
+# nothing here). The unit's Documentation= and the alert rules' runbook_url
+# name the man pages and the docs installed here (check-deb.sh checks).
 installed_kb=$(du -ks "$stage" | cut -f1)
 cat > "$stage/DEBIAN/control" <<CONTROL
 Package: hookinbox
@@ -117,7 +150,6 @@ Installed-Size: $installed_kb
 Depends: $depends
 Section: net
 Priority: optional
-Homepage: https://github.com/hookinbox/hookinbox
 Description: single-binary webhook inbox
  Receives provider webhooks (Stripe, GitHub, Shopify, Slack, Paddle, Linear,
  Twilio, GitLab, Twitch, Zoom, Meta, Standard Webhooks, any HMAC sender),

@@ -1,11 +1,25 @@
 #!/usr/bin/env bash
 # CI check of the Debian package on a disposable machine (needs root): build
-# it, install it, check what it put where, verify the unit, run it as
-# installed and drive it with the operator commands without flags, install
-# it over itself, purge it.
+# the release binary and package it, install it, check what it put where,
+# verify the unit, run it as installed and drive it with the operator
+# commands without flags, install it over itself, purge it.
+#
+# HOOKINBOX_BIN=PATH packages that binary (already built from this tree)
+# instead of building one: `HOOKINBOX_BIN=target/debug/hookinbox bash
+# packaging/check-deb.sh` checks the packaging without a release build. CI
+# sets none.
 set -euo pipefail
+fail() { echo "check-deb: $*" >&2; exit 1; }
+if [ -n "${HOOKINBOX_BIN:-}" ]; then
+    # As given, before the cd below.
+    bin=$(realpath -e -- "$HOOKINBOX_BIN") || fail "HOOKINBOX_BIN: no binary at $HOOKINBOX_BIN"
+fi
 cd "$(dirname "$0")/.."
-deb=$(bash packaging/build-deb.sh | tail -1)
+if [ -z "${HOOKINBOX_BIN:-}" ]; then
+    cargo build --release --locked
+    bin=${CARGO_TARGET_DIR:-target}/release/hookinbox
+fi
+deb=$(bash packaging/build-deb.sh "$bin" | tail -1)
 # Completions and man pages are in the package (checked in it: minimal
 # images exclude /usr/share/man from what dpkg unpacks).
 contents=$(dpkg-deb -c "$deb")
@@ -15,14 +29,49 @@ for f in usr/share/bash-completion/completions/hookinbox usr/share/zsh/vendor-co
          usr/share/doc/hookinbox/monitoring/hookinbox.dashboard.json \
          usr/share/doc/hookinbox/monitoring/hookinbox.rules.yml \
          usr/share/doc/hookinbox/README.md.gz usr/share/doc/hookinbox/docs/operating.md.gz \
-         usr/share/doc/hookinbox/docs/production.md.gz usr/share/doc/hookinbox/docs/dashboard-overview.png; do
-    grep -q "\./$f\$" <<<"$contents" || { echo "check-deb: $f is not in the package" >&2; exit 1; }
+         usr/share/doc/hookinbox/docs/production.md.gz usr/share/doc/hookinbox/docs/dashboard-overview.png \
+         usr/share/doc/hookinbox/docs/verify/node/app.js usr/share/doc/hookinbox/docs/verify/node/package.json \
+         usr/share/doc/hookinbox/docs/verify/node/package-lock.json \
+         usr/share/doc/hookinbox/docs/verify/python/app.py usr/share/doc/hookinbox/docs/verify/python/requirements.txt; do
+    grep -q "\./$f\$" <<<"$contents" || fail "$f is not in the package"
 done
+grep -q '/node_modules/\|/\.venv/\|/__pycache__/' <<<"$contents" && fail "the package holds a checkout's node_modules, venv or __pycache__"
+# Every file the README links into docs/ or to ARCHITECTURE.md is in the
+# package where the link leads from /usr/share/doc/hookinbox/ (a page over
+# 4 KB as NAME.gz); a link to a directory needs its README.md, which is
+# what the link shows.
+links=$(grep -o '](\(docs/\|ARCHITECTURE\.md\)[^)]*)' README.md | sed 's/^](//; s/)$//; s/#.*//' | sort -u)
+[ "$(grep -c . <<<"$links")" -ge 10 ] || fail "found too few links into docs/ in README.md: $links"
+while read -r link; do
+    case $link in
+        */) f=usr/share/doc/hookinbox/${link}README.md ;;
+        *) f=usr/share/doc/hookinbox/$link ;;
+    esac
+    grep -Eq "\./${f//./\\.}(\.gz)?\$" <<<"$contents" || fail "README.md links $link, but the package has no $f"
+done <<<"$links"
+# What the unit's Documentation= and the alert rules' runbook_url name is in
+# the package: man pages and the installed docs, no web page (the project
+# has no home of its own yet).
+refs=$( { sed -n 's/^Documentation=//p' packaging/hookinbox.service | tr ' ' '\n'
+          sed -n 's/^ *runbook_url: "\(.*\)"$/\1/p' packaging/monitoring/hookinbox.rules.yml; } | sort -u)
+[ "$(grep -c . <<<"$refs")" -ge 3 ] || fail "found no Documentation= or runbook_url to check"
+while read -r ref; do
+    case $ref in
+        man:*\(*\))
+            name=${ref#man:}; name=${name%%(*}
+            section=${ref##*(}; section=${section%)}
+            f=usr/share/man/man$section/$name.$section.gz ;;
+        file:///*)
+            f=${ref#file:///}; f=${f%%#*} ;;
+        *) fail "$ref (a Documentation= or runbook_url) is neither a man: nor a file:/// reference" ;;
+    esac
+    grep -q "\./$f\$" <<<"$contents" || fail "$ref names $f, which is not in the package"
+done <<<"$refs"
 # An upgrade restarts a running service on the new binary.
 dpkg-deb -I "$deb" postinst | grep -q 'deb-systemd-invoke try-restart hookinbox.service' \
-    || { echo "check-deb: postinst does not restart the service on upgrade" >&2; exit 1; }
+    || fail "postinst does not restart the service on upgrade"
 if command -v dpkg-parsechangelog >/dev/null; then
-    dpkg-parsechangelog -l packaging/changelog >/dev/null || { echo "check-deb: packaging/changelog does not parse" >&2; exit 1; }
+    dpkg-parsechangelog -l packaging/changelog >/dev/null || fail "packaging/changelog does not parse"
 fi
 # Debian's package checker, when installed (CI's .ci/run installs it): no
 # error or warning. An override is shipped in the package with its reason
@@ -30,12 +79,11 @@ fi
 # counts the overridden tags toward --fail-on.
 if command -v lintian >/dev/null; then
     lintian --allow-root --fail-on error,warning --info "$deb" \
-        || { echo "check-deb: lintian found errors or warnings in $deb" >&2; exit 1; }
+        || fail "lintian found errors or warnings in $deb"
 else
     echo "check-deb: lintian is not installed; skipping it (apt-get install lintian)" >&2
 fi
 dpkg -i "$deb" >/dev/null
-fail() { echo "check-deb: $*" >&2; exit 1; }
 getent passwd hookinbox >/dev/null || fail "no hookinbox user"
 [ "$(stat -c '%a %U %G' /etc/hookinbox/hookinbox.toml)" = "640 root hookinbox" ] || fail "config file mode/owner"
 [ "$(stat -c '%a %U %G' /etc/hookinbox)" = "750 root hookinbox" ] || fail "config dir mode/owner"
@@ -43,7 +91,10 @@ getent passwd hookinbox >/dev/null || fail "no hookinbox user"
 grep -qx /etc/hookinbox/hookinbox.toml /var/lib/dpkg/info/hookinbox.conffiles || fail "config is not a conffile"
 grep -qx /etc/hookinbox/hookinbox.example.toml /var/lib/dpkg/info/hookinbox.conffiles || fail "the example config is not a conffile"
 if command -v systemd-analyze >/dev/null; then
-    systemd-analyze verify /lib/systemd/system/hookinbox.service || fail "unit does not verify"
+    # --man=no: minimal images leave /usr/share/man out of what dpkg
+    # unpacks; the man pages Documentation= names are checked in the
+    # package above.
+    systemd-analyze verify --man=no /lib/systemd/system/hookinbox.service || fail "unit does not verify"
     # The hardening must not regress: exposure at most 1.6 (the threshold is in tenths).
     systemd-analyze security --offline=true --threshold=16 /lib/systemd/system/hookinbox.service >/dev/null \
         || fail "unit exposure above 1.6: systemd-analyze security --offline=true packaging/hookinbox.service"

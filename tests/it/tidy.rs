@@ -1,5 +1,7 @@
 //! What the compiler does not check: every source file says what it owns,
-//! and ARCHITECTURE.md's codemap names every module in `lib.rs`'s order.
+//! ARCHITECTURE.md's codemap names every module in `lib.rs`'s order, every
+//! test the docs cite as a proof exists, and every alert's runbook is a
+//! section of the operating guide.
 
 use std::path::{Path, PathBuf};
 
@@ -156,5 +158,146 @@ fn the_packaged_configs_load_and_the_example_has_every_kind() {
         config.server.data_dir,
         Path::new("/var/lib/hookinbox"),
         "the unit's StateDirectory"
+    );
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The `module::…::name` paths a page cites in backticks, as it names a
+/// test: two or more segments of lower-case letters, digits and `_`.
+fn cited_paths(text: &str) -> Vec<String> {
+    let segment = |s: &str| {
+        s.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+            && s.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    };
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|quoted| quoted.contains("::") && quoted.split("::").all(segment))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Whether a cited path leads somewhere: its first segment is a module of
+/// the integration tests (`tests/it/`) or of the crate (`src/`), each next
+/// one a module (a file beside it, or `mod name {` inline), and the last
+/// one may instead be a `fn` of the module reached. `Err` says what is
+/// missing where.
+fn resolve(path: &str) -> Result<(), String> {
+    let module = |dir: &Path, name: &str| {
+        [
+            dir.join(format!("{name}.rs")),
+            dir.join(name).join("mod.rs"),
+        ]
+        .into_iter()
+        .find(|file| file.is_file())
+        .map(|file| (file, dir.join(name)))
+    };
+    let segments: Vec<&str> = path.split("::").collect();
+    let (first, rest) = segments.split_first().unwrap();
+    let (mut file, mut dir) = module(&root().join("tests/it"), first)
+        .or_else(|| module(&root().join("src"), first))
+        .ok_or_else(|| format!("no module {first} in tests/it/ or src/"))?;
+    for (i, name) in rest.iter().enumerate() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let last = i + 1 == rest.len();
+        if last && (text.contains(&format!("fn {name}(")) || text.contains(&format!("fn {name}<")))
+        {
+            return Ok(());
+        }
+        if let Some(found) = module(&dir, name) {
+            (file, dir) = found;
+        } else if text.contains(&format!("mod {name} {{")) {
+            dir = dir.join(name);
+        } else {
+            return Err(format!(
+                "no fn or module {name} in {}",
+                file.strip_prefix(root()).unwrap().display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every test docs/reliability.md cites as the proof of a promise (and the
+/// README's guarantees) exists at the path cited: a test renamed or moved
+/// fails here, not in a reader's search.
+#[test]
+fn every_test_the_reliability_page_cites_exists() {
+    for (doc, at_least) in [("docs/reliability.md", 15), ("README.md", 1)] {
+        let cited = cited_paths(&read(doc));
+        assert!(
+            cited.len() >= at_least,
+            "{doc} cites only {cited:?}: tests are cited as `module::test_name`"
+        );
+        let missing: Vec<String> = cited
+            .iter()
+            .filter_map(|path| resolve(path).err().map(|e| format!("{path}: {e}")))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{doc} cites what does not exist; fix the name in the page: {missing:#?}"
+        );
+    }
+    assert!(resolve("tidy::every_test_the_reliability_page_cites_exists").is_ok());
+    assert!(resolve("tidy::no_such_test").is_err());
+    assert!(resolve("supervise::tests::no_such_test").is_err());
+}
+
+/// A heading's anchor as GitHub makes it: lower case, spaces to `-`, other
+/// punctuation dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// Each alert rule's `runbook_url` is its own section of docs/operating.md
+/// where the package installs it (packaging/check-deb.sh checks the file is
+/// in the package): the anchor is the alert's name in lower case, and a
+/// heading of the page.
+#[test]
+fn every_alert_links_its_section_of_the_installed_operating_guide() {
+    let headings: Vec<String> = read("docs/operating.md")
+        .lines()
+        .filter_map(|line| {
+            line.strip_prefix("### ")
+                .or_else(|| line.strip_prefix("## "))
+        })
+        .map(anchor)
+        .collect();
+    let (mut alerts, mut linked) = (Vec::new(), 0);
+    for line in read("packaging/monitoring/hookinbox.rules.yml").lines() {
+        let line = line.trim();
+        if let Some(name) = line.strip_prefix("- alert: ") {
+            alerts.push(name.to_owned());
+        }
+        if let Some(url) = line.strip_prefix("runbook_url: ") {
+            let alert = alerts.last().expect("a runbook_url follows its alert");
+            let section = alert.to_lowercase();
+            assert_eq!(
+                url.trim_matches('"'),
+                format!("file:///usr/share/doc/hookinbox/docs/operating.md.gz#{section}"),
+                "{alert}"
+            );
+            assert!(
+                headings.contains(&section),
+                "docs/operating.md has no heading `### {alert}` for its runbook_url"
+            );
+            linked += 1;
+        }
+    }
+    assert!(alerts.len() >= 6, "found only {alerts:?}");
+    assert_eq!(
+        linked,
+        alerts.len(),
+        "an alert without a runbook_url: {alerts:?}"
     );
 }

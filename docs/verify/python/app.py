@@ -2,10 +2,12 @@
 Standard Webhooks library, and does the event's work once per webhook-id
 with hookinbox's idempotency keys.
 
-    python3 -m pip install -r requirements.txt
+    python3 -m venv .venv && .venv/bin/pip install -r requirements.txt
     HOOKINBOX_DESTINATION_SECRET=whsec_... \\
     HOOKINBOX_KEYS_URL=http://127.0.0.1:9090 HOOKINBOX_KEYS_TOKEN=... \\
-    PORT=3000 python3 app.py
+    PORT=3000 .venv/bin/python app.py
+
+(A venv: Debian's own Python refuses pip install outside one, PEP 668.)
 
 The secret is the source's destination_secret (hookinbox prints a generated
 one once, and keeps it under its data_dir/secrets/). The keys URL is
