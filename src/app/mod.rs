@@ -115,7 +115,7 @@ impl App {
             tracing::warn!("{warning}");
         }
         let metrics = declared_metrics(&config);
-        let replicated = replication(&config, listeners.admin.local_addr()?).await?;
+        let replicated = replication(&config, listeners.admin.local_addr()?, &metrics).await?;
         let (shipper, standby_of) = match &replicated {
             None => (None, None),
             Some(Replicated::Primary { shipper, .. }) => (Some(shipper.clone()), None),
@@ -534,7 +534,7 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
     // that finished while ingest drained.
     tasks.spawn(
         TaskName::Summary,
-        crate::logs::summarize(metrics, summary_interval, back.clone()),
+        crate::logs::summarize(metrics.clone(), summary_interval, back.clone()),
     );
     tasks.spawn(TaskName::Writer, async move {
         let _ = writer_exited.await;
@@ -550,7 +550,8 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
     }) = replication
     {
         // A primary's snapshots (a standby's once promoted).
-        let (store, stop) = (prober_store.clone(), front.clone());
+        let (store, stop, snapshot_metrics) =
+            (prober_store.clone(), front.clone(), metrics.clone());
         tasks.spawn(TaskName::Snapshots, async move {
             if gate(store.clone(), stop.clone()).await {
                 crate::replicate::snapshot::keep_taking(
@@ -559,6 +560,7 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
                     data_dir,
                     snapshot_every,
                     stop,
+                    snapshot_metrics,
                 )
                 .await;
             }
@@ -571,11 +573,14 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
             let (lease, ended) = match task {
                 LeaseTask::Keep(lease) => (
                     lease.clone(),
-                    crate::replicate::keep_lease(lease, store, every, stop).await,
+                    crate::replicate::keep_lease(lease, store, every, stop, metrics).await,
                 ),
                 LeaseTask::StandBy(follower, tag, control) => (
                     control.lease.clone(),
-                    crate::replicate::stand_by(store, *follower, tag, control, every, stop).await,
+                    crate::replicate::stand_by(
+                        store, *follower, tag, control, every, stop, metrics,
+                    )
+                    .await,
                 ),
             };
             // This process is done with the name: its next start (or the

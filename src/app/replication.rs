@@ -103,6 +103,7 @@ pub(super) enum LeaseTask {
 pub(super) async fn replication(
     config: &Config,
     admin: std::net::SocketAddr,
+    metrics: &crate::metrics::Metrics,
 ) -> Result<Option<Replicated>, AppError> {
     use crate::config::ReplicationRole;
     use crate::replicate::{Follower, Lease, Publisher, Snapshots, StreamSettings};
@@ -157,7 +158,12 @@ pub(super) async fn replication(
         let restored = standby_data(&config.server.data_dir, first, &snapshots).await?;
         let publisher = Publisher::connect(&settings)
             .await
-            .map_err(|e| failed(&e))?;
+            .map_err(|e| failed(&e))?
+            .counted(metrics.clone());
+        metrics.replicating(
+            crate::metrics::ReplicationRole::Standby,
+            r.snapshot_interval,
+        );
         // Who the primary is, for the refusals until the first renewal tick.
         let primary = lease.held_by().await.ok().flatten();
         tracing::info!(node = %r.node, stream = %r.stream, primary = primary.as_ref().map(|p| p.holder.node.as_str()), "following the stream as a standby");
@@ -173,7 +179,12 @@ pub(super) async fn replication(
     take_lease(&lease, r).await?;
     let publisher = Publisher::connect(&settings)
         .await
-        .map_err(|e| failed(&e))?;
+        .map_err(|e| failed(&e))?
+        .counted(metrics.clone());
+    metrics.replicating(
+        crate::metrics::ReplicationRole::Primary,
+        r.snapshot_interval,
+    );
     let snapshots = Snapshots::connect(&settings)
         .await
         .map_err(|e| failed(&e))?;

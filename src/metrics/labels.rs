@@ -263,6 +263,13 @@ pub struct SourceLabel {
     pub source: String,
 }
 
+/// A replication node's configured name (`[replication] node`): the
+/// holder of the lease, in `replication_lease_holder`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NodeLabel {
+    pub node: String,
+}
+
 label_values! {
     /// What a claim of an idempotency key came to (`key_claims{outcome}`).
     pub enum KeyClaimOutcome {

@@ -39,5 +39,7 @@ pub use labels::{
     ListenerLabel, NamespaceLabel, OutcomeLabels, ReasonLabel, RejectReason, RejectedLabels, Role,
     SourceLabel, StoreFile, SweptKind, UNKNOWN_SOURCE,
 };
-pub use record::{Declared, Metrics, SourceGauges, StoreDisk, StreamOpen};
+pub use record::{
+    Declared, Metrics, ReplicationRole, SourceGauges, StandbyLag, StoreDisk, StreamOpen,
+};
 pub use tally::{OTHER_TYPES, Tally};

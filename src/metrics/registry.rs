@@ -17,8 +17,8 @@ use prometheus_client::registry::Registry;
 use super::budget::Budget;
 use super::labels::{
     AlertLabels, BuildLabels, CircuitLabels, DestinationLabel, KeyClaimLabels, KindLabel, Listener,
-    ListenerLabel, NamespaceLabel, OutcomeLabels, ReasonLabel, RejectedLabels, SourceLabel,
-    StoreFileLabel,
+    ListenerLabel, NamespaceLabel, NodeLabel, OutcomeLabels, ReasonLabel, RejectedLabels,
+    SourceLabel, StoreFileLabel,
 };
 use super::process::ProcessCollector;
 use super::record::{Inner, Metrics};
@@ -166,6 +166,24 @@ impl Metrics {
                 => "event_streams", "Event streams open now (GET /api/events/stream: hookinbox listen, events tail, the dashboard's live mode)";
             keys_stored: Gauge
                 => "keys_stored", "Idempotency keys in the store (claimed or done, expired ones the sweeper has not reached included), at the last scrape";
+            replication_role: Gauge
+                => "replication_role", "This node's part in replication: 0 without [replication], 1 a standby, 2 the primary";
+            replication_lease_holder: Family<NodeLabel, Gauge>
+                => "replication_lease_holder", "1 for the node that holds the primary's lease, as this node last read it (no series while no node holds it)";
+            replication_lease_renewed: Gauge
+                => "replication_lease_renewed_timestamp_seconds", "When the lease's holder last renewed it (unix seconds), as this node last read it; 0 while no node holds it";
+            replication_frames_behind: Gauge
+                => "replication_frames_behind", "A standby's messages of the stream not applied yet, at its last look (0 on the primary)";
+            replication_lag_seconds: Gauge
+                => "replication_standby_lag_seconds", "A standby's lag: the age of the oldest message of the stream it has not applied (0 when it has applied them all, and on the primary)";
+            replication_snapshot_ok: Gauge
+                => "replication_snapshot_last_success_timestamp_seconds", "When the primary last had a current snapshot of its database in the stream's object store (taken, or nothing new to take), unix seconds; 0 on a standby";
+            replication_snapshot_interval: Gauge
+                => "replication_snapshot_interval_seconds", "[replication] snapshot_interval: how often the primary snapshots its database";
+            replication_publish_failures: Counter
+                => "replication_publish_failures", "Frames the stream did not take when shipped (its servers did not answer in time, or another writer appended): those batches were answered 503";
+            replication_follow_failures: Counter
+                => "replication_follow_failures", "Times a standby's following of the stream failed and was started again (its servers did not answer)";
         }
         Metrics {
             inner: Arc::new(Inner {
@@ -206,6 +224,15 @@ impl Metrics {
                 key_claims,
                 key_leases_expired,
                 keys_stored,
+                replication_role,
+                replication_lease_holder,
+                replication_lease_renewed,
+                replication_frames_behind,
+                replication_lag_seconds,
+                replication_snapshot_ok,
+                replication_snapshot_interval,
+                replication_publish_failures,
+                replication_follow_failures,
                 dedupe_memory_bytes,
                 event_streams,
                 totals: Totals::default(),

@@ -104,6 +104,33 @@ impl Follower {
         Ok(tag.map(|tag| (tag, lsn)))
     }
 
+    /// How far a store that applied the stream up to `applied` is behind
+    /// it now: the messages after it, and the age of the first of them.
+    pub async fn lag(&self, applied: u64) -> Result<crate::metrics::StandbyLag, FollowError> {
+        let mut stream = self.stream.clone();
+        let state = stream
+            .info()
+            .await
+            .map_err(|e| self.failed(e))?
+            .state
+            .clone();
+        if state.last_sequence <= applied {
+            return Ok(crate::metrics::StandbyLag::default());
+        }
+        // The oldest message not applied that the stream still holds.
+        let next = (applied + 1).max(state.first_sequence);
+        let first = self
+            .stream
+            .get_raw_message(next)
+            .await
+            .map_err(|e| self.failed(format!("reading message {next}: {e}")))?;
+        let written: std::time::SystemTime = first.time.into();
+        Ok(crate::metrics::StandbyLag {
+            frames: state.last_sequence - applied,
+            age: written.elapsed().unwrap_or_default(),
+        })
+    }
+
     /// Where the stream ends now (its last sequence).
     pub async fn end(&self) -> Result<u64, FollowError> {
         let mut stream = self.stream.clone();

@@ -75,6 +75,7 @@ pub async fn keep_lease(
     store: crate::store::Store,
     every: std::time::Duration,
     stop: tokio_util::sync::CancellationToken,
+    metrics: crate::metrics::Metrics,
 ) -> Result<(), LeaseEnd> {
     let mut tick = tokio::time::interval(every);
     loop {
@@ -108,6 +109,15 @@ pub async fn keep_lease(
             }
         }
         let _ = lease.keep_present().await;
+        observe_lease(&lease, &metrics).await;
+    }
+}
+
+/// The lease as read now, into the metrics (left as they were when the
+/// bucket does not answer).
+async fn observe_lease(lease: &Lease, metrics: &crate::metrics::Metrics) {
+    if let Ok(held) = lease.held_by().await {
+        metrics.set_lease(held.as_ref().map(|h| (h.holder.node.as_str(), h.written)));
     }
 }
 
@@ -125,6 +135,7 @@ fn passing(e: &FollowError) -> bool {
 async fn until_followed<T, F: Future<Output = Result<T, FollowError>>>(
     what: &str,
     stop: &tokio_util::sync::CancellationToken,
+    metrics: &crate::metrics::Metrics,
     mut step: impl FnMut() -> F,
 ) -> Option<Result<T, FollowError>> {
     let mut wait = FOLLOW_RETRY_FIRST;
@@ -137,6 +148,7 @@ async fn until_followed<T, F: Future<Output = Result<T, FollowError>>>(
         };
         match result {
             Err(e) if passing(&e) => {
+                metrics.follow_failed();
                 let now = std::time::Instant::now();
                 let since = *failing_since.get_or_insert(now);
                 if warned_at.is_none_or(|at| now - at >= Duration::from_secs(60)) {
@@ -178,6 +190,7 @@ pub async fn stand_by(
     control: Control,
     every: std::time::Duration,
     stop: tokio_util::sync::CancellationToken,
+    metrics: crate::metrics::Metrics,
 ) -> Result<(), LeaseEnd> {
     let lease = control.lease.clone();
     let taken = std::sync::atomic::AtomicBool::new(false);
@@ -211,13 +224,19 @@ pub async fn stand_by(
                     tracing::warn!(error = %e, "cannot read the replication lease; trying again")
                 }
             }
+            observe_lease(&lease, &metrics).await;
+            if let Ok((_, applied)) = store.last_frame()
+                && let Ok(lag) = follower.lag(applied).await
+            {
+                metrics.set_standby_lag(lag);
+            }
         }
     };
     // Following ends when the lease is taken (or at stop); a failure of
     // the stream meanwhile follows again, the same wait for the lease
     // going on.
     let lease_free = futures_util::FutureExt::shared(Box::pin(lease_free));
-    let followed = until_followed("following as a standby", &stop, || {
+    let followed = until_followed("following as a standby", &stop, &metrics, || {
         follower.follow(&store, tag, None, lease_free.clone())
     })
     .await;
@@ -237,12 +256,17 @@ pub async fn stand_by(
     // to the stream's end and promote, again until the two meet.
     let mut tries = 0;
     loop {
-        let applied = until_followed("applying the rest of the stream", &stop, || async {
-            let end = follower.end().await?;
-            follower
-                .follow(&store, tag, Some(end), std::future::pending())
-                .await
-        })
+        let applied = until_followed(
+            "applying the rest of the stream",
+            &stop,
+            &metrics,
+            || async {
+                let end = follower.end().await?;
+                follower
+                    .follow(&store, tag, Some(end), std::future::pending())
+                    .await
+            },
+        )
         .await;
         match applied {
             None => return Ok(()),
@@ -255,6 +279,8 @@ pub async fn stand_by(
                     node = lease.node(),
                     "promoted: this node is the primary now, and hookinbox is receiving webhooks"
                 );
+                metrics.set_replication_role(crate::metrics::ReplicationRole::Primary);
+                metrics.set_standby_lag(crate::metrics::StandbyLag::default());
                 break;
             }
             Err(e) if tries < 50 => {
@@ -265,7 +291,7 @@ pub async fn stand_by(
             Err(e) => return Err(LeaseEnd::CannotFollow(FollowError::Apply(e))),
         }
     }
-    keep_lease(lease, store, every, stop).await
+    keep_lease(lease, store, every, stop, metrics).await
 }
 
 #[cfg(test)]
@@ -289,7 +315,8 @@ mod tests {
         let stop = tokio_util::sync::CancellationToken::new();
         let calls = AtomicUsize::new(0);
         let started = tokio::time::Instant::now();
-        let followed = until_followed("test", &stop, || async {
+        let metrics = crate::metrics::Metrics::new();
+        let followed = until_followed("test", &stop, &metrics, || async {
             match calls.fetch_add(1, Ordering::Relaxed) {
                 0..20 => Err(unanswered()),
                 _ => Ok(7_u64),
@@ -302,7 +329,7 @@ mod tests {
         assert_eq!(started.elapsed().as_millis(), 7_750 + 15 * 5_000);
 
         let calls = AtomicUsize::new(0);
-        let foreign = until_followed("test", &stop, || async {
+        let foreign = until_followed("test", &stop, &metrics, || async {
             calls.fetch_add(1, Ordering::Relaxed);
             Err::<u64, _>(FollowError::Foreign {
                 sequence: 1,
@@ -315,7 +342,10 @@ mod tests {
         assert_eq!(calls.load(Ordering::Relaxed), 1, "not tried again");
 
         stop.cancel();
-        let stopped = until_followed("test", &stop, || async { Err::<u64, _>(unanswered()) }).await;
+        let stopped = until_followed("test", &stop, &metrics, || async {
+            Err::<u64, _>(unanswered())
+        })
+        .await;
         assert!(stopped.is_none());
     }
 }

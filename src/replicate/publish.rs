@@ -103,6 +103,8 @@ pub struct Publisher {
     /// wait until one is taken. So requests queued during an outage are
     /// answered 503 within a second or two, not a budget each.
     outage: Mutex<Option<Instant>>,
+    /// Where a group the stream did not take is counted, if anywhere.
+    metrics: Option<crate::metrics::Metrics>,
     _client: Client,
 }
 
@@ -149,8 +151,16 @@ impl Publisher {
             last: Mutex::new(last),
             writer: rand::random(),
             outage: Mutex::new(None),
+            metrics: None,
             _client: client,
         })
+    }
+
+    /// Counts each group the stream does not take in
+    /// `replication_publish_failures`.
+    pub fn counted(mut self, metrics: crate::metrics::Metrics) -> Publisher {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// The stream's last sequence as this primary left it.
@@ -422,7 +432,13 @@ impl Shipper for Publisher {
     }
 
     fn ship(&self, frames: &[ShippedFrame<'_>]) -> Result<(), ShipError> {
-        self.wait(self.publish(frames))
+        let shipped = self.wait(self.publish(frames));
+        if shipped.is_err()
+            && let Some(metrics) = &self.metrics
+        {
+            metrics.publish_failed();
+        }
+        shipped
     }
 }
 

@@ -425,7 +425,10 @@ pub async fn keep_taking(
     scratch_dir: PathBuf,
     every: Duration,
     stop: tokio_util::sync::CancellationToken,
+    metrics: crate::metrics::Metrics,
 ) {
+    // Current as of now: the first is due an interval from here.
+    metrics.snapshot_current(std::time::SystemTime::now());
     let mut after = match snapshots.list().await {
         Ok(list) => list.last().map_or(0, |s| s.lsn),
         Err(e) => {
@@ -449,6 +452,7 @@ pub async fn keep_taking(
         match taken {
             Ok(Some(snapshot)) => {
                 after = snapshot.lsn;
+                metrics.snapshot_current(std::time::SystemTime::now());
                 tracing::info!(
                     snapshot = %snapshot.name,
                     bytes = snapshot.bytes,
@@ -457,7 +461,8 @@ pub async fn keep_taking(
                     "snapshot taken"
                 );
             }
-            Ok(None) => {}
+            // Nothing new since the last: that one is current.
+            Ok(None) => metrics.snapshot_current(std::time::SystemTime::now()),
             Err(e) => {
                 tracing::warn!(error = %crate::store::Report(&e), "no snapshot this time; trying again at the next interval")
             }

@@ -385,3 +385,106 @@ async fn a_standby_whose_nats_is_gone_for_30_s_follows_again_with_its_data() {
     let _ = standby.terminate();
     primary.stop().await;
 }
+
+/// The value of `series` (a whole line's name and labels) in `server`'s
+/// metrics, if present.
+fn metric(server: &TestServer, series: &str) -> Option<f64> {
+    let text = server
+        .metrics()
+        .encode(hookinbox::metrics::Exposition::Prometheus);
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// What an operator's Prometheus reads of replication: each node's role,
+/// the lease's holder and its last renewal, a standby's lag once it has
+/// caught up, the snapshot interval, and a frame the stream did not take.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replication_metrics_say_role_holder_lag_and_publish_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut nats = NatsServer::start(&dir.path().join("nats"));
+    let url = nats.url();
+    let primary = TestServer::start(
+        &node(dir.path(), "a", &url, "primary", "vm-a", "2s"),
+        Clock::system(),
+    )
+    .await;
+    for i in 0..3 {
+        assert_eq!(send(&primary, &format!("evt_{i}")).await.status, 200);
+    }
+    let standby = TestServer::start(
+        &node(dir.path(), "b", &url, "standby", "vm-b", "2s"),
+        Clock::system(),
+    )
+    .await;
+    let want = primary.store().last_frame().unwrap().0;
+    // Set at the standby's lease ticks (every half second with a 2 s lease).
+    eventually(
+        "the standby's metrics say it caught up",
+        Duration::from_secs(20),
+        Duration::from_millis(100),
+        async || {
+            let holder = metric(
+                &standby,
+                "hookinbox_replication_lease_holder{node=\"vm-a\"}",
+            );
+            let caught_up = standby.store().last_frame().unwrap().0 == want;
+            (holder == Some(1.0) && caught_up)
+                .then_some(())
+                .ok_or(format!("holder {holder:?}, caught up {caught_up}"))
+        },
+    )
+    .await;
+    // Read again at the next tick, after the last frame was applied.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(metric(&standby, "hookinbox_replication_role"), Some(1.0));
+    assert_eq!(
+        metric(&standby, "hookinbox_replication_frames_behind"),
+        Some(0.0)
+    );
+    assert_eq!(
+        metric(&standby, "hookinbox_replication_standby_lag_seconds"),
+        Some(0.0)
+    );
+    assert_eq!(metric(&primary, "hookinbox_replication_role"), Some(2.0));
+    assert_eq!(
+        metric(
+            &primary,
+            "hookinbox_replication_lease_holder{node=\"vm-a\"}"
+        ),
+        Some(1.0)
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let renewed = metric(
+        &primary,
+        "hookinbox_replication_lease_renewed_timestamp_seconds",
+    )
+    .unwrap();
+    assert!((now - renewed).abs() < 5.0, "renewed {renewed}, now {now}");
+    assert_eq!(
+        metric(&primary, "hookinbox_replication_snapshot_interval_seconds"),
+        Some(3600.0)
+    );
+    let snapshot = metric(
+        &primary,
+        "hookinbox_replication_snapshot_last_success_timestamp_seconds",
+    )
+    .unwrap();
+    assert!(now - snapshot < 60.0, "current as of its start: {snapshot}");
+    assert_eq!(
+        metric(&primary, "hookinbox_replication_publish_failures_total"),
+        Some(0.0)
+    );
+
+    // The stream gone: the next event is not taken, answered 503, counted.
+    nats.stop();
+    assert_eq!(send(&primary, "evt_x").await.status, 503);
+    let failed = metric(&primary, "hookinbox_replication_publish_failures_total").unwrap();
+    assert!(failed >= 1.0, "{failed}");
+    nats.restart();
+    standby.stop().await;
+    primary.stop().await;
+}

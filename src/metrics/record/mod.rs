@@ -18,6 +18,8 @@ mod keys;
 mod listener;
 mod operations;
 pub use operations::StreamOpen;
+mod replication;
+pub use replication::{ReplicationRole, StandbyLag};
 mod store;
 
 use std::sync::{Arc, Mutex};
@@ -84,6 +86,15 @@ pub(super) struct Inner {
     pub(super) key_claims: Family<KeyClaimLabels, Counter>,
     pub(super) key_leases_expired: Family<NamespaceLabel, Counter>,
     pub(super) keys_stored: Gauge,
+    pub(super) replication_role: Gauge,
+    pub(super) replication_lease_holder: Family<crate::metrics::labels::NodeLabel, Gauge>,
+    pub(super) replication_lease_renewed: Gauge,
+    pub(super) replication_frames_behind: Gauge,
+    pub(super) replication_lag_seconds: Gauge,
+    pub(super) replication_snapshot_ok: Gauge,
+    pub(super) replication_snapshot_interval: Gauge,
+    pub(super) replication_publish_failures: Counter,
+    pub(super) replication_follow_failures: Counter,
     pub(super) dedupe_memory_bytes: Gauge,
     pub(super) event_streams: Gauge,
     /// Sums over every source, for the log's periodic summary.
