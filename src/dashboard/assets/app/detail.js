@@ -175,7 +175,7 @@ async function detail(id) {
     ['Payload deleted', ev.erased ? `${ev.erased.text} (${fmtTime(ev.erased.at)})` : null],
   ].filter(([, v]) => v !== null && v !== undefined);
   const text = payloadText(ev);
-  view.replaceChildren(
+  fill(view,
     h('p', {}, h('a', { href: '#/events', text: '← Events' })),
     h('h1', {}, `Event ${ev.event_id} `, statusBadge(ev.status)),
     h('p', { id: 'what-happened', class: `summary ${ev.status}`, text: whatHappened(ev) }),
