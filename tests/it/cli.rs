@@ -386,6 +386,49 @@ async fn send_under_concurrency_stores_each_event_once_and_reports_refused_conne
     assert!(stdout.contains("cannot connect to 127.0.0.1:"), "{stdout}");
 }
 
+/// `hookinbox send --repeat 200 | head -1` stopped at the closed pipe and
+/// exited 0 having sent a few: the sends are the job, the lines only its
+/// report, so it sends every one and exits by their answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_into_a_closed_pipe_still_sends_every_event() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = write_config(
+        dir.path(),
+        &format!("{}{}", server_section(&data), standard_source("demo")),
+    );
+    let mut server = BinaryServer::start(&config, &[], None);
+    let url = server.url("/in/demo");
+    let out = tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hookinbox"))
+            .args(["send", "--source", "demo", "--config"])
+            .arg(&config)
+            .args(["--url", &url, "--repeat", "200"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // As `head -1` does: one line read, then the pipe closed.
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        stdout.read_line(&mut first).unwrap();
+        assert!(first.starts_with("0 "), "{first}");
+        drop(stdout);
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(
+        stderr.contains("sent 200 ") && stderr.contains("200×200"),
+        "{stderr}"
+    );
+    assert!(server.terminate().success(), "{}", server.log_text());
+    assert_eq!(read_all(&data).await.len(), 200);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn send_sends_the_body_file_byte_for_byte_and_puts_the_event_type_where_the_provider_does() {
     let dir = tempfile::tempdir().unwrap();
