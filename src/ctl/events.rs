@@ -282,7 +282,9 @@ fn event_detail(e: &api::EventDetail) -> String {
             vec![
                 a.destination.clone(),
                 a.round.to_string(),
-                a.n.to_string(),
+                // As the app saw it (`hookinbox-attempt`): each round
+                // counts from 1, as the dashboard's rounds do.
+                a.attempt.to_string(),
                 time(a.started_at),
                 a.outcome.as_str().to_owned(),
                 or_dash(a.status),

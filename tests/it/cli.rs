@@ -893,6 +893,62 @@ async fn events_show_prints_the_event_with_its_stored_headers() {
     assert!(out.contains("\nwebhook-id: cli_0\n"), "{out}");
 }
 
+/// `events show` numbered a replay's first attempt #2 while the app saw
+/// `hookinbox-attempt: 1`: each round's attempts count from 1, as the app
+/// saw them and as the dashboard's event page groups them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_show_numbers_each_rounds_attempts_as_the_app_saw_them() {
+    use crate::destination::Mode;
+    let operated = Operated::start().await;
+    let id = operated.ids[1].as_str();
+    operated.dest.set(Mode::Ok);
+    let (code, _, err) = operated.run(&["events", "replay", id]).await;
+    assert_eq!(code, 0, "{err}");
+    let detail = eventually(
+        "the replay's attempt is recorded",
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+        async || {
+            let (_, out, _) = operated.run(&["events", "show", id, "--json"]).await;
+            let v: serde_json::Value = serde_json::from_str(&out).expect(&out);
+            match v["attempt_history"].as_array().map(Vec::len) {
+                Some(2) => Ok(v),
+                _ => Err(out),
+            }
+        },
+    )
+    .await;
+    let sent = operated.dest.received();
+    assert_eq!(sent[3].header("webhook-id"), id);
+    assert_eq!(sent[3].header("hookinbox-attempt"), "1");
+    let numbers: Vec<(u64, u64, u64)> = detail["attempt_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["round"].as_u64().unwrap(),
+                a["attempt"].as_u64().unwrap(),
+                a["n"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(numbers, [(0, 1, 1), (1, 1, 2)], "{detail}");
+    let (code, out, _) = operated.run(&["events", "show", id]).await;
+    assert_eq!(code, 0);
+    let (_, attempts) = out.split_once("\nattempts:\n").expect(&out);
+    let rows: Vec<(&str, &str)> = attempts
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            (cells[1], cells[2])
+        })
+        .collect();
+    assert_eq!(rows, [("0", "1"), ("1", "1")], "ROUND and #: {out}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dlq_replay_and_ignore_count_what_matched_and_work_on_dead_events_only() {
     use crate::destination::Mode;
