@@ -751,6 +751,43 @@ async fn the_cli_shows_lists_and_deletes_keys() {
     );
 }
 
+/// Runs `hookinbox keys …` with the admin token against `server`.
+async fn keys_cli(server: &TestServer, args: &[&str]) -> (i32, String, String) {
+    let (admin, args) = (
+        server.admin_url(""),
+        args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+    );
+    tokio::task::spawn_blocking(move || crate::cli::ops(&admin, ADMIN, &args))
+        .await
+        .unwrap()
+}
+
+/// `keys list --namespace nosuch` printed "no keys" and exited 0, as if a
+/// typo were an empty namespace: it names the namespaces there are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_of_an_unknown_namespace_are_refused_naming_the_known_ones() {
+    let (_dir, server) = start().await;
+    let (code, out, err) = keys_cli(&server, &["keys", "list", "--namespace", "nosuch"]).await;
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("unknown namespace \"nosuch\"") && err.contains("\"mailer\", \"shop\""),
+        "{err}"
+    );
+    assert_eq!(out, "");
+    for path in ["/api/keys?namespace=nosuch", "/api/keys/k?namespace=nosuch"] {
+        let a = server.admin("GET", path, Some(ADMIN), None).await;
+        assert_eq!(a.status, 404, "{path}: {:?}", a.json);
+    }
+    let a = server
+        .admin("GET", "/api/keys?namespace=mailer", Some(ADMIN), None)
+        .await;
+    assert_eq!(
+        a.status, 200,
+        "a namespace that holds no key yet: {:?}",
+        a.json
+    );
+}
+
 /// A done key is kept for its ttl, then gone: a claim of it is new again,
 /// under a larger token.
 #[tokio::test]
