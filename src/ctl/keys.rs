@@ -5,7 +5,7 @@
 use clap::Subcommand;
 
 use super::client::Client;
-use super::output::{Output, or_dash, table, time};
+use super::output::{Output, listing, or_dash, table, time};
 use crate::api::{self, KeyListState, KeyView};
 use crate::exit::Failure;
 
@@ -27,9 +27,10 @@ pub enum KeysCommand {
         /// claimed or done.
         #[arg(long)]
         state: Option<KeyListState>,
-        /// Go on from the last page (its next_after, as printed).
-        #[arg(long)]
-        after: Option<String>,
+        /// Continue from a previous page's cursor (as printed). Its old
+        /// name, --after, is still taken.
+        #[arg(long, alias = "after")]
+        cursor: Option<String>,
         /// At most this many keys a page (1 to 500).
         #[arg(long, default_value_t = 50)]
         limit: usize,
@@ -65,29 +66,29 @@ pub(super) async fn run(client: &Client, command: KeysCommand, json: bool) -> Re
         KeysCommand::List {
             namespace,
             state,
-            after,
+            cursor,
             limit,
             all,
         } => {
             let mut query = api::KeyListQuery {
                 namespace: Some(namespace),
                 state,
-                after,
+                after: cursor,
                 limit: Some(limit),
             };
-            let mut keys = Vec::new();
-            let next_after = loop {
+            let mut pages: Vec<api::KeyList> = Vec::new();
+            loop {
                 let page: api::KeyList = client
                     .with_query(reqwest::Method::GET, "/api/keys", &query)
                     .await?;
-                keys.extend(page.keys);
-                match page.next_after {
-                    Some(next) if all => query.after = Some(next),
-                    next => break next,
+                query.after = page.next_after.clone();
+                pages.push(page);
+                if !all || query.after.is_none() {
+                    break;
                 }
-            };
-            let list = api::KeyList { keys, next_after };
-            Output::new(&list, list_table(&list))
+            }
+            let text = list_table(&pages);
+            listing(pages, all, |p| p.keys, text)
         }
         KeysCommand::Delete {
             key,
@@ -146,9 +147,9 @@ fn key_text(v: &KeyView) -> String {
     out
 }
 
-fn list_table(list: &api::KeyList) -> String {
-    let rows = list
-        .keys
+fn list_table(pages: &[api::KeyList]) -> String {
+    let keys: Vec<&KeyView> = pages.iter().flat_map(|p| &p.keys).collect();
+    let rows = keys
         .iter()
         .map(|v| {
             vec![
@@ -162,7 +163,7 @@ fn list_table(list: &api::KeyList) -> String {
             ]
         })
         .collect();
-    let mut out = if list.keys.is_empty() {
+    let mut out = if keys.is_empty() {
         "no keys\n".to_owned()
     } else {
         table(
@@ -178,8 +179,8 @@ fn list_table(list: &api::KeyList) -> String {
             rows,
         )
     };
-    if let Some(next) = &list.next_after {
-        out.push_str(&format!("more: --after {next:?} (or --all)\n"));
+    if let Some(next) = pages.last().and_then(|p| p.next_after.as_ref()) {
+        out.push_str(&format!("more: --cursor {next:?} (or --all)\n"));
     }
     out
 }

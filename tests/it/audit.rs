@@ -475,6 +475,37 @@ async fn the_cli_lists_the_trail_and_its_own_changes_are_in_it() {
     assert_eq!(entries[0]["action"], "pause");
     assert_eq!(entries[0]["outcome"]["status"], 200);
 
+    // Every page with --json: one array of the records, as every listing
+    // prints it (this printed an array of pages); --cursor pages on.
+    let (code, out, err) = cli(
+        &server,
+        VIEWER,
+        &["audit", "--limit", "1", "--all", "--json"],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let all: Vec<Value> = serde_json::from_str(&out).expect(&out);
+    let actions: Vec<&str> = all.iter().map(|e| e["action"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["sweep", "pause"], "{out}");
+    let (_, out, _) = cli(&server, VIEWER, &["audit", "--limit", "1"]).await;
+    let next = out
+        .lines()
+        .last()
+        .and_then(|l| l.strip_prefix("more: --cursor "))
+        .expect(&out)
+        .to_owned();
+    let (code, out, err) = cli(
+        &server,
+        VIEWER,
+        &["audit", "--limit", "1", "--cursor", &next],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("otto (operator)") && !out.contains("vera"),
+        "{out}"
+    );
+
     let (code, _, err) = cli(&server, VIEWER, &["audit", "--action", "launch"]).await;
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("unknown action \"launch\""), "{err}");

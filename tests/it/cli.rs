@@ -853,6 +853,9 @@ async fn dlq_list_and_stats_show_what_is_stored_and_what_came_since_start() {
     assert_eq!(v["sources"]["shop"]["stored"]["dead"], 2);
 }
 
+/// `--all --json` printed an array of pages here, an array of pages in
+/// `audit` and one merged object in `keys list`: every listing now prints
+/// one array of its items.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_pages_keep_their_cursor_and_a_search_says_how_far_it_looked() {
     let operated = Operated::start().await;
@@ -863,11 +866,25 @@ async fn events_pages_keep_their_cursor_and_a_search_says_how_far_it_looked() {
         out.lines().last().unwrap().starts_with("more: --cursor "),
         "{out}"
     );
-    let (_, out, _) = operated
-        .run(&["events", "list", "--limit", "2", "--all", "--json"])
-        .await;
-    let pages: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
-    assert_eq!(pages.len(), 2, "{out}");
+    // Every page with --json: one array of the events, as every listing
+    // prints it (this printed an array of pages, `keys list` one object).
+    for args in [
+        &["events", "list", "--limit", "2", "--all", "--json"][..],
+        &[
+            "events", "search", "--q", "order", "--limit", "2", "--all", "--json",
+        ],
+        &["dlq", "list", "--limit", "1", "--all", "--json"],
+    ] {
+        let (code, out, err) = operated.run(args).await;
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let all: Vec<serde_json::Value> = serde_json::from_str(&out).expect(&out);
+        let got: Vec<&str> = all.iter().map(|e| e["id"].as_str().unwrap()).collect();
+        let want: Vec<&str> = match args[0] {
+            "dlq" => vec![&ids[2], &ids[1]],
+            _ => vec![&ids[2], &ids[1], &ids[0]],
+        };
+        assert_eq!(got, want, "{args:?}: {out}");
+    }
     let (code, out, _) = operated
         .run(&["events", "search", "--match", "/type=order.paid"])
         .await;

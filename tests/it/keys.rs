@@ -728,6 +728,49 @@ async fn the_cli_shows_lists_and_deletes_keys() {
         out.contains("order/7") && out.contains("stuck") && !out.contains("more:"),
         "{out}"
     );
+    // Every page with --json: one array of the keys, as every listing
+    // prints it (this printed {"keys": …, "next_after": null}).
+    let (code, out, err) = run(&[
+        "keys",
+        "list",
+        "--namespace",
+        "shop",
+        "--limit",
+        "1",
+        "--all",
+        "--json",
+    ])
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let all: Vec<Value> = serde_json::from_str(&out).expect(&out);
+    let keys: Vec<&str> = all.iter().map(|k| k["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["stuck", "order/7"], "{out}");
+    // The next page is --cursor, as in every listing; --after, its old
+    // name, still works for the scripts that use it.
+    let next = page["next_after"].as_str().unwrap();
+    let (_, out, _) = run(&["keys", "list", "--namespace", "shop", "--limit", "1"]).await;
+    assert!(
+        out.ends_with(&format!("more: --cursor {next:?} (or --all)\n")),
+        "{out}"
+    );
+    for flag in ["--cursor", "--after"] {
+        let (code, out, err) = run(&[
+            "keys",
+            "list",
+            "--namespace",
+            "shop",
+            "--limit",
+            "1",
+            flag,
+            next,
+        ])
+        .await;
+        assert_eq!(code, 0, "{flag}: {err}");
+        assert!(
+            out.contains("order/7") && !out.contains("stuck"),
+            "{flag}: {out}"
+        );
+    }
 
     let (code, _, err) = run(&["keys", "delete", "stuck", "--namespace", "shop"]).await;
     assert_eq!(code, 2, "--note is required: {err}");
