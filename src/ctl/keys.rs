@@ -61,7 +61,7 @@ pub(super) async fn run(client: &Client, command: KeysCommand, json: bool) -> Re
             let view: KeyView = client
                 .with_query(reqwest::Method::GET, &key_path(&key), &scope)
                 .await?;
-            Output::new(&view, key_text(&view))
+            Output::new(&view, key_text(&view, now_ms()))
         }
         KeysCommand::List {
             namespace,
@@ -87,7 +87,7 @@ pub(super) async fn run(client: &Client, command: KeysCommand, json: bool) -> Re
                     break;
                 }
             }
-            let text = list_table(&pages);
+            let text = list_table(&pages, now_ms());
             listing(pages, all, |p| p.keys, text)
         }
         KeysCommand::Delete {
@@ -122,9 +122,22 @@ fn key_path(key: &str) -> String {
     path
 }
 
-fn state_of(view: &KeyView) -> &'static str {
+/// This machine's clock, in the API's milliseconds: what a lease is
+/// judged by here, as the dashboard judges it by the browser's.
+fn now_ms() -> u64 {
+    crate::clock::Clock::system().now_ms()
+}
+
+/// A key's state for people. A claimed key is busy while its lease runs
+/// and claimable once it ran out (the next claim takes it over), as the
+/// dashboard's Keys page says; `--json` keeps the API's `claimed` and its
+/// `lease_until`.
+fn state_of(view: &KeyView, now_ms: u64) -> &'static str {
     match view.state {
-        api::KeyStateName::Claimed => "claimed",
+        api::KeyStateName::Claimed => match view.lease_until {
+            Some(until) if until.0 <= now_ms => "claimable",
+            _ => "busy",
+        },
         api::KeyStateName::Done => "done",
         api::KeyStateName::Busy => "busy",
         api::KeyStateName::Stale => "stale",
@@ -132,11 +145,11 @@ fn state_of(view: &KeyView) -> &'static str {
     }
 }
 
-fn key_text(v: &KeyView) -> String {
+fn key_text(v: &KeyView, now_ms: u64) -> String {
     let mut out = String::new();
     let mut line = |name: &str, value: String| out.push_str(&format!("{name:<14}{value}\n"));
     line("key", or_dash(v.key.as_deref()));
-    line("state", state_of(v).to_owned());
+    line("state", state_of(v, now_ms).to_owned());
     line("token", or_dash(v.token));
     line("lease until", or_dash(v.lease_until.map(time)));
     line("completed at", or_dash(v.completed_at.map(time)));
@@ -147,14 +160,14 @@ fn key_text(v: &KeyView) -> String {
     out
 }
 
-fn list_table(pages: &[api::KeyList]) -> String {
+fn list_table(pages: &[api::KeyList], now_ms: u64) -> String {
     let keys: Vec<&KeyView> = pages.iter().flat_map(|p| &p.keys).collect();
     let rows = keys
         .iter()
         .map(|v| {
             vec![
                 or_dash(v.key.as_deref()),
-                state_of(v).to_owned(),
+                state_of(v, now_ms).to_owned(),
                 or_dash(v.token),
                 or_dash(v.lease_until.map(time)),
                 or_dash(v.completed_at.map(time)),

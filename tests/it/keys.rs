@@ -831,6 +831,40 @@ async fn keys_of_an_unknown_namespace_are_refused_naming_the_known_ones() {
     );
 }
 
+/// `keys list` showed a claim whose lease had run out as "claimed", as if
+/// a worker still held it; the dashboard's Keys page says claimable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_list_shows_a_claim_whose_lease_ran_out_as_claimable() {
+    let (_dir, server) = start().await;
+    token_of(&call(&server, SHOP, "held", "claim", json!({"lease": "10m"})).await);
+    token_of(&call(&server, SHOP, "lapsed", "claim", json!({"lease": "1s"})).await);
+    let state_of = |out: &str, key: &str| -> String {
+        out.lines()
+            .find(|l| l.starts_with(&format!("{key} ")))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let out = eventually(
+        "the 1s lease runs out and the list says so",
+        Duration::from_secs(10),
+        Duration::from_millis(200),
+        async || {
+            let (code, out, err) =
+                keys_cli(&server, &["keys", "list", "--namespace", "shop"]).await;
+            assert_eq!(code, 0, "{err}");
+            match state_of(&out, "lapsed").as_str() {
+                "claimable" => Ok(out),
+                _ => Err(out),
+            }
+        },
+    )
+    .await;
+    assert_eq!(state_of(&out, "held"), "busy", "{out}");
+    let (_, out, _) = keys_cli(&server, &["keys", "show", "lapsed", "--namespace", "shop"]).await;
+    assert!(out.contains("\nstate         claimable"), "{out}");
+}
+
 /// A done key is kept for its ttl, then gone: a claim of it is new again,
 /// under a larger token.
 #[tokio::test]
