@@ -319,6 +319,10 @@ pub struct AttemptRecord {
     pub destination: String,
     /// 1 for the first attempt ever made for the event at that destination.
     pub n: u32,
+    /// The `hookinbox-attempt` it carried, as the app saw it: 1 for the
+    /// first attempt of its round (a replay counts from 1 again).
+    #[serde(default)]
+    pub attempt: u32,
     pub started_at: Timestamp,
     pub latency_ms: u64,
     pub outcome: AttemptOutcome,

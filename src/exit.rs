@@ -16,7 +16,8 @@ pub const EXIT_UNREACHABLE: u8 = 3;
 pub const EXIT_UNAUTHORIZED: u8 = 4;
 
 /// Standard output's reader went away (`hookinbox … | head`): the command
-/// stops there, quietly and with 0, as Unix tools do. Only
+/// stops there, quietly and with 0, as Unix tools do (but `send`, whose
+/// requests are its job: it stops printing and sends them all). Only
 /// [`write_stdout`] makes it, so a broken pipe to a server is still a failure.
 #[derive(Debug, thiserror::Error)]
 #[error("standard output was closed")]

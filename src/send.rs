@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
@@ -448,6 +448,31 @@ impl<'a> Link<'a> {
     }
 }
 
+/// Where `send` prints a line per answer: standard output, until its
+/// reader goes away (`send --repeat 1000 | head -1`). Then nothing more is
+/// printed and every request is still sent: the sends are the command's
+/// job, the lines only its report, so stopping there would leave the
+/// trial half made behind an exit 0. Any other failure to write fails.
+#[derive(Default)]
+struct Report {
+    closed: AtomicBool,
+}
+
+impl Report {
+    fn line(&self, text: String) -> anyhow::Result<()> {
+        if self.closed.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        match crate::exit::write_stdout(text.as_bytes()) {
+            Err(e) if e.is::<crate::exit::StdoutClosed>() => {
+                self.closed.store(true, Ordering::Relaxed);
+                Ok(())
+            }
+            written => written,
+        }
+    }
+}
+
 /// Sends everything the args ask for; returns whether every answer was 2xx.
 pub async fn run(args: SendArgs) -> anyhow::Result<bool> {
     let quiet = args.quiet;
@@ -456,10 +481,16 @@ pub async fn run(args: SendArgs) -> anyhow::Result<bool> {
     let plan = Arc::new(plan(args)?);
     let transport = Arc::new(Transport::for_url(&plan.url, timeout).await?);
     let next = Arc::new(AtomicU64::new(0));
+    let report = Arc::new(Report::default());
     let started = Instant::now();
     let mut workers = Vec::new();
     for _ in 0..concurrency.min(plan.repeat as usize) {
-        let (plan, transport, next) = (plan.clone(), transport.clone(), next.clone());
+        let (plan, transport, next, report) = (
+            plan.clone(),
+            transport.clone(),
+            next.clone(),
+            report.clone(),
+        );
         workers.push(tokio::spawn(async move {
             let mut link = Link::new(&transport);
             let mut results: Vec<(Option<u16>, Duration, bool)> = Vec::new();
@@ -503,26 +534,20 @@ pub async fn run(args: SendArgs) -> anyhow::Result<bool> {
                         let text = String::from_utf8_lossy(&answer);
                         let duplicate = text.contains("\"duplicate\":true");
                         if !quiet {
-                            crate::exit::write_stdout(
-                                format!(
-                                    "{n} {id} {status} {:.1}ms {}\n",
-                                    latency.as_secs_f64() * 1e3,
-                                    text.trim()
-                                )
-                                .as_bytes(),
-                            )?;
+                            report.line(format!(
+                                "{n} {id} {status} {:.1}ms {}\n",
+                                latency.as_secs_f64() * 1e3,
+                                text.trim()
+                            ))?;
                         }
                         results.push((Some(status), latency, duplicate));
                     }
                     Err(e) => {
                         if !quiet {
-                            crate::exit::write_stdout(
-                                format!(
-                                    "{n} {id} error {:.1}ms {e:#}\n",
-                                    latency.as_secs_f64() * 1e3
-                                )
-                                .as_bytes(),
-                            )?;
+                            report.line(format!(
+                                "{n} {id} error {:.1}ms {e:#}\n",
+                                latency.as_secs_f64() * 1e3
+                            ))?;
                         }
                         results.push((None, latency, false));
                     }
@@ -535,6 +560,9 @@ pub async fn run(args: SendArgs) -> anyhow::Result<bool> {
         all.extend(w.await??);
     }
     let elapsed = started.elapsed();
+    if report.closed.load(Ordering::Relaxed) {
+        eprintln!("standard output was closed: the answers after it were not printed");
+    }
     Ok(summarize(&all, elapsed))
 }
 

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::{MatchedPath, Query, RawPathParams, Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
@@ -167,6 +167,20 @@ fn outcome_of(state: &AdminState, response: &Response) -> AuditOutcome {
     }
 }
 
+/// `request` with its body read whole, and the body's bytes: for its
+/// record, and for the handler after it. `None`: longer than
+/// [`MAX_BODY`] (the request is left with no body).
+async fn read_whole(request: Request) -> (Request, Option<Bytes>) {
+    let (parts, body) = request.into_parts();
+    match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(bytes) => (
+            Request::from_parts(parts, Body::from(bytes.clone())),
+            Some(bytes),
+        ),
+        Err(_) => (Request::from_parts(parts, Body::empty()), None),
+    }
+}
+
 /// Runs a person's recorded request: the record first (a 503 if it cannot
 /// be written, the change not run), then the request, then its outcome.
 pub(super) async fn run(
@@ -176,17 +190,15 @@ pub(super) async fn run(
     request: Request,
     next: Next,
 ) -> Response {
-    let (parts, body) = request.into_parts();
-    let body = match axum::body::to_bytes(body, MAX_BODY).await {
-        Ok(bytes) => bytes,
-        Err(_) => {
+    let (mut request, body) = match read_whole(request).await {
+        (request, Some(body)) => (request, body),
+        (_, None) => {
             return AdminError::TooLarge(format!(
                 "an admin request's body is at most {MAX_BODY} bytes"
             ))
             .into_response();
         }
     };
-    let mut request = Request::from_parts(parts, Body::from(body.clone()));
     let mut record = record_of(state, who, action, &mut request, &body).await;
     let id = if recorded_before(action) {
         match state.store.audit(record.clone()).await {
@@ -216,15 +228,19 @@ pub(super) async fn run(
 
 /// Records a request refused before it ran (the role, an expired token),
 /// with what the caller is told; a record that cannot be written is
-/// logged, and the refusal stands.
+/// logged, and the refusal stands. The record holds what was asked, as an
+/// accepted change's does: a bulk change's filter, the note. (A body too
+/// large to read is recorded without them.)
 pub(super) async fn refused(
     state: &AdminState,
     who: Who<'_>,
     action: AuditAction,
-    mut request: Request,
+    request: Request,
     error: AdminError,
 ) -> Response {
-    let mut record = record_of(state, who, action, &mut request, &[]).await;
+    let (mut request, body) = read_whole(request).await;
+    let body = body.unwrap_or_default();
+    let mut record = record_of(state, who, action, &mut request, &body).await;
     let response = error.into_response();
     record.outcome = Some(outcome_of(state, &response));
     if let Err(e) = state.store.audit(record).await {

@@ -66,11 +66,35 @@ fn client_namespace(caller: &Caller, scope: Scope, what: &str) -> Result<String,
     }
 }
 
-/// The namespace the admin token names with `?namespace=`.
-fn admin_namespace(asked: Option<String>) -> Result<String, AdminError> {
-    asked.filter(|n| !n.is_empty()).ok_or_else(|| {
+/// The namespace a person's token names with `?namespace=`: one of the
+/// configured `[[keys.client]]` namespaces. Another is refused (404) with
+/// the names there are: a typo listed as an empty namespace reads as "no
+/// key is claimed".
+fn admin_namespace(state: &AdminState, asked: Option<String>) -> Result<String, AdminError> {
+    let asked = asked.filter(|n| !n.is_empty()).ok_or_else(|| {
         AdminError::BadRequest("give ?namespace=…: the admin token reaches every namespace".into())
-    })
+    })?;
+    let clients = &state.keys.clients;
+    if clients.iter().any(|c| c.namespace == asked) {
+        return Ok(asked);
+    }
+    let mut known: Vec<&str> = clients.iter().map(|c| c.namespace.as_str()).collect();
+    known.sort_unstable();
+    known.dedup();
+    let there = match known.is_empty() {
+        true => "no [[keys.client]] is configured".to_owned(),
+        false => format!(
+            "the [[keys.client]] namespaces are {}",
+            known
+                .iter()
+                .map(|n| format!("{n:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Err(AdminError::NotFound(format!(
+        "unknown namespace {asked:?}: {there}"
+    )))
 }
 
 /// The body as `T`: empty means `T::default()` where `empty` is given.
@@ -422,6 +446,7 @@ const MAX_KEY_PAGE: usize = 500;
 
 #[utoipa::path(get, path = "/api/keys", tag = "keys", params(api::KeyListQuery),
     responses((status = 200, description = "A page of the namespace's keys, the most recently changed first", body = api::KeyList),
+              (status = 404, description = "No [[keys.client]] has this namespace", body = api::ApiError),
               (status = 400, description = "No namespace, or a bad state or limit", body = api::ApiError), Unauthorized, Forbidden, StoreUnavailable))]
 pub(super) async fn list(
     State(state): State<AdminState>,
@@ -434,7 +459,7 @@ pub(super) async fn list(
         )));
     }
     let Query(query) = query.map_err(|e| AdminError::BadRequest(e.body_text()))?;
-    let namespace = admin_namespace(query.namespace)?;
+    let namespace = admin_namespace(&state, query.namespace)?;
     let limit = query.limit.unwrap_or(50);
     if !(1..=MAX_KEY_PAGE).contains(&limit) {
         return Err(AdminError::BadRequest(format!(
@@ -473,7 +498,7 @@ pub(super) async fn list(
 
 #[utoipa::path(get, path = "/api/keys/{key}", tag = "keys", params(("key" = String, Path, description = "1 to 256 bytes of UTF-8, percent-encoded"), api::KeyScope),
     responses((status = 200, description = "The key's state (claimed with a lease that ran out is claimable)", body = api::KeyView),
-              (status = 404, description = "No such key", body = api::ApiError),
+              (status = 404, description = "No such key, or (a person's token) no [[keys.client]] has this namespace", body = api::ApiError),
               (status = 400, description = "A bad key, or the admin token without ?namespace=", body = api::ApiError), Unauthorized, Forbidden, StoreUnavailable))]
 pub(super) async fn show(
     State(state): State<AdminState>,
@@ -484,7 +509,7 @@ pub(super) async fn show(
     let namespace = match caller {
         Caller::Person(_) => {
             let Query(scope) = scope.map_err(|e| AdminError::BadRequest(e.body_text()))?;
-            admin_namespace(scope.namespace)?
+            admin_namespace(&state, scope.namespace)?
         }
         client => client_namespace(&client, scope, "a read")?,
     };
@@ -502,7 +527,7 @@ pub(super) async fn show(
 
 #[utoipa::path(delete, path = "/api/keys/{key}", tag = "keys", params(("key" = String, Path, description = "1 to 256 bytes of UTF-8, percent-encoded"), api::KeyDeleteQuery),
     responses((status = 200, description = "Deleted: the key is free", body = api::KeyView),
-              (status = 404, description = "No such key", body = api::ApiError),
+              (status = 404, description = "No such key, or no [[keys.client]] has this namespace", body = api::ApiError),
               (status = 400, description = "No namespace or no note", body = api::ApiError), Unauthorized, Forbidden, StoreUnavailable))]
 pub(super) async fn delete(
     State(state): State<AdminState>,
@@ -529,7 +554,7 @@ pub(super) async fn delete(
         Caller::Person(_) => {}
     }
     let Query(query) = query.map_err(|e| AdminError::BadRequest(e.body_text()))?;
-    let namespace = admin_namespace(query.namespace)?;
+    let namespace = admin_namespace(&state, query.namespace)?;
     let key = key_of(path)?;
     let note = query
         .note

@@ -118,6 +118,7 @@ pub(super) fn attempt_on_wire(
     api::AttemptRecord {
         destination: destination.to_owned(),
         n: n as u32 + 1,
+        attempt: in_round,
         started_at: Timestamp(a.started_ms),
         latency_ms: a.latency_ms,
         outcome: a.class.into(),

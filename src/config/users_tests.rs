@@ -67,6 +67,31 @@ fn users_take_a_role_a_hashed_token_and_an_expiry() {
     assert!(!format!("{config:?}").contains(&hex::encode(sha("alice-token-0123456789"))));
 }
 
+/// A user whose `expires` had passed loaded without a word: the first to
+/// learn of it was the person, refused. `config check` and `serve` warn.
+#[test]
+fn a_user_whose_expiry_has_passed_is_warned_of_at_load() {
+    let text = format!(
+        "{ADMIN}[[admin.user]]\nname = \"old\"\nrole = \"viewer\"\ntoken_sha256 = \"{}\"\nexpires = \"2020-01-01T00:00:00Z\"\n\
+         [[admin.user]]\nname = \"new\"\nrole = \"viewer\"\ntoken_sha256 = \"{}\"\nexpires = \"2999-01-01T00:00:00Z\"\n",
+        hex::encode(Sha256::digest(b"old-token-0123456789")),
+        hex::encode(Sha256::digest(b"new-token-0123456789")),
+    );
+    let config = Config::from_toml(&text, "f.toml", None, &no_env).unwrap();
+    assert_eq!(config.admin.users.len(), 2, "both are loaded");
+    let expired: Vec<&String> = config
+        .warnings
+        .iter()
+        .filter(|w| w.contains("already past"))
+        .collect();
+    assert_eq!(expired.len(), 1, "{:?}", config.warnings);
+    assert!(
+        expired[0].starts_with("f.toml: admin.user[0].expires (\"old\") is 2020-01-01T00:00:00Z"),
+        "{}",
+        expired[0]
+    );
+}
+
 #[test]
 fn user_refusals_name_the_place_and_the_problem() {
     let user = |body: &str| format!("{ADMIN}[[admin.user]]\n{body}");

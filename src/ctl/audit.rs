@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::client::Client;
-use super::output::{Output, or_dash, table, time};
+use super::output::{listing, or_dash, table, time};
 use super::query::{Paging, ago};
 use crate::api::{self, AuditAction, Timestamp};
 use crate::config;
@@ -56,11 +56,7 @@ pub(super) async fn run(client: &Client, args: AuditArgs, json: bool) -> Result<
         }
     }
     let text = audit_table(&pages);
-    if all {
-        Output::new(&pages, text).print(json)
-    } else {
-        Output::new(&pages[0], text).print(json)
-    }
+    listing(pages, all, |p| p.entries, text).print(json)
 }
 
 fn audit_table(pages: &[api::AuditPage]) -> String {

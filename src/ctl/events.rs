@@ -8,7 +8,7 @@ use anyhow::anyhow;
 use clap::Subcommand;
 
 use super::client::{Client, NO_BODY, fail};
-use super::output::{Output, or_dash, plural, table, time};
+use super::output::{Output, listing, or_dash, plural, table, time};
 use super::query::{Filter, Inside, Paging, paged};
 use crate::api::{self, EventQuery};
 use crate::config;
@@ -150,15 +150,11 @@ pub(super) async fn run(
 }
 
 /// A list or search: one page, or every page with `all` (`--json` prints
-/// the pages as a list then).
+/// every event as one array then: [`listing`]).
 pub(super) async fn list(client: &Client, query: EventQuery, all: bool) -> Result<Output, Failure> {
     let pages = client.pages(query, all).await?;
     let text = events_table(&pages);
-    Ok(if all {
-        Output::new(&pages, text)
-    } else {
-        Output::new(&pages[0], text)
-    })
+    Ok(listing(pages, all, |p| p.events, text))
 }
 
 fn events_table(pages: &[api::EventPage]) -> String {
@@ -282,7 +278,9 @@ fn event_detail(e: &api::EventDetail) -> String {
             vec![
                 a.destination.clone(),
                 a.round.to_string(),
-                a.n.to_string(),
+                // As the app saw it (`hookinbox-attempt`): each round
+                // counts from 1, as the dashboard's rounds do.
+                a.attempt.to_string(),
                 time(a.started_at),
                 a.outcome.as_str().to_owned(),
                 or_dash(a.status),

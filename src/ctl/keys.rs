@@ -5,7 +5,7 @@
 use clap::Subcommand;
 
 use super::client::Client;
-use super::output::{Output, or_dash, table, time};
+use super::output::{Output, listing, or_dash, table, time};
 use crate::api::{self, KeyListState, KeyView};
 use crate::exit::Failure;
 
@@ -27,9 +27,10 @@ pub enum KeysCommand {
         /// claimed or done.
         #[arg(long)]
         state: Option<KeyListState>,
-        /// Go on from the last page (its next_after, as printed).
-        #[arg(long)]
-        after: Option<String>,
+        /// Continue from a previous page's cursor (as printed). Its old
+        /// name, --after, is still taken.
+        #[arg(long, alias = "after")]
+        cursor: Option<String>,
         /// At most this many keys a page (1 to 500).
         #[arg(long, default_value_t = 50)]
         limit: usize,
@@ -60,34 +61,34 @@ pub(super) async fn run(client: &Client, command: KeysCommand, json: bool) -> Re
             let view: KeyView = client
                 .with_query(reqwest::Method::GET, &key_path(&key), &scope)
                 .await?;
-            Output::new(&view, key_text(&view))
+            Output::new(&view, key_text(&view, now_ms()))
         }
         KeysCommand::List {
             namespace,
             state,
-            after,
+            cursor,
             limit,
             all,
         } => {
             let mut query = api::KeyListQuery {
                 namespace: Some(namespace),
                 state,
-                after,
+                after: cursor,
                 limit: Some(limit),
             };
-            let mut keys = Vec::new();
-            let next_after = loop {
+            let mut pages: Vec<api::KeyList> = Vec::new();
+            loop {
                 let page: api::KeyList = client
                     .with_query(reqwest::Method::GET, "/api/keys", &query)
                     .await?;
-                keys.extend(page.keys);
-                match page.next_after {
-                    Some(next) if all => query.after = Some(next),
-                    next => break next,
+                query.after = page.next_after.clone();
+                pages.push(page);
+                if !all || query.after.is_none() {
+                    break;
                 }
-            };
-            let list = api::KeyList { keys, next_after };
-            Output::new(&list, list_table(&list))
+            }
+            let text = list_table(&pages, now_ms());
+            listing(pages, all, |p| p.keys, text)
         }
         KeysCommand::Delete {
             key,
@@ -121,9 +122,22 @@ fn key_path(key: &str) -> String {
     path
 }
 
-fn state_of(view: &KeyView) -> &'static str {
+/// This machine's clock, in the API's milliseconds: what a lease is
+/// judged by here, as the dashboard judges it by the browser's.
+fn now_ms() -> u64 {
+    crate::clock::Clock::system().now_ms()
+}
+
+/// A key's state for people. A claimed key is busy while its lease runs
+/// and claimable once it ran out (the next claim takes it over), as the
+/// dashboard's Keys page says; `--json` keeps the API's `claimed` and its
+/// `lease_until`.
+fn state_of(view: &KeyView, now_ms: u64) -> &'static str {
     match view.state {
-        api::KeyStateName::Claimed => "claimed",
+        api::KeyStateName::Claimed => match view.lease_until {
+            Some(until) if until.0 <= now_ms => "claimable",
+            _ => "busy",
+        },
         api::KeyStateName::Done => "done",
         api::KeyStateName::Busy => "busy",
         api::KeyStateName::Stale => "stale",
@@ -131,11 +145,11 @@ fn state_of(view: &KeyView) -> &'static str {
     }
 }
 
-fn key_text(v: &KeyView) -> String {
+fn key_text(v: &KeyView, now_ms: u64) -> String {
     let mut out = String::new();
     let mut line = |name: &str, value: String| out.push_str(&format!("{name:<14}{value}\n"));
     line("key", or_dash(v.key.as_deref()));
-    line("state", state_of(v).to_owned());
+    line("state", state_of(v, now_ms).to_owned());
     line("token", or_dash(v.token));
     line("lease until", or_dash(v.lease_until.map(time)));
     line("completed at", or_dash(v.completed_at.map(time)));
@@ -146,14 +160,14 @@ fn key_text(v: &KeyView) -> String {
     out
 }
 
-fn list_table(list: &api::KeyList) -> String {
-    let rows = list
-        .keys
+fn list_table(pages: &[api::KeyList], now_ms: u64) -> String {
+    let keys: Vec<&KeyView> = pages.iter().flat_map(|p| &p.keys).collect();
+    let rows = keys
         .iter()
         .map(|v| {
             vec![
                 or_dash(v.key.as_deref()),
-                state_of(v).to_owned(),
+                state_of(v, now_ms).to_owned(),
                 or_dash(v.token),
                 or_dash(v.lease_until.map(time)),
                 or_dash(v.completed_at.map(time)),
@@ -162,7 +176,7 @@ fn list_table(list: &api::KeyList) -> String {
             ]
         })
         .collect();
-    let mut out = if list.keys.is_empty() {
+    let mut out = if keys.is_empty() {
         "no keys\n".to_owned()
     } else {
         table(
@@ -178,8 +192,8 @@ fn list_table(list: &api::KeyList) -> String {
             rows,
         )
     };
-    if let Some(next) = &list.next_after {
-        out.push_str(&format!("more: --after {next:?} (or --all)\n"));
+    if let Some(next) = pages.last().and_then(|p| p.next_after.as_ref()) {
+        out.push_str(&format!("more: --cursor {next:?} (or --all)\n"));
     }
     out
 }

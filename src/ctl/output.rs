@@ -33,6 +33,26 @@ impl Output {
     }
 }
 
+/// What a listing prints: one page as the API answered it (its items and
+/// the cursor to the next), or with `--all` every item of every page, in
+/// the order the pages gave them, as one JSON array: no page is left, so
+/// there is no cursor. Every listing (`events list|search`, `dlq list`,
+/// `keys list`, `audit`) prints these two shapes, so a script reads them
+/// all the same way.
+pub(super) fn listing<P: Serialize, T: Serialize>(
+    pages: Vec<P>,
+    all: bool,
+    items: impl Fn(P) -> Vec<T>,
+    text: String,
+) -> Output {
+    if all {
+        let every: Vec<T> = pages.into_iter().flat_map(items).collect();
+        Output::new(&every, text)
+    } else {
+        Output::new(&pages[0], text)
+    }
+}
+
 pub(super) fn print(text: &str) -> Result<(), Failure> {
     Ok(crate::exit::write_stdout(text.as_bytes())?)
 }

@@ -196,7 +196,10 @@ async fn every_change_and_every_refusal_is_recorded_with_who_what_the_note_and_t
     assert_eq!(by_action("pause", "otto")["target"], "app");
     let refused = by_action("ignore", "vera");
     assert_eq!(refused["role"], "viewer");
-    assert_eq!(refused["note"], Value::Null, "a refusal's body is not read");
+    assert_eq!(
+        refused["note"], "not mine to do",
+        "a refusal records what was asked"
+    );
     assert!(
         refused["outcome"]["error"]
             .as_str()
@@ -240,6 +243,56 @@ async fn every_change_and_every_refusal_is_recorded_with_who_what_the_note_and_t
     for secret in [ADMIN, VIEWER, OPERATOR, EXPIRED, MARKER] {
         assert!(!text.contains(secret), "{secret} in the trail: {text}");
     }
+    server.stop().await;
+}
+
+/// A viewer's refused `POST /api/replay` was recorded without its filter,
+/// so the trail could not say which events someone tried to change; an
+/// expired token's refused bulk ignore too.
+#[tokio::test]
+async fn a_bulk_change_refused_for_the_role_is_recorded_with_its_filter() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(&config(&dir.path().join("data")), Clock::system()).await;
+    let asked = [
+        (
+            VIEWER,
+            "/api/replay",
+            json!({"filter": {"source": "demo", "status": "dead"}, "dry_run": true}),
+            403,
+        ),
+        (
+            EXPIRED,
+            "/api/ignore",
+            json!({"filter": {"source": "app", "type": "t"}, "note": "clean up"}),
+            401,
+        ),
+    ];
+    for (token, path, body, status) in &asked {
+        let a = server
+            .admin("POST", path, Some(token), Some(body.clone()))
+            .await;
+        assert_eq!(a.status, *status, "{path}: {:?}", a.json);
+    }
+    let entries = trail(&server, "").await;
+    assert_eq!(entries.len(), 2, "{entries:#?}");
+    let (ignore, replay) = (&entries[0], &entries[1]);
+    assert_eq!(
+        (&replay["person"], &replay["action"]),
+        (&json!("vera"), &json!("bulk_replay"))
+    );
+    assert_eq!(
+        replay["filter"],
+        json!({"source": "demo", "status": "dead"})
+    );
+    assert_eq!(replay["dry_run"], true);
+    assert_eq!(replay["outcome"]["status"], 403);
+    assert_eq!(
+        (&ignore["person"], &ignore["action"]),
+        (&json!("old"), &json!("bulk_ignore"))
+    );
+    assert_eq!(ignore["filter"], json!({"source": "app", "type": "t"}));
+    assert_eq!(ignore["note"], "clean up");
+    assert_eq!(ignore["outcome"]["status"], 401);
     server.stop().await;
 }
 
@@ -421,6 +474,37 @@ async fn the_cli_lists_the_trail_and_its_own_changes_are_in_it() {
     assert_eq!(entries.len(), 1, "{out}");
     assert_eq!(entries[0]["action"], "pause");
     assert_eq!(entries[0]["outcome"]["status"], 200);
+
+    // Every page with --json: one array of the records, as every listing
+    // prints it (this printed an array of pages); --cursor pages on.
+    let (code, out, err) = cli(
+        &server,
+        VIEWER,
+        &["audit", "--limit", "1", "--all", "--json"],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let all: Vec<Value> = serde_json::from_str(&out).expect(&out);
+    let actions: Vec<&str> = all.iter().map(|e| e["action"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["sweep", "pause"], "{out}");
+    let (_, out, _) = cli(&server, VIEWER, &["audit", "--limit", "1"]).await;
+    let next = out
+        .lines()
+        .last()
+        .and_then(|l| l.strip_prefix("more: --cursor "))
+        .expect(&out)
+        .to_owned();
+    let (code, out, err) = cli(
+        &server,
+        VIEWER,
+        &["audit", "--limit", "1", "--cursor", &next],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("otto (operator)") && !out.contains("vera"),
+        "{out}"
+    );
 
     let (code, _, err) = cli(&server, VIEWER, &["audit", "--action", "launch"]).await;
     assert_eq!(code, 2, "{err}");

@@ -386,6 +386,49 @@ async fn send_under_concurrency_stores_each_event_once_and_reports_refused_conne
     assert!(stdout.contains("cannot connect to 127.0.0.1:"), "{stdout}");
 }
 
+/// `hookinbox send --repeat 200 | head -1` stopped at the closed pipe and
+/// exited 0 having sent a few: the sends are the job, the lines only its
+/// report, so it sends every one and exits by their answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_into_a_closed_pipe_still_sends_every_event() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = write_config(
+        dir.path(),
+        &format!("{}{}", server_section(&data), standard_source("demo")),
+    );
+    let mut server = BinaryServer::start(&config, &[], None);
+    let url = server.url("/in/demo");
+    let out = tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hookinbox"))
+            .args(["send", "--source", "demo", "--config"])
+            .arg(&config)
+            .args(["--url", &url, "--repeat", "200"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // As `head -1` does: one line read, then the pipe closed.
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        stdout.read_line(&mut first).unwrap();
+        assert!(first.starts_with("0 "), "{first}");
+        drop(stdout);
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(
+        stderr.contains("sent 200 ") && stderr.contains("200×200"),
+        "{stderr}"
+    );
+    assert!(server.terminate().success(), "{}", server.log_text());
+    assert_eq!(read_all(&data).await.len(), 200);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn send_sends_the_body_file_byte_for_byte_and_puts_the_event_type_where_the_provider_does() {
     let dir = tempfile::tempdir().unwrap();
@@ -810,6 +853,9 @@ async fn dlq_list_and_stats_show_what_is_stored_and_what_came_since_start() {
     assert_eq!(v["sources"]["shop"]["stored"]["dead"], 2);
 }
 
+/// `--all --json` printed an array of pages here, an array of pages in
+/// `audit` and one merged object in `keys list`: every listing now prints
+/// one array of its items.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_pages_keep_their_cursor_and_a_search_says_how_far_it_looked() {
     let operated = Operated::start().await;
@@ -820,11 +866,25 @@ async fn events_pages_keep_their_cursor_and_a_search_says_how_far_it_looked() {
         out.lines().last().unwrap().starts_with("more: --cursor "),
         "{out}"
     );
-    let (_, out, _) = operated
-        .run(&["events", "list", "--limit", "2", "--all", "--json"])
-        .await;
-    let pages: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
-    assert_eq!(pages.len(), 2, "{out}");
+    // Every page with --json: one array of the events, as every listing
+    // prints it (this printed an array of pages, `keys list` one object).
+    for args in [
+        &["events", "list", "--limit", "2", "--all", "--json"][..],
+        &[
+            "events", "search", "--q", "order", "--limit", "2", "--all", "--json",
+        ],
+        &["dlq", "list", "--limit", "1", "--all", "--json"],
+    ] {
+        let (code, out, err) = operated.run(args).await;
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let all: Vec<serde_json::Value> = serde_json::from_str(&out).expect(&out);
+        let got: Vec<&str> = all.iter().map(|e| e["id"].as_str().unwrap()).collect();
+        let want: Vec<&str> = match args[0] {
+            "dlq" => vec![&ids[2], &ids[1]],
+            _ => vec![&ids[2], &ids[1], &ids[0]],
+        };
+        assert_eq!(got, want, "{args:?}: {out}");
+    }
     let (code, out, _) = operated
         .run(&["events", "search", "--match", "/type=order.paid"])
         .await;
@@ -848,6 +908,62 @@ async fn events_show_prints_the_event_with_its_stored_headers() {
     );
     assert!(out.contains("\nheaders:\n"), "{out}");
     assert!(out.contains("\nwebhook-id: cli_0\n"), "{out}");
+}
+
+/// `events show` numbered a replay's first attempt #2 while the app saw
+/// `hookinbox-attempt: 1`: each round's attempts count from 1, as the app
+/// saw them and as the dashboard's event page groups them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_show_numbers_each_rounds_attempts_as_the_app_saw_them() {
+    use crate::destination::Mode;
+    let operated = Operated::start().await;
+    let id = operated.ids[1].as_str();
+    operated.dest.set(Mode::Ok);
+    let (code, _, err) = operated.run(&["events", "replay", id]).await;
+    assert_eq!(code, 0, "{err}");
+    let detail = eventually(
+        "the replay's attempt is recorded",
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+        async || {
+            let (_, out, _) = operated.run(&["events", "show", id, "--json"]).await;
+            let v: serde_json::Value = serde_json::from_str(&out).expect(&out);
+            match v["attempt_history"].as_array().map(Vec::len) {
+                Some(2) => Ok(v),
+                _ => Err(out),
+            }
+        },
+    )
+    .await;
+    let sent = operated.dest.received();
+    assert_eq!(sent[3].header("webhook-id"), id);
+    assert_eq!(sent[3].header("hookinbox-attempt"), "1");
+    let numbers: Vec<(u64, u64, u64)> = detail["attempt_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["round"].as_u64().unwrap(),
+                a["attempt"].as_u64().unwrap(),
+                a["n"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(numbers, [(0, 1, 1), (1, 1, 2)], "{detail}");
+    let (code, out, _) = operated.run(&["events", "show", id]).await;
+    assert_eq!(code, 0);
+    let (_, attempts) = out.split_once("\nattempts:\n").expect(&out);
+    let rows: Vec<(&str, &str)> = attempts
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            (cells[1], cells[2])
+        })
+        .collect();
+    assert_eq!(rows, [("0", "1"), ("1", "1")], "ROUND and #: {out}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,7 +2,8 @@
 //! (Debian's `chromium` and `chromium-driver`), against the real binary and
 //! a destination that fails and then recovers. Screenshots of each page go
 //! to `target/dashboard/`. The regressions of one walk through it, with
-//! axe-core on every page, are in `walk`.
+//! axe-core on every page, are in `walk`. Every page a test waits on is
+//! also checked for stray `null`, `false` and `undefined` text.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -91,9 +92,12 @@ impl Drop for Driver {
     }
 }
 
-/// Waits (10 s at most) until the element at `css` has text that `ok` accepts; returns it.
+/// Waits (10 s at most) until the element at `css` has text that `ok`
+/// accepts; returns it. Every page a test visits is waited on here, so the
+/// page is also checked for stray text ([`assert_no_stray_text`]) once it
+/// shows what was awaited.
 async fn text_until(b: &Client, css: &str, ok: impl Fn(&str) -> bool) -> String {
-    eventually(
+    let text = eventually(
         &format!("{css}'s text matches"),
         Duration::from_secs(10),
         Duration::from_millis(100),
@@ -106,7 +110,43 @@ async fn text_until(b: &Client, css: &str, ok: impl Fn(&str) -> bool) -> String 
             Err(e) => Err(format!("not found: {e}")),
         },
     )
-    .await
+    .await;
+    assert_no_stray_text(b).await;
+    text
+}
+
+/// Every text node of the page whose whole text is `null`, `false` or
+/// `undefined`, outside the payload and answers shown as sent (`pre`):
+/// what `replaceChildren` and `append` make of a value `h` would have
+/// left out, as in `cond ? node : null` or `can('operator') && node`.
+const STRAY_TEXT: &str = "
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    const stray = [];
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const text = n.nodeValue.trim();
+      const at = n.parentElement;
+      if (!['null', 'false', 'undefined'].includes(text) || at.closest('pre')) continue;
+      const before = n.previousSibling ? n.previousSibling.textContent.trim().slice(0, 40) : '';
+      stray.push(`${JSON.stringify(text)} in <${at.tagName.toLowerCase()}${at.id ? `#${at.id}` : ''}>` +
+        (before ? ` after ${JSON.stringify(before)}` : ''));
+    }
+    return { page: location.hash || '#/', stray };";
+
+/// Fails when the page shows a stray `null`, `false` or `undefined`
+/// ([`STRAY_TEXT`]): the event page showed a `null` line, and a viewer's
+/// dead-letter page `false` and `null`.
+async fn assert_no_stray_text(b: &Client) {
+    let found = b
+        .execute(STRAY_TEXT, vec![])
+        .await
+        .unwrap_or_else(|e| panic!("the stray-text check: {e}"));
+    let stray = found["stray"].as_array().cloned().unwrap_or_default();
+    assert!(
+        stray.is_empty(),
+        "the page {} shows stray text: {}",
+        found["page"],
+        serde_json::to_string_pretty(&stray).unwrap()
+    );
 }
 
 async fn click(b: &Client, css: &str) {

@@ -728,6 +728,49 @@ async fn the_cli_shows_lists_and_deletes_keys() {
         out.contains("order/7") && out.contains("stuck") && !out.contains("more:"),
         "{out}"
     );
+    // Every page with --json: one array of the keys, as every listing
+    // prints it (this printed {"keys": …, "next_after": null}).
+    let (code, out, err) = run(&[
+        "keys",
+        "list",
+        "--namespace",
+        "shop",
+        "--limit",
+        "1",
+        "--all",
+        "--json",
+    ])
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let all: Vec<Value> = serde_json::from_str(&out).expect(&out);
+    let keys: Vec<&str> = all.iter().map(|k| k["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["stuck", "order/7"], "{out}");
+    // The next page is --cursor, as in every listing; --after, its old
+    // name, still works for the scripts that use it.
+    let next = page["next_after"].as_str().unwrap();
+    let (_, out, _) = run(&["keys", "list", "--namespace", "shop", "--limit", "1"]).await;
+    assert!(
+        out.ends_with(&format!("more: --cursor {next:?} (or --all)\n")),
+        "{out}"
+    );
+    for flag in ["--cursor", "--after"] {
+        let (code, out, err) = run(&[
+            "keys",
+            "list",
+            "--namespace",
+            "shop",
+            "--limit",
+            "1",
+            flag,
+            next,
+        ])
+        .await;
+        assert_eq!(code, 0, "{flag}: {err}");
+        assert!(
+            out.contains("order/7") && !out.contains("stuck"),
+            "{flag}: {out}"
+        );
+    }
 
     let (code, _, err) = run(&["keys", "delete", "stuck", "--namespace", "shop"]).await;
     assert_eq!(code, 2, "--note is required: {err}");
@@ -749,6 +792,77 @@ async fn the_cli_shows_lists_and_deletes_keys() {
         err.contains("404") && err.contains("no key \"stuck\""),
         "{err}"
     );
+}
+
+/// Runs `hookinbox keys …` with the admin token against `server`.
+async fn keys_cli(server: &TestServer, args: &[&str]) -> (i32, String, String) {
+    let (admin, args) = (
+        server.admin_url(""),
+        args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+    );
+    tokio::task::spawn_blocking(move || crate::cli::ops(&admin, ADMIN, &args))
+        .await
+        .unwrap()
+}
+
+/// `keys list --namespace nosuch` printed "no keys" and exited 0, as if a
+/// typo were an empty namespace: it names the namespaces there are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_of_an_unknown_namespace_are_refused_naming_the_known_ones() {
+    let (_dir, server) = start().await;
+    let (code, out, err) = keys_cli(&server, &["keys", "list", "--namespace", "nosuch"]).await;
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("unknown namespace \"nosuch\"") && err.contains("\"mailer\", \"shop\""),
+        "{err}"
+    );
+    assert_eq!(out, "");
+    for path in ["/api/keys?namespace=nosuch", "/api/keys/k?namespace=nosuch"] {
+        let a = server.admin("GET", path, Some(ADMIN), None).await;
+        assert_eq!(a.status, 404, "{path}: {:?}", a.json);
+    }
+    let a = server
+        .admin("GET", "/api/keys?namespace=mailer", Some(ADMIN), None)
+        .await;
+    assert_eq!(
+        a.status, 200,
+        "a namespace that holds no key yet: {:?}",
+        a.json
+    );
+}
+
+/// `keys list` showed a claim whose lease had run out as "claimed", as if
+/// a worker still held it; the dashboard's Keys page says claimable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_list_shows_a_claim_whose_lease_ran_out_as_claimable() {
+    let (_dir, server) = start().await;
+    token_of(&call(&server, SHOP, "held", "claim", json!({"lease": "10m"})).await);
+    token_of(&call(&server, SHOP, "lapsed", "claim", json!({"lease": "1s"})).await);
+    let state_of = |out: &str, key: &str| -> String {
+        out.lines()
+            .find(|l| l.starts_with(&format!("{key} ")))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let out = eventually(
+        "the 1s lease runs out and the list says so",
+        Duration::from_secs(10),
+        Duration::from_millis(200),
+        async || {
+            let (code, out, err) =
+                keys_cli(&server, &["keys", "list", "--namespace", "shop"]).await;
+            assert_eq!(code, 0, "{err}");
+            match state_of(&out, "lapsed").as_str() {
+                "claimable" => Ok(out),
+                _ => Err(out),
+            }
+        },
+    )
+    .await;
+    assert_eq!(state_of(&out, "held"), "busy", "{out}");
+    let (_, out, _) = keys_cli(&server, &["keys", "show", "lapsed", "--namespace", "shop"]).await;
+    assert!(out.contains("\nstate         claimable"), "{out}");
 }
 
 /// A done key is kept for its ttl, then gone: a claim of it is new again,

@@ -360,3 +360,38 @@ fn assert_signed_as(received: &Received, id: &str, source: &str, key: &StandardK
         key.sign(id, timestamp, &received.body)
     );
 }
+
+/// `--forward-to 127.0.0.1:PORT/hook` (no scheme, as `stripe listen` takes
+/// it) failed on every event and moved past it: no scheme means http://.
+/// A scheme that is not HTTP is refused at start, not at each event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listen_forwards_to_an_address_without_a_scheme_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let server = BinaryServer::start(&config(dir.path(), ""), &[], None);
+    let app = Destination::start(Mode::Ok).await;
+    let bare = app.url().strip_prefix("http://").unwrap().to_owned();
+    let listen = Listener::start(&server, &state, &bare, &[]);
+    let id = send(&server, "shop", "evt_no_scheme").await;
+    let line = &listen.printed(1)[0];
+    assert_eq!(
+        (line["id"].as_str(), line["status"].as_u64()),
+        (Some(id.as_str()), Some(200)),
+        "{line}"
+    );
+    let received = app.wait_for(1, Duration::from_secs(10)).await;
+    assert_signed(&received[0], &id, &development_key(&state));
+
+    // Under `timeout`: a listener that starts anyway follows until killed.
+    let out = Command::new("timeout")
+        .args(["10", env!("CARGO_BIN_EXE_hookinbox")])
+        .args(["listen", "--admin", &server.admin, "--forward-to"])
+        .arg(format!("ftp://{bare}"))
+        .env("HOOKINBOX_ADMIN_TOKEN", TOKEN)
+        .env("XDG_STATE_HOME", &state)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--forward-to") && err.contains("ftp"), "{err}");
+}

@@ -208,7 +208,7 @@ async fn at_110k_events_the_cli_finds_every_kind_of_event_and_walks_them_all_onc
         .rev()
         .collect();
     assert!(want.len() >= 300, "{} events in the window", want.len());
-    let pages: Vec<api::EventPage> = json(
+    let events: Vec<api::EventSummary> = json(
         &server,
         &[
             "events",
@@ -222,25 +222,17 @@ async fn at_110k_events_the_cli_finds_every_kind_of_event_and_walks_them_all_onc
             "--all",
         ],
     );
-    let got: Vec<&str> = pages
-        .iter()
-        .flat_map(|p| &p.events)
-        .map(|e| e.id.as_str())
-        .collect();
+    let got: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(got, want);
 
     // A walk of every pending event, 500 a page: each exactly once, newest first.
-    let pages: Vec<api::EventPage> = json(
+    let events: Vec<api::EventSummary> = json(
         &server,
         &[
             "events", "list", "--source", "shop", "--status", "pending", "--limit", "500", "--all",
         ],
     );
-    let ids: Vec<&str> = pages
-        .iter()
-        .flat_map(|p| &p.events)
-        .map(|e| e.id.as_str())
-        .collect();
+    let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
     let unique: HashSet<&str> = ids.iter().copied().collect();
     assert_eq!(
         ids.len(),

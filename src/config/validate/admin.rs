@@ -104,6 +104,19 @@ fn validate_user(
         ),
         None => None,
     };
+    // Loaded all the same (a token that expired is refused saying whose
+    // and since when, and the audit trail records the try), but said at
+    // load: otherwise the first to learn of it is the person, at 3 a.m.
+    if let (Some(ms), Some(text)) = (expires_ms, ru.expires.as_deref())
+        && ms <= cx.now_ms
+    {
+        cx.warnings.push(format!(
+            "{}: {} ({name:?}) is {text}, already past: {name}'s token is refused; \
+             give a later date or remove the user",
+            cx.origin,
+            at("expires")
+        ));
+    }
     let found = cx.read_secret(SecretSetting {
         key: at("token"),
         inline: ru.token.into_iter().collect(),

@@ -73,6 +73,9 @@ struct Ctx<'a> {
     /// against it.
     base_dir: Option<&'a Path>,
     env: &'a dyn Fn(&str) -> Option<String>,
+    /// When the config is read (Unix ms): what a setting dated in the
+    /// past, like a person's `expires`, is warned of against.
+    now_ms: u64,
     warnings: Vec<String>,
 }
 
@@ -86,6 +89,7 @@ impl<'a> Ctx<'a> {
             origin,
             base_dir,
             env,
+            now_ms: crate::clock::Clock::system().now_ms(),
             warnings: Vec::new(),
         }
     }

@@ -115,16 +115,40 @@ impl Forwarded {
     }
 }
 
+/// `--forward-to` as the URL to post to. Without a scheme
+/// (`localhost:3000/hooks`, as `stripe listen` takes it) http:// is meant:
+/// read as it stands, `localhost` would be the scheme and every event
+/// would fail. A scheme other than HTTP's is refused here, at the start,
+/// and not at each event.
+pub(super) fn app_url(text: &str) -> Result<reqwest::Url, String> {
+    let text = text.trim();
+    let full = match text.contains("://") {
+        true => text.to_owned(),
+        false => format!("http://{text}"),
+    };
+    let url = reqwest::Url::parse(&full).map_err(|e| format!("{text:?} is not a URL: {e}"))?;
+    match url.scheme() {
+        "http" | "https" if url.host().is_some() => Ok(url),
+        "http" | "https" => Err(format!(
+            "{text:?} names no host: give one, like localhost:3000/webhooks"
+        )),
+        other => Err(format!(
+            "{other}:// is not HTTP: give http://, https:// or no scheme (http:// is meant), \
+             like localhost:3000/webhooks"
+        )),
+    }
+}
+
 /// Posts events to the local app.
 pub(super) struct Forwarder {
-    url: String,
+    url: reqwest::Url,
     signing: Signing,
     http: reqwest::Client,
 }
 
 impl Forwarder {
     pub(super) fn new(
-        url: String,
+        url: reqwest::Url,
         signing: Signing,
         timeout: Duration,
     ) -> anyhow::Result<Forwarder> {
@@ -156,7 +180,7 @@ impl Forwarder {
             .headers(key, 1, crate::clock::unix_ms(std::time::SystemTime::now())),
             Signing::Original => event.headers.clone(),
         };
-        let mut req = self.http.post(&self.url);
+        let mut req = self.http.post(self.url.clone());
         for (name, value) in &headers {
             req = req.header(name.as_str(), value.as_str());
         }
@@ -201,4 +225,25 @@ fn without_url(e: &reqwest::Error) -> String {
         text = text.replace(&format!(" ({url})"), "");
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::app_url;
+
+    #[test]
+    fn an_address_without_a_scheme_is_http_and_another_scheme_is_refused() {
+        let url = |text: &str| app_url(text).map(|u| u.to_string());
+        assert_eq!(
+            url("localhost:3000/hooks").unwrap(),
+            "http://localhost:3000/hooks"
+        );
+        assert_eq!(url("127.0.0.1:8080").unwrap(), "http://127.0.0.1:8080/");
+        assert_eq!(
+            url("https://app.test/hooks?x=1").unwrap(),
+            "https://app.test/hooks?x=1"
+        );
+        assert!(url("ftp://localhost/hooks").unwrap_err().contains("ftp://"));
+        assert!(url("http://").is_err(), "no host");
+    }
 }

@@ -32,9 +32,10 @@ use forward::{Forwarded, Forwarder, Incoming, Signing};
 #[derive(Debug, Args)]
 pub struct ListenArgs {
     /// The local app's URL that receives each event, like
-    /// http://localhost:3000/webhooks.
-    #[arg(long, value_name = "URL")]
-    pub forward_to: String,
+    /// http://localhost:3000/webhooks; without a scheme
+    /// (localhost:3000/webhooks), http:// is meant.
+    #[arg(long, value_name = "URL", value_parser = forward::app_url)]
+    pub forward_to: reqwest::Url,
     /// Which events; with --destination, each is signed with that
     /// destination's key (read from the server's config, as the server
     /// reads it) instead of the development key.

@@ -22,6 +22,10 @@ async fn the_event_page_groups_attempts_by_round_and_shows_what_was_sent() {
     assert!(first.starts_with("First delivery"), "{first}");
     let replay = text_until(b, "section[data-round='1']", |t| t.contains("200")).await;
     assert!(replay.starts_with("Replay 1"), "{replay}");
+    // A replay's first attempt is #1, the `hookinbox-attempt` the app saw
+    // (it was #2, counted across rounds).
+    let number = "#attempts-round-1 tbody tr:first-child td:first-child";
+    assert_eq!(text_until(b, number, |_| true).await, "1");
     click(b, "section[data-round='0'] details summary").await;
     let shown = text_until(b, "section[data-round='0'] details", |t| {
         t.contains("webhook-signature")

@@ -168,8 +168,10 @@ fn axe_source() -> String {
 }
 
 /// Runs axe-core on the page as it stands and fails on any violation of
-/// impact serious or critical, printing every violation found.
+/// impact serious or critical, printing every violation found; and on
+/// stray `null`, `false` or `undefined` text.
 pub(super) async fn assert_accessible(b: &Client, page: &str) {
+    super::assert_no_stray_text(b).await;
     if js(b, "return typeof window.axe === 'object';").await != Value::Bool(true) {
         // WebDriver's scripts are not the page's: the policy does not stop them.
         js(b, &format!("{}\nreturn true;", axe_source())).await;

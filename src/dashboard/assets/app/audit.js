@@ -62,7 +62,7 @@ async function audit(params) {
   textInput('to', 'Asked before', toLocalInput(filter.to), { type: 'datetime-local' }),
   h('div', { class: 'actions' }, h('button', { type: 'submit', text: 'Filter' })));
   const body = h('div');
-  view.replaceChildren(
+  fill(view,
     h('h1', { text: 'Audit trail' }),
     h('p', { class: 'muted', text: 'Every change made through the API, the CLI or this dashboard, and every one refused: ' +
       'who, when, what, the note and the outcome. Kept for retention.audit_ttl (a year by default).' }),
@@ -73,7 +73,7 @@ async function audit(params) {
     const page = await api('GET', `/api/audit?${query}`);
     if (document.querySelector('dialog[open]')) return;
     const focused = focusKey(body);
-    body.replaceChildren(
+    fill(body,
       page.entries.length
         ? table('Audit trail', ['When', 'Who', 'Action', 'Target', h('th', { class: 'hide-narrow', text: 'Arguments' }),
           'Outcome', 'Note or error'], page.entries.map(auditRow), { id: 'audit' })

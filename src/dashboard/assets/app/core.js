@@ -25,19 +25,36 @@ let timers = [];
 
 // ---- building blocks ----------------------------------------------------
 
+// Whether `value` is nothing to show: what `cond ? node : null` or
+// `can(role) && node` gives when it does not apply.
+function absent(value) {
+  return value === null || value === undefined || value === false;
+}
+
+// `children` (arrays of them flattened) as nodes, the absent ones left
+// out: the DOM's own `append` and `replaceChildren` would show those as
+// the text "null", "false" or "undefined".
+function nodes(children) {
+  return children.flat().filter((child) => !absent(child))
+    .map((child) => (child instanceof Node ? child : document.createTextNode(String(child))));
+}
+
 function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {
-    if (value === null || value === undefined || value === false) continue;
+    if (absent(value)) continue;
     if (key.startsWith('on')) el.addEventListener(key.slice(2), value);
     else if (key === 'text') el.textContent = value;
     else el.setAttribute(key, value === true ? '' : value);
   }
-  for (const child of children.flat()) {
-    if (child === null || child === undefined || child === false) continue;
-    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
+  el.append(...nodes(children));
   return el;
+}
+
+// Replaces what `el` holds with `children`, as `h` takes them. Every page
+// is shown through it, never through `el.replaceChildren` itself.
+function fill(el, ...children) {
+  el.replaceChildren(...nodes(children));
 }
 
 function flash(message, bad) {
@@ -294,7 +311,7 @@ function showSignIn(message) {
   h('label', {}, 'Token', input),
   h('button', { type: 'submit', text: 'Sign in' }),
   problem);
-  view.replaceChildren(h('section', { class: 'signin' },
+  fill(view, h('section', { class: 'signin' },
     h('h1', { text: 'Sign in to hookinbox' }),
     h('p', { class: 'muted', text: 'The token stays in this browser tab only and is sent to this server alone.' }),
     form));
@@ -329,7 +346,7 @@ async function route() {
     if (a.dataset.page === page) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
-  view.replaceChildren(h('p', { class: 'muted', text: 'Loading…' }));
+  fill(view, h('p', { class: 'muted', text: 'Loading…' }));
   // Keyboard and screen-reader users land on the new page, not the link.
   show().then(() => {
     if (!view.contains(document.activeElement)) view.focus({ preventScroll: true });

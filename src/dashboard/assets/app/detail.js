@@ -175,7 +175,7 @@ async function detail(id) {
     ['Payload deleted', ev.erased ? `${ev.erased.text} (${fmtTime(ev.erased.at)})` : null],
   ].filter(([, v]) => v !== null && v !== undefined);
   const text = payloadText(ev);
-  view.replaceChildren(
+  fill(view,
     h('p', {}, h('a', { href: '#/events', text: '← Events' })),
     h('h1', {}, `Event ${ev.event_id} `, statusBadge(ev.status)),
     h('p', { id: 'what-happened', class: `summary ${ev.status}`, text: whatHappened(ev) }),
@@ -281,7 +281,8 @@ function attemptRounds(history, several) {
         h('th', { class: 'num', text: 'Latency' }), 'Error', 'Answer', 'Details'],
       rounds.get(r).map((a) => h('tr', {},
         several ? h('td', { text: a.destination }) : null,
-        h('td', { text: a.n }), h('td', { class: 'mono', text: fmtTime(a.started_at) }),
+        // The `hookinbox-attempt` the app saw: each round counts from 1.
+        h('td', { text: a.attempt }), h('td', { class: 'mono', text: fmtTime(a.started_at) }),
         h('td', { text: a.outcome.replace(/_/g, ' ') }), h('td', { text: a.status || '—' }),
         h('td', { class: 'num', text: `${a.latency_ms} ms` }), h('td', { text: a.error || '' }),
         h('td', { class: 'mono', text: a.response_snippet || '' }),

@@ -139,7 +139,7 @@ async function dlq(params) {
     } catch (e) { showError(e); }
   };
 
-  view.replaceChildren(
+  fill(view,
     h('h1', { text: 'Dead letters' }),
     h('p', { class: 'muted', text: 'Events whose delivery failed for good. Replay them once the app is fixed, or ignore them with a note.' }),
     form,

@@ -96,13 +96,13 @@ async function events(params) {
     const q = new URLSearchParams(query);
     if (append && cursor !== null) q.set('cursor', cursor);
     const page = await api('GET', `/api/events?${q}`);
-    if (!append) { tbody.replaceChildren(); shown.clear(); read = 0; }
+    if (!append) { fill(tbody); shown.clear(); read = 0; }
     // The note of an empty step is about that step: rows make it untrue.
     const note = tbody.querySelector('tr.empty');
     if (note) note.remove();
     for (const ev of page.events) { shown.add(ev.id); tbody.append(eventRow(ev)); }
     cursor = page.next_cursor;
-    more.replaceChildren();
+    fill(more);
     if (searching && page.search) {
       read += page.search.examined;
       const back = page.search.scanned_back_to;
@@ -170,7 +170,7 @@ async function events(params) {
     });
   });
 
-  view.replaceChildren(
+  fill(view,
     h('h1', { text: 'Events' }),
     form,
     h('div', { class: 'actions' }, h('label', { class: 'inline' }, live, 'Live: show new events as they arrive'), liveState),

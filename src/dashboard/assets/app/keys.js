@@ -44,7 +44,7 @@ function keyTable(label, id, list, now, busy) {
 
 async function keys() {
   const body = h('div');
-  view.replaceChildren(
+  fill(view,
     h('h1', { text: 'Idempotency keys' }),
     h('p', { class: 'muted', text: 'Keys an app has claimed and not completed, per namespace: busy while the lease runs, ' +
       'claimable again once it ran out (the worker may have crashed). Done keys are not listed.' }),
@@ -74,7 +74,7 @@ async function keys() {
         more ? h('p', { class: 'muted', text: `More claimed keys may follow: this page reads ${KEY_PAGES} pages a namespace. ` +
           `hookinbox keys list --namespace ${n.namespace} --state claimed --all lists every one.` }) : null);
     });
-    body.replaceChildren(
+    fill(body,
       ...(sections.length ? sections : [h('p', { class: 'muted', id: 'keys-none',
         text: 'No [[keys.client]] is configured: no app uses idempotency keys.' })]),
       h('p', { class: 'muted', text: `Updated ${fmtTime(new Date(now).toISOString())}; refreshes every ${REFRESH_MS / 1000} s.` }));

@@ -253,7 +253,7 @@ async function overview(params) {
   const asked = Number((params && params.get('hours')) || 6);
   const hours = RANGES.some(([n]) => n === asked) ? asked : 6;
   const body = h('div');
-  view.replaceChildren(h('h1', { text: 'Overview' }), body);
+  fill(view, h('h1', { text: 'Overview' }), body);
   const render = async () => {
     const [stats, dests, activity] = await Promise.all([
       api('GET', '/api/stats'),
@@ -270,7 +270,7 @@ async function overview(params) {
     // The page is rebuilt: whatever had focus gets it back (else the
     // keyboard's place would fall to the start of the page every 10 s).
     const focused = focusKey(body);
-    body.replaceChildren(
+    fill(body,
       h('h2', { text: 'Sources and event types' }),
       table('Sources and event types', ['Source / type', 'Received*', 'Duplicates*', 'Delivered', 'Pending', 'Retrying',
         'Dead', 'Ignored', 'Held', 'Filtered', 'Success', 'Oldest pending'].map((x, i) =>
