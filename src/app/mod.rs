@@ -220,6 +220,12 @@ impl App {
         &self.store
     }
 
+    /// What the store shipped to the replication stream, readable once
+    /// the app has stopped.
+    pub fn shipping(&self) -> crate::store::Shipping {
+        self.store.shipping()
+    }
+
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
     }
@@ -426,6 +432,7 @@ async fn run(
     // scheduler after ingest has drained, so attempts in flight are
     // recorded. The writer is not cancelled: it is drained last.
     let back = CancellationToken::new();
+    let lease = wiring.replication.as_ref().map(|r| r.control.lease.clone());
     let mut tasks = spawn_tasks(wiring, &front, &back);
 
     // Every task runs until shutdown. One that ends first (a panic,
@@ -442,7 +449,14 @@ async fn run(
             Some(AppError::TaskEnded { task, end })
         }
     };
-    stop_in_order(tasks, front, back, failure, writer).await
+    let stopped = stop_in_order(tasks, front, back, failure, writer).await;
+    // Only now, with the writer closed and its last frames shipped: a new
+    // primary waits for this before it writes (`replicate::stand_by`), and
+    // this node's next start need not wait for the name to lapse.
+    if let Some(lease) = lease {
+        lease.depart().await;
+    }
+    stopped
 }
 
 /// Starts every long-running task under supervision: the listeners,
@@ -570,23 +584,16 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
         let stop = back.clone();
         let store = prober_store.clone();
         tasks.spawn(TaskName::Lease, async move {
-            let (lease, ended) = match task {
-                LeaseTask::Keep(lease) => (
-                    lease.clone(),
-                    crate::replicate::keep_lease(lease, store, every, stop, metrics).await,
-                ),
-                LeaseTask::StandBy(follower, tag, control) => (
-                    control.lease.clone(),
-                    crate::replicate::stand_by(
-                        store, *follower, tag, control, every, stop, metrics,
-                    )
-                    .await,
-                ),
-            };
-            // This process is done with the name: its next start (or the
-            // standby this one becomes) need not wait for it to lapse.
-            lease.depart().await;
-            ended.map_err(TaskError::from)
+            match task {
+                LeaseTask::Keep(lease) => {
+                    crate::replicate::keep_lease(lease, store, every, stop, metrics).await
+                }
+                LeaseTask::StandBy(follower, tag, control) => {
+                    crate::replicate::stand_by(store, *follower, tag, control, every, stop, metrics)
+                        .await
+                }
+            }
+            .map_err(TaskError::from)
         });
     }
     tasks

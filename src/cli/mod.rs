@@ -332,25 +332,36 @@ async fn serve(config: Config<Loaded>, file: Option<&std::path::Path>) -> Result
         }
         // Where it listened: a node that goes on as a standby listens there again.
         let bound = (app.ingest_addr(), app.admin_addr());
+        let shipping = app.shipping();
         let result = run_app(app, hangups, &stopping).await;
         // tokio keeps the handler installed: SIGHUP never ends the process.
         hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
             .context("cannot handle SIGHUP")?;
         match result {
             Err(e) if !stopping.is_cancelled() && e.replaced_by().is_some() => {
-                // Another node took over: this one's data may hold batches
-                // the stream never took (answered 503). It follows the new
-                // primary from the stream, from scratch.
+                // Another node took over. Data that holds only frames the
+                // stream took is a prefix of it: this node follows the new
+                // primary with it. Data with a frame the stream refused or
+                // never took (a batch answered 503) is set aside, and the
+                // node follows from the stream and its newest snapshot.
                 let holder = e.replaced_by().unwrap_or_default().to_owned();
                 let data_dir = &config.server.data_dir;
-                let aside = crate::store::standby_dir::set_aside(data_dir).with_context(|| {
-                    format!("cannot set aside the data in {}", data_dir.display())
-                })?;
-                tracing::warn!(
-                    new_primary = %holder,
-                    set_aside = %aside.display(),
-                    "this node was replaced as the primary: it goes on as a standby, its data set aside"
-                );
+                if shipping.holds_unshipped() {
+                    let aside =
+                        crate::store::standby_dir::set_aside(data_dir).with_context(|| {
+                            format!("cannot set aside the data in {}", data_dir.display())
+                        })?;
+                    tracing::warn!(
+                        new_primary = %holder,
+                        set_aside = %aside.display(),
+                        "this node was replaced as the primary: it goes on as a standby, its data set aside (it holds frames the stream never took, each answered 503)"
+                    );
+                } else {
+                    tracing::warn!(
+                        new_primary = %holder,
+                        "this node was replaced as the primary: it goes on as a standby with its data (every frame it holds is in the stream)"
+                    );
+                }
                 if let Some(r) = config.replication.as_mut() {
                     r.role = crate::config::ReplicationRole::Standby;
                 }

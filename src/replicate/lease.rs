@@ -424,6 +424,36 @@ impl Lease {
         Ok(())
     }
 
+    /// Waits until the process `holder` is gone: its name's presence key
+    /// removed (it stopped, its last frame shipped) or lapsed (it died), or
+    /// held by another process of that name; at most `within`. Whether it
+    /// went. A new primary that waits for this before it writes leaves an
+    /// old one that stepped down with nothing the stream did not take, so
+    /// it follows with its data.
+    pub async fn await_departure(&self, holder: &Holder, within: Duration) -> bool {
+        let key = presence_key(&holder.node);
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            match self.store.entry(&key).await {
+                Ok(Some(entry))
+                    if entry.operation == kv::Operation::Put
+                        && Holder::decode(&entry.value).instance == holder.instance => {}
+                Ok(_) => return true,
+                // Not answered: asked again until the deadline.
+                Err(_) => {}
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(PRESENCE_POLL).await;
+        }
+    }
+
+    /// The lease's length: how long a key lives after its last write.
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
     /// Removes this node's presence key (a clean stop), so that its next
     /// start need not wait for it to lapse.
     pub async fn depart(&self) {
@@ -443,8 +473,8 @@ impl Lease {
 
     /// Takes the key whoever holds it (`hookinbox promote`): the holder's
     /// next renewal fails and it steps down. Returns who held it.
-    pub async fn take_over(&self) -> Result<Option<String>, LeaseError> {
-        let before = self.holder().await?;
+    pub async fn take_over(&self) -> Result<Option<Holder>, LeaseError> {
+        let before = self.held_by().await?.map(|held| held.holder);
         let revision = self
             .store
             .put(KEY, self.value.clone())

@@ -121,6 +121,22 @@ async fn observe_lease(lease: &Lease, metrics: &crate::metrics::Metrics) {
     }
 }
 
+/// After this node took the lease from `previous`: waits (a lease and a
+/// margin at most) for that process to be gone, its last frames shipped,
+/// before this node applies the stream to its end and writes. An old
+/// primary that steps down then holds nothing the stream lacks, and
+/// follows with its data (no copy set aside, no snapshot to restore); one
+/// that died or froze let its presence lapse with its lease.
+async fn step_down_of(lease: &Lease, previous: &Holder) {
+    let within = lease.lease() + Duration::from_secs(2);
+    let started = std::time::Instant::now();
+    if lease.await_departure(previous, within).await {
+        tracing::info!(previous = %previous, waited_ms = started.elapsed().as_millis() as u64, "the previous primary is gone");
+    } else {
+        tracing::warn!(previous = %previous, "the previous primary did not step down within a lease; taking over anyway (what it stores from now on is refused by the stream)");
+    }
+}
+
 /// Whether following may work again after this failure by waiting: the
 /// stream or its servers did not answer. A foreign stream or a store that
 /// cannot apply will not mend by itself.
@@ -201,7 +217,10 @@ pub async fn stand_by(
                 () = control.promote.notified() => {
                     match lease.take_over().await {
                         Ok(holder) => {
-                            tracing::warn!(previous_holder = holder.as_deref().unwrap_or("none"), "promote asked for: this node took the replication lease");
+                            tracing::warn!(previous_holder = holder.as_ref().map_or("none", |h| h.node.as_str()), "promote asked for: this node took the replication lease");
+                            if let Some(previous) = holder.filter(|h| !lease.is_mine(h)) {
+                                step_down_of(&lease, &previous).await;
+                            }
                             taken.store(true, std::sync::atomic::Ordering::Relaxed);
                             return;
                         }
@@ -214,8 +233,13 @@ pub async fn stand_by(
                 () = stop.cancelled() => return,
             }
             let _ = lease.keep_present().await;
+            // Whom this node saw holding the lease last, for its departure.
+            let before = lease.primary().get();
             match lease.acquire().await {
                 Ok(()) => {
+                    if let Some(previous) = before.filter(|h| !lease.is_mine(h)) {
+                        step_down_of(&lease, &previous).await;
+                    }
                     taken.store(true, std::sync::atomic::Ordering::Relaxed);
                     return;
                 }

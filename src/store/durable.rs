@@ -144,6 +144,13 @@ pub(super) struct Progress {
 }
 
 impl Progress {
+    /// Whether this disk holds a frame the stream never took: frames
+    /// stored here past the last one shipped (refused by another writer,
+    /// or not taken before the end).
+    pub(super) fn holds_unshipped(&self) -> bool {
+        self.durable.load(Ordering::Acquire) > self.shipped.load(Ordering::Acquire)
+    }
+
     /// The newest frame number shipped.
     pub(super) fn shipped(&self) -> u64 {
         self.shipped.load(Ordering::Acquire)

@@ -66,7 +66,7 @@ pub use types::{
     Budget, Change, ChangeError, Claimed, Delivery, Due, EventFilter, Finish, Ingested, Initial,
     Matching, Next, Route, SearchPage, StoredEvent, Swept,
 };
-pub use write::PROBE_EVERY;
+pub use write::{PROBE_EVERY, Shipping};
 
 #[cfg(test)]
 pub(crate) mod tests;

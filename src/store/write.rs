@@ -194,6 +194,12 @@ impl Store {
         self.shared.progress.shipped()
     }
 
+    /// What this store shipped, readable after it closed (it holds no
+    /// database): whether its disk kept frames the stream never took.
+    pub fn shipping(&self) -> Shipping {
+        Shipping(self.shared.progress.clone())
+    }
+
     /// Whether the shipper found another primary writing the stream: this
     /// store answers no 2xx again, and its node steps down.
     pub fn replaced(&self) -> bool {
@@ -266,5 +272,19 @@ impl Store {
     /// last call): the scheduler's wake-up.
     pub async fn schedule_changed(&self) {
         self.shared.schedule_changed.notified().await
+    }
+}
+
+/// A replicating store's shipping, as [`Store::shipping`] hands it out.
+#[derive(Clone)]
+pub struct Shipping(std::sync::Arc<super::durable::Progress>);
+
+impl Shipping {
+    /// Whether the store's disk holds a frame the stream never took. Read
+    /// once the store has closed: a replaced primary whose disk holds none
+    /// is a prefix of the stream, and follows the new primary with its
+    /// data; one that does must set its data aside.
+    pub fn holds_unshipped(&self) -> bool {
+        self.0.holds_unshipped()
     }
 }
