@@ -181,6 +181,7 @@ async fn catch_up_and_take_over(args: &Args, urls: &str, scratch: &Path, events:
         stream: "drill".into(),
         replicas: REPLICAS.load(std::sync::atomic::Ordering::Relaxed),
         creds_file: None,
+        token: None,
         ca: None,
         ack_timeout: Duration::from_secs(2),
         budget: Duration::from_secs(10),

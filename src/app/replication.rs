@@ -120,6 +120,7 @@ pub(super) async fn replication(
         stream: r.stream.clone(),
         replicas: r.replicas,
         creds_file: r.creds_file.clone(),
+        token: r.token.as_ref().map(|t| t.value.clone()),
         ca: r.ca_file.clone(),
         ack_timeout: Duration::from_secs(2),
         budget: r.lease,

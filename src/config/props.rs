@@ -32,7 +32,7 @@ const RETENTION_KEYS: [&str; 5] = [
     "sweep_interval",
 ];
 const LOG_KEYS: [&str; 3] = ["level", "format", "summary_interval"];
-const REPLICATION_KEYS: [&str; 9] = [
+const REPLICATION_KEYS: [&str; 12] = [
     "url",
     "stream",
     "replicas",
@@ -41,6 +41,9 @@ const REPLICATION_KEYS: [&str; 9] = [
     "node",
     "snapshot_interval",
     "creds_file",
+    "token",
+    "token_env",
+    "token_file",
     "ca_file",
 ];
 const ADMIN_KEYS: [&str; 3] = ["token", "token_env", "token_file"];

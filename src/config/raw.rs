@@ -128,6 +128,10 @@ pub struct RawReplication {
     pub node: Option<String>,
     pub snapshot_interval: Option<String>,
     pub creds_file: Option<String>,
+    /// A NATS server's `authorization { token }`, sent on connect.
+    pub token: Option<String>,
+    pub token_env: Option<String>,
+    pub token_file: Option<String>,
     pub ca_file: Option<String>,
 }
 

@@ -142,6 +142,8 @@ pub struct ReplicationConfig {
     /// How often a primary snapshots its database for new standbys.
     pub snapshot_interval: Duration,
     pub creds_file: Option<std::path::PathBuf>,
+    /// The token of a NATS server's `authorization { token }`, if it has one.
+    pub token: Option<super::GivenSecret<super::Secret>>,
     pub ca_file: Option<std::path::PathBuf>,
 }
 

@@ -54,6 +54,8 @@ pub struct StreamSettings {
     /// Its replicas when this primary creates it (1 or 3).
     pub replicas: usize,
     pub creds_file: Option<PathBuf>,
+    /// A server's `authorization { token }`.
+    pub token: Option<crate::config::Secret>,
     pub ca: Option<PathBuf>,
     /// How long one publish may wait for its ack.
     pub ack_timeout: Duration,
@@ -474,6 +476,9 @@ pub(super) async fn connect(
         .max_reconnects(None);
     if let Some(ca) = &settings.ca {
         options = options.add_root_certificates(ca.clone());
+    }
+    if let Some(token) = &settings.token {
+        options = options.token(token.expose().to_owned());
     }
     let servers: Vec<&str> = settings.urls.split(',').map(str::trim).collect();
     let client = options

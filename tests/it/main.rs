@@ -31,6 +31,7 @@ mod replicate;
 mod replicate_drills;
 mod replicate_nodes;
 mod roles;
+mod runbook;
 mod scale;
 mod snapshots;
 mod stream;

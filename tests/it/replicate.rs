@@ -23,6 +23,7 @@ fn settings(url: &str) -> StreamSettings {
         stream: STREAM.to_owned(),
         replicas: 1,
         creds_file: None,
+        token: None,
         ca: None,
         ack_timeout: Duration::from_secs(1),
         budget: Duration::from_secs(3),

@@ -285,7 +285,7 @@ pub fn validate(
     let alerts = raw.alerts.map(|ra| validate_alerts(&cx, ra)).transpose()?;
     let replication = raw
         .replication
-        .map(|rr| validate_replication(&cx, rr))
+        .map(|rr| validate_replication(&mut cx, rr))
         .transpose()?;
 
     let mut sources: Vec<SourceConfig<Loaded>> = Vec::new();

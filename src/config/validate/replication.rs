@@ -26,7 +26,7 @@ const SHORTEST_SNAPSHOT_INTERVAL: Duration = Duration::from_secs(10);
 const LONGEST_SNAPSHOT_INTERVAL: Duration = Duration::from_secs(7 * 24 * 3600);
 
 pub(super) fn validate_replication(
-    cx: &Ctx<'_>,
+    cx: &mut Ctx<'_>,
     rr: RawReplication,
 ) -> Result<ReplicationConfig, ConfigError> {
     let key = |k: &str| format!("replication.{k}");
@@ -105,6 +105,17 @@ pub(super) fn validate_replication(
     if node.trim().is_empty() {
         return Err(cx.err(key("node"), "is empty: name this node"));
     }
+    let token = cx
+        .read_secret(super::SecretSetting {
+            key: key("token"),
+            inline: rr.token.into_iter().collect(),
+            env: rr.token_env,
+            file: rr.token_file,
+        })?
+        .map(|found| crate::config::GivenSecret {
+            value: crate::config::Secret::new(found.text.trim().to_owned()),
+            origin: found.origin,
+        });
     let readable = |k: &str, path: Option<String>| -> Result<_, ConfigError> {
         let Some(path) = path else {
             return Ok(None);
@@ -123,6 +134,7 @@ pub(super) fn validate_replication(
         node,
         snapshot_interval,
         creds_file: readable("creds_file", rr.creds_file)?,
+        token,
         ca_file: readable("ca_file", rr.ca_file)?,
     })
 }
