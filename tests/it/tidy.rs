@@ -198,9 +198,35 @@ fn resolve(path: &str) -> Result<(), String> {
     };
     let segments: Vec<&str> = path.split("::").collect();
     let (first, rest) = segments.split_first().unwrap();
-    let (mut file, mut dir) = module(&root().join("tests/it"), first)
-        .or_else(|| module(&root().join("src"), first))
-        .ok_or_else(|| format!("no module {first} in tests/it/ or src/"))?;
+    // A name both places have (`replicate`) is tried in each.
+    let mut tried = Vec::new();
+    for top in ["tests/it", "src"] {
+        let Some((file, dir)) = module(&root().join(top), first) else {
+            continue;
+        };
+        match resolve_in(file, dir, rest) {
+            Ok(()) => return Ok(()),
+            Err(e) => tried.push(e),
+        }
+    }
+    if tried.is_empty() {
+        return Err(format!("no module {first} in tests/it/ or src/"));
+    }
+    Err(tried.join("; "))
+}
+
+/// The rest of [`resolve`]: `rest` from the module in `file` (its
+/// submodules under `dir`).
+fn resolve_in(mut file: PathBuf, mut dir: PathBuf, rest: &[&str]) -> Result<(), String> {
+    let module = |dir: &Path, name: &str| {
+        [
+            dir.join(format!("{name}.rs")),
+            dir.join(name).join("mod.rs"),
+        ]
+        .into_iter()
+        .find(|file| file.is_file())
+        .map(|file| (file, dir.join(name)))
+    };
     for (i, name) in rest.iter().enumerate() {
         let text = std::fs::read_to_string(&file).unwrap();
         let last = i + 1 == rest.len();
