@@ -82,17 +82,12 @@ impl Follower {
     /// The stream's first message: its database's tag and its frame number
     /// (1 until a snapshot lets the stream forget the frames before it).
     pub async fn first(&self) -> Result<Option<(u32, u64)>, FollowError> {
-        let mut stream = self.stream.clone();
-        let state = stream
-            .info()
-            .await
-            .map_err(|e| self.failed(e))?
-            .state
-            .clone();
+        let state = self.state().await?;
         if state.messages == 0 {
             return Ok(None);
         }
-        let message = stream
+        let message = self
+            .stream
             .get_raw_message(state.first_sequence)
             .await
             .map_err(|e| self.failed(format!("reading its first message: {e}")))?;
@@ -107,13 +102,7 @@ impl Follower {
     /// How far a store that applied the stream up to `applied` is behind
     /// it now: the messages after it, and the age of the first of them.
     pub async fn lag(&self, applied: u64) -> Result<crate::metrics::StandbyLag, FollowError> {
-        let mut stream = self.stream.clone();
-        let state = stream
-            .info()
-            .await
-            .map_err(|e| self.failed(e))?
-            .state
-            .clone();
+        let state = self.state().await?;
         if state.last_sequence <= applied {
             return Ok(crate::metrics::StandbyLag::default());
         }
@@ -133,13 +122,18 @@ impl Follower {
 
     /// Where the stream ends now (its last sequence).
     pub async fn end(&self) -> Result<u64, FollowError> {
+        Ok(self.state().await?.last_sequence)
+    }
+
+    /// The stream's state now (its first and last sequence, its length).
+    async fn state(&self) -> Result<stream::State, FollowError> {
         let mut stream = self.stream.clone();
         Ok(stream
             .info()
             .await
             .map_err(|e| self.failed(e))?
             .state
-            .last_sequence)
+            .clone())
     }
 
     /// Applies the stream's frames after the store's last, as they come,

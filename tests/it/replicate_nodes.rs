@@ -197,33 +197,29 @@ async fn a_standby_answers_503_naming_the_primary_for_webhooks_and_keys() {
     assert_eq!(webhook.headers["retry-after"], "5");
     assert!(names_primary(&webhook.json), "{:?}", webhook.json);
 
-    let claim = standby
-        .admin(
-            "POST",
-            "/api/keys/order-1/claim",
-            Some(APP_TOKEN),
-            Some(serde_json::json!({})),
-        )
-        .await;
-    assert_eq!(claim.status, 503, "{:?}", claim.json);
-    assert_eq!(claim.headers["retry-after"], "5");
-    assert!(names_primary(&claim.json), "{:?}", claim.json);
+    let claim = async |server: &TestServer| {
+        server
+            .admin(
+                "POST",
+                "/api/keys/order-1/claim",
+                Some(APP_TOKEN),
+                Some(serde_json::json!({})),
+            )
+            .await
+    };
+    let refused = claim(&standby).await;
+    assert_eq!(refused.status, 503, "{:?}", refused.json);
+    assert_eq!(refused.headers["retry-after"], "5");
+    assert!(names_primary(&refused.json), "{:?}", refused.json);
     // The primary serves the same claim.
-    let claimed = primary
-        .admin(
-            "POST",
-            "/api/keys/order-1/claim",
-            Some(APP_TOKEN),
-            Some(serde_json::json!({})),
-        )
-        .await;
+    let claimed = claim(&primary).await;
     assert_eq!(claimed.status, 201, "{:?}", claimed.json);
-    let refused = standby
+    let counted = standby
         .metrics()
         .encode(hookinbox::metrics::Exposition::Prometheus);
     assert!(
-        refused.contains("hookinbox_rejected_total{source=\"shop\",reason=\"standby\"} 1"),
-        "{refused}"
+        counted.contains("hookinbox_rejected_total{source=\"shop\",reason=\"standby\"} 1"),
+        "{counted}"
     );
     standby.stop().await;
     primary.stop().await;

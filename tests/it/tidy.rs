@@ -181,21 +181,24 @@ fn cited_paths(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The module `name` under `dir` (a file beside it, or its `mod.rs`), and
+/// the directory of its own modules.
+fn module(dir: &Path, name: &str) -> Option<(PathBuf, PathBuf)> {
+    [
+        dir.join(format!("{name}.rs")),
+        dir.join(name).join("mod.rs"),
+    ]
+    .into_iter()
+    .find(|file| file.is_file())
+    .map(|file| (file, dir.join(name)))
+}
+
 /// Whether a cited path leads somewhere: its first segment is a module of
 /// the integration tests (`tests/it/`) or of the crate (`src/`), each next
 /// one a module (a file beside it, or `mod name {` inline), and the last
 /// one may instead be a `fn` of the module reached. `Err` says what is
 /// missing where.
 fn resolve(path: &str) -> Result<(), String> {
-    let module = |dir: &Path, name: &str| {
-        [
-            dir.join(format!("{name}.rs")),
-            dir.join(name).join("mod.rs"),
-        ]
-        .into_iter()
-        .find(|file| file.is_file())
-        .map(|file| (file, dir.join(name)))
-    };
     let segments: Vec<&str> = path.split("::").collect();
     let (first, rest) = segments.split_first().unwrap();
     // A name both places have (`replicate`) is tried in each.
@@ -218,15 +221,6 @@ fn resolve(path: &str) -> Result<(), String> {
 /// The rest of [`resolve`]: `rest` from the module in `file` (its
 /// submodules under `dir`).
 fn resolve_in(mut file: PathBuf, mut dir: PathBuf, rest: &[&str]) -> Result<(), String> {
-    let module = |dir: &Path, name: &str| {
-        [
-            dir.join(format!("{name}.rs")),
-            dir.join(name).join("mod.rs"),
-        ]
-        .into_iter()
-        .find(|file| file.is_file())
-        .map(|file| (file, dir.join(name)))
-    };
     for (i, name) in rest.iter().enumerate() {
         let text = std::fs::read_to_string(&file).unwrap();
         let last = i + 1 == rest.len();
