@@ -171,9 +171,18 @@ async fn type_into(b: &Client, css: &str, text: &str) {
     el.send_keys(text).await.unwrap();
 }
 
+/// The page as a PNG in `target/dashboard/` (docs/dashboard.md's pictures
+/// are copied from there). The focus ring a page's navigation leaves on
+/// `main` (for screen readers) is taken off first: it is not the page.
 async fn screenshot(b: &Client, name: &str) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/dashboard");
     std::fs::create_dir_all(&dir).unwrap();
+    b.execute(
+        "document.activeElement && document.activeElement.blur()",
+        vec![],
+    )
+    .await
+    .unwrap();
     let png = b.screenshot().await.unwrap();
     std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
 }
