@@ -349,14 +349,8 @@ async fn a_standby_whose_nats_is_gone_for_30_s_follows_again_with_its_data() {
     assert!(taken > 20, "the primary took webhooks meanwhile: {taken}");
     caught_up(&standby, &primary, 60).await;
     println!(
-        "standby: caught up {:?} after its NATS server was back; its log: {:?}",
-        back.elapsed(),
-        standby
-            .log_text()
-            .lines()
-            .filter(|l| l.contains("WARN") || l.contains("ERROR"))
-            .map(|l| l.chars().take(300).collect::<String>())
-            .collect::<Vec<_>>()
+        "standby: caught up {:?} after its NATS server was back, {taken} events taken meanwhile",
+        back.elapsed()
     );
     assert!(
         standby.child.try_wait().unwrap().is_none(),
