@@ -81,6 +81,10 @@ impl AppError {
     }
 }
 
+/// How long a stopping node waits for its lease task to give the lease up:
+/// a release is one key-value call (2 s to answer at most), tried once.
+const LEASE_RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The admin listener's connection cap: a handful of operators, scrapers
 /// and the dashboard; an ingest flood never takes these slots.
 const ADMIN_MAX_CONNECTIONS: usize = 64;
@@ -624,6 +628,15 @@ async fn stop_in_order(
     tasks
         .wait_for(&[TaskName::Scheduler, TaskName::Summary])
         .await;
+    // The lease given up (a clean stop) before the writer closes: a standby
+    // takes it at once instead of waiting for it to lapse. Bounded: with the
+    // NATS servers gone, it lapses by itself.
+    if tokio::time::timeout(LEASE_RELEASE_WAIT, tasks.wait_for(&[TaskName::Lease]))
+        .await
+        .is_err()
+    {
+        tracing::warn!("the replication lease could not be given up in time; it lapses by itself");
+    }
     let writer_died = failure.is_none() && !tasks.is_running(TaskName::Writer);
     tokio::task::spawn_blocking(move || writer.shutdown())
         .await
