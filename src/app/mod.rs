@@ -58,6 +58,14 @@ pub enum AppError {
     /// Another live process goes by this node's name.
     #[error("replication: {0}")]
     NameTaken(String),
+    /// A part of the app's own work (opening the store, the app's task,
+    /// closing the writer) panicked or was cancelled: a bug, said so.
+    #[error("hookinbox's {what} stopped unexpectedly: {cause}")]
+    Panicked {
+        what: &'static str,
+        #[source]
+        cause: tokio::task::JoinError,
+    },
 }
 
 impl AppError {
@@ -247,9 +255,10 @@ impl App {
     /// Waits until the app has shut down and the database is closed.
     pub async fn wait(self) -> Result<(), AppError> {
         drop(self.store);
-        self.task
-            .await
-            .map_err(|e| AppError::Io(std::io::Error::other(e)))?
+        self.task.await.map_err(|cause| AppError::Panicked {
+            what: "main task",
+            cause,
+        })?
     }
 }
 
@@ -293,7 +302,10 @@ async fn open_store(
     };
     Ok(tokio::task::spawn_blocking(move || Store::open(options))
         .await
-        .map_err(|e| AppError::Io(std::io::Error::other(e)))??)
+        .map_err(|cause| AppError::Panicked {
+            what: "store opening",
+            cause,
+        })??)
 }
 
 /// Every source's destinations, ready to attempt deliveries; the scheduler
@@ -640,7 +652,10 @@ async fn stop_in_order(
     let writer_died = failure.is_none() && !tasks.is_running(TaskName::Writer);
     tokio::task::spawn_blocking(move || writer.shutdown())
         .await
-        .map_err(|e| AppError::Io(std::io::Error::other(e)))?;
+        .map_err(|cause| AppError::Panicked {
+            what: "store writer's shutdown",
+            cause,
+        })?;
     if let Some(failure) = failure {
         return Err(failure);
     }
