@@ -249,13 +249,12 @@ async fn take_lease(
     loop {
         match lease.acquire().await {
             Ok(()) => return Ok(()),
-            Err(LeaseError::Held { .. }) => {
-                let held = lease.held_by().await.ok().flatten();
-                let own_name = held.as_ref().is_some_and(|h| h.holder.node == r.node);
-                if !own_name || std::time::Instant::now() >= deadline {
+            // The refusal names the holder it read: no second read.
+            Err(LeaseError::Held { holder }) => {
+                if holder.node != r.node || std::time::Instant::now() >= deadline {
                     return Err(AppError::NotPrimary {
                         node: r.node.clone(),
-                        holder: held.map_or_else(|| "another node".to_owned(), |h| h.holder.node),
+                        holder: holder.node,
                     });
                 }
                 tokio::time::sleep(Duration::from_millis(250)).await;
