@@ -2,15 +2,17 @@
 //! frames it on disk): the format byte, then the batch's entries, one after
 //! another, each the postcard bytes of that format's entry type.
 //!
-//! The format byte is `0x40 | version` (format 1: `0x41`; format 2, which
-//! adds idempotency keys ([`super::v2`]): `0x42`; format 3, which logs what
-//! a key change wrote ([`super::v3`]): `0x43`; format 4, which logs the
-//! attempts a stop interrupted ([`super::v4`]): `0x44`; format 5, which
-//! adds the audit trail ([`super::v5`]): `0x45`; format 6, which keeps
-//! attempts in full ([`super::v6`]): `0x46`). Builds before
+//! The format byte is `0x40 | version`. This build writes format 7
+//! ([`super::v7`], release 0.2.0: every kind of entry in one flat enum) and
+//! reads every format an earlier build wrote: format 6 (release 0.1.0) and
+//! the formats it was built on, each wrapping the one before behind variant
+//! 0 (1 `0x41`: builds of 26 Nov 2026 before keys; 2, idempotency keys
+//! ([`super::v2`]); 3, what a key change wrote ([`super::v3`]); 4, the
+//! attempts a stop interrupted ([`super::v4`]); 5, the audit trail
+//! ([`super::v5`]); 6, attempts in full ([`super::v6`])). Builds before
 //! versioned records wrote no format byte ("format 0"): their payload
 //! starts with an entry's variant index, one byte below 7 (a postcard
-//! varint; there are seven kinds), so the two never mix up, and format 0's
+//! varint; there were seven kinds), so the two never mix up, and format 0's
 //! entries are format 1's ([`super::v1`]). A payload of a version this build
 //! does not know is [`FrameError::NewerFormat`]: recovery stops and leaves
 //! the log as it is rather than misread what a newer build logged. A build
@@ -29,9 +31,10 @@ use super::v3::EntryV3;
 use super::v4::EntryV4;
 use super::v5::EntryV5;
 use super::v6::EntryV6;
+use super::v7::EntryV7;
 
 /// The version frames are written in.
-pub const LOG_FORMAT: u8 = 6;
+pub const LOG_FORMAT: u8 = 7;
 /// The first byte of every payload this build writes.
 pub const FORMAT_BYTE: u8 = VERSIONED | LOG_FORMAT;
 /// The first byte of a format-1 payload (builds of 26 Nov 2026 before keys).
@@ -44,6 +47,9 @@ const FORMAT_3: u8 = VERSIONED | 3;
 const FORMAT_4: u8 = VERSIONED | 4;
 /// The first byte of a format-5 payload (the audit trail, 27 Nov 2026).
 const FORMAT_5: u8 = VERSIONED | 5;
+/// The first byte of a format-6 payload (attempts in full, 28 Nov 2026;
+/// release 0.1.0).
+const FORMAT_6: u8 = VERSIONED | 6;
 /// Set in the first byte of every versioned payload; never in format 0's.
 const VERSIONED: u8 = 0x40;
 /// Below [`VERSIONED`], a format byte's version.
@@ -70,7 +76,7 @@ pub fn begin(out: &mut Vec<u8>) {
 /// Appends one entry to a payload begun with [`begin`].
 pub fn push(out: &mut Vec<u8>, entry: &Entry<'_>) {
     let frame = std::mem::take(out);
-    *out = postcard::to_extend(&EntryV6::from(entry), frame).expect("postcard encodes into a Vec");
+    *out = postcard::to_extend(&EntryV7::from(entry), frame).expect("postcard encodes into a Vec");
 }
 
 /// The entries of frame `lsn`'s payload, in the order they were applied.
@@ -83,7 +89,8 @@ pub fn entries(lsn: u64, payload: &[u8]) -> Result<Vec<Entry<'_>>, FrameError> {
         Some((&FORMAT_3, rest)) => decode::<EntryV3<'_>>(lsn, rest),
         Some((&FORMAT_4, rest)) => decode::<EntryV4<'_>>(lsn, rest),
         Some((&FORMAT_5, rest)) => decode::<EntryV5<'_>>(lsn, rest),
-        Some((&FORMAT_BYTE, rest)) => decode::<EntryV6<'_>>(lsn, rest),
+        Some((&FORMAT_6, rest)) => decode::<EntryV6<'_>>(lsn, rest),
+        Some((&FORMAT_BYTE, rest)) => decode::<EntryV7<'_>>(lsn, rest),
         Some((&first, _))
             if first & !VERSION_BITS == VERSIONED && first & VERSION_BITS > LOG_FORMAT =>
         {
@@ -119,7 +126,7 @@ where
 }
 
 /// `entries` as a build of an older format wrote them (0: no format byte,
-/// 1, 2, 3, 4 or 5), for the tests that replay such logs. `None` if that format
+/// 1, 2, 3, 4, 5 or 6), for the tests that replay such logs. `None` if that format
 /// has not every entry's kind.
 #[cfg(test)]
 pub fn older_payload(format: u8, entries: &[Entry<'_>]) -> Option<Vec<u8>> {
@@ -130,10 +137,12 @@ pub fn older_payload(format: u8, entries: &[Entry<'_>]) -> Option<Vec<u8>> {
         3 => vec![FORMAT_3],
         4 => vec![FORMAT_4],
         5 => vec![FORMAT_5],
+        6 => vec![FORMAT_6],
         _ => return None,
     };
     for entry in entries {
         out = match format {
+            6 => postcard::to_extend(&EntryV6::from(entry), out),
             5 => postcard::to_extend(&EntryV5::from(entry), out),
             4 => match entry {
                 Entry::Audit { .. } => return None,

@@ -19,7 +19,12 @@
 //! - `v3`: format 3's (what a key change wrote), frozen.
 //! - `v4`: format 4's (the attempts a stop interrupted), frozen.
 //! - `v5`: format 5's (the audit trail), frozen.
-//! - `v6`: format 6's (attempts in full), frozen.
+//! - `v6`: format 6's (attempts in full; release 0.1.0's log), frozen.
+//! - `v7`: format 7, release 0.2.0's log: every kind in one flat enum.
+//!
+//! The writer writes only the newest format; the older ones are read, and
+//! written only by the tests that pin their bytes. Which formats a release
+//! writes and reads: "Formats and releases" in docs/design.md.
 
 pub mod log;
 pub mod row;
@@ -29,6 +34,7 @@ mod v3;
 mod v4;
 mod v5;
 mod v6;
+mod v7;
 
 #[cfg(test)]
 mod tests;

@@ -235,14 +235,16 @@ fn debug(entries: &[Entry<'_>]) -> Vec<String> {
     entries.iter().map(|e| format!("{e:?}")).collect()
 }
 
-/// Format 6 writes each entry format 1 has but a finish as variant 0
+/// Format 7 (release 0.2.0) writes each entry format 1 has but a finish as
+/// exactly format 0's bytes, and a finish as format 0's bytes followed by
+/// what format 6 added to its attempt (here round 0, no first byte, no
+/// headers). Format 6 (release 0.1.0) wrote each but a finish as variant 0
 /// (format 5's) of variant 0 (format 4's) of variant 0 (format 3's) of
-/// variant 0 (format 2's) of variant 0 (format 1's) followed by exactly
-/// format 0's bytes, and a finish as variant 1: format 0's bytes after its
-/// kind, then what format 6 adds to its attempt (here round 0, no first
-/// byte, no headers). These goldens pin all of them.
+/// variant 0 (format 2's) of variant 0 (format 1's) followed by format 0's
+/// bytes, and a finish as variant 1 with the same additions: such a log
+/// reads the same. These goldens pin all of them.
 #[test]
-fn every_entry_is_written_as_format_6_around_the_bytes_format_0_gave_it() {
+fn every_entry_is_written_as_format_7_with_the_bytes_format_0_gave_it() {
     let all = entries();
     let mut written = Vec::new();
     log::begin(&mut written);
@@ -250,20 +252,27 @@ fn every_entry_is_written_as_format_6_around_the_bytes_format_0_gave_it() {
         log::push(&mut written, entry);
     }
     let mut want_bytes = vec![log::FORMAT_BYTE];
+    let mut format_6 = vec![0x46];
     for (entry, hex_text) in &all {
         let old = bytes(hex_text);
+        want_bytes.extend(&old);
         if matches!(entry, Entry::Finish(_)) {
-            want_bytes.push(1);
-            want_bytes.extend(&old[1..]);
             want_bytes.extend([0, 0, 0, 0]);
+            format_6.push(1);
+            format_6.extend(&old[1..]);
+            format_6.extend([0, 0, 0, 0]);
         } else {
-            want_bytes.extend([0, 0, 0, 0, 0]);
-            want_bytes.extend(old);
+            format_6.extend([0, 0, 0, 0, 0]);
+            format_6.extend(old);
         }
     }
+    assert_eq!(written[0], 0x47);
     assert_eq!(written, want_bytes);
     let want: Vec<String> = all.iter().map(|(e, _)| format!("{e:?}")).collect();
     assert_eq!(debug(&log::entries(7, &written).unwrap()), want);
+    assert_eq!(debug(&log::entries(7, &format_6).unwrap()), want);
+    let read = log::entries(7, &format_6).unwrap();
+    assert_eq!(log::older_payload(6, &read).unwrap(), format_6);
     // A build of format 0 reads the format byte as an entry kind it has not.
     assert!(postcard::take_from_bytes::<super::v1::EntryV1<'_>>(&written).is_err());
 }
@@ -408,12 +417,22 @@ fn key_writes_keep_their_bytes() {
         let read = log::entries(1, &written).unwrap();
         assert_eq!(debug(&read), vec![format!("{entry:?}")]);
         assert!(log::older_payload(2, &read).is_none());
-        // This build writes them as format 6: behind variant 0 three times.
+        // This build writes them as format 7's variants 9 and 10, with
+        // the same fields.
         let mut current = Vec::new();
         log::begin(&mut current);
         log::push(&mut current, entry);
-        assert_eq!(current[0], 0x46);
-        assert_eq!(hex::encode(&current[1..]), format!("000000{text}"));
+        assert_eq!(current[0], 0x47);
+        let variant = if text.starts_with("01") { "09" } else { "0a" };
+        assert_eq!(
+            hex::encode(&current[1..]),
+            format!("{variant}{}", &text[2..])
+        );
+        assert_eq!(debug(&log::entries(1, &current).unwrap()), debug(&read));
+        // As format 6 (release 0.1.0) wrote them: behind variant 0 three times.
+        let format_6 = log::older_payload(6, std::slice::from_ref(entry)).unwrap();
+        assert_eq!(hex::encode(&format_6), format!("46000000{text}"));
+        assert_eq!(debug(&log::entries(1, &format_6).unwrap()), debug(&read));
         let format_5 = log::older_payload(5, std::slice::from_ref(entry)).unwrap();
         assert_eq!(hex::encode(&format_5), format!("450000{text}"));
         assert_eq!(debug(&log::entries(1, &format_5).unwrap()), debug(&read));
@@ -431,9 +450,12 @@ fn the_interrupted_attempts_entry_keeps_its_bytes() {
     let mut written = Vec::new();
     log::begin(&mut written);
     log::push(&mut written, &Entry::Interrupted);
-    assert_eq!(written, [0x46, 0x00, 0x00, 0x01]);
+    assert_eq!(written, [0x47, 0x07]);
     let read = log::entries(1, &written).unwrap();
     assert_eq!(debug(&read), ["Interrupted"]);
+    let format_6 = [0x46, 0x00, 0x00, 0x01];
+    assert_eq!(debug(&log::entries(1, &format_6).unwrap()), ["Interrupted"]);
+    assert_eq!(log::older_payload(6, &read).unwrap(), format_6);
     let format_5 = [0x45, 0x00, 0x01];
     assert_eq!(debug(&log::entries(1, &format_5).unwrap()), ["Interrupted"]);
     assert_eq!(log::older_payload(5, &read).unwrap(), format_5);
@@ -491,12 +513,15 @@ fn the_audit_entry_and_row_keep_their_bytes() {
             record: Cow::Borrowed(&record),
         },
     );
-    assert_eq!(hex::encode(&written), format!("46000107{fields}"));
+    assert_eq!(hex::encode(&written), format!("470807{fields}"));
     let read = log::entries(1, &written).unwrap();
     match read.as_slice() {
         [Entry::Audit { id: 7, record: r }] => assert_eq!(**r, record),
         other => panic!("{other:?}"),
     }
+    let format_6 = log::older_payload(6, &read).unwrap();
+    assert_eq!(hex::encode(&format_6), format!("46000107{fields}"));
+    assert_eq!(debug(&log::entries(1, &format_6).unwrap()), debug(&read));
     let format_5 = log::older_payload(5, &read).unwrap();
     assert_eq!(hex::encode(&format_5), format!("450107{fields}"));
     for format in 0..5 {
@@ -737,10 +762,17 @@ fn an_attempt_in_full_keeps_its_bytes_and_older_ones_read_without_its_additions(
     log::push(&mut written, &finish);
     assert_eq!(
         hex::encode(&written),
-        format!("4601ac02{v1_fields}0105{want_more}")
+        format!("4703ac02{v1_fields}0105{want_more}")
     );
     let read = log::entries(1, &written).unwrap();
     assert_eq!(debug(&read), debug(std::slice::from_ref(&finish)));
+    // As format 6 (release 0.1.0) wrote it: variant 1, the same fields.
+    let format_6 = log::older_payload(6, &read).unwrap();
+    assert_eq!(
+        hex::encode(&format_6),
+        format!("4601ac02{v1_fields}0105{want_more}")
+    );
+    assert_eq!(debug(&log::entries(1, &format_6).unwrap()), debug(&read));
     // As format 5 wrote it: the additions are not there, and read as none.
     let format_5 = log::older_payload(5, &read).unwrap();
     assert_eq!(

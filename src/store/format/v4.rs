@@ -20,6 +20,8 @@ pub(super) enum EntryV4<'a> {
     Interrupted,
 }
 
+/// Only the tests write format 4 now.
+#[cfg(test)]
 impl<'a> From<&'a Entry<'_>> for EntryV4<'a> {
     fn from(entry: &'a Entry<'_>) -> Self {
         match entry {

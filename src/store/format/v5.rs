@@ -115,6 +115,8 @@ impl From<AuditRowV5<'_>> for AuditRecord {
     }
 }
 
+/// Only the tests write format 5 now.
+#[cfg(test)]
 impl<'a> From<&'a Entry<'_>> for EntryV5<'a> {
     fn from(entry: &'a Entry<'_>) -> Self {
         match entry {

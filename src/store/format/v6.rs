@@ -71,7 +71,7 @@ impl<'a> From<&'a Attempt> for AttemptMoreV6<'a> {
 
 impl AttemptMoreV6<'_> {
     /// Puts what format 6 adds into `attempt`.
-    fn fill(self, attempt: &mut Attempt) {
+    pub(super) fn fill(self, attempt: &mut Attempt) {
         attempt.round = self.round;
         attempt.first_byte_ms = self.first_byte_ms;
         attempt.request_headers = owned(self.request_headers);
@@ -93,6 +93,8 @@ impl From<AttemptRowV6<'_>> for Attempt {
     }
 }
 
+/// Format 6 as the 0.1.0 build wrote it: only the tests write it now.
+#[cfg(test)]
 impl<'a> From<&'a Entry<'_>> for EntryV6<'a> {
     fn from(entry: &'a Entry<'_>) -> Self {
         match entry {
