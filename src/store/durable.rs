@@ -26,74 +26,17 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::Instant;
 
-use tokio::sync::oneshot;
-
-use super::error::{Report, StoreError, WriteError};
+use super::error::{Report, WriteError};
 use super::handle::Shared;
-use super::keys::KeyAnswer;
 use super::options::CommitHook;
+use super::progress::Progress;
+use super::reply::Ready;
 use super::ship::{ShipError, ShippedFrame, Shipper};
-use super::types::{ChangeError, Claimed, Ingested, Swept};
 use super::wal::Frame;
-
-/// A job's answer, held until its batch is durable. It carries the job's
-/// own reply channel, so a job can only be answered with its own kind of
-/// result; a failed batch fails every one with the batch's cause.
-pub(super) struct Reply<T> {
-    pub to: oneshot::Sender<Result<T, StoreError>>,
-    pub answer: T,
-}
-
-pub(super) enum Ready {
-    Ingested(Reply<Ingested>),
-    Claimed(Reply<Option<Claimed>>),
-    Done(Reply<()>),
-    Changed(Reply<Result<(), ChangeError>>),
-    Swept(Reply<Swept>),
-    Key(Reply<KeyAnswer>),
-    Applied(Reply<u64>),
-    Audited(Reply<u64>),
-}
-
-// A dropped receiver is a caller that went away: what was committed stands.
-impl Ready {
-    fn send(self) {
-        fn send<T>(r: Reply<T>) {
-            let _ = r.to.send(Ok(r.answer));
-        }
-        match self {
-            Ready::Ingested(r) => send(r),
-            Ready::Claimed(r) => send(r),
-            Ready::Done(r) => send(r),
-            Ready::Changed(r) => send(r),
-            Ready::Swept(r) => send(r),
-            Ready::Key(r) => send(r),
-            Ready::Applied(r) => send(r),
-            Ready::Audited(r) => send(r),
-        }
-    }
-
-    pub fn fail(self, cause: &Arc<WriteError>) {
-        match self {
-            Ready::Ingested(r) => fail(r.to, cause),
-            Ready::Claimed(r) => fail(r.to, cause),
-            Ready::Done(r) => fail(r.to, cause),
-            Ready::Changed(r) => fail(r.to, cause),
-            Ready::Swept(r) => fail(r.to, cause),
-            Ready::Key(r) => fail(r.to, cause),
-            Ready::Applied(r) => fail(r.to, cause),
-            Ready::Audited(r) => fail(r.to, cause),
-        }
-    }
-}
-
-pub(super) fn fail<T>(to: oneshot::Sender<Result<T, StoreError>>, cause: &Arc<WriteError>) {
-    let _ = to.send(Err(StoreError::Write(cause.clone())));
-}
 
 /// One batch the writer committed to redb.
 pub(super) struct Batch {
@@ -125,40 +68,6 @@ enum Item {
     Batch(Batch),
     /// Answer once every batch before it is answered.
     Settle(mpsc::SyncSender<()>),
-}
-
-/// What the writer and the log thread both see (and readers: it lives in
-/// [`Shared`]).
-#[derive(Default)]
-pub(super) struct Progress {
-    /// The number of the newest batch answered as durable.
-    durable: AtomicU64,
-    /// The number of the newest frame the shipper took (with no shipper:
-    /// as `durable`): the log may start over once it reaches the writer's.
-    shipped: AtomicU64,
-    /// A write or sync failed; set until the writer settles the thread.
-    failed: AtomicBool,
-    /// The shipper said another primary writes the stream: nothing is
-    /// answered 2xx again.
-    replaced: AtomicBool,
-}
-
-impl Progress {
-    /// Whether this disk holds a frame the stream never took: frames
-    /// stored here past the last one shipped (refused by another writer,
-    /// or not taken before the end).
-    pub(super) fn holds_unshipped(&self) -> bool {
-        self.durable.load(Ordering::Acquire) > self.shipped.load(Ordering::Acquire)
-    }
-
-    /// The newest frame number shipped.
-    pub(super) fn shipped(&self) -> u64 {
-        self.shipped.load(Ordering::Acquire)
-    }
-
-    pub(super) fn replaced(&self) -> bool {
-        self.replaced.load(Ordering::Acquire)
-    }
 }
 
 /// The writer's end of the log thread.

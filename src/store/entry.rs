@@ -3,8 +3,8 @@
 
 use std::borrow::Cow;
 
-use super::audit::AuditRecord;
-use super::keys::{KeyOp, KeyWrite};
+use super::types::audit::AuditRecord;
+use super::types::keys::{KeyOp, KeyWrite};
 use super::types::{Change, Finish, Initial};
 
 /// What one job changed, enough to apply it again after a crash: an event

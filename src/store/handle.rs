@@ -2,8 +2,9 @@
 //! the writer and the log thread ([`Shared`]: the database slot, the job
 //! queue, the dedupe index, the commit signal, the last write failure);
 //! [`WriterHandle`], the writer thread to join at shutdown; public ids.
-//! `Store`'s methods live with what they do: `open.rs`, `write.rs` (jobs
-//! for the writer), `read.rs`, `list.rs` and `stats.rs` (snapshots),
+//! `Store`'s methods live with what they do: `open.rs`, `ops/` (one file
+//! per durable operation, each queuing its job through [`Store::call`]),
+//! `status.rs`, `read.rs`, `list.rs` and `stats.rs` (snapshots),
 //! `backup.rs`.
 
 use std::path::{Path, PathBuf};
@@ -14,7 +15,8 @@ use tokio::sync::{Notify, mpsc, oneshot};
 
 use super::dedupe::DedupeIndex;
 use super::error::{StoreError, WriteError};
-use super::job;
+use super::job::{self, Job, Message};
+use super::reply::ReplyTo;
 
 /// A cheap handle to the store. Clones share the writer and the database.
 #[derive(Clone)]
@@ -46,7 +48,7 @@ pub(super) struct Shared {
     /// log, not yet in the database ([`Store::get_acked`]).
     pub(super) decided: std::sync::atomic::AtomicU64,
     /// What the log thread answered as durable and shipped.
-    pub(super) progress: Arc<super::durable::Progress>,
+    pub(super) progress: Arc<super::progress::Progress>,
 }
 
 /// The writer thread, to be joined at shutdown.
@@ -101,6 +103,21 @@ impl Store {
         (tag == self.shared.tag)
             .then(|| u64::from_str_radix(&rest[8..], 16).ok())
             .flatten()
+    }
+
+    /// Queues the job `job` makes of a reply channel and waits for its
+    /// answer, which the writer sends once the job's batch is durable.
+    pub(super) async fn call<T>(
+        &self,
+        job: impl FnOnce(ReplyTo<T>) -> Job,
+    ) -> Result<T, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.shared
+            .jobs
+            .send(Message::Job(job(reply)))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
     }
 
     pub(super) fn db(&self) -> Result<Arc<Database>, StoreError> {

@@ -5,9 +5,10 @@ use redb::{Database, ReadableTable};
 
 use super::error::WriteError;
 use super::format::row;
-use super::keys::{KeyWrite, META_KEY_SEQ, META_KEY_TOKEN};
 use super::schema::{self, META, META_SCHEMA, SCHEMA_VERSION};
 use super::tables;
+use super::tables::keys::{META_KEY_SEQ, META_KEY_TOKEN};
+use super::types::keys::KeyWrite;
 
 /// The `meta` row that says how far the index build of a migration from
 /// schema 3 got: a kill during it resumes there.

@@ -130,8 +130,7 @@ impl Store {
             tag,
             Box::new(move || {
                 let (reply, _) = oneshot::channel();
-                let _ =
-                    wake.blocking_send(super::job::Message::Job(super::job::Job::Ping { reply }));
+                let _ = wake.blocking_send(super::job::Message::Job(super::ops::ping::job(reply)));
             }),
         )
         .map_err(thread_err)?;
@@ -139,7 +138,7 @@ impl Store {
         let wake = jobs.clone();
         let checkpointer = writer::Checkpointer::spawn(Box::new(move || {
             let (reply, _) = oneshot::channel();
-            let _ = wake.blocking_send(super::job::Message::Job(super::job::Job::Ping { reply }));
+            let _ = wake.blocking_send(super::job::Message::Job(super::ops::ping::job(reply)));
         }))
         .map_err(thread_err)?;
         let thread = writer::spawn(
@@ -161,15 +160,15 @@ impl Store {
         // A first batch, so that the writer starts merging the runs the
         // open built even if nothing else comes.
         let (reply, _) = oneshot::channel();
-        let _ = jobs.try_send(super::job::Message::Job(super::job::Job::Ping { reply }));
+        let _ = jobs.try_send(super::job::Message::Job(super::ops::ping::job(reply)));
         if ships {
             // The queue holds a ping at most: this is the writer's first job. Its
             // answer is not waited for (a reader may see the leases for a
             // moment); anything written after queues behind it.
             let (reply, _) = oneshot::channel();
-            let _ = jobs.try_send(super::job::Message::Job(super::job::Job::Interrupted {
+            let _ = jobs.try_send(super::job::Message::Job(super::ops::interrupted::job(
                 reply,
-            }));
+            )));
         }
         Ok((
             Store { shared },

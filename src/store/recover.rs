@@ -7,16 +7,12 @@ use std::path::Path;
 
 use redb::{Database, Durability, ReadableDatabase, ReadableTable};
 
-use super::dedupe::{Fingerprint, Kind, fingerprint};
 use super::entry::Entry;
 use super::error::{StoreError, WriteError};
 use super::format::log as payload;
-use super::format::row;
-use super::index::MinuteKind;
-use super::keys::KeyWrite;
 use super::pack;
 use super::schema::{self, EVENTS, STATE};
-use super::tables::{StoredAs, Tables, Ttls, store_event};
+use super::tables::{Tables, Ttls};
 use super::wal::{META_LSN, Wal, WalError};
 
 pub(super) fn open_database(path: &Path, cache_bytes: usize) -> Result<Database, WriteError> {
@@ -121,77 +117,8 @@ pub(super) fn recover_then(
     Ok(Recovered { lsn, frames })
 }
 
-/// Applies one logged entry again.
+/// Applies one logged entry again ([`super::ops::replay`], the index
+/// rebuilt apart).
 pub(super) fn replay(t: &mut Tables<'_>, entry: Entry<'_>, ttls: &Ttls) -> Result<(), WriteError> {
-    replay_moving(t, entry, ttls, &mut |_, _, _, _| {})
-}
-
-/// [`replay`], telling `moved` of each dedupe index entry it changes:
-/// (kind, fingerprint, the seq it was at, the seq it is at now), as the
-/// writer learns them live. A standby's index follows what it applies so.
-pub(super) fn replay_moving(
-    t: &mut Tables<'_>,
-    entry: Entry<'_>,
-    ttls: &Ttls,
-    moved: &mut dyn FnMut(Kind, Fingerprint, Option<u64>, Option<u64>),
-) -> Result<(), WriteError> {
-    match entry {
-        Entry::Ingest {
-            seq,
-            initial,
-            record,
-        } => {
-            let event = row::decode_event(&record)?;
-            let at = StoredAs {
-                seq,
-                fp: fingerprint(&event.source, &event.event_id),
-                source: &event.source,
-                event_type: event.event_type.as_deref(),
-                received: event.received_at_ms,
-            };
-            store_event(t, &at, &record, &initial, ttls)?;
-            moved(Kind::Event, at.fp, None, Some(seq));
-            Ok(())
-        }
-        Entry::Duplicate {
-            received_ms,
-            source,
-        } => {
-            t.index
-                .count_minute(received_ms, &source, MinuteKind::Duplicate);
-            Ok(())
-        }
-        Entry::Claim { seq, started_ms } => t.claim(seq, started_ms).map(drop),
-        Entry::Finish(finish) => t.finish(&finish, ttls),
-        Entry::Change {
-            seq,
-            change,
-            now_ms,
-        } => t.change(seq, &change, now_ms, ttls).map(drop),
-        Entry::Sweep { now_ms, limit } => {
-            let (_, forgotten) = t.sweep(now_ms, limit, ttls)?;
-            forgotten.tell(moved);
-            Ok(())
-        }
-        Entry::SetMeta { key, value } => {
-            t.meta.insert(&*key, &*value)?;
-            Ok(())
-        }
-        Entry::Interrupted => t.recover_leases().map(drop),
-        Entry::Audit { id, record } => t.put_audit(id, &record),
-        Entry::KeyWrite(write) => {
-            let fp = t.write_key(&write)?;
-            match &*write {
-                KeyWrite::Put { seq, replaces, .. } => moved(Kind::Key, fp, *replaces, Some(*seq)),
-                KeyWrite::Remove { seq, .. } => moved(Kind::Key, fp, Some(*seq), None),
-            }
-            Ok(())
-        }
-        Entry::Key {
-            namespace,
-            key,
-            op,
-            now_ms,
-        } => t.key_by_op(&namespace, &key, &op, now_ms),
-    }
+    super::ops::replay(t, entry, ttls, &mut |_, _, _, _| {})
 }

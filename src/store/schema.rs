@@ -86,7 +86,7 @@ pub const PENDING_SINCE: TableDefinition<(&str, u64, u64), ()> =
 pub const COUNTS: TableDefinition<(&str, &str, u8), u64> = TableDefinition::new("counts");
 pub const MINUTES: TableDefinition<(u64, &str, u8), u64> = TableDefinition::new("minutes");
 pub const ERASED: TableDefinition<u64, &[u8]> = TableDefinition::new("erased");
-/// Idempotency keys ([`super::keys`]), append-only: (namespace, seq) →
+/// Idempotency keys ([`super::types::keys`]), append-only: (namespace, seq) →
 /// (the key's fingerprint, its row). A change writes the key's new row
 /// under the next seq and removes the old one, which is near the end too:
 /// keyed by the key itself, every new key was a random insert that dirtied
@@ -98,7 +98,7 @@ pub const KEY_DUE: TableDefinition<(u64, &str, u64), ()> = TableDefinition::new(
 /// (namespace, seq) → (): the keys claimed and not done (few), so a list
 /// of them reads only them.
 pub const KEY_CLAIMED: TableDefinition<(&str, u64), ()> = TableDefinition::new("key_claimed");
-/// The audit trail ([`super::audit`]): id → (when it was asked, the
+/// The audit trail ([`super::types::audit`]): id → (when it was asked, the
 /// record). Ids count up, so the oldest records, the sweeper's, are the
 /// start; the time beside the row lets it judge them undecoded. Opened only
 /// by the jobs that write it, and created by the first: a file no change

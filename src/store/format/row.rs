@@ -9,9 +9,9 @@
 
 use serde::Deserialize;
 
-use super::super::audit::AuditRecord;
-use super::super::keys::KeyRecord;
 use super::super::schema::{Attempt, EventRecord, EventState, Note};
+use super::super::types::audit::AuditRecord;
+use super::super::types::keys::KeyRecord;
 use super::v1::{AttemptV1, EventV1, EventViewV1, NoteV1, StateV1};
 use super::v2::KeyRowV2;
 use super::v3::KeyRowV3;

@@ -474,7 +474,7 @@ fn the_interrupted_attempts_entry_keeps_its_bytes() {
 #[test]
 fn the_audit_entry_and_row_keep_their_bytes() {
     use crate::metrics::{AuditAction, Role};
-    use crate::store::audit::{AuditOutcome, AuditRecord};
+    use crate::store::{AuditOutcome, AuditRecord};
     let record = AuditRecord {
         at_ms: 1,
         person: "otto".into(),

@@ -1,4 +1,4 @@
-//! Format 2: format 1 and idempotency keys ([`super::super::keys`]).
+//! Format 2: format 1 and idempotency keys ([`super::super::types::keys`]).
 //!
 //! A log entry of format 2 is either one of format 1's, unchanged behind
 //! variant 0, or a key change (the operation, decided again on replay);
@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use super::super::entry::Entry;
-use super::super::keys::{KeyOp, KeyRecord, KeyState};
+use super::super::types::keys::{KeyOp, KeyRecord, KeyState};
 use super::v1::EntryV1;
 
 /// A `keys` row.

@@ -1,7 +1,7 @@
 //! Format 3: what a key change wrote, instead of the operation.
 //!
 //! A log entry of format 3 is either one of format 2's, unchanged behind
-//! variant 0, or a key write ([`super::super::keys::KeyWrite`]): recovery
+//! variant 0, or a key write ([`super::super::types::keys::KeyWrite`]): recovery
 //! and a standby write it as it is, with no index to look the key up in and
 //! nothing to decide. A key's row is version 3: the key, then the fields of
 //! version 2. Frozen like `v1`.
@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use super::super::entry::Entry;
-use super::super::keys::{KeyRecord, KeyWrite};
+use super::super::types::keys::{KeyRecord, KeyWrite};
 use super::v2::{EntryV2, KeyRowV2};
 
 /// A `key_log` row.

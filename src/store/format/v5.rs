@@ -1,4 +1,4 @@
-//! Format 5: the audit trail ([`super::super::audit`]).
+//! Format 5: the audit trail ([`super::super::types::audit`]).
 //!
 //! A log entry of format 5 is either one of format 4's, unchanged behind
 //! variant 0, or an audit record as written, whole, under its id: recovery
@@ -10,8 +10,8 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-use super::super::audit::{AuditOutcome, AuditRecord};
 use super::super::entry::Entry;
+use super::super::types::audit::{AuditOutcome, AuditRecord};
 use super::v4::EntryV4;
 use crate::metrics::{AuditAction, Role};
 

@@ -407,8 +407,8 @@ async fn every_namespaces_keys_are_found_after_a_reopen() {
 /// build handed out.
 #[tokio::test]
 async fn schema_6_keys_move_into_the_key_log_at_open() {
-    use super::super::keys::META_KEY_TOKEN;
     use super::super::schema::{KEY_EXPIRY_6, KEYS_6, META, META_SCHEMA};
+    use super::super::tables::keys::META_KEY_TOKEN;
 
     let dir = tempfile::tempdir().unwrap();
     let (store, writer) = Store::open(options(dir.path())).unwrap();

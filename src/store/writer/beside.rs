@@ -30,17 +30,14 @@ use std::time::Instant;
 
 use redb::Database;
 
-use super::super::dedupe::{DedupeIndex, Frozen, Kind, fingerprint};
-use super::super::durable::{Batch, Durability as Made, Ready, Reply, fail};
-use super::super::entry::Entry;
+use super::super::dedupe::Frozen;
+use super::super::durable::{Batch, Durability as Made};
 use super::super::error::{Report, WriteError};
-use super::super::handle::public_id;
-use super::super::job::Job;
+use super::super::job::{Beside, Deciding, Job};
 use super::super::recover::commit_checkpoint;
-use super::super::types::{Ingested, Initial};
+use super::super::reply::Ready;
 use super::super::wal::META_LSN;
 use super::{InFlight, Keys, Writer};
-use crate::verify::VerifiedEvent;
 
 /// A durable commit's thread, and the checkpoint it runs, if any.
 pub(in crate::store) struct Checkpointer {
@@ -109,13 +106,6 @@ fn checkpoint(db: &Database, lsn: u64) -> Result<(), WriteError> {
     commit_checkpoint(txn)
 }
 
-/// What [`Writer::decide`] made of one event.
-enum Decided {
-    Answered(Result<Ingested, WriteError>),
-    /// Its record does not fit in what is left of the log's segment.
-    NoRoom,
-}
-
 impl Writer {
     /// Whether a checkpoint due now can run beside the writer: the frame
     /// being built has entries and fits an empty segment, no checkpoint
@@ -140,7 +130,7 @@ impl Writer {
                 .dedupe
                 .write()
                 .unwrap_or_else(|p| p.into_inner());
-            index.freeze(self.next_seq - 1, self.options.dedupe_seal_keys)
+            index.freeze(self.events.next_seq - 1, self.options.dedupe_seal_keys)
         };
         self.last_checkpoint = Instant::now();
         self.checkpointer.running = Some(Running {
@@ -237,31 +227,26 @@ impl Writer {
         {
             let shared = self.shared.clone();
             let index = shared.dedupe.read().unwrap_or_else(|p| p.into_inner());
+            let mut step = Deciding {
+                index: &index,
+                keys: &mut keys,
+                wal: &mut self.wal,
+                ready,
+                events: &mut self.events,
+                decided: &shared.decided,
+            };
             for job in batch.drain(..) {
-                match job {
-                    Job::Ingest {
-                        event,
-                        initial,
-                        reply,
-                    } if !full => match self.decide(&index, &mut keys, &event, &initial) {
-                        Decided::Answered(Ok(answer)) => {
-                            ready.push(Ready::Ingested(Reply { to: reply, answer }))
-                        }
-                        Decided::Answered(Err(e)) => fail(reply, &Arc::new(e)),
-                        Decided::NoRoom => {
-                            full = true;
-                            self.held.push(Job::Ingest {
-                                event,
-                                initial,
-                                reply,
-                            });
-                        }
-                    },
-                    Job::Ping { reply } => ready.push(Ready::Done(Reply {
-                        to: reply,
-                        answer: (),
-                    })),
-                    job => self.held.push(job),
+                if full {
+                    self.held.push(job);
+                    continue;
+                }
+                match job.beside(&mut step) {
+                    Beside::Done => {}
+                    Beside::Held(job) => self.held.push(job),
+                    Beside::NoRoom(job) => {
+                        full = true;
+                        self.held.push(job);
+                    }
                 }
             }
         }
@@ -295,54 +280,6 @@ impl Writer {
         if full {
             self.wait_checkpoint(true);
         }
-    }
-
-    /// One event, while a checkpoint runs: a duplicate of a live key (this
-    /// frame's first, then the index's), or the next seq, with its entry in
-    /// the frame being built; as [`Writer::ingest`] decides, without the
-    /// database (the backlog's replay writes what it would have).
-    fn decide(
-        &mut self,
-        index: &DedupeIndex,
-        keys: &mut Keys,
-        event: &VerifiedEvent,
-        initial: &Initial,
-    ) -> Decided {
-        let fp = fingerprint(event.source().as_str(), event.event_id().as_str());
-        let live = match keys.live(index, Kind::Event, fp) {
-            Ok(live) => live,
-            Err(e) => return Decided::Answered(Err(e.into())),
-        };
-        if let Some(seq) = live {
-            if !self.wal.has_room(64 + event.source().as_str().len()) {
-                return Decided::NoRoom;
-            }
-            self.wal.push(&Entry::Duplicate {
-                received_ms: event.received_at_ms(),
-                source: event.source().as_str().into(),
-            });
-            return Decided::Answered(Ok(Ingested::Duplicate {
-                id: public_id(self.shared.tag, seq),
-            }));
-        }
-        self.encode_record(event);
-        if !self.wal.has_room(self.record_buf.len() + 1024) {
-            return Decided::NoRoom;
-        }
-        let seq = self.next_seq;
-        self.next_seq += initial.starts(event.source().as_str()).len() as u64;
-        self.shared
-            .decided
-            .fetch_max(self.next_seq - 1, std::sync::atomic::Ordering::AcqRel);
-        keys.moved(Kind::Event, fp, None, Some(seq));
-        self.wal.push(&Entry::Ingest {
-            seq,
-            initial: std::borrow::Cow::Borrowed(initial),
-            record: std::borrow::Cow::Borrowed(&self.record_buf),
-        });
-        Decided::Answered(Ok(Ingested::New {
-            id: public_id(self.shared.tag, seq),
-        }))
     }
 
     /// Whether the writer still has a backlog or held jobs to apply.

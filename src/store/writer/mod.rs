@@ -22,49 +22,34 @@
 //! strength of it: a delivery first claims the event through this writer,
 //! and that claim is answered only after everything before it is durable.
 //!
-//! Duplicates inside one batch resolve in arrival order: the batch is applied
-//! in queue order and each event is checked against the batch's own new keys
-//! before the dedupe index, so the second copy sees the first one's key.
+//! The writer knows no operation by name: each job is an [`Op`] of
+//! `ops/`, which says where it runs and how its batch commits, and does its
+//! step in the batch's transaction through a [`Step`] the writer lends it.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use std::borrow::Cow;
-
 use redb::Durability;
 use tokio::sync::{mpsc, oneshot};
 
 use super::dedupe::seal::Sealer;
-use super::dedupe::{DedupeIndex, Fingerprint, Kind, fingerprint};
-use super::durable::{Batch, Durability as Made, LogHandle, Ready, Reply, fail};
-use super::entry::Entry;
-use super::error::{Report, StoreError, WriteError};
+use super::durable::{Batch, Durability as Made, LogHandle};
+use super::error::{Report, WriteError};
 use super::format::log as log_format;
-use super::format::row::{self, EventRecordRef};
-use super::handle::{Shared, public_id};
-use super::index::MinuteKind;
-use super::job::{Job, Message};
-use super::keys::{self, KeyWrite};
+use super::handle::Shared;
+use super::job::{Applied, Commit, Job, Message, Numbering, Runs, Step};
+use super::moves::Keys;
 use super::options::StoreOptions;
 use super::recover::{commit_checkpoint, replay};
-use super::tables::{StoredAs, Tables, Ttls, store_event};
-use super::types::{Ingested, Initial};
+use super::reply::Ready;
+use super::tables::{Tables, Ttls};
 use super::wal::{META_LSN, Wal, WalError};
 
 mod beside;
-mod moves;
 mod runs;
 mod reopen;
-mod standby;
 pub(super) use beside::Checkpointer;
-pub(super) use moves::Keys;
-use standby::Applied;
-pub(super) use standby::META_STREAM_SEQ;
-
-/// The `meta` row a readiness probe writes and removes.
-const PROBE_KEY: &str = "readiness-probe";
-use crate::verify::VerifiedEvent;
 
 /// Linger: a commit answers its whole batch at once, and those producers
 /// come back together a few microseconds later — after the writer has already
@@ -78,56 +63,11 @@ const LINGER_FROM: usize = 4;
 const LINGER_QUIET: Duration = Duration::from_micros(50);
 const LINGER_MAX: Duration = Duration::from_micros(400);
 
-impl Job {
-    /// Answers a job that never ran with its batch's cause.
-    fn fail(self, cause: &Arc<WriteError>) {
-        match self {
-            Job::Ingest { reply, .. } => fail(reply, cause),
-            Job::Claim { reply, .. } => fail(reply, cause),
-            Job::Finish { reply, .. }
-            | Job::SetMeta { reply, .. }
-            | Job::Ping { reply }
-            | Job::Probe { reply, .. } => fail(reply, cause),
-            Job::Change { reply, .. } => fail(reply, cause),
-            Job::Sweep { reply, .. } => fail(reply, cause),
-            Job::Key { reply, .. } => fail(reply, cause),
-            Job::Apply { reply, .. } | Job::Audit { reply, .. } => fail(reply, cause),
-            Job::Promote { reply } | Job::Interrupted { reply } => fail(reply, cause),
-        }
-    }
-}
-
-/// Pairs a job's result with its reply: `Ok` waits for the commit in
-/// `ready`; `Err` fails this job now and ends the batch with the cause.
-fn settle<T>(
-    reply: oneshot::Sender<Result<T, StoreError>>,
-    result: Result<T, WriteError>,
-    ready: &mut Vec<Ready>,
-    wrap: fn(Reply<T>) -> Ready,
-) -> Result<(), Arc<WriteError>> {
-    match result {
-        Ok(answer) => {
-            ready.push(wrap(Reply { to: reply, answer }));
-            Ok(())
-        }
-        Err(e) => {
-            let cause = Arc::new(e);
-            fail(reply, &cause);
-            Err(cause)
-        }
-    }
-}
-
 pub(super) struct Writer {
     shared: Arc<Shared>,
     options: StoreOptions,
-    next_seq: u64,
-    /// The receipt time of the newest stored event: a new event is stamped
-    /// no earlier, so receipt time never decreases along seq and a time
-    /// range is a seq range (`Store::list` finds it by binary search).
-    last_received_ms: u64,
-    record_buf: Vec<u8>,
-    scratch: Vec<u8>,
+    /// How events are numbered and stamped, lent to each step.
+    events: Numbering,
     wal: Wal,
     /// The number of the last frame or checkpoint committed to redb.
     lsn: u64,
@@ -140,7 +80,7 @@ pub(super) struct Writer {
     /// and the index keeps or forgets the keys to match ([`Writer::database`]).
     in_flight: VecDeque<InFlight>,
     /// A standby's writer: it stores only the frames its primary shipped
-    /// ([`Job::Apply`]), until promoted.
+    /// (jobs that run on a standby), until promoted.
     standby: bool,
     /// The last frame the batch being applied brought, if it applied any.
     applied: Option<Applied>,
@@ -251,11 +191,14 @@ impl Writer {
         checkpointer: Checkpointer,
     ) -> Writer {
         Writer {
+            events: Numbering {
+                next_seq,
+                last_received_ms,
+                tag: shared.tag,
+                record_buf: Vec::with_capacity(4096),
+                scratch: Vec::with_capacity(4096),
+            },
             shared,
-            next_seq,
-            last_received_ms,
-            record_buf: Vec::with_capacity(4096),
-            scratch: Vec::with_capacity(4096),
             wal,
             lsn,
             last_checkpoint: Instant::now(),
@@ -308,29 +251,31 @@ impl Writer {
     /// [`Writer::commit`] once no checkpoint holds the database: the
     /// backlog, then `batch`, in one transaction.
     fn apply_batch(&mut self, batch: &mut Vec<Job>, ready: &mut Vec<Ready>, busy: bool) {
-        let first_seq = self.next_seq;
+        let first_seq = self.events.next_seq;
         let started = Instant::now();
         let jobs = batch.len();
+        // A probe proves a durable write of an event's size: never the log's.
         let probe = batch
             .iter()
-            .any(|job| matches!(job, Job::Probe { bytes, .. } if *bytes > 0));
-        // A probe proves a durable write of an event's size: never the log's.
-        let checkpoint = batch.iter().any(|job| matches!(job, Job::Probe { .. }));
+            .any(|job| job.commit() == Commit::Checkpoint { event_sized: true });
+        let checkpoint = batch
+            .iter()
+            .any(|job| matches!(job.commit(), Commit::Checkpoint { .. }));
         match self.apply(batch, ready, checkpoint, probe, busy) {
             Ok((lsn, durability)) => {
-                self.applied_seq = self.next_seq - 1;
+                self.applied_seq = self.events.next_seq - 1;
                 self.forget_durable();
                 self.log.send(Batch {
                     lsn,
                     durability,
-                    newest: self.next_seq - 1,
+                    newest: self.events.next_seq - 1,
                     replies: std::mem::replace(ready, Vec::with_capacity(jobs)),
                     jobs,
                     started,
                 });
             }
             Err(cause) => {
-                self.next_seq = first_seq;
+                self.events.next_seq = first_seq;
                 tracing::error!(cause = %Report(&*cause), jobs, "store commit failed; answering 503 and reopening the database");
                 for reply in ready.drain(..) {
                     reply.fail(&cause);
@@ -381,11 +326,25 @@ impl Writer {
             }
             let shared = self.shared.clone();
             let index = shared.dedupe.read().unwrap_or_else(|p| p.into_inner());
+            let mut step = Step {
+                t: &mut t,
+                index: &index,
+                keys: &mut keys,
+                wal: &mut self.wal,
+                ready,
+                ttls: &ttls,
+                events: &mut self.events,
+                options: &self.options,
+                standby: &mut self.standby,
+                applied: &mut self.applied,
+                lsn: self.lsn,
+                promoted: &shared.standby,
+            };
             // Drained, not taken: the batch keeps its capacity for the next one.
             let mut jobs = batch.drain(..);
             let mut failed = None;
             for job in jobs.by_ref() {
-                if let Err(cause) = self.apply_one(&mut t, &index, &mut keys, job, ready) {
+                if let Err(cause) = run(job, &mut step) {
                     failed = Some(cause);
                     break;
                 }
@@ -505,259 +464,25 @@ impl Writer {
         }
     }
 
-    /// One job's step in the batch's transaction.
-    fn apply_one(
-        &mut self,
-        t: &mut Tables<'_>,
-        index: &DedupeIndex,
-        keys: &mut Keys,
-        job: Job,
-        ready: &mut Vec<Ready>,
-    ) -> Result<(), Arc<WriteError>> {
-        let refused = match &job {
-            Job::Apply { .. } => !self.standby,
-            Job::Ping { .. } | Job::Promote { .. } => false,
-            _ => self.standby,
-        };
-        if refused {
-            // A standby stores only its primary's frames; a primary none.
-            let cause = Arc::new(WriteError::Role {
-                standby: self.standby,
-            });
-            job.fail(&cause);
-            return Ok(());
-        }
-        match job {
-            Job::Apply {
-                frames,
-                stream_seq,
-                reply,
-            } => {
-                // Refused alone, before the transaction sees it: frames
-                // that do not continue are the follower's mistake, not a
-                // failed commit.
-                if let Err(gap) = self.continues(&frames) {
-                    fail(reply, &Arc::new(gap));
-                    return Ok(());
-                }
-                let result = self.apply_frames(t, keys, &frames, stream_seq);
-                settle(reply, result, ready, Ready::Applied)
-            }
-            Job::Promote { reply } => {
-                // The promoted store's first frame records the attempts its
-                // old primary had in flight: delivered again from here. It
-                // also fences that primary: the stream takes it only if
-                // nothing was appended since the check.
-                let result = self.promote(t).and_then(|()| self.interrupted(t));
-                settle(reply, result, ready, Ready::Done)
-            }
-            Job::Interrupted { reply } => {
-                let result = self.interrupted(t);
-                settle(reply, result, ready, Ready::Done)
-            }
-            Job::Ingest {
-                event,
-                initial,
-                reply,
-            } => {
-                let result = self.ingest(t, index, keys, &event, &initial);
-                settle(reply, result, ready, Ready::Ingested)
-            }
-            Job::Claim {
-                seq,
-                started_ms,
-                reply,
-            } => {
-                self.wal.push(&Entry::Claim { seq, started_ms });
-                settle(reply, t.claim(seq, started_ms), ready, Ready::Claimed)
-            }
-            Job::Finish { finish, reply } => {
-                self.wal.push(&Entry::Finish(Cow::Borrowed(&finish)));
-                settle(reply, t.finish(&finish, &self.ttls()), ready, Ready::Done)
-            }
-            Job::Change {
-                seq,
-                change,
-                now_ms,
-                reply,
-            } => {
-                self.wal.push(&Entry::Change {
-                    seq,
-                    change: Cow::Borrowed(&change),
-                    now_ms,
-                });
-                settle(
-                    reply,
-                    t.change(seq, &change, now_ms, &self.ttls()),
-                    ready,
-                    Ready::Changed,
-                )
-            }
-            Job::Ping { reply } => settle(reply, Ok(()), ready, Ready::Done),
-            // Always in a checkpoint (see `commit`): nothing to log.
-            Job::Probe { bytes, reply } => {
-                let result = if bytes == 0 {
-                    t.meta.remove(PROBE_KEY).map(drop)
-                } else {
-                    t.meta
-                        .insert(PROBE_KEY, vec![0u8; bytes].as_slice())
-                        .map(drop)
-                };
-                settle(reply, result.map_err(WriteError::from), ready, Ready::Done)
-            }
-            Job::Key {
-                namespace,
-                key,
-                op,
-                now_ms,
-                reply,
-            } => {
-                let fp = keys::fingerprint(&namespace, &key);
-                let result = keys
-                    .live(index, Kind::Key, fp)
-                    .map_err(WriteError::from)
-                    .and_then(|at| Ok((at, t.key(&namespace, &key, at, &op, now_ms)?)))
-                    .map(|(at, (answer, write))| {
-                        if let Some(write) = write {
-                            let new = match &write {
-                                KeyWrite::Put { seq, .. } => Some(*seq),
-                                KeyWrite::Remove { .. } => None,
-                            };
-                            keys.moved(Kind::Key, fp, at, new);
-                            self.wal.push(&Entry::KeyWrite(Cow::Owned(write)));
-                        }
-                        answer
-                    });
-                settle(reply, result, ready, Ready::Key)
-            }
-            Job::Audit { write, reply } => {
-                let result = t.audit(write).map(|written| match written {
-                    Some((id, record)) => {
-                        self.wal.push(&Entry::Audit {
-                            id,
-                            record: Cow::Borrowed(&record),
-                        });
-                        id
-                    }
-                    None => 0,
-                });
-                settle(reply, result, ready, Ready::Audited)
-            }
-            Job::SetMeta { key, value, reply } => {
-                self.wal.push(&Entry::SetMeta {
-                    key: Cow::Borrowed(&key),
-                    value: Cow::Borrowed(&value),
-                });
-                let result = t.meta.insert(key.as_str(), value.as_slice()).map(drop);
-                settle(reply, result.map_err(WriteError::from), ready, Ready::Done)
-            }
-            Job::Sweep {
-                now_ms,
-                limit,
-                reply,
-            } => {
-                self.wal.push(&Entry::Sweep { now_ms, limit });
-                let result = t
-                    .sweep(now_ms, limit, &self.ttls())
-                    .map(|(swept, forgotten)| {
-                        forgotten.tell(&mut |kind, fp, old, new| keys.moved(kind, fp, old, new));
-                        swept
-                    });
-                settle(reply, result, ready, Ready::Swept)
-            }
-        }
-    }
-
-    /// An event's step: a duplicate of a live key (one this batch added
-    /// first, then the index's, unless this batch removed it), or stored
-    /// under the next seq.
-    fn ingest(
-        &mut self,
-        t: &mut Tables<'_>,
-        index: &DedupeIndex,
-        keys: &mut Keys,
-        event: &VerifiedEvent,
-        initial: &Initial,
-    ) -> Result<Ingested, WriteError> {
-        let fp = fingerprint(event.source().as_str(), event.event_id().as_str());
-        // Earlier in this batch first: the index learns the batch's keys after the commit.
-        match keys.live(index, Kind::Event, fp)? {
-            Some(seq) => {
-                let (received_ms, source) = (event.received_at_ms(), event.source().as_str());
-                t.index
-                    .count_minute(received_ms, source, MinuteKind::Duplicate);
-                self.wal.push(&Entry::Duplicate {
-                    received_ms,
-                    source: Cow::Borrowed(source),
-                });
-                Ok(Ingested::Duplicate {
-                    id: public_id(self.shared.tag, seq),
-                })
-            }
-            None => {
-                let seq = self.next_seq;
-                self.insert_event(t, seq, fp, event, initial).map(|taken| {
-                    self.next_seq += taken;
-                    keys.moved(Kind::Event, fp, None, Some(seq));
-                    self.wal.push(&Entry::Ingest {
-                        seq,
-                        initial: Cow::Borrowed(initial),
-                        record: Cow::Borrowed(&self.record_buf),
-                    });
-                    Ingested::New {
-                        id: public_id(self.shared.tag, seq),
-                    }
-                })
-            }
-        }
-    }
-
     fn ttls(&self) -> Ttls {
         ttls(&self.options)
     }
-
-    fn insert_event(
-        &mut self,
-        t: &mut Tables<'_>,
-        seq: u64,
-        fp: Fingerprint,
-        ev: &VerifiedEvent,
-        initial: &Initial,
-    ) -> Result<u64, WriteError> {
-        let received = self.encode_record(ev);
-        let stored = StoredAs {
-            seq,
-            fp,
-            source: ev.source().as_str(),
-            event_type: ev.event_type(),
-            received,
-        };
-        store_event(t, &stored, &self.record_buf, initial, &self.ttls())
-    }
 }
 
-impl Writer {
-    /// Encodes `ev`'s record into `record_buf`; returns its receipt time.
-    fn encode_record(&mut self, ev: &VerifiedEvent) -> u64 {
-        // Verified a moment apart, queued in another order: keep the stored
-        // times in seq order (a clock stepping back waits here too).
-        let received = ev.received_at_ms().max(self.last_received_ms);
-        self.last_received_ms = received;
-        row::encode_event(
-            &EventRecordRef {
-                source: ev.source().as_str(),
-                event_id: ev.event_id().as_str(),
-                event_type: ev.event_type(),
-                received_at_ms: received,
-                content_type: ev.content_type(),
-                headers: ev.headers(),
-                body: ev.body(),
-            },
-            &mut self.scratch,
-            &mut self.record_buf,
-        );
-        received
+/// One job's step, or its refusal: a standby stores only its primary's
+/// frames, a primary none.
+fn run(job: Job, step: &mut Step<'_, '_>) -> Result<(), Arc<WriteError>> {
+    let standby = *step.standby;
+    let refused = match job.runs_on() {
+        Runs::Primary => standby,
+        Runs::Standby => !standby,
+        Runs::Either => false,
+    };
+    if refused {
+        job.fail(&Arc::new(WriteError::Role { standby }));
+        return Ok(());
     }
+    job.apply(step)
 }
 
 pub(super) fn ttls(options: &StoreOptions) -> Ttls {

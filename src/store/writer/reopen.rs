@@ -40,10 +40,10 @@ impl Writer {
         self.reconcile(recovered.lsn);
         self.lsn = recovered.lsn;
         self.last_checkpoint = Instant::now();
-        (self.next_seq, self.last_received_ms) = last_event(&db)
+        (self.events.next_seq, self.events.last_received_ms) = last_event(&db)
             .map_err(|e| WriteError::Io(std::io::Error::other(e.to_string())))?
             .map_or((1, 0), |(s, r)| (s + 1, r));
-        self.applied_seq = self.next_seq - 1;
+        self.applied_seq = self.events.next_seq - 1;
         let db = Arc::new(db);
         *self.shared.db.write().unwrap_or_else(|p| p.into_inner()) = Some(db.clone());
         tracing::info!(path = %self.shared.path.display(), replayed_frames = recovered.frames.len(), "database reopened");

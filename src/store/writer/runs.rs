@@ -18,7 +18,7 @@ impl Writer {
         keys.teach(&mut index);
         let expired = index.take_expired();
         let frozen = durable
-            .then(|| index.freeze(self.next_seq - 1, self.options.dedupe_seal_keys))
+            .then(|| index.freeze(self.events.next_seq - 1, self.options.dedupe_seal_keys))
             .flatten();
         let swept = index.swept();
         drop(index);

@@ -1,38 +1,15 @@
-//! The audit trail's calls on [`Store`]: a record and an outcome through
-//! the writer, and a page of the trail from a snapshot.
+//! The audit trail's reads on [`Store`]: a page of the trail from a
+//! snapshot (records are written by `ops/audit.rs`).
 
 use redb::ReadableDatabase;
 
 use super::super::error::StoreError;
 use super::super::format::row;
 use super::super::handle::Store;
-use super::super::job::Job;
 use super::super::schema::AUDIT;
-use super::{
-    AUDIT_SCAN, AuditEntry, AuditFilter, AuditOutcome, AuditPage, AuditRecord, AuditWrite,
-};
+use super::super::types::audit::{AUDIT_SCAN, AuditEntry, AuditFilter, AuditPage};
 
 impl Store {
-    /// Records a person's request before it runs; answers its id once the
-    /// record is durable.
-    pub async fn audit(&self, record: AuditRecord) -> Result<u64, StoreError> {
-        self.call(|reply| Job::Audit {
-            write: AuditWrite::New(record),
-            reply,
-        })
-        .await
-    }
-
-    /// Records how request `id` ended, durably.
-    pub async fn audit_outcome(&self, id: u64, outcome: AuditOutcome) -> Result<(), StoreError> {
-        self.call(|reply| Job::Audit {
-            write: AuditWrite::Outcome { id, outcome },
-            reply,
-        })
-        .await
-        .map(drop)
-    }
-
     /// Up to `limit` records that `filter` takes, newest first, from just
     /// below `before` (`None`: the newest). Reads at most [`AUDIT_SCAN`]
     /// rows.

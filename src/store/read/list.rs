@@ -6,17 +6,17 @@
 
 use redb::{ReadableDatabase, ReadableTable};
 
-use super::block::{block, event_of};
-use super::dedupe::fingerprint;
-use super::error::StoreError;
-use super::format::row;
-use super::handle::Store;
-use super::index;
-use super::pack;
-use super::payload::PayloadMatch;
-use super::read::erased_note;
-use super::schema::{self, EVENTS, STATE};
-use super::types::{Budget, Delivery, EventFilter, Matching, SearchPage, StoredEvent};
+use super::super::block::{block, event_of};
+use super::super::dedupe::fingerprint;
+use super::super::error::StoreError;
+use super::super::format::row;
+use super::super::handle::Store;
+use super::super::index;
+use super::super::pack;
+use super::super::payload::PayloadMatch;
+use super::super::schema::{self, EVENTS, STATE};
+use super::super::types::{Budget, Delivery, EventFilter, Matching, SearchPage, StoredEvent};
+use super::event::erased_note;
 
 /// One row of `events`, borrowed from the read snapshot.
 type EventRow = redb::AccessGuard<'static, &'static [u8]>;

@@ -14,7 +14,7 @@
 //! counter in `meta`, so a token is never handed out twice, even for a key
 //! swept and claimed anew.
 //!
-//! Stored append-only ([`super::schema::KEY_LOG`]): each change writes the
+//! Stored append-only ([`super::super::schema::KEY_LOG`]): each change writes the
 //! key's row under the next seq and removes the one before, so a commit
 //! writes the table's last pages whatever it holds; the dedupe index maps
 //! the key's fingerprint ([`fingerprint`]) to its seq. The log records what
@@ -23,24 +23,17 @@
 //! one no earlier than its lease's end), and is then swept whatever its
 //! state.
 //!
-//! - [`decide`]: what an operation makes of a key's record (pure).
-//! - [`tables`]: the rows, the live path and the sweep.
-//! - [`read`]: one key, a namespace's list, the count.
-
-mod decide;
-mod read;
-mod tables;
+//! This file holds the domain types; `tables/keys/` what a transaction
+//! does to the rows (with `decide.rs`, what an operation makes of a key's
+//! record), `read/keys.rs` one key, a namespace's list and the count, and
+//! `ops/key.rs` the change through the writer.
 
 use sha2::{Digest, Sha256};
 
-use super::dedupe::Fingerprint;
-
-pub use read::MAX_KEYS_EXAMINED;
-pub(super) use tables::KeyTables;
-pub use tables::{META_KEY_SEQ, META_KEY_TOKEN};
+use super::super::dedupe::Fingerprint;
 
 /// The fingerprint of key `key` of `namespace` in the dedupe index, beside
-/// the events' ([`super::dedupe::fingerprint`]). Its input starts with a
+/// the events' ([`super::super::dedupe::fingerprint`]). Its input starts with a
 /// byte no source name starts with, so the two kinds never share one.
 pub fn fingerprint(namespace: &str, key: &str) -> Fingerprint {
     let mut hash = Sha256::new();

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::io;
 
-use super::super::dedupe::{DedupeIndex, Fingerprint, Kind};
+use super::dedupe::{DedupeIndex, Fingerprint, Kind};
 
 /// Dedupe keys (and idempotency keys' places) a batch added and removed.
 pub(in crate::store) struct Keys {
@@ -14,7 +14,7 @@ pub(in crate::store) struct Keys {
 }
 
 impl Keys {
-    pub(super) fn with_capacity(jobs: usize) -> Keys {
+    pub(in crate::store) fn with_capacity(jobs: usize) -> Keys {
         Keys {
             added: HashMap::with_capacity(jobs),
             removed: HashSet::new(),
@@ -23,7 +23,7 @@ impl Keys {
 
     /// Where `fp` is live as of this point of the batch: what the batch
     /// put there first, then the index's, unless the batch removed it.
-    pub(super) fn live(
+    pub(in crate::store) fn live(
         &self,
         index: &DedupeIndex,
         kind: Kind,
@@ -62,7 +62,7 @@ impl Keys {
 
     /// Tells the index what the committed batch changed: removals first
     /// (a key the sweep kept is removed, then pinned).
-    pub(super) fn teach(&self, index: &mut DedupeIndex) {
+    pub(in crate::store) fn teach(&self, index: &mut DedupeIndex) {
         for &(fp, seq, kind) in &self.removed {
             index.forget(kind, fp, seq);
         }
@@ -73,7 +73,7 @@ impl Keys {
 
     /// Takes back what [`teach`](Self::teach) did, for a batch the reopened
     /// database does not hold.
-    pub(super) fn undo(&self, index: &mut DedupeIndex) {
+    pub(in crate::store) fn undo(&self, index: &mut DedupeIndex) {
         for (&fp, &(seq, kind)) in &self.added {
             index.unlearn(kind, fp, seq);
         }

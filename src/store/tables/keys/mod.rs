@@ -3,6 +3,8 @@
 //! The live path decides ([`Tables::key`]); recovery only writes
 //! ([`Tables::write_key`]).
 
+mod decide;
+
 use redb::{ReadableTable, Table};
 
 use super::super::dedupe::Fingerprint;
@@ -10,8 +12,8 @@ use super::super::error::WriteError;
 use super::super::format::row;
 use super::super::schema::{KEY_CLAIMED, KEY_DUE, KEY_LOG};
 use super::super::tables::Tables;
-use super::decide::decide;
-use super::{KeyAnswer, KeyOp, KeyRecord, KeyState, KeyWrite, fingerprint};
+use super::super::types::keys::{KeyAnswer, KeyOp, KeyRecord, KeyState, KeyWrite, fingerprint};
+use decide::decide;
 
 /// The `meta` row holding the last key seq handed out (and so the last
 /// fencing token: a claim's token is its row's seq).

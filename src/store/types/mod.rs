@@ -3,6 +3,9 @@
 //! filter, an event as stored) and what the store's own files share. Plain
 //! data: no redb, no I/O. How each is written to disk is `format`'s.
 
+pub mod audit;
+pub mod keys;
+
 use super::schema::{self, Attempt, EventRecord, EventState};
 
 /// How an event starts its life. Logged in the write-ahead log (as

@@ -1,18 +1,18 @@
 //! What the store holds, counted: [`Store::stats`] by source, route, event
 //! type and status, and [`Store::activity`] per minute. Both read the counts
-//! the writer keeps ([`super::index`]), never the events.
+//! the writer keeps ([`super::super::index`]), never the events.
 
 use redb::ReadableDatabase;
 
-use super::error::StoreError;
-use super::handle::Store;
-use super::index::MinuteKind;
-use super::{index, schema};
+use super::super::error::StoreError;
+use super::super::handle::Store;
+use super::super::index::MinuteKind;
+use super::super::{index, schema};
 
 impl Store {
     /// What the dedupe index holds: sealed runs and their keys, keys in
     /// hash tables, and the memory of both.
-    pub fn dedupe_sizes(&self) -> super::DedupeSizes {
+    pub fn dedupe_sizes(&self) -> super::super::DedupeSizes {
         self.shared
             .dedupe
             .read()

@@ -6,14 +6,14 @@
 
 use redb::ReadableDatabase;
 
-use super::block::block;
-use super::error::StoreError;
-use super::handle::Store;
+use super::super::block::block;
+use super::super::error::StoreError;
+use super::super::handle::Store;
+use super::super::pack;
+use super::super::schema::{self, EVENTS, STATE};
+use super::super::types::{Delivery, EventFilter, StoredEvent};
+use super::event::erased_note;
 use super::list::first_received_at_or_after;
-use super::pack;
-use super::read::erased_note;
-use super::schema::{self, EVENTS, STATE};
-use super::types::{Delivery, EventFilter, StoredEvent};
 
 /// Rows one call reads at most, matching or not: a filter that matches
 /// little costs a bounded read per call, and the caller goes on from the

@@ -7,7 +7,7 @@ use super::super::error::WriteError;
 use super::super::format::row;
 use super::super::schema::AUDIT;
 use super::super::tables::Tables;
-use super::{AuditRecord, AuditWrite};
+use super::super::types::audit::{AuditRecord, AuditWrite};
 
 impl Tables<'_> {
     /// Applies a writer's [`AuditWrite`]: the id and the whole record as

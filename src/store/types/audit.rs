@@ -5,20 +5,17 @@
 //!
 //! A record is written through the writer like every change, so it is in
 //! the log, replayed after a crash and shipped to a standby. A change is
-//! recorded before it runs ([`super::Store::audit`]) and its outcome once it has
-//! answered ([`super::Store::audit_outcome`]): a record without an outcome is a
+//! recorded before it runs ([`super::super::Store::audit`]) and its outcome once it has
+//! answered ([`super::super::Store::audit_outcome`]): a record without an outcome is a
 //! change the process stopped in. Ids count up from 1 in the order records
 //! are written, so the newest are the end of the table and the oldest, the
 //! sweeper's, its start.
 //!
-//! This file holds the domain types; `read.rs` the [`super::Store`] calls
+//! This file holds the domain types; `read.rs` the [`super::super::Store`] calls
 //! (through the writer, and the reads), `tables.rs` what the writer does
 //! with the `audit` table.
 
 use crate::metrics::{AuditAction, Role};
-
-mod read;
-mod tables;
 
 /// One thing a person did, or tried to.
 #[derive(Debug, Clone, PartialEq, Eq)]

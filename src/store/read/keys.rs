@@ -10,7 +10,7 @@ use super::super::error::StoreError;
 use super::super::format::row;
 use super::super::handle::Store;
 use super::super::schema::{KEY_CLAIMED, KEY_LOG};
-use super::{KeyPage, KeyRecord, KeyStateKind, fingerprint};
+use super::super::types::keys::{KeyPage, KeyRecord, KeyStateKind, fingerprint};
 
 /// The most rows one [`Store::list_keys`] call reads: a filter that matches
 /// one key in a million still answers in milliseconds, with a cursor.

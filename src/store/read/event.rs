@@ -9,14 +9,14 @@ use std::time::Duration;
 
 use redb::{ReadableDatabase, ReadableTableMetadata};
 
-use super::block::{block, event_of};
-use super::dedupe;
-use super::error::StoreError;
-use super::format::row;
-use super::handle::Store;
-use super::pack;
-use super::schema::{self, ATTEMPTS, Attempt, DLQ, EVENTS, ORDERED, PACK, SCHEDULE, STATE};
-use super::types::{Delivery, Due, StoredEvent};
+use super::super::block::{block, event_of};
+use super::super::dedupe;
+use super::super::error::StoreError;
+use super::super::format::row;
+use super::super::handle::Store;
+use super::super::pack;
+use super::super::schema::{self, ATTEMPTS, Attempt, DLQ, EVENTS, ORDERED, PACK, SCHEDULE, STATE};
+use super::super::types::{Delivery, Due, StoredEvent};
 
 impl Store {
     /// Up to `limit` entries of `destination`'s queue due at `now_ms`, oldest
@@ -268,8 +268,8 @@ impl Store {
             }))
         };
         Ok((
-            read(super::wal::META_LSN)?,
-            read(super::writer::META_STREAM_SEQ)?,
+            read(super::super::wal::META_LSN)?,
+            read(super::super::job::META_STREAM_SEQ)?,
         ))
     }
 }

@@ -6,6 +6,9 @@
 //! the indexes and counts follow every `state` row (`put_state`,
 //! `delete_event` and [`super::index`]).
 
+mod audit;
+pub(super) mod keys;
+
 use redb::{ReadableTable, ReadableTableMetadata, Table, WriteTransaction};
 
 use super::block;
@@ -13,13 +16,13 @@ use super::dedupe::{self, Fingerprint, Kind};
 use super::error::WriteError;
 use super::format::row::{self, EventRecordRef};
 use super::index::{IndexTables, Indexed, MinuteKind};
-use super::keys::KeyTables;
 use super::pack::{self, Packer};
 use super::schema::{
     self, ATTEMPTS, Attempt, AttemptClass, DEDUPE, DLQ, DeadLetter, ERASED, EVENTS, EXPIRY,
     EventRecord, EventState, LEASES, META, Note, ORDERED, SCHEDULE, STATE, Status,
 };
 use super::types::{Change, ChangeError, Claimed, Delivery, Finish, Initial, Next, Swept};
+use keys::KeyTables;
 
 /// Retention, in ms, as the writer applies it.
 pub(super) struct Ttls {

@@ -1,8 +1,8 @@
 //! What an operation makes of a key's record: pure, so the live path and
 //! its tests share it.
 
-use super::super::error::WriteError;
-use super::{KeyAnswer, KeyOp, KeyRecord, KeyState};
+use super::super::super::error::WriteError;
+use super::super::super::types::keys::{KeyAnswer, KeyOp, KeyRecord, KeyState};
 
 /// What `op` makes of a key found as `found` (`None`: absent or expired):
 /// the answer and the record to keep (`None`: none). Pure but for the

@@ -1,0 +1,75 @@
+//! Meta: one row of the `meta` table set durably; today a destination's
+//! pause state, which outlives a restart.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use redb::{ReadableDatabase, ReadableTable};
+
+use super::super::entry::Entry;
+use super::super::error::{StoreError, WriteError};
+use super::super::handle::Store;
+use super::super::job::{Op, Step};
+use super::super::reply::{ReplyTo, fail};
+use super::super::schema::META;
+use super::super::tables::Tables;
+
+/// `meta` keys of destinations' pause states.
+const PAUSED_PREFIX: &str = "paused:";
+
+impl Store {
+    /// Keeps a destination's pause state across restarts.
+    pub async fn set_paused(&self, destination: &str, paused: bool) -> Result<(), StoreError> {
+        let key = format!("{PAUSED_PREFIX}{destination}");
+        self.call(|reply| {
+            Box::new(SetMeta {
+                key,
+                value: vec![u8::from(paused)],
+                reply,
+            })
+        })
+        .await
+    }
+
+    /// Pause states set through [`Store::set_paused`], by destination.
+    pub fn paused_states(&self) -> Result<HashMap<String, bool>, StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read()?;
+        let meta = txn.open_table(META)?;
+        let mut out = HashMap::new();
+        for row in meta.iter()? {
+            let (k, v) = row?;
+            if let Some(name) = k.value().strip_prefix(PAUSED_PREFIX) {
+                out.insert(name.to_owned(), v.value().first() == Some(&1));
+            }
+        }
+        Ok(out)
+    }
+}
+
+struct SetMeta {
+    key: String,
+    value: Vec<u8>,
+    reply: ReplyTo<()>,
+}
+
+impl Op for SetMeta {
+    fn apply(self: Box<Self>, step: &mut Step<'_, '_>) -> Result<(), Arc<WriteError>> {
+        step.log(&Entry::SetMeta {
+            key: Cow::Borrowed(&self.key),
+            value: Cow::Borrowed(&self.value),
+        });
+        let result = replay(step.t, &self.key, &self.value);
+        step.settle(self.reply, result)
+    }
+
+    fn fail(self: Box<Self>, cause: &Arc<WriteError>) {
+        fail(self.reply, cause)
+    }
+}
+
+pub(super) fn replay(t: &mut Tables<'_>, key: &str, value: &[u8]) -> Result<(), WriteError> {
+    t.meta.insert(key, value)?;
+    Ok(())
+}
