@@ -39,4 +39,5 @@ mod support;
 mod systemd;
 mod tidy;
 mod tls;
+mod upgrade;
 mod vectors;
