@@ -1,10 +1,11 @@
 //! The audit trail: every change a person asks of the admin API (the CLI
 //! and the dashboard go through it too), and every one refused them, with
 //! who, when, what, the note and how it ended; and `GET /api/audit`, which
-//! lists it. Owns which requests are recorded ([`action_of`]) and what of a
-//! request goes into its record: the path's target, the query's and the
-//! JSON body's arguments and the note. Refuses to record a payload, a
-//! header or a token: a record takes only those fields.
+//! lists it. Owns what of a request goes into its record: the path's
+//! target, the query's and the JSON body's arguments and the note (which
+//! requests are recorded, and as what action, is their route's, in
+//! [`super::routes`]). Refuses to record a payload, a header or a token:
+//! a record takes only those fields.
 //!
 //! A change is recorded durably before it runs, and its outcome before it
 //! is answered, so a change answered 2xx is in the trail with its outcome,
@@ -17,7 +18,6 @@ use std::collections::BTreeMap;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{MatchedPath, Query, RawPathParams, Request, State};
-use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::{Json, RequestExt};
@@ -37,28 +37,6 @@ const MAX_BODY: usize = 1 << 20;
 const MAX_NOTE: usize = 2_000;
 /// A filter's value, or a target, longer than this is cut in the record.
 const MAX_VALUE: usize = 256;
-
-/// What a person's request is, for the trail; `None`: a read, not
-/// recorded. A backup is: it copies every payload out.
-pub(super) fn action_of(method: &Method, path: &str) -> Option<AuditAction> {
-    use AuditAction as A;
-    Some(match (method, path) {
-        (&Method::GET | &Method::HEAD, "/api/backup") => A::Backup,
-        (&Method::GET | &Method::HEAD | &Method::OPTIONS, _) => return None,
-        (&Method::POST, "/api/events/{id}/replay") => A::Replay,
-        (&Method::POST, "/api/events/{id}/ignore") => A::Ignore,
-        (&Method::DELETE, "/api/events/{id}") => A::Erase,
-        (&Method::POST, "/api/replay") => A::BulkReplay,
-        (&Method::POST, "/api/ignore") => A::BulkIgnore,
-        (&Method::POST, "/api/destinations/{name}/pause") => A::Pause,
-        (&Method::POST, "/api/destinations/{name}/resume") => A::Resume,
-        (&Method::POST, "/api/sweep") => A::Sweep,
-        (&Method::POST, "/api/replication/promote") => A::Promote,
-        (&Method::DELETE, "/api/keys/{key}") => A::KeyDelete,
-        (_, path) if path.starts_with("/api/keys/") => A::KeyChange,
-        _ => A::Other,
-    })
-}
 
 /// Who asks: a person's name and role (the token check's `Person`).
 #[derive(Clone, Copy, Debug)]
@@ -301,7 +279,7 @@ pub(super) async fn audit_trail(
     }))
 }
 
-/// Where a request was routed, for [`action_of`].
+/// Where a request was routed, for [`routes::action_of`](super::routes::action_of).
 pub(super) fn route_of(request: &Request) -> String {
     request
         .extensions()

@@ -2,23 +2,23 @@
 //! OpenAPI document and the dashboard's assets. Owns how a token is read
 //! and compared (in constant time), who it belongs to (a person: the
 //! `[admin]` token or an `[[admin.user]]`, with a role; or one
-//! `[[keys.client]]` app) and the one table of the role each path needs
-//! ([`role_needed`]). Least privilege every way: a client's token reaches
+//! `[[keys.client]]` app); the role each path needs is its route's, in
+//! [`super::routes`]. Least privilege every way: a client's token reaches
 //! only `/api/keys/…` (in its namespace, which the key handlers check), a
 //! person's none of a key's changes but delete, and a role only its paths.
 //! Refuses to log or echo a token.
 
 use axum::Json;
 use axum::extract::{Extension, Request, State};
-use axum::http::{HeaderMap, Method, header};
+use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::AdminState;
-use super::audit;
 use super::error::{AdminError, Unauthorized};
+use super::{audit, routes};
 use crate::api::{self, Role};
 use crate::config::ADMIN_NAME;
 
@@ -105,27 +105,6 @@ fn identify(state: &AdminState, headers: &HeaderMap) -> Found {
     }
 }
 
-/// The least role that may call `method` on `path` (the route's template,
-/// as the router matched it). Reading is `viewer`'s; the changes an on-call
-/// person makes to deliveries are `operator`'s; everything else, and any
-/// path not named here, is `admin`'s.
-pub(super) fn role_needed(method: &Method, path: &str) -> Role {
-    match (method, path) {
-        (&Method::GET | &Method::HEAD, "/api/backup") => Role::Admin,
-        (&Method::GET | &Method::HEAD, _) => Role::Viewer,
-        (
-            &Method::POST,
-            "/api/events/{id}/replay"
-            | "/api/events/{id}/ignore"
-            | "/api/replay"
-            | "/api/ignore"
-            | "/api/destinations/{name}/pause"
-            | "/api/destinations/{name}/resume",
-        ) => Role::Operator,
-        _ => Role::Admin,
-    }
-}
-
 /// A person's token whose role may call the path, for every admin path but
 /// the keys'. The [`Person`] is left in the request's extensions. A change,
 /// or a refusal of one, goes into the audit trail ([`audit`]).
@@ -135,10 +114,10 @@ pub(super) async fn require_token(
     next: Next,
 ) -> Response {
     let path = audit::route_of(&request);
-    let action = audit::action_of(request.method(), &path);
+    let action = routes::action_of(request.method(), &path);
     match identify(&state, request.headers()) {
         Found::Caller(Caller::Person(person)) => {
-            let needed = role_needed(request.method(), &path);
+            let needed = routes::role_needed(request.method(), &path);
             if person.role < needed {
                 let refusal = AdminError::RoleNeeded {
                     needed,
@@ -195,7 +174,7 @@ pub(super) async fn require_any_token(
 ) -> Response {
     // An app's calls (the hot path of keys) are not recorded: only a
     // person's request is looked up in the audit table.
-    let action = |request: &Request| audit::action_of(request.method(), &audit::route_of(request));
+    let action = |request: &Request| routes::action_of(request.method(), &audit::route_of(request));
     match identify(&state, request.headers()) {
         // A person's change of a key (a delete; the others are refused
         // them) goes into the audit trail; an app's do not.

@@ -1,6 +1,8 @@
 //! The admin API on the admin listener: JSON for people and scripts. This
 //! file declares one module per resource, holds [`AdminState`] and builds
-//! [`router`]; it refuses handlers, which live in the resource's file.
+//! [`router`] from the route table ([`ROUTES`]), a gate's check in front of
+//! each gate's routes; it refuses handlers, which live in the resource's
+//! file.
 //!
 //! Every path but `/healthz`, `/readyz`, `/api/openapi.json` and the
 //! dashboard's assets (`/`, `/ui/…`, see [`crate::dashboard`]) needs
@@ -23,6 +25,7 @@ mod health;
 mod keys;
 mod openapi;
 mod replication;
+mod routes;
 mod scrape;
 mod stats;
 mod stream;
@@ -33,7 +36,6 @@ use axum::Router;
 use std::sync::Arc;
 
 use axum::middleware;
-use axum::routing::{any, get, post};
 
 use crate::clock::Clock;
 use crate::config::{KeysConfig, Secret};
@@ -44,6 +46,7 @@ use crate::sweep::SweepHandle;
 
 use error::AdminError;
 pub use openapi::openapi;
+pub use routes::{Gate, ROUTES, Route, Verb};
 pub use stream::Streams;
 
 /// What every admin handler reads. Cloned for each extractor and layer of
@@ -91,49 +94,11 @@ pub struct AdminContext {
 }
 
 pub fn router(state: AdminState) -> Router {
-    let api = Router::new()
-        .route("/metrics", get(scrape::metrics))
-        .route("/api/events", get(events::list_events))
-        .route("/api/events/stream", get(stream::stream_events))
-        .route(
-            "/api/events/{id}",
-            get(events::show_event).delete(events::erase_event),
-        )
-        .route("/api/events/{id}/replay", post(events::replay_event))
-        .route("/api/events/{id}/ignore", post(events::ignore_event))
-        .route("/api/replay", post(bulk::bulk_replay))
-        .route("/api/ignore", post(bulk::bulk_ignore))
-        .route("/api/whoami", get(auth::whoami))
-        .route("/api/audit", get(audit::audit_trail))
-        .route("/api/stats", get(stats::stats))
-        .route("/api/activity", get(stats::activity))
-        .route("/api/sweep", post(sweep::sweep_now))
-        .route("/api/replication", get(replication::status))
-        .route("/api/replication/promote", post(replication::promote))
-        .route("/api/backup", get(backup::backup))
-        .route("/api/destinations", get(destinations::destinations))
-        .route("/api/destinations/{name}/pause", post(destinations::pause))
-        .route(
-            "/api/destinations/{name}/resume",
-            post(destinations::resume),
-        )
-        // Under /api/keys/ it would shadow a key named so.
-        .route("/api/key-namespaces", get(keys::namespaces))
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            auth::require_token,
-        ));
+    let api = routes::served(|gate| matches!(gate, Gate::Person(_))).route_layer(
+        middleware::from_fn_with_state(state.clone(), auth::require_token),
+    );
     // Either token reaches these; each handler knows what each may do.
-    let keys = Router::new()
-        .route("/api/keys", get(keys::list))
-        .route("/api/keys/{key}", get(keys::show).delete(keys::delete))
-        .route("/api/keys/{key}/claim", post(keys::claim))
-        .route("/api/keys/{key}/complete", post(keys::complete))
-        .route("/api/keys/{key}/release", post(keys::release))
-        .route("/api/keys/{key}/extend", post(keys::extend))
-        // An empty key matches no `{key}`: say what a key is, not 404.
-        .route("/api/keys/", any(keys::empty_key))
-        .route("/api/keys//{action}", any(keys::empty_key))
+    let keys = routes::served(|gate| gate == Gate::AnyToken)
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             keys::on_primary,
@@ -142,10 +107,7 @@ pub fn router(state: AdminState) -> Router {
             state.clone(),
             auth::require_any_token,
         ));
-    Router::new()
-        .route("/healthz", get(health::healthz))
-        .route("/api/openapi.json", get(openapi::openapi_json))
-        .route("/readyz", get(health::readyz))
+    routes::served(|gate| gate == Gate::Open)
         .merge(crate::dashboard::router())
         .merge(api)
         .merge(keys)

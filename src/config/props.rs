@@ -5,8 +5,9 @@
 //! durations can overflow the clock arithmetic the server does with them.
 //!
 //! Arbitrary text is mostly refused by the TOML parser, so the deeper cases
-//! are made of the real sections and keys, with values shaped like what each
-//! key takes (durations, sizes, addresses, URLs, locators, templates) as well
+//! are made of the real sections and keys (learnt from the raw config's
+//! serde types, so a new key is tried without a word here), with values
+//! shaped like what each key takes (durations, sizes, addresses, URLs, locators, templates) as well
 //! as values of the wrong type.
 
 use std::time::{Duration, Instant};
@@ -15,105 +16,209 @@ use proptest::prelude::*;
 
 use super::*;
 
-/// Every key of every section, as `RawConfig` spells them.
-const SERVER_KEYS: [&str; 6] = [
-    "listen",
-    "admin_listen",
-    "data_dir",
-    "header_read_timeout",
-    "body_read_timeout",
-    "shutdown_timeout",
-];
-const RETENTION_KEYS: [&str; 5] = [
-    "dedupe_ttl",
-    "payload_ttl",
-    "dlq_ttl",
-    "audit_ttl",
-    "sweep_interval",
-];
-const LOG_KEYS: [&str; 3] = ["level", "format", "summary_interval"];
-const REPLICATION_KEYS: [&str; 12] = [
-    "url",
-    "stream",
-    "replicas",
-    "role",
-    "lease",
-    "node",
-    "snapshot_interval",
-    "creds_file",
-    "token",
-    "token_env",
-    "token_file",
-    "ca_file",
-];
-const ADMIN_KEYS: [&str; 3] = ["token", "token_env", "token_file"];
-const ALERT_KEYS: [&str; 8] = [
-    "url",
-    "dlq_threshold",
-    "pending_age",
-    "min_interval",
-    "check_interval",
-    "format",
-    "host",
-    "dashboard_url",
-];
-const SOURCE_KEYS: [&str; 43] = [
-    "name",
-    "kind",
-    "secret",
-    "secrets",
-    "secret_env",
-    "secret_file",
-    "generate_secret",
-    "tolerance",
-    "max_body",
-    "event_id",
-    "event_type",
-    "public_url",
-    "destination",
-    "destination_secret",
-    "destination_secret_env",
-    "destination_secret_file",
-    "forward_headers",
-    "destination_ca_file",
-    "destination_subject",
-    "destination_creds_file",
-    "filter_types",
-    "filter_match",
-    "connect_timeout",
-    "timeout",
-    "initial_interval",
-    "max_interval",
-    "max_attempts",
-    "max_age",
-    "retry_statuses",
-    "max_concurrency",
-    "max_rate",
-    "paused",
-    "breaker_failures",
-    "breaker_cooldown",
-    "ordering_key",
-    "ordering_on_dead_letter",
-    "signature_header",
-    "algorithm",
-    "encoding",
-    "prefix",
-    "signed_payload",
-    "timestamp_header",
-    "bogus_key",
-];
+/// A key no section has: an unknown key is a refusal like any other.
+const UNKNOWN_KEY: &str = "bogus_key";
 
-/// Each section header with its keys.
-fn sections() -> [(&'static str, &'static [&'static str]); 7] {
-    [
-        ("[server]", &SERVER_KEYS),
-        ("[retention]", &RETENTION_KEYS),
-        ("[log]", &LOG_KEYS),
-        ("[admin]", &ADMIN_KEYS),
-        ("[alerts]", &ALERT_KEYS),
-        ("[replication]", &REPLICATION_KEYS),
-        ("[[source]]", &SOURCE_KEYS),
-    ]
+/// Each table of the file with its keys, as `RawConfig` spells them
+/// ([`raw_tables`]), and one unknown key each. Made once: proptest wants
+/// `'static` lists.
+fn sections() -> &'static [(&'static str, &'static [&'static str])] {
+    static SECTIONS: std::sync::OnceLock<Vec<(&'static str, &'static [&'static str])>> =
+        std::sync::OnceLock::new();
+    SECTIONS.get_or_init(|| {
+        raw_tables()
+            .into_iter()
+            .map(|(header, mut keys)| {
+                keys.push(UNKNOWN_KEY);
+                (
+                    &*Box::leak(header.into_boxed_str()),
+                    &*Box::leak(keys.into_boxed_slice()),
+                )
+            })
+            .collect()
+    })
+}
+
+/// Every table `RawConfig` reads (`[server]`, `[[source]]`,
+/// `[[admin.user]]`, …) and every key of each, found by asking serde:
+/// a key added to a raw struct, or a section, is here without a word.
+fn raw_tables() -> Vec<(String, Vec<&'static str>)> {
+    fn walk(
+        path: &mut Vec<&'static str>,
+        keys: &[&'static str],
+        out: &mut Vec<(String, Vec<&'static str>)>,
+    ) {
+        for key in keys {
+            path.push(key);
+            if let Some((fields, array)) = trace::table_at(path) {
+                let name = path.join(".");
+                let header = match array {
+                    true => format!("[[{name}]]"),
+                    false => format!("[{name}]"),
+                };
+                // A table's own keys stay keys of its parent too: a value
+                // of another type there is a refusal worth trying, and
+                // `destination` is both a URL and `[[source.destination]]`.
+                out.push((header, fields.to_vec()));
+                walk(path, fields, out);
+            }
+            path.pop();
+        }
+    }
+    let (root, _) = trace::table_at(&[]).expect("RawConfig is a table");
+    let mut out = Vec::new();
+    walk(&mut Vec::new(), root, &mut out);
+    out
+}
+
+/// A serde deserializer that reads no input: it walks `RawConfig`'s
+/// derived `Deserialize` down one path of keys and reports the fields of
+/// the struct it finds there, so the tests learn every key from the types.
+mod trace {
+    use std::cell::Cell;
+
+    use serde::Deserialize;
+    use serde::de::value::{BorrowedStrDeserializer, Error};
+    use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+
+    use super::raw::RawConfig;
+
+    /// The fields of the table at `path` from `RawConfig`, and whether it
+    /// is an array of tables; `None`: a value there, not a table.
+    pub(super) fn table_at(path: &[&'static str]) -> Option<(&'static [&'static str], bool)> {
+        let found = Cell::new(None);
+        let array = Cell::new(false);
+        let tracer = Tracer {
+            path,
+            found: &found,
+            array: &array,
+            in_any: false,
+        };
+        // Always an error: the walk stops where the path ends.
+        let _ = RawConfig::deserialize(tracer);
+        found.get().map(|fields| (fields, array.get()))
+    }
+
+    #[derive(Clone, Copy)]
+    struct Tracer<'a> {
+        /// The keys still to go down.
+        path: &'a [&'static str],
+        found: &'a Cell<Option<&'static [&'static str]>>,
+        array: &'a Cell<bool>,
+        /// Within `deserialize_any`'s probe: do not probe again (an
+        /// untagged enum would ask forever).
+        in_any: bool,
+    }
+
+    fn stop() -> Error {
+        de::Error::custom("traced")
+    }
+
+    impl<'de> de::Deserializer<'de> for Tracer<'_> {
+        type Error = Error;
+
+        /// A value of a type that decides by what it is given (the
+        /// `destination` URL or list of tables, an untagged enum): offered
+        /// a list of one, to see whether a table is inside.
+        fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            match self.in_any {
+                true => Err(stop()),
+                false => self.deserialize_seq_of(visitor, true),
+            }
+        }
+
+        fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            visitor.visit_some(self)
+        }
+
+        fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            self.deserialize_seq_of(visitor, false)
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            visitor: V,
+        ) -> Result<V::Value, Error> {
+            match self.path.split_first() {
+                None => {
+                    self.found.set(Some(fields));
+                    Err(stop())
+                }
+                Some((key, rest)) => visitor.visit_map(OneKey {
+                    key: Some(key),
+                    value: Tracer {
+                        path: rest,
+                        in_any: false,
+                        ..self
+                    },
+                }),
+            }
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+            bytes byte_buf unit unit_struct newtype_struct tuple tuple_struct map
+            enum identifier ignored_any
+        }
+    }
+
+    impl<'a> Tracer<'a> {
+        fn deserialize_seq_of<'de, V: Visitor<'de>>(
+            self,
+            visitor: V,
+            in_any: bool,
+        ) -> Result<V::Value, Error> {
+            if self.path.is_empty() {
+                self.array.set(true);
+            }
+            visitor.visit_seq(OneElement(Some(Tracer { in_any, ..self })))
+        }
+    }
+
+    /// A table of one key: the next of the path.
+    struct OneKey<'a> {
+        key: Option<&'static str>,
+        value: Tracer<'a>,
+    }
+
+    impl<'de> MapAccess<'de> for OneKey<'_> {
+        type Error = Error;
+
+        fn next_key_seed<K: DeserializeSeed<'de>>(
+            &mut self,
+            seed: K,
+        ) -> Result<Option<K::Value>, Error> {
+            match self.key.take() {
+                Some(key) => seed
+                    .deserialize(BorrowedStrDeserializer::new(key))
+                    .map(Some),
+                None => Ok(None),
+            }
+        }
+
+        fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, Error> {
+            seed.deserialize(self.value)
+        }
+    }
+
+    /// A list of one element, for an array of tables.
+    struct OneElement<'a>(Option<Tracer<'a>>);
+
+    impl<'de> SeqAccess<'de> for OneElement<'_> {
+        type Error = Error;
+
+        fn next_element_seed<S: DeserializeSeed<'de>>(
+            &mut self,
+            seed: S,
+        ) -> Result<Option<S::Value>, Error> {
+            self.0
+                .take()
+                .map(|tracer| seed.deserialize(tracer))
+                .transpose()
+        }
+    }
 }
 
 fn quoted(s: String) -> String {
@@ -158,12 +263,14 @@ fn value(key: &'static str) -> BoxedStrategy<String> {
         {
             duration.boxed()
         }
-        "max_body" => prop_oneof![size, any::<u64>().prop_map(|n| n.to_string())].boxed(),
+        "max_body" | "max_buffered_body" => {
+            prop_oneof![size, any::<u64>().prop_map(|n| n.to_string())].boxed()
+        }
         "listen" | "admin_listen" => addr.boxed(),
         "url" | "destination" | "public_url" | "dashboard_url" => {
             prop_oneof![url, "nats://[a-z0-9.:]{0,12}".prop_map(quoted)].boxed()
         }
-        "destination_subject" => template.clone().boxed(),
+        "destination_subject" | "subject" => template.clone().boxed(),
         "event_id" | "event_type" => prop_oneof![
             locator.clone(),
             proptest::collection::vec(locator, 0..3).prop_map(|l| format!("[{}]", l.join(", "))),
@@ -171,9 +278,10 @@ fn value(key: &'static str) -> BoxedStrategy<String> {
         .boxed(),
         "signed_payload" => template.boxed(),
         "kind" => kind.boxed(),
+        // A replication node's, or a person's.
         "role" => prop_oneof![
-            Just(quoted("primary".into())),
-            Just(quoted("standby".into())),
+            proptest::sample::select(vec!["primary", "standby", "viewer", "operator", "admin"])
+                .prop_map(|s| quoted(s.to_owned())),
             text.clone()
         ]
         .boxed(),
@@ -216,7 +324,7 @@ fn line(keys: &'static [&'static str]) -> impl Strategy<Value = String> {
 
 /// A config made of real sections, each with a few of its keys.
 fn toml_ish() -> impl Strategy<Value = String> {
-    let section = proptest::sample::select(sections().to_vec()).prop_flat_map(|(header, keys)| {
+    let section = proptest::sample::select(sections()).prop_flat_map(|(header, keys)| {
         proptest::collection::vec(line(keys), 0..6)
             .prop_map(move |lines| format!("{header}\n{}\n", lines.join("\n")))
     });
@@ -338,12 +446,53 @@ proptest! {
     /// One key of a config that loads set to any value: loaded or refused.
     #[test]
     fn any_value_in_a_known_key_is_loaded_or_refused(
-        (section, line) in proptest::sample::select(sections().to_vec())
+        (section, line) in proptest::sample::select(sections())
             .prop_flat_map(|(header, keys)| (Just(header), line(keys))),
     ) {
-        // The new line goes first in its section; TOML refuses a repeated
-        // key, which is a refusal like any other.
-        let text = VALID.replacen(&format!("{section}\n"), &format!("{section}\n{line}\n"), 1);
+        // The new line goes first in its section (TOML refuses a repeated
+        // key, which is a refusal like any other); a section VALID has not
+        // comes last, with the line.
+        let text = match VALID.contains(&format!("{section}\n")) {
+            true => VALID.replacen(&format!("{section}\n"), &format!("{section}\n{line}\n"), 1),
+            false => format!("{VALID}\n{section}\n{line}\n"),
+        };
         load(&text)?;
     }
+}
+
+/// The tables and keys the walk of the raw config finds (printed with
+/// `--nocapture`), among them those the hand-written lists had missed.
+#[test]
+fn every_table_and_key_of_the_raw_config_is_found() {
+    let tables = raw_tables();
+    for (header, keys) in &tables {
+        println!("{header} {keys:?}");
+    }
+    let keys_of = |header: &str| {
+        let (_, keys) = tables.iter().find(|(h, _)| h == header).unwrap();
+        keys.clone()
+    };
+    let headers: Vec<&str> = tables.iter().map(|(h, _)| h.as_str()).collect();
+    for header in [
+        "[server]",
+        "[keys]",
+        "[[keys.client]]",
+        "[[admin.user]]",
+        "[[source]]",
+        "[[source.destination]]",
+    ] {
+        assert!(
+            headers.contains(&header),
+            "{header} not found in {headers:?}"
+        );
+    }
+    for key in [
+        "max_connections",
+        "max_buffered_body",
+        "tls_cert_file",
+        "tls_key_file",
+    ] {
+        assert!(keys_of("[server]").contains(&key), "{key}");
+    }
+    assert!(keys_of("[[source]]").contains(&"verify_token"));
 }

@@ -94,7 +94,7 @@ label_values! {
 
 label_values! {
     /// What a person did through the admin API, as the audit trail records
-    /// it (`admin::audit` maps each changing path here; `GET /api/audit`'s
+    /// it (`admin::routes` names each changing route's; `GET /api/audit`'s
     /// `action`). `other` is a path this build does not name, or an action
     /// a newer build recorded.
     pub enum AuditAction {

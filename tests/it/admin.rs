@@ -148,6 +148,71 @@ async fn every_endpoint_but_health_needs_the_token() {
     server.stop().await;
 }
 
+/// The route table against the real router, which is built from it: each
+/// route is served (not the router's own 404 or 405: no merge lost it, no
+/// dashboard path shadows it) and behind its gate (an open one answers
+/// without a token, every other is 401 without one). That the table and
+/// the OpenAPI document and audit actions agree is `admin::routes`'s unit
+/// tests'.
+#[tokio::test]
+async fn each_route_of_the_table_is_served_behind_its_gate() {
+    use hookinbox::admin::{Gate, ROUTES, Verb};
+    let dir = tempfile::tempdir().unwrap();
+    let dest = Destination::start(Mode::Ok).await;
+    let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
+    let id = send(&server, "inbox", "e1", b"{}".to_vec()).await;
+    // The router's own answer to a path or method it does not serve.
+    let unserved = async |method: &str, path: &str, token: Option<&str>| {
+        let mut req = server
+            .client
+            .request(method.parse().unwrap(), server.admin_url(path));
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        // Only the status and, for a 404, whose: the event stream and the
+        // backup are not read to their end.
+        let res = req.send().await.unwrap();
+        let status = res.status().as_u16();
+        let routers_404 = status == 404
+            && res.json::<serde_json::Value>().await.unwrap()["reason"] == "no such admin path";
+        (status, status == 405 || routers_404)
+    };
+    for route in ROUTES {
+        let path = route
+            .path
+            .replace("{id}", &id)
+            .replace("{name}", "shop")
+            .replace("{key}", "k")
+            .replace("{action}", "claim");
+        let method = match route.verb {
+            Verb::Get => "GET",
+            Verb::Post => "POST",
+            Verb::Delete => "DELETE",
+            Verb::Any => "PUT",
+        };
+        let (status, not_served) = unserved(method, &path, None).await;
+        assert!(
+            !not_served,
+            "{route:?}: the router does not serve it ({status})"
+        );
+        match route.gate {
+            Gate::Open => assert_ne!(status, 401, "{route:?} needs a token"),
+            Gate::Person(_) | Gate::AnyToken => {
+                assert_eq!(status, 401, "{route:?} answers without a token")
+            }
+        }
+        let (status, not_served) = unserved(method, &path, Some(TOKEN)).await;
+        assert!(
+            !not_served,
+            "{route:?}: the router does not serve it ({status})"
+        );
+    }
+    // A path next to the table's is the router's 404.
+    let (status, not_served) = unserved("GET", "/api/event", Some(TOKEN)).await;
+    assert!(not_served && status == 404, "{status}");
+    server.stop().await;
+}
+
 /// Regression: `Authorization: bearer <token>` (curl users, some HTTP
 /// libraries) was refused; the scheme is case-insensitive (RFC 9110 §11.1).
 #[tokio::test]

@@ -659,16 +659,7 @@ async fn events_tail_follows_new_events_and_stats_watch_repeats() {
         (child, rx)
     };
     let until = |rx: &std::sync::mpsc::Receiver<String>, want: &dyn Fn(&str) -> bool| {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        let mut seen = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(line) if want(&line) => return line,
-                Ok(line) => seen.push(line),
-                Err(_) => panic!("never printed what was expected; printed: {seen:#?}"),
-            }
-        }
+        crate::support::line_where(rx, "the line expected", Duration::from_secs(10), want)
     };
     let send = |id: &str| {
         let out = hookinbox(&[

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support::{
     BinaryServer, client, eventually, read_all, server_section, standard_headers, standard_source,
@@ -227,11 +227,11 @@ async fn storage_failure_answers_503_and_never_2xx() {
     let url = server.url("/in/demo");
     let mut acked: Vec<(String, String)> = Vec::new();
     let mut refused = 0;
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let sending = crate::support::Window::of(Duration::from_secs(60));
     // 64 KiB bodies that do not compress fill 2 MiB within ~40 events; stop
     // after 10 refusals.
     for i in 0..2000u64 {
-        if refused >= 10 || Instant::now() > deadline {
+        if refused >= 10 || sending.is_over() {
             break;
         }
         let id = format!("big_{i}");

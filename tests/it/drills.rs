@@ -103,7 +103,7 @@ async fn fill_disk(server: &BinaryServer, tag: &str) -> Filled {
     let url = server.url("/in/demo");
     let acked = Arc::new(Mutex::new(Vec::new()));
     let refused = Arc::new(Mutex::new(Vec::new()));
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let sending = crate::support::Window::of(Duration::from_secs(60));
     let mut senders = Vec::new();
     for sender in 0..16u64 {
         let (http, url, acked, refused) =
@@ -112,7 +112,7 @@ async fn fill_disk(server: &BinaryServer, tag: &str) -> Filled {
         senders.push(tokio::spawn(async move {
             let mut mine = 0;
             for i in 0..60u64 {
-                if mine >= 4 || Instant::now() > deadline {
+                if mine >= 4 || sending.is_over() {
                     break;
                 }
                 let n = sender * 1000 + i;
@@ -612,7 +612,7 @@ async fn soak_with_ten_percent_duplicates_keeps_memory_and_descriptors_flat() {
     let http = client();
     let answered = Arc::new(AtomicUsize::new(0));
     let load_starts = Instant::now();
-    let load_ends = Instant::now() + Duration::from_secs(SOAK_SECONDS);
+    let load = crate::support::Window::of(Duration::from_secs(SOAK_SECONDS));
     let mut senders = tokio::task::JoinSet::new();
     for sender in 0..SOAK_SENDERS {
         let (http, url, answered) = (http.clone(), server.url("/in/demo"), answered.clone());
@@ -627,7 +627,7 @@ async fn soak_with_ten_percent_duplicates_keeps_memory_and_descriptors_flat() {
             let mut x = sender.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
             for i in 0..SOAK_PER_SENDER_PER_SECOND * SOAK_SECONDS {
                 tick.tick().await;
-                if Instant::now() >= load_ends {
+                if load.is_over() {
                     break;
                 }
                 if i % 10 == 9 {

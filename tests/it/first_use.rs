@@ -4,7 +4,7 @@
 //! pipe whose reader has gone (`| head`). Each test is a tester's report.
 
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use crate::support::{
     BinaryServer, eventually_sync, read_all, server_section, standard_source, write_config,
@@ -250,14 +250,12 @@ fn events_tail_prints_the_last_n_then_only_new_events_in_order() {
         let rx = crate::support::lines_of(child.stdout.take().unwrap());
         let mut lines = Vec::new();
         let take = |n: usize, lines: &mut Vec<String>| {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while lines.len() < n {
-                let left = deadline.saturating_duration_since(Instant::now());
-                match rx.recv_timeout(left) {
-                    Ok(line) => lines.push(line),
-                    Err(_) => break,
-                }
-            }
+            let more = n.saturating_sub(lines.len());
+            lines.extend(crate::support::next_lines(
+                &rx,
+                more,
+                Duration::from_secs(10),
+            ));
         };
         take(last, &mut lines);
         during();
@@ -324,18 +322,12 @@ fn output_into_a_closed_pipe_ends_quietly() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
         let mut child = child;
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("{args:?} kept running with its reader gone");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let status = crate::support::exit_within(
+            &mut child,
+            &format!("{args:?} exits with its reader gone"),
+            Duration::from_secs(10),
+        );
         let stderr = text(&child.wait_with_output().unwrap().stderr);
         assert_eq!(status.code(), Some(0), "{args:?}: {stderr}");
         assert!(stderr.is_empty(), "{args:?}: {stderr}");

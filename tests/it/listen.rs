@@ -9,7 +9,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hookinbox::standard_webhooks::StandardKey;
 
@@ -88,16 +88,16 @@ impl Listener {
 
     /// The next `n` lines it prints, as JSON.
     fn printed(&self, n: usize) -> Vec<serde_json::Value> {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        (0..n)
-            .map(|i| {
-                let left = deadline.saturating_duration_since(Instant::now());
-                let line = self
-                    .lines
-                    .recv_timeout(left)
-                    .unwrap_or_else(|_| panic!("listen printed {i} of {n} lines"));
-                serde_json::from_str(&line).unwrap()
-            })
+        let lines = crate::support::next_lines(&self.lines, n, Duration::from_secs(20));
+        assert_eq!(
+            lines.len(),
+            n,
+            "listen printed {} of {n} lines",
+            lines.len()
+        );
+        lines
+            .iter()
+            .map(|line| serde_json::from_str(line).unwrap())
             .collect()
     }
 

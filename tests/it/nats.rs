@@ -199,7 +199,7 @@ impl NatsCluster {
         // 1 s: the first requests go unanswered until the meta leader is
         // elected; a short timeout sends the next one sooner.
         js.set_timeout(Duration::from_secs(1));
-        let deadline = Instant::now() + READY_WITHIN;
+        let window = crate::support::Window::of(READY_WITHIN);
         eventually(
             "JetStream accepts an R3 stream and elects its leader",
             READY_WITHIN,
@@ -226,7 +226,7 @@ impl NatsCluster {
         .await;
         eventually(
             "the throwaway stream is deleted",
-            deadline.saturating_duration_since(Instant::now()),
+            window.left(),
             Duration::from_millis(50),
             async || match js.delete_stream("HARNESS_READY").await {
                 Ok(_) => Ok(()),

@@ -229,14 +229,13 @@ async fn without_the_stream_an_answer_is_503_and_its_frame_ships_when_it_returns
     assert!(format!("{answer:?}").contains("Unavailable"), "{answer:?}");
     nats.restart();
     // Refused at once for a second after the failure, then shipped.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let again = loop {
-        match claim(&store, "b").await {
-            Ok(again) => break again,
-            Err(e) => assert!(std::time::Instant::now() < deadline, "{e:?}"),
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let again = crate::support::eventually(
+        "a claim is shipped again",
+        Duration::from_secs(10),
+        Duration::from_millis(200),
+        async || claim(&store, "b").await.map_err(|e| format!("{e:?}")),
+    )
+    .await;
     assert!(matches!(again, KeyAnswer::Busy { .. }), "{again:?}");
     close(store, writer).await;
     let lsns: Vec<u64> = frames(&nats.url()).await.iter().map(|(_, l)| *l).collect();
@@ -380,16 +379,14 @@ async fn the_lease_has_one_holder_and_lapses_a_lease_after_the_last_renewal() {
         assert!(b.acquire().await.is_err(), "taken while renewed");
     }
     let last_renewal = Instant::now();
-    let taken = loop {
-        if b.acquire().await.is_ok() {
-            break last_renewal.elapsed();
-        }
-        assert!(
-            last_renewal.elapsed() < Duration::from_secs(10),
-            "never lapsed"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    crate::support::eventually(
+        "the lease lapses",
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+        async || b.acquire().await.map_err(|e| format!("{e:?}")),
+    )
+    .await;
+    let taken = last_renewal.elapsed();
     assert!(
         taken >= Duration::from_millis(1_900) && taken < Duration::from_secs(5),
         "taken {taken:?} after the last renewal"
@@ -482,7 +479,6 @@ async fn the_app_as_primary_holds_the_lease_and_ships_before_each_2xx() {
 async fn a_standby_app_follows_and_takes_over_when_the_primary_stops() {
     use crate::support::{TestServer, server_section, standard_headers, standard_source};
     use hookinbox::clock::Clock;
-    use std::time::Instant;
 
     let dir = tempfile::tempdir().unwrap();
     let nats = NatsServer::start(&dir.path().join("nats"));
@@ -508,11 +504,16 @@ async fn a_standby_app_follows_and_takes_over_when_the_primary_stops() {
         ids.push(a.json["id"].as_str().unwrap().to_owned());
     }
     let standby = TestServer::start(&config("b", "vm-b", "standby"), Clock::system()).await;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while standby.events().len() < 5 {
-        assert!(Instant::now() < deadline, "the standby did not follow");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    crate::support::eventually(
+        "the standby follows",
+        Duration::from_secs(15),
+        Duration::from_millis(50),
+        async || match standby.events().len() {
+            n if n >= 5 => Ok(()),
+            n => Err(format!("{n} of 5 events")),
+        },
+    )
+    .await;
     let ready = standby.admin("GET", "/readyz", None, None).await;
     assert_eq!(ready.status, 503, "{:?}", ready.json);
     assert!(
@@ -523,15 +524,19 @@ async fn a_standby_app_follows_and_takes_over_when_the_primary_stops() {
     assert_eq!(send(&standby, "evt_x").await.status, 503);
 
     primary.stop().await;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let ready = standby.admin("GET", "/readyz", None, None).await;
-        if ready.status == 200 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no takeover: {:?}", ready.json);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    crate::support::eventually(
+        "the standby takes over",
+        Duration::from_secs(15),
+        Duration::from_millis(100),
+        async || {
+            let ready = standby.admin("GET", "/readyz", None, None).await;
+            match ready.status {
+                200 => Ok(()),
+                _ => Err(format!("{:?}", ready.json)),
+            }
+        },
+    )
+    .await;
     let stored: Vec<String> = standby.events().iter().map(|e| e.id.clone()).collect();
     assert_eq!(stored, ids);
     let again = send(&standby, "evt_0").await;
@@ -633,18 +638,20 @@ async fn lost_under_load(dir: &Path, urls: &str, replicas: usize) {
     let answered = answered.lock().unwrap().clone();
     assert!(answered.len() > 50, "load ran: {}", answered.len());
 
-    let took = loop {
-        let ready = standby.admin("GET", "/readyz", None, None).await;
-        if ready.status == 200 {
-            break killed.elapsed();
-        }
-        assert!(
-            killed.elapsed() < Duration::from_secs(20),
-            "no takeover: {:?}",
-            ready.json
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    crate::support::eventually(
+        "the standby takes over",
+        Duration::from_secs(20).saturating_sub(killed.elapsed()),
+        Duration::from_millis(100),
+        async || {
+            let ready = standby.admin("GET", "/readyz", None, None).await;
+            match ready.status {
+                200 => Ok(()),
+                _ => Err(format!("{:?}", ready.json)),
+            }
+        },
+    )
+    .await;
+    let took = killed.elapsed();
     println!(
         "R{replicas}: takeover {took:?} after the kill (lease 3 s), {} events answered",
         answered.len()
@@ -657,21 +664,21 @@ async fn lost_under_load(dir: &Path, urls: &str, replicas: usize) {
     // the app (those in flight at the kill again, as interrupted).
     let answered_ids: std::collections::BTreeSet<&str> =
         answered.iter().map(|(_, id)| id.as_str()).collect();
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let received = app.received();
-        let seen: std::collections::BTreeSet<&str> =
-            received.iter().map(|r| r.header("webhook-id")).collect();
-        let missing = answered_ids.difference(&seen).count();
-        if missing == 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{missing} answered events never reached the app"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    crate::support::eventually(
+        "every answered event reaches the app",
+        Duration::from_secs(90),
+        Duration::from_millis(100),
+        async || {
+            let received = app.received();
+            let seen: std::collections::BTreeSet<&str> =
+                received.iter().map(|r| r.header("webhook-id")).collect();
+            match answered_ids.difference(&seen).count() {
+                0 => Ok(()),
+                missing => Err(format!("{missing} answered events not received")),
+            }
+        },
+    )
+    .await;
     // Regression (an outside drill): each node had generated its own
     // delivery key, and the app refused every delivery after the takeover.
     // Every delivery, before the kill and after it, verifies with the key
@@ -774,7 +781,6 @@ async fn a_new_standby_starts_from_the_newest_snapshot_and_the_frames_after_it()
     use crate::support::{TestServer, server_section, standard_headers, standard_source};
     use hookinbox::clock::Clock;
     use hookinbox::replicate::Snapshots;
-    use std::time::Instant;
 
     let dir = tempfile::tempdir().unwrap();
     let nats = NatsServer::start(&dir.path().join("nats"));
@@ -802,36 +808,52 @@ async fn a_new_standby_starts_from_the_newest_snapshot_and_the_frames_after_it()
         ids.push(send(&primary, &format!("evt_{i}")).await);
     }
     let early = TestServer::start(&config("b", "vm-b", "standby"), Clock::system()).await;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while early.events().len() < 30 {
-        assert!(Instant::now() < deadline, "the standby did not follow");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    crate::support::eventually(
+        "the standby follows",
+        Duration::from_secs(15),
+        Duration::from_millis(50),
+        async || match early.events().len() {
+            n if n >= 30 => Ok(()),
+            n => Err(format!("{n} of 30 events")),
+        },
+    )
+    .await;
     early.stop().await;
     for i in 30..60 {
         ids.push(send(&primary, &format!("evt_{i}")).await);
     }
 
     let snapshots = Snapshots::connect(&settings(&nats.url())).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let snapshot = loop {
-        if let Some(s) = snapshots.list().await.unwrap().pop() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "no snapshot within 30 s");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let snapshot = crate::support::eventually(
+        "a snapshot is taken",
+        Duration::from_secs(30),
+        Duration::from_millis(200),
+        async || {
+            snapshots
+                .list()
+                .await
+                .unwrap()
+                .pop()
+                .ok_or_else(|| "no snapshot".to_owned())
+        },
+    )
+    .await;
     println!("snapshot {snapshot:?}");
     assert!(snapshot.lsn > 0 && snapshot.stream_seq > 0, "{snapshot:?}");
     // The stream forgot the frames before the snapshot's last one (which
     // it keeps: it says where the stream ends even when nothing follows).
     let client = crate::nats::connect(&nats.url()).await;
     let mut stream = jetstream::new(client).get_stream(STREAM).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while stream.info().await.unwrap().state.first_sequence != snapshot.stream_seq {
-        assert!(Instant::now() < deadline, "the stream kept its frames");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    crate::support::eventually(
+        "the stream forgets the frames before the snapshot",
+        Duration::from_secs(10),
+        Duration::from_millis(100),
+        async || match stream.info().await.unwrap().state.first_sequence {
+            first if first == snapshot.stream_seq => Ok(()),
+            first => Err(format!("its first frame is {first}")),
+        },
+    )
+    .await;
     // A primary restarted on the forgetful stream goes on from it.
     primary.stop().await;
     let primary = TestServer::start(&config("a", "vm-a", "primary"), Clock::system()).await;
@@ -845,20 +867,19 @@ async fn a_new_standby_starts_from_the_newest_snapshot_and_the_frames_after_it()
     // stream begins now.
     let behind = TestServer::start(&config("b", "vm-b", "standby"), Clock::system()).await;
     for standby in [&fresh, &behind] {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            let stored: Vec<String> = standby.events().iter().map(|e| e.id.clone()).collect();
-            if stored == ids {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the standby has {} of {} events",
-                stored.len(),
-                ids.len()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        crate::support::eventually(
+            "the standby has every event",
+            Duration::from_secs(15),
+            Duration::from_millis(50),
+            async || {
+                let stored: Vec<String> = standby.events().iter().map(|e| e.id.clone()).collect();
+                match stored == ids {
+                    true => Ok(()),
+                    false => Err(format!("{} of {} events", stored.len(), ids.len())),
+                }
+            },
+        )
+        .await;
     }
     let set_aside = std::fs::read_dir(dir.path().join("b"))
         .unwrap()
@@ -869,11 +890,16 @@ async fn a_new_standby_starts_from_the_newest_snapshot_and_the_frames_after_it()
     behind.stop().await;
     primary.stop().await;
     // The restored standby takes over with every event and goes on.
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while fresh.admin("GET", "/readyz", None, None).await.status != 200 {
-        assert!(Instant::now() < deadline, "no takeover");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    crate::support::eventually(
+        "the restored standby takes over",
+        Duration::from_secs(15),
+        Duration::from_millis(100),
+        async || match fresh.admin("GET", "/readyz", None, None).await.status {
+            200 => Ok(()),
+            status => Err(format!("readyz {status}")),
+        },
+    )
+    .await;
     send(&fresh, "evt_after").await;
     assert_eq!(fresh.events().len(), 81);
     fresh.stop().await;
@@ -891,7 +917,6 @@ async fn a_replaced_primary_goes_on_as_a_standby_of_the_new_one() {
         write_config,
     };
     use hookinbox::clock::Clock;
-    use std::time::Instant;
 
     let dir = tempfile::tempdir().unwrap();
     let nats = NatsServer::start(&dir.path().join("nats"));
@@ -935,11 +960,16 @@ async fn a_replaced_primary_goes_on_as_a_standby_of_the_new_one() {
     let new = TestServer::start(&section("b", "vm-b", "standby"), Clock::system()).await;
 
     old.signal(libc::SIGSTOP);
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while new.admin("GET", "/readyz", None, None).await.status != 200 {
-        assert!(Instant::now() < deadline, "no takeover");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    crate::support::eventually(
+        "the standby takes over",
+        Duration::from_secs(15),
+        Duration::from_millis(100),
+        async || match new.admin("GET", "/readyz", None, None).await.status {
+            200 => Ok(()),
+            status => Err(format!("readyz {status}")),
+        },
+    )
+    .await;
     for i in 10..15 {
         let id = format!("evt_{i}");
         let body = format!("{{\"type\":\"t\",\"id\":\"{id}\"}}").into_bytes();
@@ -951,40 +981,49 @@ async fn a_replaced_primary_goes_on_as_a_standby_of_the_new_one() {
     }
 
     old.signal(libc::SIGCONT);
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !old.log_text().contains("goes on as a standby") {
-        // Whatever it answers meanwhile, it is never a 2xx.
-        let (status, _) = send(&old.url("/in/shop"), "evt_old").await;
-        assert!(
-            !(200..300).contains(&status),
-            "the old primary answered {status}"
-        );
-        assert!(
-            Instant::now() < deadline,
-            "the old primary did not step down:\n{}",
-            old.log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let (status, body) = ready(&old.admin).await;
-        if status == 503 && body.contains("standby") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{status} {body}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    crate::support::eventually(
+        "the old primary steps down",
+        Duration::from_secs(15),
+        Duration::from_millis(100),
+        async || {
+            if old.log_text().contains("goes on as a standby") {
+                return Ok(());
+            }
+            // Whatever it answers meanwhile, it is never a 2xx.
+            let (status, _) = send(&old.url("/in/shop"), "evt_old").await;
+            assert!(
+                !(200..300).contains(&status),
+                "the old primary answered {status}"
+            );
+            Err(old.log_text())
+        },
+    )
+    .await;
+    crate::support::eventually(
+        "the old primary is not ready: a standby",
+        Duration::from_secs(15),
+        Duration::from_millis(100),
+        async || match ready(&old.admin).await {
+            (503, body) if body.contains("standby") => Ok(()),
+            (status, body) => Err(format!("{status} {body}")),
+        },
+    )
+    .await;
     assert_eq!(send(&old.url("/in/shop"), "evt_old").await.0, 503);
 
     // The new primary stops; the old one, a standby now, takes over with
     // every event: each resend is a duplicate answered with its first id.
     new.stop().await;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while ready(&old.admin).await.0 != 200 {
-        assert!(Instant::now() < deadline, "the old node did not take over");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    crate::support::eventually(
+        "the old node takes over",
+        Duration::from_secs(15),
+        Duration::from_millis(100),
+        async || match ready(&old.admin).await.0 {
+            200 => Ok(()),
+            status => Err(format!("readyz {status}")),
+        },
+    )
+    .await;
     for (id, public) in &stored {
         assert_eq!(
             send(&old.url("/in/shop"), id).await,
@@ -1085,28 +1124,38 @@ async fn promote_makes_a_standby_the_primary_and_the_old_one_steps_down() {
     assert_eq!(answer.status, 200);
 
     // The old primary steps down at its next renewal: never a 2xx again.
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !old.log_text().contains("goes on as a standby") {
-        assert_ne!(send(old.url("/in/shop"), "evt_old").await, 200);
-        assert!(Instant::now() < deadline, "{}", old.log_text());
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let (code, out, _) = cli(old.admin.clone(), &["replication", "--json"]).await;
-        if code == 0 {
-            let status: serde_json::Value = serde_json::from_str(&out).unwrap();
-            // It follows the new primary from the stream.
-            if status["role"] == "standby"
-                && status["holder"] == "vm-b"
-                && status["last_frame"].as_u64() > Some(0)
-            {
-                break;
+    crate::support::eventually(
+        "the old primary steps down",
+        Duration::from_secs(15),
+        Duration::from_millis(100),
+        async || {
+            if old.log_text().contains("goes on as a standby") {
+                return Ok(());
             }
-        }
-        assert!(Instant::now() < deadline, "{out}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+            assert_ne!(send(old.url("/in/shop"), "evt_old").await, 200);
+            Err(old.log_text())
+        },
+    )
+    .await;
+    crate::support::eventually(
+        "the old primary follows the new one from the stream",
+        Duration::from_secs(15),
+        Duration::from_millis(200),
+        async || {
+            let (code, out, _) = cli(old.admin.clone(), &["replication", "--json"]).await;
+            if code == 0 {
+                let status: serde_json::Value = serde_json::from_str(&out).unwrap();
+                if status["role"] == "standby"
+                    && status["holder"] == "vm-b"
+                    && status["last_frame"].as_u64() > Some(0)
+                {
+                    return Ok(());
+                }
+            }
+            Err(out)
+        },
+    )
+    .await;
     assert_eq!(send(old.url("/in/shop"), "evt_old").await, 503);
     // Regression (issue 44): a planned promote set the old primary's whole
     // database aside (7 GiB at 5M events) and restored a snapshot. The new

@@ -85,7 +85,7 @@ impl Load {
         let stop = CancellationToken::new();
         let log = Arc::new(Mutex::new(Vec::new()));
         let url = Arc::new(Mutex::new(url));
-        let started = Instant::now();
+        let sending = crate::support::Window::of(within);
         let tasks = (0..senders)
             .map(|s| {
                 let (stop, log, url) = (stop.clone(), log.clone(), url.clone());
@@ -93,7 +93,7 @@ impl Load {
                 tokio::spawn(async move {
                     let http = hookinbox::send::http_client(timeout).unwrap();
                     for i in 0..max_each {
-                        if stop.is_cancelled() || started.elapsed() > within {
+                        if stop.is_cancelled() || sending.is_over() {
                             break;
                         }
                         let event_id = format!("{prefix}_{s}_{i}");
@@ -231,27 +231,23 @@ async fn nats_nodes_killed_under_load_one_then_a_quorum_and_restarted() {
 /// returns why it had exited.
 async fn supervise(primary: &mut BinaryServer, config: &Path, load: &Load) -> Option<String> {
     let why = exited(primary)?;
-    let started = Instant::now();
-    loop {
-        let config = config.to_owned();
-        let restarted = tokio::task::spawn_blocking(move || {
-            std::panic::catch_unwind(|| BinaryServer::start(&config, &[], None))
-        })
-        .await
-        .unwrap();
-        match restarted {
-            Ok(server) => {
-                *primary = server;
-                load.retarget(primary.url("/in/shop"));
-                return Some(why);
-            }
-            Err(_) => assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "the primary did not start again within 60 s (it had exited: {why})"
-            ),
-        }
-        tokio::time::sleep(Duration::from_secs(2)).await;
-    }
+    *primary = eventually(
+        &format!("the primary starts again (it had exited: {why})"),
+        Duration::from_secs(60),
+        Duration::from_secs(2),
+        async || {
+            let config = config.to_owned();
+            tokio::task::spawn_blocking(move || {
+                std::panic::catch_unwind(|| BinaryServer::start(&config, &[], None))
+            })
+            .await
+            .unwrap()
+            .map_err(|_| "it did not start".to_owned())
+        },
+    )
+    .await;
+    load.retarget(primary.url("/in/shop"));
+    Some(why)
 }
 
 async fn nodes_killed(lease_secs: u64) {
@@ -288,29 +284,31 @@ async fn nodes_killed(lease_secs: u64) {
     };
     let killed_one = Instant::now();
     cluster.kill(first);
-    let resumed = loop {
-        let first_2xx = load
-            .snapshot()
-            .iter()
-            .filter(|s| s.ok() && s.sent > killed_one)
-            .map(|s| s.done - killed_one)
-            .min();
-        if let Some(t) = first_2xx {
-            break t;
-        }
-        if let Some(why) = supervise(&mut primary, &config, &load).await {
-            findings.push(format!(
-                "the primary exited {:?} after one NATS node ({}) was killed: {why}",
-                killed_one.elapsed(),
-                cluster.name(first)
-            ));
-        }
-        assert!(
-            killed_one.elapsed() < Duration::from_secs(30),
-            "no 2xx within 30 s with one NATS node down"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let resumed = eventually(
+        "a 2xx with one NATS node down",
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        async || {
+            let first_2xx = load
+                .snapshot()
+                .iter()
+                .filter(|s| s.ok() && s.sent > killed_one)
+                .map(|s| s.done - killed_one)
+                .min();
+            if let Some(t) = first_2xx {
+                return Ok(t);
+            }
+            if let Some(why) = supervise(&mut primary, &config, &load).await {
+                findings.push(format!(
+                    "the primary exited {:?} after one NATS node ({}) was killed: {why}",
+                    killed_one.elapsed(),
+                    cluster.name(first)
+                ));
+            }
+            Err("no 2xx yet".to_owned())
+        },
+    )
+    .await;
     // A few seconds more with one node down.
     tokio::time::sleep(Duration::from_secs(3)).await;
     if let Some(why) = supervise(&mut primary, &config, &load).await {
@@ -394,29 +392,33 @@ async fn nodes_killed(lease_secs: u64) {
     // Both back.
     cluster.restart(first);
     cluster.restart(second);
-    let back = loop {
-        let first_2xx = load
-            .snapshot()
-            .iter()
-            .filter(|s| s.ok() && s.sent > restarting)
-            .map(|s| s.done - restarting)
-            .min();
-        if let Some(t) = first_2xx {
-            break t;
-        }
-        if let Some(why) = supervise(&mut primary, &config, &load).await {
-            findings.push(format!(
-                "the primary had exited by {:?} after the two nodes were restarted: {why}",
-                restarting.elapsed()
-            ));
-        }
-        assert!(
-            restarting.elapsed() < Duration::from_secs(60),
-            "no 2xx within 60 s after the two nodes were restarted; the primary's log:\n{}",
-            primary.log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let back = eventually(
+        "a 2xx after the two nodes were restarted",
+        Duration::from_secs(60).saturating_sub(restarting.elapsed()),
+        Duration::from_millis(100),
+        async || {
+            let first_2xx = load
+                .snapshot()
+                .iter()
+                .filter(|s| s.ok() && s.sent > restarting)
+                .map(|s| s.done - restarting)
+                .min();
+            if let Some(t) = first_2xx {
+                return Ok(t);
+            }
+            if let Some(why) = supervise(&mut primary, &config, &load).await {
+                findings.push(format!(
+                    "the primary had exited by {:?} after the two nodes were restarted: {why}",
+                    restarting.elapsed()
+                ));
+            }
+            Err(format!(
+                "no 2xx yet; the primary's log:\n{}",
+                primary.log_text()
+            ))
+        },
+    )
+    .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let log = load.finish().await;
     if let Some(why) = exited(&mut primary) {
@@ -435,20 +437,20 @@ async fn nodes_killed(lease_secs: u64) {
     // unavailable": a start that fails is tried again 2 s later for 60 s,
     // as the packaged unit's Restart=on-failure would.
     let standby_config = node_config(dir.path(), "b", &urls, 3, "standby", "vm-b", &lease_text);
-    let starting = Instant::now();
-    let standby = loop {
-        match TestServer::try_start(&standby_config, Clock::system()).await {
-            Ok(standby) => break standby,
-            Err(e) => {
-                assert!(
-                    starting.elapsed() < Duration::from_secs(60),
-                    "the standby did not start within 60 s: {e}"
-                );
-                println!("drill R3: the standby did not start ({e}); again in 2 s");
-                tokio::time::sleep(Duration::from_secs(2)).await;
-            }
-        }
-    };
+    let standby = eventually(
+        "the standby starts",
+        Duration::from_secs(60),
+        Duration::from_secs(2),
+        async || {
+            TestServer::try_start(&standby_config, Clock::system())
+                .await
+                .map_err(|e| {
+                    println!("drill R3: the standby did not start ({e}); again in 2 s");
+                    e.to_string()
+                })
+        },
+    )
+    .await;
     let following = Instant::now();
     eventually(
         "the standby holds every answered event",
@@ -619,7 +621,9 @@ async fn a_primary_frozen_past_its_lease_is_replaced_and_answers_no_2xx_when_it_
     }
     // Time to exit, if it does.
     let mut exit = None;
-    while woke.elapsed() < Duration::from_secs(10) {
+    let watching =
+        crate::support::Window::of(Duration::from_secs(10).saturating_sub(woke.elapsed()));
+    while !watching.is_over() {
         if let Some(why) = exited(&mut old) {
             exit = Some((woke.elapsed(), why));
             break;
@@ -852,18 +856,11 @@ fn refused_at_start(config: &Path) -> (std::process::ExitStatus, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("hookinbox started with {}", config.display());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = crate::support::exit_within(
+        &mut child,
+        &format!("hookinbox refuses to start with {}", config.display()),
+        Duration::from_secs(30),
+    );
     let mut stderr = String::new();
     child
         .stderr

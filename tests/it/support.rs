@@ -272,6 +272,88 @@ pub fn eventually_sync<T>(
     }
 }
 
+/// A span of time that load or sampling runs for: not a wait for a
+/// condition (that is [`eventually`]), but "send until N are refused or a
+/// minute is up". The one place outside [`eventually`] where the tests
+/// keep a deadline (`tidy` refuses one written out in a test).
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    ends: Instant,
+}
+
+impl Window {
+    /// From now, for `length`.
+    pub fn of(length: Duration) -> Window {
+        Window {
+            ends: Instant::now() + length,
+        }
+    }
+
+    pub fn is_over(&self) -> bool {
+        Instant::now() >= self.ends
+    }
+
+    /// What is left of it; zero once it is over.
+    pub fn left(&self) -> Duration {
+        self.ends.saturating_duration_since(Instant::now())
+    }
+}
+
+/// How `child` exited, waiting `within` for it; past that it is killed
+/// and this panics naming `what` was awaited.
+pub fn exit_within(child: &mut Child, what: &str, within: Duration) -> std::process::ExitStatus {
+    let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        eventually_sync(what, within, Duration::from_millis(20), || {
+            child
+                .try_wait()
+                .unwrap()
+                .ok_or_else(|| "still running".to_owned())
+        })
+    }));
+    waited.unwrap_or_else(|panic| {
+        let _ = child.kill();
+        let _ = child.wait();
+        std::panic::resume_unwind(panic)
+    })
+}
+
+/// At most `n` lines from `lines` (a child's output, see [`lines_of`]),
+/// as many as arrive within `within`: fewer when it ends or falls silent.
+pub fn next_lines(
+    lines: &std::sync::mpsc::Receiver<String>,
+    n: usize,
+    within: Duration,
+) -> Vec<String> {
+    let window = Window::of(within);
+    let mut got = Vec::new();
+    while got.len() < n {
+        match lines.recv_timeout(window.left()) {
+            Ok(line) => got.push(line),
+            Err(_) => break,
+        }
+    }
+    got
+}
+
+/// The first line from `lines` that `want` takes, within `within`; panics
+/// naming `what` was awaited and every line seen before.
+pub fn line_where(
+    lines: &std::sync::mpsc::Receiver<String>,
+    what: &str,
+    within: Duration,
+    want: impl Fn(&str) -> bool,
+) -> String {
+    let window = Window::of(within);
+    let mut seen = Vec::new();
+    loop {
+        match lines.recv_timeout(window.left()) {
+            Ok(line) if want(&line) => return line,
+            Ok(line) => seen.push(line),
+            Err(_) => panic!("not within {within:?}: {what}; printed: {seen:#?}"),
+        }
+    }
+}
+
 /// A loopback port free a moment ago, for a child process to listen on
 /// (another process could take it in between; the tests run on loopback
 /// where that is rare enough).

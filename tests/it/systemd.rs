@@ -3,7 +3,7 @@
 //! a real `NOTIFY_SOCKET` datagram socket, as systemd would.
 
 use std::os::unix::net::UnixDatagram;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support::{BinaryServer, client, server_section, standard_source, write_config};
 
@@ -13,16 +13,12 @@ fn collect(
     limit: Duration,
     done: impl Fn(&[String]) -> bool,
 ) -> Vec<String> {
-    let deadline = Instant::now() + limit;
+    let window = crate::support::Window::of(limit);
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
-    while !done(&got) && Instant::now() < deadline {
+    while !done(&got) && !window.is_over() {
         socket
-            .set_read_timeout(Some(
-                deadline
-                    .saturating_duration_since(Instant::now())
-                    .max(Duration::from_millis(1)),
-            ))
+            .set_read_timeout(Some(window.left().max(Duration::from_millis(1))))
             .unwrap();
         if let Ok(n) = socket.recv(&mut buf) {
             got.push(String::from_utf8_lossy(&buf[..n]).into_owned());

@@ -1,7 +1,8 @@
 //! What the compiler does not check: every source file says what it owns,
 //! ARCHITECTURE.md's codemap names every module in `lib.rs`'s order, every
-//! test and module path the docs cite exists, and every alert's runbook is a
-//! section of the operating guide.
+//! test and module path the docs cite exists, every alert's runbook is a
+//! section of the operating guide, and no test writes out its own deadline
+//! loop.
 
 use std::path::{Path, PathBuf};
 
@@ -325,4 +326,239 @@ fn every_alert_links_its_section_of_the_installed_operating_guide() {
         alerts.len(),
         "an alert without a runbook_url: {alerts:?}"
     );
+}
+
+/// `text` with its comments and the insides of its string and character
+/// literals blanked (same length, same lines), so braces and words in them
+/// are not read as code.
+fn code_of(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        if c == '/' && next == Some('/') {
+            while i < chars.len() && chars[i] != '\n' {
+                out.push(' ');
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
+                out.push(blank(chars[i]));
+                i += 1;
+            }
+            out.push_str("  ");
+            i += 2;
+        } else if c == 'r' && (next == Some('"') || next == Some('#')) && {
+            let hashes = chars[i + 1..].iter().take_while(|&&h| h == '#').count();
+            chars.get(i + 1 + hashes) == Some(&'"')
+        } {
+            // A raw string: r"…", r#"…"#.
+            let hashes = chars[i + 1..].iter().take_while(|&&h| h == '#').count();
+            let close: String = std::iter::once('"')
+                .chain(std::iter::repeat_n('#', hashes))
+                .collect();
+            out.push('r');
+            i += 1;
+            for _ in 0..=hashes {
+                out.push(chars[i]);
+                i += 1;
+            }
+            let rest: String = chars[i..].iter().collect();
+            let len = rest
+                .find(&close)
+                .map_or(chars.len() - i, |at| rest[..at].chars().count());
+            for _ in 0..len {
+                out.push(blank(chars[i]));
+                i += 1;
+            }
+            out.push_str(&close);
+            i += close.chars().count();
+        } else if c == '"' {
+            out.push('"');
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                let n = if chars[i] == '\\' { 2 } else { 1 };
+                for _ in 0..n.min(chars.len() - i) {
+                    out.push(blank(chars[i]));
+                    i += 1;
+                }
+            }
+            if i < chars.len() {
+                out.push('"');
+                i += 1;
+            }
+        } else if c == '\'' && next.is_some() && {
+            // A character literal ('x', '\n', '\''), not a lifetime or label.
+            let end = if next == Some('\\') {
+                chars[i + 2..]
+                    .iter()
+                    .position(|&q| q == '\'')
+                    .map(|p| i + 2 + p)
+            } else {
+                Some(i + 2)
+            };
+            end.is_some_and(|e| chars.get(e) == Some(&'\''))
+        } {
+            let end = if next == Some('\\') {
+                i + 2 + chars[i + 2..].iter().position(|&q| q == '\'').unwrap()
+            } else {
+                i + 2
+            };
+            out.push('\'');
+            for _ in i + 1..end {
+                out.push(' ');
+            }
+            out.push('\'');
+            i = end + 1;
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// For each byte of `code` (as [`code_of`] leaves it), whether it is in a
+/// `loop`, `while` or `for`: its header or its body.
+fn in_loops(code: &str) -> Vec<bool> {
+    let mut inside = vec![false; code.len()];
+    let mut stack: Vec<bool> = Vec::new();
+    let mut statement = 0;
+    for (at, c) in code.char_indices() {
+        match c {
+            '{' => {
+                let header = &code[statement..at];
+                let words: Vec<&str> = header
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .collect();
+                let is_loop = ["loop", "while", "for"].iter().any(|k| words.contains(k))
+                    && !words.contains(&"impl");
+                if is_loop {
+                    inside[statement..at].fill(true);
+                }
+                stack.push(is_loop);
+                statement = at + 1;
+            }
+            '}' => {
+                stack.pop();
+                statement = at + 1;
+            }
+            ';' => statement = at + 1,
+            _ => {}
+        }
+        if stack.iter().any(|&l| l) {
+            inside[at] = true;
+        }
+    }
+    inside
+}
+
+/// The deadline loops written out in `text`: `(line, what)`. See
+/// [`no_test_writes_out_a_deadline_loop`].
+fn deadline_loops(text: &str) -> Vec<(usize, &'static str)> {
+    let code = code_of(text);
+    let mut found = Vec::new();
+    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
+    let now = "Instant::now()";
+    for (at, _) in code.match_indices(now) {
+        let after = code[at + now.len()..].trim_start();
+        let before = code[..at].trim_end_matches("std::time::").trim_end();
+        if after.starts_with('+') || after.starts_with(".checked_add") {
+            found.push((line_of(at), "a deadline built from Instant::now()"));
+        } else if after.starts_with('<')
+            || after.starts_with('>')
+            || before.ends_with('<')
+            || before.ends_with('>')
+            || before.ends_with("<=")
+            || before.ends_with(">=")
+        {
+            found.push((line_of(at), "Instant::now() compared with a deadline"));
+        } else if before.ends_with("duration_since(") {
+            found.push((line_of(at), "the time left before a deadline"));
+        }
+    }
+    let inside = in_loops(&code);
+    for (at, _) in code.match_indices(".elapsed()") {
+        let after = code[at + ".elapsed()".len()..].trim_start();
+        let compared = after.starts_with('<') || after.starts_with('>');
+        if compared && inside[at] {
+            found.push((line_of(at), "a loop bounded by an elapsed time"));
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Refuses, in every file of `tests/it` but `support.rs`, a deadline loop
+/// written out by hand: a deadline built (`Instant::now() + …`), compared
+/// (`Instant::now() < deadline`) or counted down
+/// (`deadline.saturating_duration_since(Instant::now())`), and an elapsed
+/// time compared inside a `loop`, `while` or `for` (its header or body:
+/// `while started.elapsed() < …`, `if started.elapsed() > … { break }`,
+/// `assert!(started.elapsed() < …)` between polls). Waiting for a condition
+/// is `support::eventually` (or `eventually_sync`, `line_where`,
+/// `next_lines`); load that runs for a while is `support::Window`. An
+/// elapsed time measured and reported or asserted once, outside a loop,
+/// stays.
+#[test]
+fn no_test_writes_out_a_deadline_loop() {
+    let mut files = Vec::new();
+    rust_files(&root().join("tests/it"), &mut files);
+    assert!(files.len() > 30, "found only {} files", files.len());
+    let mut loops = Vec::new();
+    for path in files.iter().filter(|p| !p.ends_with("support.rs")) {
+        let text = std::fs::read_to_string(path).unwrap();
+        for (line, what) in deadline_loops(&text) {
+            let path = path.strip_prefix(root()).unwrap().display();
+            loops.push(format!("{path}:{line}: {what}"));
+        }
+    }
+    assert!(
+        loops.is_empty(),
+        "deadline loops written out in tests (use support::eventually, or support::Window for load that runs for a while):\n{}",
+        loops.join("\n")
+    );
+}
+
+/// The scanner itself, on the forms it refuses and on those it lets be.
+#[test]
+fn the_deadline_loop_scanner_tells_a_wait_from_a_measurement() {
+    let refused = r##"
+fn a() {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "{x}");
+    }
+    let left = deadline.saturating_duration_since(std::time::Instant::now());
+    let started = Instant::now();
+    let took = loop {
+        if ok() { break started.elapsed(); }
+        assert!(started.elapsed() < Duration::from_secs(5), "}} {{");
+    };
+    while woke.elapsed() < Duration::from_secs(10) {}
+    let body = br#"{"a":"b"}"#; let until = Instant::now() + Duration::from_secs(6);
+}
+"##;
+    let lines: Vec<usize> = deadline_loops(refused).iter().map(|(l, _)| *l).collect();
+    assert_eq!(lines, [3, 5, 7, 11, 13, 14]);
+    let kept = r##"
+fn b() {
+    let started = Instant::now();
+    // while Instant::now() < deadline {
+    let s = "Instant::now() + 1";
+    let r = r#"{"a":"b"}"#;
+    let c = '{';
+    send().await;
+    assert!(started.elapsed() < Duration::from_secs(15));
+    for i in 0..3 { println!("{:?}", started.elapsed()); }
+    let d: &'static str = "";
+}
+impl X for Y {
+    fn c(&self) -> bool { self.0.elapsed() > Duration::ZERO }
+}
+"##;
+    assert_eq!(deadline_loops(kept), []);
 }
