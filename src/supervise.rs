@@ -1,15 +1,19 @@
-//! The app's long-running tasks: started by name, watched, stopped in order.
+//! The app's long-running tasks: started by name and tier, watched, stopped
+//! tier by tier.
 //!
-//! Every task is `run(…, shutdown: CancellationToken) -> Result<(), TaskError>`
-//! and runs until its token is cancelled. One that ends before (returns,
-//! fails or panics) is reported by name with how it ended, so `App` can stop
-//! the rest and exit non-zero for the service manager to restart it: a live
-//! process with a dead subsystem is worse than a restart.
+//! Every task is `run(…, stop: CancellationToken) -> Result<(), TaskError>`
+//! and runs until its token is cancelled. Its [`Tier`] is named once, where
+//! it is spawned: that decides which token it gets and when [`Tasks::stop`]
+//! cancels it and waits for it. One that ends before (returns, fails or
+//! panics) is reported by name with how it ended, so `App` can stop the rest
+//! and exit non-zero for the service manager to restart it: a live process
+//! with a dead subsystem is worse than a restart.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::future::Future;
 
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::store::StoreError;
 
@@ -28,6 +32,31 @@ pub enum TaskName {
     Lease,
     /// A replicating primary's snapshots.
     Snapshots,
+    /// The reader that feeds the admin API's event streams.
+    Streams,
+}
+
+/// When a task is stopped: the tiers stop in this order, each once every
+/// task of the tier before has ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tier {
+    /// Takes new work (the listeners, the sweeper, the prober, the
+    /// alerter, snapshots, the event streams): stopped first.
+    Front,
+    /// Finishes work in flight (the scheduler records its attempts; the
+    /// summary counts them): stopped once the front has ended.
+    Back,
+    /// Gives up what the node holds for others (the replication lease):
+    /// stopped once nothing more is written but the writer's last frames.
+    Last,
+    /// Watches something that ends by itself (the writer thread): never
+    /// cancelled and never waited for; its end while the app runs is a
+    /// failure like any other.
+    Watch,
+}
+
+impl Tier {
+    const STOPPED: [Tier; 3] = [Tier::Front, Tier::Back, Tier::Last];
 }
 
 impl std::fmt::Display for TaskName {
@@ -43,6 +72,7 @@ impl std::fmt::Display for TaskName {
             TaskName::Writer => "store writer",
             TaskName::Lease => "replication lease",
             TaskName::Snapshots => "replication snapshots",
+            TaskName::Streams => "event-stream reader",
         })
     }
 }
@@ -97,9 +127,11 @@ impl std::fmt::Display for TaskEnd {
     }
 }
 
-/// The running tasks and the ends not yet taken.
+/// The running tasks, each with its tier, the tiers' stop tokens, and the
+/// ends not yet taken.
 pub struct Tasks {
-    running: HashSet<TaskName>,
+    running: HashMap<TaskName, Tier>,
+    stops: HashMap<Tier, CancellationToken>,
     ended_tx: mpsc::UnboundedSender<(TaskName, TaskEnd)>,
     ended: mpsc::UnboundedReceiver<(TaskName, TaskEnd)>,
 }
@@ -108,7 +140,11 @@ impl Default for Tasks {
     fn default() -> Tasks {
         let (ended_tx, ended) = mpsc::unbounded_channel();
         Tasks {
-            running: HashSet::new(),
+            running: HashMap::new(),
+            stops: [Tier::Front, Tier::Back, Tier::Last, Tier::Watch]
+                .into_iter()
+                .map(|tier| (tier, CancellationToken::new()))
+                .collect(),
             ended_tx,
             ended,
         }
@@ -116,13 +152,23 @@ impl Default for Tasks {
 }
 
 impl Tasks {
-    /// Runs `run` as its own tokio task, watched under `name`.
-    pub fn spawn<E: Into<TaskError>>(
-        &mut self,
-        name: TaskName,
-        run: impl Future<Output = Result<(), E>> + Send + 'static,
-    ) {
-        self.running.insert(name);
+    /// The token `tier` is stopped with: for what the app builds before
+    /// the tasks start and must end with them (the admin API's open
+    /// streams end with the front).
+    pub fn stopping(&self, tier: Tier) -> CancellationToken {
+        self.stops[&tier].clone()
+    }
+
+    /// Runs `run` with `tier`'s token as its own tokio task, watched under
+    /// `name`.
+    pub fn spawn<E, F, Fut>(&mut self, name: TaskName, tier: Tier, run: F)
+    where
+        E: Into<TaskError>,
+        F: FnOnce(CancellationToken) -> Fut,
+        Fut: Future<Output = Result<(), E>> + Send + 'static,
+    {
+        let run = run(self.stopping(tier));
+        self.running.insert(name, tier);
         let handle = tokio::spawn(async move { run.await.map_err(Into::into) });
         let ended = self.ended_tx.clone();
         tokio::spawn(async move {
@@ -155,15 +201,23 @@ impl Tasks {
         (name, end)
     }
 
-    /// Waits until none of `names` runs any more.
-    pub async fn wait_for(&mut self, names: &[TaskName]) {
-        while names.iter().any(|n| self.running.contains(n)) {
+    /// Cancels `tier` and every tier before it, and waits until none of
+    /// their tasks runs any more.
+    pub async fn stop(&mut self, tier: Tier) {
+        let upto = Tier::STOPPED
+            .iter()
+            .position(|t| *t == tier)
+            .map_or(&[][..], |at| &Tier::STOPPED[..=at]);
+        for t in upto {
+            self.stops[t].cancel();
+        }
+        while self.running.values().any(|t| upto.contains(t)) {
             self.next_end().await;
         }
     }
 
     pub fn is_running(&self, name: TaskName) -> bool {
-        self.running.contains(&name)
+        self.running.contains_key(&name)
     }
 }
 
@@ -176,7 +230,7 @@ mod tests {
     #[tokio::test]
     async fn a_task_that_ends_early_is_reported_by_name_and_end() {
         let mut tasks = Tasks::default();
-        tasks.spawn(TaskName::Scheduler, async {
+        tasks.spawn(TaskName::Scheduler, Tier::Back, |_| async {
             panic!("overflow when adding duration to instant");
             #[allow(unreachable_code)]
             Ok::<_, TaskError>(())
@@ -188,19 +242,39 @@ mod tests {
             "panicked: overflow when adding duration to instant"
         );
 
-        tasks.spawn(TaskName::Writer, async { Err(TaskError::WriterStopped) });
+        tasks.spawn(TaskName::Writer, Tier::Watch, |_| async {
+            Err(TaskError::WriterStopped)
+        });
         let (name, end) = tasks.next_end().await;
         assert_eq!(name, TaskName::Writer);
         assert!(matches!(end, TaskEnd::Failed(TaskError::WriterStopped)));
         assert_eq!(end.to_string(), "failed: the store writer thread ended");
+    }
 
-        tasks.spawn(TaskName::Sweeper, async { Ok::<_, TaskError>(()) });
-        tasks.spawn(
-            TaskName::Prober,
-            std::future::pending::<Result<(), TaskError>>(),
-        );
-        tasks.wait_for(&[TaskName::Sweeper]).await;
-        assert!(!tasks.is_running(TaskName::Sweeper));
-        assert!(tasks.is_running(TaskName::Prober));
+    /// A tier stops in order: its own token and the tiers' before it are
+    /// cancelled and every task of them awaited; later tiers and watches
+    /// run on.
+    #[tokio::test]
+    async fn stop_cancels_and_awaits_a_tier_and_those_before_it() {
+        let mut tasks = Tasks::default();
+        let until_stopped = |stop: CancellationToken| async move {
+            stop.cancelled().await;
+            Ok::<_, TaskError>(())
+        };
+        tasks.spawn(TaskName::Ingest, Tier::Front, until_stopped);
+        tasks.spawn(TaskName::Scheduler, Tier::Back, until_stopped);
+        tasks.spawn(TaskName::Lease, Tier::Last, until_stopped);
+        tasks.spawn(TaskName::Writer, Tier::Watch, |_| {
+            std::future::pending::<Result<(), TaskError>>()
+        });
+        tasks.stop(Tier::Front).await;
+        assert!(!tasks.is_running(TaskName::Ingest));
+        assert!(tasks.is_running(TaskName::Scheduler));
+        assert!(!tasks.stopping(Tier::Back).is_cancelled());
+        tasks.stop(Tier::Last).await;
+        assert!(!tasks.is_running(TaskName::Scheduler));
+        assert!(!tasks.is_running(TaskName::Lease));
+        assert!(tasks.is_running(TaskName::Writer));
+        assert!(!tasks.stopping(Tier::Watch).is_cancelled());
     }
 }

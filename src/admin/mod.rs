@@ -47,7 +47,7 @@ use crate::sweep::SweepHandle;
 use error::AdminError;
 pub use openapi::openapi;
 pub use routes::{Gate, ROUTES, Route, Verb};
-pub use stream::Streams;
+pub use stream::{HubReader, Streams};
 
 /// What every admin handler reads. Cloned for each extractor and layer of
 /// each request, so it is one `Arc`: its fields (the secrets, the keys'

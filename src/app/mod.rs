@@ -25,7 +25,7 @@ use crate::metrics::Listener;
 use crate::metrics::{Declared, Metrics};
 use crate::schedule::{DeliveryHandle, Scheduler};
 use crate::store::{Store, StoreError, StoreOptions, WriterHandle};
-use crate::supervise::{TaskEnd, TaskError, TaskName, Tasks};
+use crate::supervise::{TaskEnd, TaskError, TaskName, Tasks, Tier};
 use crate::sweep::Sweeper;
 use crate::tls::{Tls, TlsError};
 
@@ -170,9 +170,11 @@ impl App {
         let ingest_addr = ingest.local_addr()?;
         let admin_addr = admin.local_addr()?;
         let alerter = alerter(&config, &store, &metrics, &delivery, admin_addr, &clock)?;
-        // Stops everything that takes new work, the admin's event streams
-        // too, however the app ends.
-        let front = CancellationToken::new();
+        // The tasks' stop tokens exist before the tasks: the admin's open
+        // event streams end with the front, however the app ends.
+        let tasks = Tasks::default();
+        let front = tasks.stopping(Tier::Front);
+        let (streams, hub) = crate::admin::Streams::new(store.clone());
         let admin_state = AdminState::new(AdminContext {
             store: store.clone(),
             metrics: metrics.clone(),
@@ -184,8 +186,8 @@ impl App {
             keys: config.keys.clone(),
             clock,
             replication: replication.as_ref().map(|r| r.control.clone()),
-            stopping: front.clone(),
-            streams: crate::admin::Streams::start(store.clone(), front.clone()),
+            stopping: front,
+            streams,
         });
         log_receiving(&config, ingest_addr, admin_addr, store.is_standby());
 
@@ -207,8 +209,9 @@ impl App {
             summary_interval: config.log.summary_interval,
             writer_exited,
             replication,
+            hub,
         };
-        let task = tokio::spawn(run(wiring, writer, shutdown, front));
+        let task = tokio::spawn(run(wiring, writer, shutdown, tasks));
         Ok(App {
             store,
             metrics,
@@ -432,6 +435,8 @@ struct Wiring {
     writer_exited: oneshot::Receiver<()>,
     /// A replicating node's lease and snapshot tasks.
     replication: Option<ReplicationTasks>,
+    /// The reader that feeds the admin API's event streams.
+    hub: crate::admin::HubReader,
 }
 
 /// The app's life after `start`: starts every task, runs until `shutdown`
@@ -442,14 +447,10 @@ async fn run(
     wiring: Wiring,
     writer: WriterHandle,
     shutdown: CancellationToken,
-    front: CancellationToken,
+    mut tasks: Tasks,
 ) -> Result<(), AppError> {
-    // `front` stops everything that takes new work; `back` stops the
-    // scheduler after ingest has drained, so attempts in flight are
-    // recorded. The writer is not cancelled: it is drained last.
-    let back = CancellationToken::new();
     let lease = wiring.replication.as_ref().map(|r| r.control.lease.clone());
-    let mut tasks = spawn_tasks(wiring, &front, &back);
+    spawn_tasks(&mut tasks, wiring);
 
     // Every task runs until shutdown. One that ends first (a panic,
     // or a loop that gave up) would leave a zombie subsystem behind a
@@ -465,7 +466,7 @@ async fn run(
             Some(AppError::TaskEnded { task, end })
         }
     };
-    let stopped = stop_in_order(tasks, front, back, failure, writer).await;
+    let stopped = stop_in_order(tasks, failure, writer).await;
     // Only now, with the writer closed and its last frames shipped: a new
     // primary waits for this before it writes (`replicate::stand_by`), and
     // this node's next start need not wait for the name to lapse.
@@ -475,11 +476,12 @@ async fn run(
     stopped
 }
 
-/// Starts every long-running task under supervision: the listeners,
-/// sweeper, prober and alerter under `front`; the scheduler and the summary
-/// under `back`; and a watch on the writer thread. The returned `Tasks`
-/// owns them all.
-fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationToken) -> Tasks {
+/// Starts every long-running task under supervision, each in its tier
+/// ([`Tier`]): the listeners, the event-stream reader, the sweeper, the
+/// prober, the alerter and snapshots take new work (front); the scheduler
+/// and the summary finish it (back); the lease is given up last; the
+/// writer thread is watched.
+fn spawn_tasks(tasks: &mut Tasks, wiring: Wiring) {
     let Wiring {
         ingest,
         ingest_state,
@@ -496,77 +498,83 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
         summary_interval,
         writer_exited,
         replication,
+        hub,
     } = wiring;
-    let mut tasks = Tasks::default();
-    tasks.spawn(
-        TaskName::Ingest,
-        listener::serve(
-            Listener::Ingest,
-            ingest,
-            ingest::router(ingest_state),
-            serve_options,
-            metrics.clone(),
-            tls,
-            front.clone(),
-        ),
-    );
-    tasks.spawn(
-        TaskName::Admin,
-        listener::serve(
-            Listener::Admin,
-            admin,
-            admin::router(admin_state.clone()),
-            ServeOptions {
-                max_connections: admin_max_connections(&admin_state, &serve_options),
-                ..serve_options
-            },
-            metrics.clone(),
-            None,
-            front.clone(),
-        ),
-    );
+    {
+        let metrics = metrics.clone();
+        tasks.spawn(TaskName::Ingest, Tier::Front, |stop| {
+            listener::serve(
+                Listener::Ingest,
+                ingest,
+                ingest::router(ingest_state),
+                serve_options,
+                metrics,
+                tls,
+                stop,
+            )
+        });
+    }
+    {
+        let metrics = metrics.clone();
+        let options = ServeOptions {
+            max_connections: admin_max_connections(&admin_state, &serve_options),
+            ..serve_options
+        };
+        tasks.spawn(TaskName::Admin, Tier::Front, |stop| {
+            listener::serve(
+                Listener::Admin,
+                admin,
+                admin::router(admin_state),
+                options,
+                metrics,
+                None,
+                stop,
+            )
+        });
+    }
+    tasks.spawn(TaskName::Streams, Tier::Front, |stop| async move {
+        hub.run(stop).await;
+        Ok::<(), TaskError>(())
+    });
     // A standby's scheduler and sweeper start when it is promoted.
-    let prober_store = prober.clone();
     let gate = |store: Store, stop: CancellationToken| async move {
         tokio::select! {
             () = store.promoted() => true,
             () = stop.cancelled() => false,
         }
     };
-    {
-        let (store, stop) = (prober.clone(), front.clone());
-        tasks.spawn(TaskName::Sweeper, async move {
-            if gate(store, stop.clone()).await {
-                sweeper.run(stop).await
-            } else {
-                Ok(())
-            }
-        });
-    }
-    tasks.spawn(
-        TaskName::Prober,
-        prober.keep_probing(probe_bytes, front.clone()),
-    );
+    let store = prober.clone();
+    tasks.spawn(TaskName::Sweeper, Tier::Front, |stop| async move {
+        if gate(store, stop.clone()).await {
+            sweeper.run(stop).await
+        } else {
+            Ok(())
+        }
+    });
+    let store = prober.clone();
+    tasks.spawn(TaskName::Prober, Tier::Front, |stop| {
+        store.keep_probing(probe_bytes, stop)
+    });
     if let Some(alerter) = alerter {
-        tasks.spawn(TaskName::Alerter, alerter.run(front.clone()));
+        tasks.spawn(TaskName::Alerter, Tier::Front, |stop| alerter.run(stop));
     }
-    {
-        let (store, stop) = (prober_store.clone(), back.clone());
-        tasks.spawn(TaskName::Scheduler, async move {
-            if gate(store, stop.clone()).await {
-                scheduler.run(stop).await
-            } else {
-                Ok(())
-            }
-        });
-    }
+    let store = prober.clone();
+    tasks.spawn(TaskName::Scheduler, Tier::Back, |stop| async move {
+        if gate(store, stop.clone()).await {
+            scheduler.run(stop).await
+        } else {
+            Ok(())
+        }
+    });
     // Stopped with the scheduler: its last line counts the attempts
     // that finished while ingest drained.
-    tasks.spawn(
-        TaskName::Summary,
-        crate::logs::summarize(metrics.clone(), summary_interval, back.clone()),
-    );
-    tasks.spawn(TaskName::Writer, async move {
+    {
+        let metrics = metrics.clone();
+        tasks.spawn(TaskName::Summary, Tier::Back, |stop| {
+            crate::logs::summarize(metrics, summary_interval, stop)
+        });
+    }
+    tasks.spawn(TaskName::Writer, Tier::Watch, |_| async move {
         let _ = writer_exited.await;
         Err::<(), _>(TaskError::WriterStopped)
     });
@@ -580,9 +588,8 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
     }) = replication
     {
         // A primary's snapshots (a standby's once promoted).
-        let (store, stop, snapshot_metrics) =
-            (prober_store.clone(), front.clone(), metrics.clone());
-        tasks.spawn(TaskName::Snapshots, async move {
+        let (store, snapshot_metrics) = (prober.clone(), metrics.clone());
+        tasks.spawn(TaskName::Snapshots, Tier::Front, |stop| async move {
             if gate(store.clone(), stop.clone()).await {
                 crate::replicate::snapshot::keep_taking(
                     snapshots,
@@ -596,10 +603,10 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
             }
             Ok::<(), TaskError>(())
         });
-        // Given up after the scheduler stops, when nothing new is taken.
-        let stop = back.clone();
-        let store = prober_store.clone();
-        tasks.spawn(TaskName::Lease, async move {
+        // Given up once the scheduler has recorded its attempts, when
+        // nothing new is written.
+        let store = prober;
+        tasks.spawn(TaskName::Lease, Tier::Last, |stop| async move {
             match task {
                 LeaseTask::Keep(lease) => {
                     crate::replicate::keep_lease(lease, store, every, stop, metrics).await
@@ -612,7 +619,6 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
             .map_err(TaskError::from)
         });
     }
-    tasks
 }
 
 /// Stops the tasks front first (no new work), then back (attempts in
@@ -620,30 +626,16 @@ fn spawn_tasks(wiring: Wiring, front: &CancellationToken, back: &CancellationTok
 /// `failure` that began the stop, else a writer that had died on its own.
 async fn stop_in_order(
     mut tasks: Tasks,
-    front: CancellationToken,
-    back: CancellationToken,
     failure: Option<AppError>,
     writer: WriterHandle,
 ) -> Result<(), AppError> {
-    front.cancel();
-    let front_tasks = [
-        TaskName::Ingest,
-        TaskName::Admin,
-        TaskName::Sweeper,
-        TaskName::Prober,
-        TaskName::Alerter,
-        TaskName::Snapshots,
-    ];
-    tasks.wait_for(&front_tasks).await;
+    tasks.stop(Tier::Front).await;
     // Ingest has drained: no new events. Let attempts in flight be recorded.
-    back.cancel();
-    tasks
-        .wait_for(&[TaskName::Scheduler, TaskName::Summary])
-        .await;
+    tasks.stop(Tier::Back).await;
     // The lease given up (a clean stop) before the writer closes: a standby
     // takes it at once instead of waiting for it to lapse. Bounded: with the
     // NATS servers gone, it lapses by itself.
-    if tokio::time::timeout(LEASE_RELEASE_WAIT, tasks.wait_for(&[TaskName::Lease]))
+    if tokio::time::timeout(LEASE_RELEASE_WAIT, tasks.stop(Tier::Last))
         .await
         .is_err()
     {

@@ -77,8 +77,9 @@ struct Inner {
 }
 
 impl Streams {
-    /// Starts the hub's reader; it ends when `stopping` is cancelled.
-    pub fn start(store: Store, stopping: CancellationToken) -> Streams {
+    /// The hub, and the reader that feeds it: a task of its own, which the
+    /// app runs under supervision until its token is cancelled.
+    pub fn new(store: Store) -> (Streams, HubReader) {
         let (tx, _) = broadcast::channel(KEPT);
         let streams = Streams {
             inner: Arc::new(Inner {
@@ -87,8 +88,11 @@ impl Streams {
                 head: AtomicU64::new(*store.stored().borrow()),
             }),
         };
-        tokio::spawn(read(store, streams.inner.clone(), stopping));
-        streams
+        let reader = HubReader {
+            store,
+            inner: streams.inner.clone(),
+        };
+        (streams, reader)
     }
 
     pub(super) fn subscribe(&self) -> broadcast::Receiver<Arc<Batch>> {
@@ -99,6 +103,19 @@ impl Streams {
 
     pub(super) fn head(&self) -> u64 {
         self.inner.head.load(Ordering::Acquire)
+    }
+}
+
+/// The task that feeds a hub ([`Streams::new`]).
+pub struct HubReader {
+    store: Store,
+    inner: Arc<Inner>,
+}
+
+impl HubReader {
+    /// Reads until `stopping` is cancelled (or the store has closed).
+    pub async fn run(self, stopping: CancellationToken) {
+        read(self.store, self.inner, stopping).await
     }
 }
 

@@ -26,7 +26,7 @@ use super::wire::{status_of, summary_at};
 use crate::api::{self, StreamQuery};
 use crate::store::schema::EventState;
 use crate::store::{EventFilter, Store, StoredEvent};
-pub use hub::Streams;
+pub use hub::{HubReader, Streams};
 
 /// Events one read of the store takes at most.
 const READ: usize = 256;
