@@ -513,13 +513,9 @@ async fn destinations_are_listed_paused_and_resumed() {
     let id = send(&server, "shop", "p_1", b"{}".to_vec()).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(dest.count(), 0, "paused: nothing delivered");
-    let list = server
-        .admin("GET", "/api/destinations", Some(TOKEN), None)
-        .await;
-    assert_eq!(list.json["destinations"][0]["paused"], true);
-    server
-        .admin("POST", "/api/destinations/shop/resume", Some(TOKEN), None)
-        .await;
+    let list = server.api(TOKEN).destinations().await;
+    assert!(list.destinations[0].paused);
+    server.api(TOKEN).resume("shop").await;
     wait_status(&server, &id, "delivered").await;
     let unknown = server
         .admin("POST", "/api/destinations/nope/pause", Some(TOKEN), None)
@@ -1005,10 +1001,8 @@ async fn a_pause_survives_a_restart_until_resumed() {
 
     // The config says nothing of pausing; the stored pause wins.
     let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
-    let list = server
-        .admin("GET", "/api/destinations", Some(TOKEN), None)
-        .await;
-    assert_eq!(list.json["destinations"][0]["paused"], true);
+    let list = server.api(TOKEN).destinations().await;
+    assert!(list.destinations[0].paused);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(dest.count(), 0, "still paused after the restart");
     server

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use hookinbox::clock::Clock;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::destination::{Destination, Mode};
 use crate::support::{STANDARD_SECRET, TestServer, eventually, server_section, standard_headers};
@@ -150,16 +150,10 @@ breaker_cooldown = "300ms"
     /// Clears each condition: the dead letter is ignored by an operator,
     /// the destination recovers and takes the waiting event.
     async fn clear(&self) {
-        let ignored = self
-            .server
-            .admin(
-                "POST",
-                &format!("/api/events/{}/ignore", self.dead),
-                Some(TOKEN),
-                Some(json!({"note": "refunded by hand"})),
-            )
+        self.server
+            .api(TOKEN)
+            .ignore(&self.dead, "refunded by hand", None)
             .await;
-        assert_eq!(ignored.status, 200, "{:?}", ignored.json);
         self.failing.set(Mode::Ok);
     }
 }

@@ -921,15 +921,7 @@ breaker_failures = 100
         // 3. Busy: another worker holds the key when the delivery comes.
         // The app answers 503 with the key's Retry-After; hookinbox retries
         // and, once that lease has run out, the app claims and sends.
-        let paused = server
-            .admin(
-                "POST",
-                "/api/destinations/shop/pause",
-                Some(EXAMPLE_ADMIN_TOKEN),
-                None,
-            )
-            .await;
-        assert_eq!(paused.status, 200, "{:?}", paused.json);
+        server.api(EXAMPLE_ADMIN_TOKEN).pause("shop").await;
         let busy = send(&server, "ord_busy").await;
         let held = server
             .admin(
@@ -940,15 +932,7 @@ breaker_failures = 100
             )
             .await;
         assert_eq!(held.status, 201, "{:?}", held.json);
-        let resumed = server
-            .admin(
-                "POST",
-                "/api/destinations/shop/resume",
-                Some(EXAMPLE_ADMIN_TOKEN),
-                None,
-            )
-            .await;
-        assert_eq!(resumed.status, 200, "{:?}", resumed.json);
+        server.api(EXAMPLE_ADMIN_TOKEN).resume("shop").await;
         let history = wait_delivered(&server, &busy, 1, script).await;
         assert_eq!(history[0].status, Some(503), "{script}: {history:?}");
         assert_eq!(

@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
+use hookinbox::api::EventStatus;
 use hookinbox::clock::Clock;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::destination::{Destination, Mode};
 use crate::support::{STANDARD_SECRET, TestServer, eventually, server_section, standard_headers};
@@ -24,26 +25,14 @@ async fn send(server: &TestServer, id: &str, event_type: &str) -> String {
     a.id().to_owned()
 }
 
-async fn event(server: &TestServer, id: &str) -> Value {
-    let a = server
-        .admin("GET", &format!("/api/events/{id}"), Some(TOKEN), None)
-        .await;
-    assert_eq!(a.status, 200, "{:?}", a.json);
-    a.json
-}
-
 /// `destination → status` of each delivery of event `id`.
 async fn deliveries(server: &TestServer, id: &str) -> Vec<(String, String)> {
-    event(server, id).await["deliveries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| {
-            (
-                d["destination"].as_str().unwrap().to_owned(),
-                d["status"].as_str().unwrap().to_owned(),
-            )
-        })
+    let event = server.api(TOKEN).event(id).await;
+    event
+        .summary
+        .deliveries
+        .into_iter()
+        .map(|d| (d.destination, d.status.as_str().to_owned()))
         .collect()
 }
 
@@ -76,16 +65,8 @@ fn ids(dest: &Destination) -> Vec<String> {
 }
 
 async fn listed(server: &TestServer, query: &str) -> Vec<String> {
-    let a = server
-        .admin("GET", &format!("/api/events?{query}"), Some(TOKEN), None)
-        .await;
-    assert_eq!(a.status, 200, "{query}: {:?}", a.json);
-    a.json["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["id"].as_str().unwrap().to_owned())
-        .collect()
+    let page = server.api(TOKEN).events(query).await;
+    page.events.into_iter().map(|e| e.id).collect()
 }
 
 /// One source, three destinations: the app takes everything; billing takes
@@ -167,15 +148,7 @@ paused = true
     /// Resumes analytics and waits until its backlog is delivered.
     async fn resume_analytics(&self) {
         let (server, invoice, customer) = (&self.server, &self.invoice, &self.customer);
-        let resumed = server
-            .admin(
-                "POST",
-                "/api/destinations/shop.analytics/resume",
-                Some(TOKEN),
-                None,
-            )
-            .await;
-        assert_eq!(resumed.status, 200, "{:?}", resumed.json);
+        server.api(TOKEN).resume("shop.analytics").await;
         wait_for(
             server,
             customer,
@@ -209,15 +182,10 @@ paused = true
             )
             .await;
         assert_eq!(unknown.status, 404, "{:?}", unknown.json);
-        let replayed = server
-            .admin(
-                "POST",
-                &format!("/api/events/{invoice}/replay?destination=shop.billing"),
-                Some(TOKEN),
-                None,
-            )
+        server
+            .api(TOKEN)
+            .replay(invoice, Some("shop.billing"))
             .await;
-        assert_eq!(replayed.status, 200, "{:?}", replayed.json);
         wait_for(
             server,
             invoice,
@@ -243,13 +211,12 @@ async fn each_destination_gets_only_what_its_filter_takes_on_its_own_queue() {
     );
     assert!(ids(&f.analytics).is_empty(), "paused");
     // The event as a whole is pending while one destination still has it.
-    let shown = event(server, invoice).await;
-    assert_eq!(shown["status"], "pending");
-    let destinations: Vec<&str> = shown["attempt_history"]
-        .as_array()
-        .unwrap()
+    let shown = server.api(TOKEN).event(invoice).await;
+    assert_eq!(shown.summary.status, EventStatus::Pending);
+    let destinations: Vec<&str> = shown
+        .attempt_history
         .iter()
-        .map(|a| a["destination"].as_str().unwrap())
+        .map(|a| a.destination.as_str())
         .collect();
     assert_eq!(destinations, ["shop", "shop.billing"]);
     f.server.stop().await;
@@ -272,15 +239,12 @@ async fn lists_and_stats_count_each_delivery_under_its_destination() {
         [customer.clone(), invoice.clone()],
         "one row per event"
     );
-    let stats = server.admin("GET", "/api/stats", Some(TOKEN), None).await;
-    let shop = &stats.json["sources"]["shop"];
-    assert_eq!(shop["destinations"]["shop.billing"]["stored"]["dead"], 1);
-    assert_eq!(
-        shop["destinations"]["shop.analytics"]["stored"]["pending"],
-        2
-    );
-    assert_eq!(shop["destinations"]["shop"]["stored"]["delivered"], 2);
-    assert_eq!(shop["stored"]["delivered"], 2);
+    let stats = server.api(TOKEN).stats().await;
+    let shop = &stats.sources["shop"];
+    assert_eq!(shop.destinations["shop.billing"].stored.dead, 1);
+    assert_eq!(shop.destinations["shop.analytics"].stored.pending, 2);
+    assert_eq!(shop.destinations["shop"].stored.delivered, 2);
+    assert_eq!(shop.stored.delivered, 2);
     f.server.stop().await;
 }
 
@@ -304,16 +268,15 @@ async fn a_replay_to_one_destination_resends_it_there_only() {
     assert_eq!(ids(&f.billing), [invoice.clone(), invoice.clone()]);
     assert_eq!(ids(&f.app).len(), 2, "the app got nothing again");
     assert_eq!(ids(&f.analytics).len(), 2, "analytics got nothing again");
-    let shown = event(server, invoice).await;
-    assert_eq!(shown["status"], "delivered");
-    let billing_delivery = shown["deliveries"]
-        .as_array()
-        .unwrap()
+    let shown = server.api(TOKEN).event(invoice).await;
+    assert_eq!(shown.summary.status, EventStatus::Delivered);
+    let billing = shown
+        .summary
+        .deliveries
         .iter()
-        .find(|d| d["destination"] == "shop.billing")
-        .unwrap()
-        .clone();
-    assert_eq!(billing_delivery["replays"], 1);
+        .find(|d| d.destination == "shop.billing")
+        .expect("a delivery to shop.billing");
+    assert_eq!(billing.replays, 1);
     f.server.stop().await;
 }
 
@@ -383,7 +346,10 @@ filter_types = ["b.*"]
         deliveries(&server, &filtered).await,
         [("shop".to_owned(), "filtered".to_owned())]
     );
-    assert_eq!(event(&server, &filtered).await["status"], "filtered");
+    assert_eq!(
+        server.api(TOKEN).event(&filtered).await.summary.status,
+        EventStatus::Filtered
+    );
 
     // Two destinations could take it: the operator names one.
     let ambiguous = server
@@ -403,15 +369,7 @@ filter_types = ["b.*"]
         "{:?}",
         ambiguous.json
     );
-    let sent = server
-        .admin(
-            "POST",
-            &format!("/api/events/{filtered}/replay?destination=shop.b"),
-            Some(TOKEN),
-            None,
-        )
-        .await;
-    assert_eq!(sent.status, 200, "{:?}", sent.json);
+    server.api(TOKEN).replay(&filtered, Some("shop.b")).await;
     wait_for(&server, &filtered, &[("shop.b", "delivered")]).await;
     assert_eq!(ids(&b), std::slice::from_ref(&filtered));
     assert_eq!(ids(&a), std::slice::from_ref(&pending_to_a));

@@ -183,6 +183,16 @@ impl TestServer {
         answer(res).await
     }
 
+    /// The admin API with `token`, typed: requests that must succeed, and
+    /// answers as the crate's own `api` types (for a refusal, use
+    /// [`TestServer::admin`] and look at its status).
+    pub fn api<'s>(&'s self, token: &'s str) -> Api<'s> {
+        Api {
+            server: self,
+            token,
+        }
+    }
+
     pub async fn post(
         &self,
         path: &str,
@@ -647,4 +657,90 @@ pub async fn admin_json(admin: &str, token: &str, path: &str) -> serde_json::Val
         .json()
         .await
         .unwrap_or_else(|e| panic!("GET {path}: not JSON: {e}"))
+}
+
+/// The admin API as a test calls it when the call must succeed: each
+/// method asserts a 2xx (naming the call and the answer) and returns the
+/// answer as the crate's own wire type, so a test reads fields, not JSON
+/// paths ([`TestServer::api`]).
+pub struct Api<'s> {
+    server: &'s TestServer,
+    token: &'s str,
+}
+
+impl Api<'_> {
+    /// `method path` with `body`, which must answer 2xx.
+    pub async fn call(&self, method: &str, path: &str, body: Option<serde_json::Value>) -> Answer {
+        let a = self
+            .server
+            .admin(method, path, Some(self.token), body)
+            .await;
+        assert!(
+            (200..300).contains(&a.status),
+            "{method} {path}: {} {:?}",
+            a.status,
+            a.json
+        );
+        a
+    }
+
+    /// `GET path`, which must answer 2xx with a `T`.
+    pub async fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> T {
+        let a = self.call("GET", path, None).await;
+        serde_json::from_value(a.json.clone())
+            .unwrap_or_else(|e| panic!("GET {path}: not the answer's type: {e}: {:?}", a.json))
+    }
+
+    pub async fn event(&self, id: &str) -> hookinbox::api::EventDetail {
+        self.get(&format!("/api/events/{id}")).await
+    }
+
+    /// `GET /api/events?query`.
+    pub async fn events(&self, query: &str) -> hookinbox::api::EventPage {
+        self.get(&format!("/api/events?{query}")).await
+    }
+
+    pub async fn stats(&self) -> hookinbox::api::Stats {
+        self.get("/api/stats").await
+    }
+
+    pub async fn destinations(&self) -> hookinbox::api::Destinations {
+        self.get("/api/destinations").await
+    }
+
+    /// Replays event `id`, to `destination` only if given.
+    pub async fn replay(&self, id: &str, destination: Option<&str>) -> Answer {
+        let to = destination.map_or(String::new(), |d| format!("?destination={d}"));
+        self.call("POST", &format!("/api/events/{id}/replay{to}"), None)
+            .await
+    }
+
+    /// Ignores event `id` with `note`, at `destination` only if given.
+    pub async fn ignore(&self, id: &str, note: &str, destination: Option<&str>) -> Answer {
+        let to = destination.map_or(String::new(), |d| format!("?destination={d}"));
+        self.call(
+            "POST",
+            &format!("/api/events/{id}/ignore{to}"),
+            Some(serde_json::json!({ "note": note })),
+        )
+        .await
+    }
+
+    pub async fn pause(&self, destination: &str) -> Answer {
+        self.call(
+            "POST",
+            &format!("/api/destinations/{destination}/pause"),
+            None,
+        )
+        .await
+    }
+
+    pub async fn resume(&self, destination: &str) -> Answer {
+        self.call(
+            "POST",
+            &format!("/api/destinations/{destination}/resume"),
+            None,
+        )
+        .await
+    }
 }
