@@ -141,8 +141,7 @@ fn plan(args: SendArgs) -> anyhow::Result<Plan> {
             types,
         )
     } else {
-        let kind = Kind::parse(args.provider.as_deref().unwrap_or_default())
-            .map_err(anyhow::Error::msg)?;
+        let kind = Kind::parse(args.provider.as_deref().unwrap_or_default())?;
         if kind == Kind::Hmac {
             bail!("--provider hmac needs the source's scheme: use --source NAME (with --config)");
         }
