@@ -523,8 +523,7 @@ pub async fn run(args: SendArgs) -> anyhow::Result<bool> {
                     url: &signed_url,
                     content_type: &plan.content_type,
                     hmac: plan.hmac.as_ref().map(|h| (h, plan.id_locators.as_slice())),
-                })
-                .map_err(anyhow::Error::msg)?;
+                })?;
                 let t0 = Instant::now();
                 let outcome = link.post(&url, headers, body, timeout).await;
                 let latency = t0.elapsed();
