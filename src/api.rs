@@ -605,18 +605,35 @@ pub struct PauseResult {
     pub paused: bool,
 }
 
+/// A word of the API's (a time, a status, a key's state, an audit action)
+/// as a query or the command line writes it, that is not one; clap shows
+/// it after the option it was given to. Keeps the text as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WordError {
+    #[error(
+        "{text:?} is not an RFC 3339 time like 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00"
+    )]
+    Time { text: String },
+    /// Not one of a closed list's names; `expected` says them.
+    #[error("{text:?}: expected {expected}")]
+    Unknown {
+        text: String,
+        expected: &'static str,
+    },
+    #[error("unknown action {text:?}: one of {}", audit::action_names())]
+    Action { text: String },
+}
+
 impl std::str::FromStr for Timestamp {
-    type Err = String;
+    type Err = WordError;
 
     /// RFC 3339, as a query or the command line writes it, with `Z`, any
     /// offset (`+01:00`, `-05:30`) or none (UTC). humantime reads the time
     /// but knows no offset but `Z`: the offset is split off here and taken
     /// away from its reading.
-    fn from_str(text: &str) -> Result<Timestamp, String> {
-        let bad = || {
-            format!(
-                "{text:?} is not an RFC 3339 time like 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00"
-            )
+    fn from_str(text: &str) -> Result<Timestamp, WordError> {
+        let bad = || WordError::Time {
+            text: text.to_owned(),
         };
         let (local, offset_ms) = split_offset(text).ok_or_else(bad)?;
         let local = humantime::parse_rfc3339_weak(local).map_err(|_| bad())?;
@@ -656,9 +673,9 @@ fn split_offset(text: &str) -> Option<(&str, i64)> {
 }
 
 impl std::str::FromStr for EventStatus {
-    type Err = String;
+    type Err = WordError;
 
-    fn from_str(text: &str) -> Result<EventStatus, String> {
+    fn from_str(text: &str) -> Result<EventStatus, WordError> {
         [
             EventStatus::Pending,
             EventStatus::Held,
@@ -669,15 +686,16 @@ impl std::str::FromStr for EventStatus {
         ]
         .into_iter()
         .find(|s| s.as_str() == text)
-        .ok_or_else(|| {
-            format!("{text:?}: expected pending, held, delivered, dead, ignored or filtered")
+        .ok_or_else(|| WordError::Unknown {
+            text: text.to_owned(),
+            expected: "pending, held, delivered, dead, ignored or filtered",
         })
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::Timestamp;
+    use super::{AuditAction, EventStatus, KeyListState, Timestamp, WordError};
 
     /// Regression: a time with an offset (`+01:00`) was refused.
     #[test]
@@ -698,7 +716,43 @@ mod tests {
             "yesterday",
             "",
         ] {
-            assert!(at(bad).is_err(), "{bad}");
+            assert_eq!(
+                at(bad),
+                Err(WordError::Time {
+                    text: bad.to_owned()
+                }),
+                "{bad}"
+            );
         }
+    }
+
+    /// Each word's error keeps the text as written, and reads as the
+    /// message clap and the admin API showed when it was a string.
+    #[test]
+    fn a_word_that_is_not_one_keeps_its_text_and_its_message() {
+        let status = "sent".parse::<EventStatus>().unwrap_err();
+        assert_eq!(
+            status.to_string(),
+            "\"sent\": expected pending, held, delivered, dead, ignored or filtered"
+        );
+        let state = "open".parse::<KeyListState>().unwrap_err();
+        assert!(
+            matches!(&state, WordError::Unknown { text, .. } if text == "open"),
+            "{state:?}"
+        );
+        assert_eq!(state.to_string(), "\"open\": expected claimed or done");
+        let action = "explode".parse::<AuditAction>().unwrap_err();
+        assert_eq!(
+            action,
+            WordError::Action {
+                text: "explode".to_owned()
+            }
+        );
+        assert!(
+            action
+                .to_string()
+                .starts_with("unknown action \"explode\": one of "),
+            "{action}"
+        );
     }
 }

@@ -141,8 +141,7 @@ fn plan(args: SendArgs) -> anyhow::Result<Plan> {
             types,
         )
     } else {
-        let kind = Kind::parse(args.provider.as_deref().unwrap_or_default())
-            .map_err(anyhow::Error::msg)?;
+        let kind = Kind::parse(args.provider.as_deref().unwrap_or_default())?;
         if kind == Kind::Hmac {
             bail!("--provider hmac needs the source's scheme: use --source NAME (with --config)");
         }
@@ -524,8 +523,7 @@ pub async fn run(args: SendArgs) -> anyhow::Result<bool> {
                     url: &signed_url,
                     content_type: &plan.content_type,
                     hmac: plan.hmac.as_ref().map(|h| (h, plan.id_locators.as_slice())),
-                })
-                .map_err(anyhow::Error::msg)?;
+                })?;
                 let t0 = Instant::now();
                 let outcome = link.post(&url, headers, body, timeout).await;
                 let latency = t0.elapsed();

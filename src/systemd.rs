@@ -64,16 +64,27 @@ pub struct Liveness {
     pub delivery: DeliveryHandle,
 }
 
+/// Why the process is not alive: the part that is not.
+#[derive(Debug, thiserror::Error)]
+pub enum NotAlive {
+    #[error("the delivery scheduler is not running")]
+    Scheduler,
+    #[error("the store writer does not answer: {0}")]
+    Writer(#[source] crate::store::StoreError),
+    #[error("the store writer did not answer within {0:?}")]
+    WriterSlow(Duration),
+}
+
 impl Liveness {
     /// Alive, or why not, checked within `limit`.
-    pub async fn check(&self, limit: Duration) -> Result<(), String> {
+    pub async fn check(&self, limit: Duration) -> Result<(), NotAlive> {
         if !self.delivery.is_alive() {
-            return Err("the delivery scheduler is not running".into());
+            return Err(NotAlive::Scheduler);
         }
         match tokio::time::timeout(limit, self.store.ping()).await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(format!("the store writer does not answer: {e}")),
-            Err(_) => Err(format!("the store writer did not answer within {limit:?}")),
+            Ok(Err(e)) => Err(NotAlive::Writer(e)),
+            Err(_) => Err(NotAlive::WriterSlow(limit)),
         }
     }
 }

@@ -169,14 +169,23 @@ pub struct Watched {
     pub admin: SocketAddr,
 }
 
+/// The alerter's HTTP client (its TLS backend) cannot be built.
+#[derive(Debug, thiserror::Error)]
+#[error("alerts: cannot build the HTTP client: {0}")]
+pub struct ClientError(#[source] reqwest::Error);
+
 impl Alerter {
-    pub fn new(config: AlertConfig, watched: Watched, clock: Clock) -> Result<Alerter, String> {
+    pub fn new(
+        config: AlertConfig,
+        watched: Watched,
+        clock: Clock,
+    ) -> Result<Alerter, ClientError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| format!("alerts: cannot build the HTTP client: {e}"))?;
+            .map_err(ClientError)?;
         let host = config.host.clone().unwrap_or_else(host_name);
         let mut dashboard = config
             .dashboard_url

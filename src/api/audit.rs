@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{AuditAction, Role, Timestamp};
+use super::{AuditAction, Role, Timestamp, WordError};
 
 /// Which records `GET /api/audit` returns; every field narrows.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema, IntoParams)]
@@ -88,16 +88,21 @@ pub struct AuditOutcome {
 
 /// `--action`'s text, as the API writes it.
 impl std::str::FromStr for AuditAction {
-    type Err = String;
+    type Err = WordError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         AuditAction::ALL
             .iter()
             .copied()
             .find(|a| a.as_str() == text)
-            .ok_or_else(|| {
-                let names: Vec<&str> = AuditAction::ALL.iter().map(|a| a.as_str()).collect();
-                format!("unknown action {text:?}: one of {}", names.join(", "))
+            .ok_or_else(|| WordError::Action {
+                text: text.to_owned(),
             })
     }
+}
+
+/// Every action's name, for [`WordError::Action`]'s message.
+pub(super) fn action_names() -> String {
+    let names: Vec<&str> = AuditAction::ALL.iter().map(|a| a.as_str()).collect();
+    names.join(", ")
 }

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::Timestamp;
+use super::{Timestamp, WordError};
 
 /// The most bytes of JSON a completed key keeps as its result: enough for
 /// an id, a status and a receipt; a key is a marker, not a document store.
@@ -150,13 +150,16 @@ pub enum KeyListState {
 }
 
 impl std::str::FromStr for KeyListState {
-    type Err = String;
+    type Err = WordError;
 
-    fn from_str(text: &str) -> Result<KeyListState, String> {
+    fn from_str(text: &str) -> Result<KeyListState, WordError> {
         match text {
             "claimed" => Ok(KeyListState::Claimed),
             "done" => Ok(KeyListState::Done),
-            _ => Err(format!("{text:?}: expected claimed or done")),
+            _ => Err(WordError::Unknown {
+                text: text.to_owned(),
+                expected: "claimed or done",
+            }),
         }
     }
 }

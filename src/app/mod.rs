@@ -37,8 +37,13 @@ use replication::{LeaseTask, Replicated, ReplicationTasks, replication, replicat
 pub enum AppError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A source's secret its kind cannot use.
     #[error("invalid source: {0}")]
-    Source(String),
+    Source(#[from] crate::verify::UnusableSecret),
+    #[error("invalid source: {0}")]
+    Destination(#[from] crate::deliver::SetupError),
+    #[error(transparent)]
+    Alerts(#[from] crate::alert::ClientError),
     #[error(
         "the {task} task ended unexpectedly ({end}); hookinbox stopped so that it can be restarted"
     )]
@@ -73,7 +78,13 @@ impl AppError {
     /// node), so that restarting would fail the same way: `serve` exits 2,
     /// which the packaged unit does not restart.
     pub fn needs_operator(&self) -> bool {
-        matches!(self, AppError::NotPrimary { .. } | AppError::NameTaken(_))
+        matches!(
+            self,
+            AppError::NotPrimary { .. }
+                | AppError::NameTaken(_)
+                | AppError::Source(_)
+                | AppError::Destination(crate::deliver::SetupError::CaFile { .. })
+        )
     }
 
     /// The node that took the replication lease, when this app stopped
@@ -164,8 +175,7 @@ impl App {
             clock.clone(),
             metrics.clone(),
             replication.as_ref().map(|r| r.control.lease.primary()),
-        )
-        .map_err(AppError::Source)?;
+        )?;
         let Listeners { ingest, admin } = listeners;
         let ingest_addr = ingest.local_addr()?;
         let admin_addr = admin.local_addr()?;
@@ -320,7 +330,7 @@ fn destinations(config: &Config) -> Result<Vec<Destination>, AppError> {
         .flat_map(|s| {
             s.destinations
                 .iter()
-                .map(|dl| Destination::new(s.name.clone(), dl.clone()).map_err(AppError::Source))
+                .map(|dl| Destination::new(s.name.clone(), dl.clone()).map_err(AppError::from))
         })
         .collect::<Result<Vec<_>, _>>()
 }
@@ -360,20 +370,17 @@ fn alerter(
     clock: &Clock,
 ) -> Result<Option<Alerter>, AppError> {
     let alerter = match config.alerts.clone() {
-        Some(alerts) => Some(
-            Alerter::new(
-                alerts,
-                Watched {
-                    store: store.clone(),
-                    metrics: metrics.clone(),
-                    delivery: delivery.clone(),
-                    sources: config.sources.iter().map(|s| s.name.to_string()).collect(),
-                    admin: admin_addr,
-                },
-                clock.clone(),
-            )
-            .map_err(AppError::Source)?,
-        ),
+        Some(alerts) => Some(Alerter::new(
+            alerts,
+            Watched {
+                store: store.clone(),
+                metrics: metrics.clone(),
+                delivery: delivery.clone(),
+                sources: config.sources.iter().map(|s| s.name.to_string()).collect(),
+                admin: admin_addr,
+            },
+            clock.clone(),
+        )?),
         None => None,
     };
     Ok(alerter)
@@ -659,4 +666,29 @@ async fn stop_in_order(
     }
     tracing::info!("hookinbox stopped cleanly");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AppError;
+    use crate::config::SourceName;
+    use crate::standard_webhooks::StandardKeyError;
+    use crate::verify::UnusableSecret;
+
+    /// A secret its source's kind cannot use fails the same way on every
+    /// start: `serve` exits 2 (the operator's), not 1 (restarted). Its
+    /// message names the source, as it did when it was a string.
+    #[test]
+    fn an_unusable_source_secret_is_the_operators_to_fix() {
+        let e = AppError::from(UnusableSecret {
+            name: SourceName::parse("shop").unwrap(),
+            cause: StandardKeyError::NotBase64,
+        });
+        assert!(e.needs_operator());
+        assert!(
+            e.to_string()
+                .starts_with("invalid source: source \"shop\": a Standard Webhooks secret"),
+            "{e}"
+        );
+    }
 }

@@ -64,15 +64,36 @@ pub struct DeliveryFilter {
     pub matching: Option<(String, String)>,
 }
 
+/// The text of a destination's pattern or template that is not of its
+/// shape: a filter's event type, a JetStream subject, a retried status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PatternError {
+    /// Empty, or with a control character.
+    #[error("{text:?} is not an event type or pattern")]
+    EventType { text: String },
+    #[error("{subject:?} has an empty token (two dots, or one at an end)")]
+    EmptyToken { subject: String },
+    /// `{…}` inside a token, or a placeholder other than the two.
+    #[error("{token:?}: a placeholder is a whole token, {{source}} or {{event_type}}")]
+    Placeholder { token: String },
+    /// Whitespace or a wildcard, which are for subscribers.
+    #[error("{token:?}: no whitespace, '*' or '>' in a subject")]
+    Wildcard { token: String },
+    #[error("{text:?}: expected a status code like 429 or a class like \"5xx\"")]
+    Status { text: String },
+}
+
 /// An event type, or a pattern with `*` for any run of characters
 /// (`invoice.*`, `*.created`, `*`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TypePattern(String);
 
 impl TypePattern {
-    pub fn parse(text: &str) -> Result<TypePattern, String> {
+    pub fn parse(text: &str) -> Result<TypePattern, PatternError> {
         if text.is_empty() || text.chars().any(char::is_control) {
-            return Err(format!("{text:?} is not an event type or pattern"));
+            return Err(PatternError::EventType {
+                text: text.to_owned(),
+            });
         }
         Ok(TypePattern(text.to_owned()))
     }
@@ -134,23 +155,25 @@ impl SubjectTemplate {
     /// Tokens are separated by `.`; each is `{source}`, `{event_type}`, or
     /// literal text without whitespace, `*` or `>` (wildcards are for
     /// subscribers, not publishers).
-    pub fn parse(text: &str) -> Result<SubjectTemplate, String> {
+    pub fn parse(text: &str) -> Result<SubjectTemplate, PatternError> {
         let tokens = text
             .split('.')
             .map(|token| match token {
                 "{source}" => Ok(SubjectToken::Source),
                 "{event_type}" => Ok(SubjectToken::EventType),
-                "" => Err(format!(
-                    "{text:?} has an empty token (two dots, or one at an end)"
-                )),
-                t if t.contains(['{', '}']) => Err(format!(
-                    "{t:?}: a placeholder is a whole token, {{source}} or {{event_type}}"
-                )),
+                "" => Err(PatternError::EmptyToken {
+                    subject: text.to_owned(),
+                }),
+                t if t.contains(['{', '}']) => Err(PatternError::Placeholder {
+                    token: t.to_owned(),
+                }),
                 t if t
                     .chars()
                     .any(|c| c.is_whitespace() || c.is_control() || c == '*' || c == '>') =>
                 {
-                    Err(format!("{t:?}: no whitespace, '*' or '>' in a subject"))
+                    Err(PatternError::Wildcard {
+                        token: t.to_owned(),
+                    })
                 }
                 t => Ok(SubjectToken::Literal(t.to_owned())),
             })
@@ -250,8 +273,10 @@ pub enum StatusPattern {
 }
 
 impl StatusPattern {
-    pub fn parse(text: &str) -> Result<StatusPattern, String> {
-        let bad = || format!("{text:?}: expected a status code like 429 or a class like \"5xx\"");
+    pub fn parse(text: &str) -> Result<StatusPattern, PatternError> {
+        let bad = || PatternError::Status {
+            text: text.to_owned(),
+        };
         if let Some(class) = text.strip_suffix("xx") {
             let c: u16 = class.parse().map_err(|_| bad())?;
             return if (1..=5).contains(&c) {

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use super::error::ConfigError;
-use super::resolve::{GivenSecret, Loaded, SecretPlan, SecretPurpose};
+use super::resolve::{GivenSecret, Loaded, ReadSecretError, SecretPlan, SecretPurpose};
 use super::secret::Secret;
 use super::{Config, DEFAULT_TOML, EMBEDDED_ORIGIN, raw, show, validate};
 
@@ -128,21 +128,19 @@ impl OperatorView {
 
     /// The admin token: as the config gives it, or the one the server
     /// generated under its data dir.
-    pub fn token(&self) -> Result<String, String> {
+    pub fn token(&self) -> Result<String, ReadSecretError> {
         match &self.token {
             SecretPlan::Given(given) => Ok(given.value.expose().to_owned()),
             SecretPlan::Generated => {
                 let path = SecretPurpose::Admin.path(&self.data_dir);
-                std::fs::read_to_string(&path)
-                    .map(|t| t.trim().to_owned())
-                    .map_err(|e| {
-                        format!(
-                            "{}: the admin token is generated, but {} cannot be read ({e}); \
-                             run as the service's user or root, or set HOOKINBOX_ADMIN_TOKEN",
-                            self.origin,
-                            path.display()
-                        )
-                    })
+                match std::fs::read_to_string(&path) {
+                    Ok(text) => Ok(text.trim().to_owned()),
+                    Err(cause) => Err(ReadSecretError::AdminToken {
+                        origin: self.origin.clone(),
+                        path,
+                        cause,
+                    }),
+                }
             }
         }
     }

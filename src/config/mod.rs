@@ -31,12 +31,13 @@ mod values;
 
 pub use destination::{
     CaFile, DeliveryConfig, DeliveryFilter, JetStreamTarget, NO_TYPE_TOKEN, OnDeadLetter,
-    OrderingConfig, StatusPattern, SubjectTemplate, TypePattern,
+    OrderingConfig, PatternError, StatusPattern, SubjectTemplate, TypePattern,
 };
 pub use error::{ConfigError, Position};
 pub use load::{OperatorView, PACKAGED_CONFIG, process_env};
 pub use resolve::{
-    GeneratedSecret, GivenSecret, Loaded, ResolveError, Resolved, SecretPlan, SecretPurpose, Stage,
+    GeneratedSecret, GivenSecret, Loaded, ReadSecretError, ResolveError, Resolved, SecretPlan,
+    SecretPurpose, Stage,
 };
 pub use secret::{Secret, SecretOrigin, generated_secret_path, load_or_generate_secret};
 pub use sections::{
@@ -44,11 +45,11 @@ pub use sections::{
     LogConfig, LogFormat, ReplicationConfig, ReplicationRole, RetentionConfig, ServerConfig,
 };
 pub use source::{
-    DEFAULT_MAX_BODY, HmacAlgorithm, HmacSpec, Kind, Locator, PayloadPart, SignatureEncoding,
-    SourceConfig, SourceName,
+    DEFAULT_MAX_BODY, HmacAlgorithm, HmacSpec, InvalidName, Kind, Locator, LocatorError,
+    PayloadPart, SignatureEncoding, SourceConfig, SourceName,
 };
 pub use validate::{ADMIN_NAME, LONGEST_LEASE, LONGEST_TTL};
-pub use values::{parse_duration, parse_size, redact_url};
+pub use values::{ValueError, parse_duration, parse_size, redact_url};
 
 /// The embedded default configuration: it serves with no file at all.
 pub const DEFAULT_TOML: &str = include_str!("default.toml");

@@ -545,7 +545,7 @@ pub fn apply_env(
         raw.log.level = Some(value);
     }
     if let Some(value) = var("HOOKINBOX_LOG_FORMAT")? {
-        let format = parse_name(&value).map_err(|m| err("HOOKINBOX_LOG_FORMAT", m))?;
+        let format = parse_name(&value).map_err(|m| err("HOOKINBOX_LOG_FORMAT", m.to_string()))?;
         raw.log.format = Some(format);
     }
     Ok(())

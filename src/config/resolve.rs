@@ -141,6 +141,47 @@ pub enum ResolveError {
     },
 }
 
+/// A secret that an operator's command reads from the server's data dir,
+/// where the server generated it, cannot be had. The command generates
+/// nothing: a missing file is the server's to make.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadSecretError {
+    /// `listen --destination` names a route the config does not have.
+    #[error("{origin}: no destination {route:?}")]
+    NoDestination { origin: String, route: String },
+    /// The admin token's file: usually a permission the command lacks.
+    #[error(
+        "{origin}: the admin token is generated, but {} cannot be read ({cause}); \
+         run as the service's user or root, or set HOOKINBOX_ADMIN_TOKEN",
+        path.display()
+    )]
+    AdminToken {
+        origin: String,
+        path: PathBuf,
+        #[source]
+        cause: std::io::Error,
+    },
+    /// A destination key's file, likewise.
+    #[error(
+        "{purpose} is generated, but {} cannot be read ({cause}); run as the service's user or root",
+        path.display()
+    )]
+    Unreadable {
+        purpose: SecretPurpose,
+        path: PathBuf,
+        #[source]
+        cause: std::io::Error,
+    },
+    /// A destination key's file that holds no key.
+    #[error("{purpose} ({}): {cause}", path.display())]
+    UnusableKey {
+        purpose: SecretPurpose,
+        path: PathBuf,
+        #[source]
+        cause: StandardKeyError,
+    },
+}
+
 impl Config<Loaded> {
     /// Reads every secret this config leaves to its data dir, generating
     /// those that do not exist yet (the first start). Returns the config with
@@ -269,27 +310,36 @@ impl Config<Loaded> {
     /// The key that signs deliveries to destination `route`, as the server
     /// reads it, without generating anything: for `hookinbox listen
     /// --destination`, which signs as that destination does.
-    pub fn destination_key(&self, route: &str) -> Result<StandardKey, String> {
+    pub fn destination_key(&self, route: &str) -> Result<StandardKey, ReadSecretError> {
         let destination = self
             .sources
             .iter()
             .flat_map(|s| &s.destinations)
             .find(|d| d.route == route)
-            .ok_or_else(|| format!("{}: no destination {route:?}", self.origin))?;
+            .ok_or_else(|| ReadSecretError::NoDestination {
+                origin: self.origin.clone(),
+                route: route.to_owned(),
+            })?;
         match &destination.secret {
             SecretPlan::Given(key) => Ok(key.value.clone()),
             SecretPlan::Generated => {
                 let purpose = SecretPurpose::Destination(route.to_owned());
                 let path = purpose.path(&self.server.data_dir);
-                let text = std::fs::read_to_string(&path).map_err(|e| {
-                    format!(
-                        "{purpose} is generated, but {} cannot be read ({e}); \
-                         run as the service's user or root",
-                        path.display()
-                    )
-                })?;
-                StandardKey::parse(text.trim())
-                    .map_err(|e| format!("{purpose} ({}): {e}", path.display()))
+                let text = match std::fs::read_to_string(&path) {
+                    Ok(text) => text,
+                    Err(cause) => {
+                        return Err(ReadSecretError::Unreadable {
+                            purpose,
+                            path,
+                            cause,
+                        });
+                    }
+                };
+                StandardKey::parse(text.trim()).map_err(|cause| ReadSecretError::UnusableKey {
+                    purpose,
+                    path,
+                    cause,
+                })
             }
         }
     }
@@ -402,6 +452,47 @@ destination = "http://127.0.0.1:9/app"
         assert!(
             shown.contains("destination \"shop\"") && shown.contains(&path.display().to_string()),
             "{shown}"
+        );
+    }
+
+    /// `listen --destination` reads a key without generating one: a route
+    /// the config lacks, a key not generated yet and one edited into
+    /// garbage are told apart, each naming what to look at.
+    #[test]
+    fn reading_a_destination_key_tells_a_missing_route_from_a_missing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            r#"[server]
+data_dir = {:?}
+
+[[source]]
+name = "shop"
+kind = "github"
+secret = "x"
+destination = "http://127.0.0.1:9/app"
+"#,
+            dir.path().display().to_string()
+        );
+        let config = loaded(&text);
+        let err = config.destination_key("nowhere").unwrap_err();
+        assert!(
+            matches!(&err, ReadSecretError::NoDestination { route, .. } if route == "nowhere"),
+            "{err:?}"
+        );
+        let err = config.destination_key("shop").unwrap_err();
+        assert!(matches!(err, ReadSecretError::Unreadable { .. }), "{err:?}");
+        assert!(
+            err.to_string().contains("run as the service's user"),
+            "{err}"
+        );
+
+        let path = generated_secret_path(dir.path(), "shop.destination");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "not base64!\n").unwrap();
+        let err = config.destination_key("shop").unwrap_err();
+        assert!(
+            matches!(err, ReadSecretError::UnusableKey { .. }),
+            "{err:?}"
         );
     }
 }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::destination::DeliveryConfig;
 use super::resolve::{GivenSecret, Resolved, Stage};
 use super::secret::Secret;
-use super::values::parse_name;
+use super::values::{ValueError, parse_name};
 
 /// A source's name: the `{source}` of `POST /in/{source}`.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -20,7 +20,7 @@ pub struct SourceName(Arc<str>);
 impl SourceName {
     /// 1 to 64 characters of `a-z 0-9 _ -`: safe in a URL path, a metric label
     /// and a file name without escaping.
-    pub fn parse(text: &str) -> Result<SourceName, String> {
+    pub fn parse(text: &str) -> Result<SourceName, InvalidName> {
         let ok = !text.is_empty()
             && text.len() <= 64
             && text
@@ -29,15 +29,23 @@ impl SourceName {
         if ok {
             Ok(SourceName(Arc::from(text)))
         } else {
-            Err(format!(
-                "{text:?} is not a valid source name: use 1 to 64 characters of a-z, 0-9, '_' and '-'"
-            ))
+            Err(InvalidName {
+                text: text.to_owned(),
+            })
         }
     }
 
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// A name that [`SourceName::parse`] refuses. A destination's name has the
+/// same shape, and its validation says "destination" over `text`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?} is not a valid source name: use 1 to 64 characters of a-z, 0-9, '_' and '-'")]
+pub struct InvalidName {
+    pub text: String,
 }
 
 impl fmt::Display for SourceName {
@@ -117,7 +125,7 @@ impl Kind {
     }
 
     /// A kind as the config file names it (`send --provider` takes the same names).
-    pub fn parse(text: &str) -> Result<Kind, String> {
+    pub fn parse(text: &str) -> Result<Kind, ValueError> {
         parse_name(text)
     }
 }
@@ -149,8 +157,23 @@ pub enum Locator {
 /// Between the parts of a [`Locator::Joined`] as written.
 const JOIN: &str = " & ";
 
+/// A locator's text that names no place in a request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LocatorError {
+    /// No known prefix (or `form:` with no field).
+    #[error(
+        "{text:?} is not a locator: use \"header:Name\", \"json:/pointer\", \"form:name\" or \"body-sha256\""
+    )]
+    Unknown { text: String },
+    #[error("{name:?} is not a valid header name")]
+    HeaderName { name: String },
+    /// `json:` followed by something that is not an RFC 6901 pointer.
+    #[error("JSON pointer {pointer:?} must start with '/'")]
+    RelativePointer { pointer: String },
+}
+
 impl Locator {
-    pub fn parse(text: &str) -> Result<Locator, String> {
+    pub fn parse(text: &str) -> Result<Locator, LocatorError> {
         if text.contains(JOIN) {
             let parts = text
                 .split(JOIN)
@@ -161,27 +184,30 @@ impl Locator {
         Locator::parse_one(text)
     }
 
-    fn parse_one(text: &str) -> Result<Locator, String> {
+    fn parse_one(text: &str) -> Result<Locator, LocatorError> {
         if text == "body-sha256" {
             return Ok(Locator::BodySha256);
         }
+        let unknown = || LocatorError::Unknown {
+            text: text.to_owned(),
+        };
         let Some((prefix, rest)) = text.split_once(':') else {
-            return Err(format!(
-                "{text:?} is not a locator: use \"header:Name\", \"json:/pointer\", \"form:name\" or \"body-sha256\""
-            ));
+            return Err(unknown());
         };
         match prefix {
             "header" => http::HeaderName::from_bytes(rest.as_bytes())
                 .map(Locator::Header)
-                .map_err(|_| format!("{rest:?} is not a valid header name")),
+                .map_err(|_| LocatorError::HeaderName {
+                    name: rest.to_owned(),
+                }),
             "json" if rest.is_empty() || rest.starts_with('/') => {
                 Ok(Locator::Json(rest.to_owned()))
             }
-            "json" => Err(format!("JSON pointer {rest:?} must start with '/'")),
+            "json" => Err(LocatorError::RelativePointer {
+                pointer: rest.to_owned(),
+            }),
             "form" if !rest.is_empty() => Ok(Locator::Form(rest.to_owned())),
-            _ => Err(format!(
-                "{text:?} is not a locator: use \"header:Name\", \"json:/pointer\", \"form:name\" or \"body-sha256\""
-            )),
+            _ => Err(unknown()),
         }
     }
 }

@@ -981,6 +981,105 @@ fn sizes_and_durations_parse() {
     assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
 }
 
+/// A value's typed error keeps the text as written, and its message is the
+/// one the file's readers saw before it was typed. A size of more digits
+/// than a `usize` holds is too large, not "not a size".
+#[test]
+fn a_value_that_is_not_of_its_shape_says_which_way() {
+    assert!(matches!(
+        parse_size("1XB"),
+        Err(ValueError::UnknownSizeUnit { unit, .. }) if unit == "XB"
+    ));
+    assert!(matches!(
+        parse_size("MiB"),
+        Err(ValueError::NotASize { .. })
+    ));
+    assert!(matches!(
+        parse_size("99999999999999999999999"),
+        Err(ValueError::SizeTooLarge { .. })
+    ));
+    assert!(matches!(
+        parse_size("16777216TB"),
+        Err(ValueError::UnknownSizeUnit { .. })
+    ));
+    assert!(matches!(
+        parse_size("99999999999GiB"),
+        Err(ValueError::SizeTooLarge { .. })
+    ));
+    let err = parse_duration("soon").unwrap_err();
+    assert!(matches!(&err, ValueError::NotADuration { text, .. } if text == "soon"));
+    assert!(
+        err.to_string().starts_with("\"soon\" is not a duration ("),
+        "{err}"
+    );
+    let err = Kind::parse("stripy").unwrap_err();
+    assert!(matches!(&err, ValueError::UnknownName { text, .. } if text == "stripy"));
+    assert!(
+        err.to_string().contains("unknown variant `stripy`"),
+        "{err}"
+    );
+}
+
+/// Each way a locator can be wrong is its own variant, and a joined
+/// locator fails on its first bad part.
+#[test]
+fn a_locator_that_names_no_place_says_which_way() {
+    assert_eq!(
+        Locator::parse("header:X Bad"),
+        Err(LocatorError::HeaderName {
+            name: "X Bad".into()
+        })
+    );
+    assert_eq!(
+        Locator::parse("json:data/id"),
+        Err(LocatorError::RelativePointer {
+            pointer: "data/id".into()
+        })
+    );
+    assert_eq!(
+        Locator::parse("header:X-Topic & form:"),
+        Err(LocatorError::Unknown {
+            text: "form:".into()
+        })
+    );
+    assert_eq!(
+        SourceName::parse("Shop").unwrap_err(),
+        InvalidName {
+            text: "Shop".into()
+        }
+    );
+}
+
+/// The subject and status patterns refuse by variant, naming the token or
+/// the text at fault.
+#[test]
+fn a_destination_pattern_that_is_refused_names_the_part_at_fault() {
+    assert_eq!(
+        SubjectTemplate::parse("a..b"),
+        Err(PatternError::EmptyToken {
+            subject: "a..b".into()
+        })
+    );
+    assert_eq!(
+        SubjectTemplate::parse("a.x{source}"),
+        Err(PatternError::Placeholder {
+            token: "x{source}".into()
+        })
+    );
+    assert_eq!(
+        SubjectTemplate::parse("a.>"),
+        Err(PatternError::Wildcard { token: ">".into() })
+    );
+    assert_eq!(
+        StatusPattern::parse("6xx"),
+        Err(PatternError::Status { text: "6xx".into() })
+    );
+    assert_eq!(
+        TypePattern::parse(""),
+        Err(PatternError::EventType { text: "".into() })
+    );
+}
+
 /// `[keys]`: the defaults, a client's namespace defaulting to its name, and
 /// its token read like the admin's (inline warned).
 #[test]

@@ -34,6 +34,25 @@ pub struct Link {
     connection: OnceCell<(Client, async_nats::jetstream::Context)>,
 }
 
+/// Why a JetStream destination has no connection yet; the attempt is a
+/// connect failure either way, and the message goes to its history.
+#[derive(Debug, thiserror::Error)]
+enum LinkError {
+    #[error("cannot read the NATS credentials file {}: {cause}", path.display())]
+    Credentials {
+        path: std::path::PathBuf,
+        #[source]
+        cause: std::io::Error,
+    },
+    /// `url` as [`crate::config::redact_url`] shows it.
+    #[error("cannot connect to NATS at {url}: {cause}")]
+    Connect {
+        url: String,
+        #[source]
+        cause: async_nats::ConnectError,
+    },
+}
+
 /// What one publish came to.
 pub struct Published {
     pub class: AttemptClass,
@@ -61,13 +80,18 @@ impl Link {
 
     /// The client, connected at the first call that succeeds; the client
     /// then reconnects by itself for as long as the process runs.
-    async fn connection(&self) -> Result<&(Client, async_nats::jetstream::Context), String> {
+    async fn connection(&self) -> Result<&(Client, async_nats::jetstream::Context), LinkError> {
         self.connection
             .get_or_try_init(|| async {
                 let mut options = match &self.target.creds_file {
-                    Some(path) => ConnectOptions::with_credentials_file(path)
-                        .await
-                        .map_err(|e| format!("cannot read the NATS credentials file: {e}"))?,
+                    Some(path) => {
+                        ConnectOptions::with_credentials_file(path)
+                            .await
+                            .map_err(|cause| LinkError::Credentials {
+                                path: path.clone(),
+                                cause,
+                            })?
+                    }
                     None => ConnectOptions::new(),
                 };
                 options = options
@@ -82,11 +106,11 @@ impl Link {
                 if self.url.scheme() == "tls" {
                     options = options.require_tls(true);
                 }
-                let client = options.connect(self.url.as_str()).await.map_err(|e| {
-                    format!(
-                        "cannot connect to NATS at {}: {e}",
-                        crate::config::redact_url(&self.url)
-                    )
+                let client = options.connect(self.url.as_str()).await.map_err(|cause| {
+                    LinkError::Connect {
+                        url: crate::config::redact_url(&self.url),
+                        cause,
+                    }
                 })?;
                 let mut context = async_nats::jetstream::new(client.clone());
                 context.set_timeout(self.timeout);
@@ -111,7 +135,7 @@ impl Link {
         };
         let (client, context) = match self.connection().await {
             Ok(c) => c,
-            Err(e) => return failed(AttemptClass::Connect, e),
+            Err(e) => return failed(AttemptClass::Connect, e.to_string()),
         };
         // While the client reconnects, a publish would wait in its buffer
         // until the ack times out: say what is wrong at once instead.

@@ -195,13 +195,34 @@ enum Transport {
     JetStream(Box<jetstream::Link>),
 }
 
+/// Why a destination cannot be made ready to deliver; the app does not
+/// start. Each names the destination's route.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// Its `ca_file` holds no certificate reqwest can use: the operator's
+    /// to fix, and a restart would fail the same way.
+    #[error("destination {route}: ca_file: {cause}")]
+    CaFile {
+        route: String,
+        #[source]
+        cause: reqwest::Error,
+    },
+    /// The HTTP client (its TLS backend) cannot be built.
+    #[error("destination {route}: cannot build the HTTP client: {cause}")]
+    HttpClient {
+        route: String,
+        #[source]
+        cause: reqwest::Error,
+    },
+}
+
 impl Destination {
     /// Its name: its queue's, the route (the source's name, or `source.name`).
     pub fn name(&self) -> &str {
         &self.config.route
     }
 
-    pub fn new(source: SourceName, config: DeliveryConfig) -> Result<Destination, String> {
+    pub fn new(source: SourceName, config: DeliveryConfig) -> Result<Destination, SetupError> {
         let key = config.secret.clone();
         let name = config.route.clone();
         if let Some(target) = config.jetstream.clone() {
@@ -217,8 +238,12 @@ impl Destination {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut builder = reqwest::Client::builder();
         if let Some(ca) = &config.ca {
-            let roots = reqwest::Certificate::from_pem_bundle(&ca.pem)
-                .map_err(|e| format!("destination {name}: ca_file: {e}"))?;
+            let roots = reqwest::Certificate::from_pem_bundle(&ca.pem).map_err(|cause| {
+                SetupError::CaFile {
+                    route: name.clone(),
+                    cause,
+                }
+            })?;
             builder = builder.tls_certs_merge(roots);
         }
         let client = builder
@@ -230,7 +255,7 @@ impl Destination {
             .user_agent(USER_AGENT)
             .pool_max_idle_per_host(config.max_concurrency)
             .build()
-            .map_err(|e| format!("destination {name}: cannot build the HTTP client: {e}"))?;
+            .map_err(|cause| SetupError::HttpClient { route: name, cause })?;
         Ok(Destination {
             source,
             config,

@@ -24,7 +24,9 @@ use crate::clock::Clock;
 use crate::config::{Config, DeliveryFilter, SourceName, TypePattern};
 use crate::metrics::{Metrics, RejectReason, UNKNOWN_SOURCE};
 use crate::store::{Ingested, Initial, PayloadMatch, Route, Store, StoreError};
-use crate::verify::{self, Handshake, HandshakeReply, Rejection, Verified, Verifier};
+use crate::verify::{
+    self, Handshake, HandshakeReply, Rejection, UnusableSecret, Verified, Verifier,
+};
 
 /// Seconds a provider is told to wait after a 503. Short: a full disk or a
 /// reopening database is either fixed soon or needs a person, and providers
@@ -221,11 +223,10 @@ impl IngestState {
         clock: Clock,
         metrics: Metrics,
         primary: Option<crate::replicate::PrimaryWatch>,
-    ) -> Result<IngestState, String> {
+    ) -> Result<IngestState, UnusableSecret> {
         let mut sources = HashMap::new();
         for s in &config.sources {
-            let verifier =
-                Verifier::new(s).map_err(|e| format!("source {:?}: {e}", s.name.as_str()))?;
+            let verifier = Verifier::new(s)?;
             let destinations = s
                 .destinations
                 .iter()

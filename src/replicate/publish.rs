@@ -76,6 +76,17 @@ pub enum ConnectError {
     Stream { stream: String, detail: String },
 }
 
+/// The stream's end could not be read: its servers did not answer (an
+/// election, an outage). It tells nothing of who writes the stream, so it
+/// is never taken for another writer's frame or another inbox's stream.
+#[derive(Debug, thiserror::Error)]
+enum TailError {
+    #[error(transparent)]
+    Info(#[from] stream::InfoError),
+    #[error(transparent)]
+    LastMessage(#[from] stream::LastRawMessageError),
+}
+
 /// One message's share of a frame.
 struct Part<'a> {
     lsn: u64,
@@ -187,23 +198,15 @@ impl Publisher {
     }
 
     /// The stream's last message: its sequence and message id.
-    async fn tail(&self) -> Result<Option<(u64, String)>, String> {
+    async fn tail(&self) -> Result<Option<(u64, String)>, TailError> {
         let mut stream = self.stream.clone();
-        if stream
-            .info()
-            .await
-            .map_err(|e| e.to_string())?
-            .state
-            .messages
-            == 0
-        {
+        if stream.info().await?.state.messages == 0 {
             return Ok(None);
         }
         let message = self
             .stream
             .get_last_raw_message_by_subject(&self.subject)
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         Ok(Some((
             message.sequence,
             header(&message.headers, "Nats-Msg-Id"),
@@ -387,14 +390,9 @@ impl Publisher {
     /// The stream's last frame (its message id and number), if any; where
     /// the stream ends is read again, as another writer may have appended
     /// since this publisher connected.
-    async fn last_frame(&self) -> Result<Option<(String, u64)>, String> {
+    async fn last_frame(&self) -> Result<Option<(String, u64)>, TailError> {
         let mut stream = self.stream.clone();
-        let last = stream
-            .info()
-            .await
-            .map_err(|e| e.to_string())?
-            .state
-            .last_sequence;
+        let last = stream.info().await?.state.last_sequence;
         *self.last.lock().unwrap_or_else(|p| p.into_inner()) = last;
         if last == 0 {
             return Ok(None);
@@ -402,8 +400,7 @@ impl Publisher {
         let message = self
             .stream
             .get_last_raw_message_by_subject(&self.subject)
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         let header = |name: &str| header(&message.headers, name);
         let lsn: u64 = header(LSN_HEADER).parse().unwrap_or(0);
         // The last message may be a part of a frame whose other parts
@@ -421,7 +418,9 @@ impl Shipper for Publisher {
         self.tag.store(tag, std::sync::atomic::Ordering::Relaxed);
         let found = self
             .wait(self.last_frame())
-            .map_err(|detail| ShipError::Mismatch { detail })?;
+            .map_err(|e| ShipError::Unreadable {
+                detail: e.to_string(),
+            })?;
         match found {
             None => Ok(0),
             Some((id, _)) if !id.starts_with(&format!("{tag:08x}-")) => Err(ShipError::Mismatch {

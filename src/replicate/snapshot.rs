@@ -314,12 +314,11 @@ impl Snapshots {
         Ok(())
     }
 
-    async fn bucket_stream(&self) -> Result<stream::Stream, String> {
+    async fn bucket_stream(
+        &self,
+    ) -> Result<stream::Stream, async_nats::jetstream::context::GetStreamError> {
         let context = async_nats::jetstream::new(self.client.clone());
-        context
-            .get_stream(format!("OBJ_{}", self.name))
-            .await
-            .map_err(|e| e.to_string())
+        context.get_stream(format!("OBJ_{}", self.name)).await
     }
 
     /// The stream sequence of frame `lsn`'s last message, found by halving

@@ -144,7 +144,10 @@ impl WriteError {
             WriteError::Corrupt(_) => false,
             WriteError::Io(_) => true,
             WriteError::Wal(e) => matches!(e, wal::WalError::Io { .. }),
-            WriteError::Unshipped(e) => matches!(e, ShipError::Unavailable { .. }),
+            WriteError::Unshipped(e) => matches!(
+                e,
+                ShipError::Unavailable { .. } | ShipError::Unreadable { .. }
+            ),
             // A standby refuses now; the primary (or this node, promoted)
             // takes it: a provider's retry finds one.
             WriteError::Role { .. } => true,

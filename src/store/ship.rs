@@ -39,6 +39,10 @@ pub enum ShipError {
     /// or frames this store does not hold. Found when the store opens.
     #[error("the replication stream does not continue this data dir: {detail}")]
     Mismatch { detail: String },
+    /// Where the stream ends could not be read (no quorum, unreachable):
+    /// nothing is known against this store; try again.
+    #[error("the replication stream's end cannot be read: {detail}")]
+    Unreadable { detail: String },
 }
 
 /// Takes frames, in order. Called from the log thread only, one call at a

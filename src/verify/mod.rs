@@ -24,6 +24,7 @@ use crate::clock::unix_ms;
 use crate::config::{Kind, Locator, SourceConfig, SourceName};
 use crate::json_pointer;
 use crate::metrics::RejectReason;
+use crate::standard_webhooks::StandardKeyError;
 
 /// What a request looks like to verification.
 pub struct Request<'a> {
@@ -70,18 +71,17 @@ impl EventId {
     /// short enough to keep the dedupe table's keys small.
     pub const MAX_LEN: usize = 256;
 
-    pub fn parse(text: &str) -> Result<EventId, String> {
+    pub fn parse(text: &str) -> Result<EventId, BadEventId> {
         if text.is_empty() {
-            return Err("the event id is empty".into());
+            return Err(BadEventId::Empty);
         }
         if text.len() > Self::MAX_LEN {
-            return Err(format!(
-                "the event id is longer than {} bytes",
-                Self::MAX_LEN
-            ));
+            return Err(BadEventId::TooLong {
+                limit: Self::MAX_LEN,
+            });
         }
         if !text.bytes().all(|b| b.is_ascii_graphic() || b == b' ') {
-            return Err("the event id has characters other than printable ASCII".into());
+            return Err(BadEventId::NotPrintable);
         }
         Ok(EventId(text.to_owned()))
     }
@@ -128,6 +128,29 @@ impl VerifiedEvent {
     }
 }
 
+/// Why a found event id is not one [`EventId::parse`] takes. It carries no
+/// text of the id: a rejection's message is logged and answered, and the
+/// id is the sender's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BadEventId {
+    #[error("the event id is empty")]
+    Empty,
+    #[error("the event id is longer than {limit} bytes")]
+    TooLong { limit: usize },
+    #[error("the event id has characters other than printable ASCII")]
+    NotPrintable,
+}
+
+/// A source's secret that its kind cannot use (a Standard Webhooks secret
+/// that is not base64): the operator's to fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("source {:?}: {cause}", name.as_str())]
+pub struct UnusableSecret {
+    pub name: SourceName,
+    #[source]
+    pub cause: StandardKeyError,
+}
+
 /// Why a request was refused. Each maps to one HTTP status in `ingest`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Rejection {
@@ -149,7 +172,7 @@ pub enum Rejection {
     #[error("no event id found (looked in {looked_in})")]
     MissingEventId { looked_in: String },
     #[error("invalid event id: {0}")]
-    InvalidEventId(String),
+    InvalidEventId(BadEventId),
     #[error("the body is not valid {expected}, and the event id is in it")]
     UnparseableBody { expected: &'static str },
     #[error("hub.verify_token does not match the configured verify_token")]
@@ -206,10 +229,14 @@ pub struct Verifier {
 impl Verifier {
     /// Fails when a secret cannot be used by the kind (e.g. a Standard
     /// Webhooks secret that is not base64).
-    pub fn new(source: &SourceConfig) -> Result<Verifier, String> {
+    pub fn new(source: &SourceConfig) -> Result<Verifier, UnusableSecret> {
+        let scheme = schemes::Scheme::new(source).map_err(|cause| UnusableSecret {
+            name: source.name.clone(),
+            cause,
+        })?;
         Ok(Verifier {
             source: source.name.clone(),
-            scheme: schemes::Scheme::new(source)?,
+            scheme,
             tolerance: source
                 .tolerance
                 .unwrap_or_else(|| default_tolerance(source.kind)),

@@ -14,7 +14,7 @@ use subtle::ConstantTimeEq;
 
 use super::{Handshake, HandshakeReply, ParsedBody, Rejection, Request, SignedAt, header_str};
 use crate::config::{HmacAlgorithm, HmacSpec, Kind, PayloadPart, SignatureEncoding, SourceConfig};
-use crate::standard_webhooks::StandardKey;
+use crate::standard_webhooks::{StandardKey, StandardKeyError};
 
 pub(super) struct Scheme {
     kind: Kind,
@@ -68,11 +68,9 @@ pub(crate) fn mac(algorithm: HmacAlgorithm, key: &[u8], parts: &[&[u8]]) -> Vec<
 /// The MAC key of a secret for a kind. Standard Webhooks (and Svix) keys are
 /// decoded by [`StandardKey`]; Stripe uses its `whsec_…` string whole; every
 /// other provider uses the secret's bytes.
-pub(crate) fn signing_key(kind: Kind, secret: &str) -> Result<Vec<u8>, String> {
+pub(crate) fn signing_key(kind: Kind, secret: &str) -> Result<Vec<u8>, StandardKeyError> {
     match kind {
-        Kind::Standard => StandardKey::parse(secret)
-            .map(|key| key.bytes().to_vec())
-            .map_err(|e| e.to_string()),
+        Kind::Standard => StandardKey::parse(secret).map(|key| key.bytes().to_vec()),
         _ => Ok(secret.as_bytes().to_vec()),
     }
 }
@@ -105,7 +103,7 @@ fn parse_secs(header: &str, value: &str) -> Result<i64, Rejection> {
 }
 
 impl Scheme {
-    pub(super) fn new(source: &SourceConfig) -> Result<Scheme, String> {
+    pub(super) fn new(source: &SourceConfig) -> Result<Scheme, StandardKeyError> {
         let keys = source
             .secrets
             .iter()

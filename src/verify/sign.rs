@@ -8,7 +8,20 @@ use base64::engine::general_purpose::STANDARD as B64;
 
 use super::schemes::{mac, signing_key, twilio_signed_string};
 use crate::config::{HmacAlgorithm, HmacSpec, Kind, Locator, PayloadPart, SignatureEncoding};
-use crate::standard_webhooks::StandardKey;
+use crate::standard_webhooks::{StandardKey, StandardKeyError};
+
+/// Why a request cannot be signed as its provider would.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SignError {
+    #[error(transparent)]
+    Key(#[from] StandardKeyError),
+    /// An `hmac` request without its source's scheme.
+    #[error("signing an hmac request needs its scheme")]
+    NoScheme,
+    /// The scheme signs a header that `send` does not set.
+    #[error("signed_payload needs header {name}, which send does not set")]
+    UnsetHeader { name: String },
+}
 
 /// What to sign.
 pub struct Signing<'a> {
@@ -42,7 +55,7 @@ pub fn twilio_body_url(url: &str, body: &[u8]) -> String {
 /// The headers the provider would send, signature included. For Twilio,
 /// `url` is the URL as sent, including bodySHA256 for a non-form body (see
 /// [`twilio_body_url`]).
-pub fn sign(s: &Signing<'_>) -> Result<Vec<(String, String)>, String> {
+pub fn sign(s: &Signing<'_>) -> Result<Vec<(String, String)>, SignError> {
     let key = signing_key(s.kind, s.secret)?;
     let hex_mac = |parts: &[&[u8]]| hex::encode(mac(HmacAlgorithm::Sha256, &key, parts));
     let b64_mac = |alg, parts: &[&[u8]]| B64.encode(mac(alg, &key, parts));
@@ -112,7 +125,7 @@ pub fn sign(s: &Signing<'_>) -> Result<Vec<(String, String)>, String> {
         Kind::Standard => {
             // The signer deliveries use, so what `send`, the benches and the
             // tests sign is what hookinbox itself puts on the wire.
-            let key = StandardKey::parse(s.secret).map_err(|e| e.to_string())?;
+            let key = StandardKey::parse(s.secret)?;
             push("webhook-id", s.event_id.into());
             push("webhook-timestamp", ts.clone());
             push("webhook-signature", key.sign(s.event_id, s.timestamp, body));
@@ -145,7 +158,7 @@ pub fn sign(s: &Signing<'_>) -> Result<Vec<(String, String)>, String> {
             push("x-gitlab-token", s.secret.into());
         }
         Kind::Hmac => {
-            let (spec, id_locators) = s.hmac.ok_or("signing an hmac request needs its scheme")?;
+            let (spec, id_locators) = s.hmac.ok_or(SignError::NoScheme)?;
             sign_hmac(s, spec, id_locators, &key, &ts, &mut h)?;
         }
     }
@@ -162,7 +175,7 @@ fn sign_hmac(
     key: &[u8],
     ts: &str,
     h: &mut Vec<(String, String)>,
-) -> Result<(), String> {
+) -> Result<(), SignError> {
     let body = s.body;
     if let Some(Locator::Header(name)) = id_locators.first() {
         h.push((name.as_str().into(), s.event_id.into()));
@@ -180,8 +193,8 @@ fn sign_hmac(
                 .iter()
                 .find(|(n, _)| n.eq_ignore_ascii_case(name.as_str()))
                 .map(|(_, v)| v.as_bytes().to_vec())
-                .ok_or_else(|| {
-                    format!("signed_payload needs header {name}, which send does not set")
+                .ok_or_else(|| SignError::UnsetHeader {
+                    name: name.to_string(),
                 })?,
         });
     }

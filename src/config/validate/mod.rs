@@ -94,13 +94,15 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn err(&self, key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    /// An error at `key`: `message` is a sentence, or a value's typed
+    /// error (`ValueError`, `LocatorError` …), which reads as one.
+    fn err(&self, key: impl Into<String>, message: impl std::fmt::Display) -> ConfigError {
         ConfigError {
             origin: self.origin.to_owned(),
             position: None,
             source_name: None,
             key: key.into(),
-            message: message.into(),
+            message: message.to_string(),
         }
     }
 

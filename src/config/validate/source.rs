@@ -340,9 +340,20 @@ fn validate_hmac(cx: &Ctx<'_>, i: usize, rs: RawSource) -> Result<HmacSpec, Conf
     })
 }
 
+/// A `signed_payload` template that [`parse_template`] refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum TemplateError {
+    #[error("unclosed '{{' in {template:?}")]
+    Unclosed { template: String },
+    #[error("{name:?} is not a header name")]
+    HeaderName { name: String },
+    #[error("unknown placeholder {{{name}}}: use {{body}}, {{timestamp}} or {{header:Name}}")]
+    UnknownPlaceholder { name: String },
+}
+
 /// Parses a template such as `"{timestamp}.{body}"` or
 /// `"{header:Twitch-Eventsub-Message-Id}{header:Twitch-Eventsub-Message-Timestamp}{body}"`.
-fn parse_template(template: &str) -> Result<Vec<PayloadPart>, String> {
+fn parse_template(template: &str) -> Result<Vec<PayloadPart>, TemplateError> {
     let mut parts = Vec::new();
     let mut rest = template;
     while let Some(open) = rest.find('{') {
@@ -351,7 +362,9 @@ fn parse_template(template: &str) -> Result<Vec<PayloadPart>, String> {
         }
         let close = rest[open..]
             .find('}')
-            .ok_or_else(|| format!("unclosed '{{' in {template:?}"))?
+            .ok_or_else(|| TemplateError::Unclosed {
+                template: template.to_owned(),
+            })?
             + open;
         let name = &rest[open + 1..close];
         parts.push(match name {
@@ -359,9 +372,14 @@ fn parse_template(template: &str) -> Result<Vec<PayloadPart>, String> {
             "timestamp" => PayloadPart::Timestamp,
             _ => match name.strip_prefix("header:") {
                 Some(h) => PayloadPart::Header(
-                    http::HeaderName::from_bytes(h.as_bytes()).map_err(|_| format!("{h:?} is not a header name"))?,
+                    http::HeaderName::from_bytes(h.as_bytes())
+                        .map_err(|_| TemplateError::HeaderName { name: h.to_owned() })?,
                 ),
-                None => return Err(format!("unknown placeholder {{{name}}}: use {{body}}, {{timestamp}} or {{header:Name}}")),
+                None => {
+                    return Err(TemplateError::UnknownPlaceholder {
+                        name: name.to_owned(),
+                    });
+                }
             },
         });
         rest = &rest[close + 1..];

@@ -120,23 +120,44 @@ impl Forwarded {
 /// read as it stands, `localhost` would be the scheme and every event
 /// would fail. A scheme other than HTTP's is refused here, at the start,
 /// and not at each event.
-pub(super) fn app_url(text: &str) -> Result<reqwest::Url, String> {
+pub(super) fn app_url(text: &str) -> Result<reqwest::Url, AppUrlError> {
     let text = text.trim();
     let full = match text.contains("://") {
         true => text.to_owned(),
         false => format!("http://{text}"),
     };
-    let url = reqwest::Url::parse(&full).map_err(|e| format!("{text:?} is not a URL: {e}"))?;
+    let url = reqwest::Url::parse(&full).map_err(|cause| AppUrlError::NotAUrl {
+        text: text.to_owned(),
+        cause,
+    })?;
     match url.scheme() {
         "http" | "https" if url.host().is_some() => Ok(url),
-        "http" | "https" => Err(format!(
-            "{text:?} names no host: give one, like localhost:3000/webhooks"
-        )),
-        other => Err(format!(
-            "{other}:// is not HTTP: give http://, https:// or no scheme (http:// is meant), \
-             like localhost:3000/webhooks"
-        )),
+        "http" | "https" => Err(AppUrlError::NoHost {
+            text: text.to_owned(),
+        }),
+        other => Err(AppUrlError::NotHttp {
+            scheme: other.to_owned(),
+        }),
     }
+}
+
+/// `--forward-to` that is not an app's HTTP URL; clap shows it after the
+/// option.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum AppUrlError {
+    #[error("{text:?} is not a URL: {cause}")]
+    NotAUrl {
+        text: String,
+        #[source]
+        cause: <reqwest::Url as std::str::FromStr>::Err,
+    },
+    #[error("{text:?} names no host: give one, like localhost:3000/webhooks")]
+    NoHost { text: String },
+    #[error(
+        "{scheme}:// is not HTTP: give http://, https:// or no scheme (http:// is meant), \
+         like localhost:3000/webhooks"
+    )]
+    NotHttp { scheme: String },
 }
 
 /// Posts events to the local app.
@@ -229,7 +250,7 @@ fn without_url(e: &reqwest::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::app_url;
+    use super::{AppUrlError, app_url};
 
     #[test]
     fn an_address_without_a_scheme_is_http_and_another_scheme_is_refused() {
@@ -243,7 +264,17 @@ mod tests {
             url("https://app.test/hooks?x=1").unwrap(),
             "https://app.test/hooks?x=1"
         );
-        assert!(url("ftp://localhost/hooks").unwrap_err().contains("ftp://"));
-        assert!(url("http://").is_err(), "no host");
+        let ftp = url("ftp://localhost/hooks").unwrap_err();
+        assert_eq!(
+            ftp,
+            AppUrlError::NotHttp {
+                scheme: "ftp".into()
+            }
+        );
+        assert!(ftp.to_string().starts_with("ftp:// is not HTTP"), "{ftp}");
+        // An HTTP URL's empty host is the URL parser's to refuse.
+        let empty = url("http://").unwrap_err();
+        assert!(matches!(empty, AppUrlError::NotAUrl { .. }), "{empty:?}");
+        assert!(empty.to_string().contains("empty host"), "{empty}");
     }
 }

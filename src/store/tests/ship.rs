@@ -21,10 +21,15 @@ use super::support::*;
 struct Recorder {
     frames: Mutex<Vec<(u64, Vec<u8>)>>,
     refuse: Mutex<Option<ShipError>>,
+    /// Refuses `attach` with this while it is set.
+    unattached: Mutex<Option<ShipError>>,
 }
 
 impl Shipper for Recorder {
     fn attach(&self, _tag: u32) -> Result<u64, ShipError> {
+        if let Some(e) = self.unattached.lock().unwrap().clone() {
+            return Err(e);
+        }
         Ok(self.frames.lock().unwrap().last().map_or(0, |(l, _)| *l))
     }
 
@@ -320,6 +325,36 @@ async fn a_standby_applies_the_frames_reads_the_same_and_goes_on_once_promoted()
         standby.apply_frames(vec![], 0).await.is_err(),
         "a primary applies nothing"
     );
+    close(standby, writer).await;
+}
+
+/// Regression (issue 45): a stream whose end could not be read when a
+/// standby was promoted was "a stream that does not continue this data
+/// dir", a refusal for good. It is transient now (the promotion is tried
+/// again), and the promotion goes through once the stream answers.
+#[tokio::test]
+async fn a_promotion_that_cannot_read_the_stream_is_refused_for_now_not_for_good() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = Arc::new(Recorder::default());
+    *recorder.unattached.lock().unwrap() = Some(ShipError::Unreadable {
+        detail: "timed out".to_owned(),
+    });
+    let options = StoreOptions {
+        standby: true,
+        ..shipping(dir.path(), &recorder, Duration::from_secs(3600))
+    };
+    let (standby, writer) = Store::open(options).unwrap();
+    let refused = standby.promote().await.unwrap_err();
+    assert!(
+        refused.is_transient() && !refused.is_replaced(),
+        "{refused:?}"
+    );
+    assert!(
+        matches!(&refused, StoreError::Write(e) if matches!(**e, WriteError::Unshipped(ShipError::Unreadable { .. }))),
+        "{refused:?}"
+    );
+    *recorder.unattached.lock().unwrap() = None;
+    standby.promote().await.unwrap();
     close(standby, writer).await;
 }
 
