@@ -20,10 +20,10 @@ use tokio::time::Instant;
 
 use crate::clock::Clock;
 use crate::config::{DeliveryConfig, SourceName};
-use crate::metrics::AttemptOutcome;
 use crate::standard_webhooks::StandardKey;
 use crate::store::StoredEvent;
 use crate::store::schema::{Attempt, AttemptClass};
+use crate::words::AttemptOutcome;
 
 /// The contract's signature header, and where it goes among the others.
 const SIGNATURE: &str = "webhook-signature";
@@ -426,9 +426,7 @@ fn snippet(body: &[u8]) -> Option<String> {
     Some(String::from_utf8_lossy(&body[..end]).into_owned())
 }
 
-/// The metrics' label for a class. Here rather than beside `AttemptClass`
-/// so that `store` does not depend on metrics (it reports its commits
-/// through the `on_commit` hook, never to `Metrics`).
+/// The word for a class: the metrics' label and the admin API's outcome.
 impl From<AttemptClass> for AttemptOutcome {
     fn from(class: AttemptClass) -> AttemptOutcome {
         match class {
