@@ -4,7 +4,7 @@
 //! deserialises the same types. Store types never go on the wire: `admin`
 //! converts. Times are RFC 3339 ([`Timestamp`]); enums are snake_case text.
 //! The word lists shared with the metrics (error codes, rejection reasons,
-//! attempt outcomes, circuit states) are `metrics`' label enums, so an
+//! attempt outcomes, circuit states) are `crate::words`' enums, so an
 //! answer and a counter can never name a thing differently.
 
 use std::collections::BTreeMap;
@@ -19,7 +19,7 @@ mod activity;
 mod audit;
 mod keys;
 
-pub use crate::metrics::{
+pub use crate::words::{
     AdminReason as ErrorCode, AttemptOutcome, AuditAction, Circuit, RejectReason, Role,
 };
 pub use activity::{Activity, ActivityQuery, DestinationMinute, MinuteCounts};

@@ -1,7 +1,8 @@
 //! hookinbox: a single-binary webhook inbox.
 //!
 //! Modules are listed in the order an event meets them, as in
-//! ARCHITECTURE.md's codemap (a test keeps the two in step): `config`
+//! ARCHITECTURE.md's codemap (a test keeps the two in step), after `words`,
+//! the names of what happens that every module speaks: `config`
 //! decides what is accepted; `listener` takes the connection, `ingest` the
 //! request, `verify` proves it authentic, `store` makes it durable and
 //! deduplicated; `schedule` finds what is due and `deliver` sends it to the
@@ -9,6 +10,7 @@
 //! what happened. `supervise` and `app` wire and run the tasks; `cli`, `ctl`
 //! and `send` are the command line's.
 
+pub mod words;
 pub mod config;
 pub mod clock;
 pub mod listener;

@@ -26,8 +26,8 @@ use super::error::{AdminError, Forbidden, StoreUnavailable, Unauthorized};
 use crate::api::Role;
 use crate::api::{self, KeyStateName, KeyView, MAX_KEY_LEN, MAX_KEY_RESULT, Timestamp};
 use crate::config::{LONGEST_LEASE, LONGEST_TTL, parse_duration};
-use crate::metrics::KeyClaimOutcome;
 use crate::store::{KeyAnswer, KeyOp, KeyRecord, KeyState, KeyStateKind};
+use crate::words::KeyClaimOutcome;
 
 /// What a key handler extracts: each extractor's refusal becomes a 400
 /// here, so it is counted and logged like every other.

@@ -107,7 +107,7 @@ pub(super) fn attempt_on_wire(
     in_round: u32,
     a: &Attempt,
 ) -> api::AttemptRecord {
-    let message = crate::deliver::Message {
+    let message = crate::standard_webhooks::Message {
         id: &e.id,
         source: &e.record.source,
         event_id: &e.record.event_id,

@@ -34,11 +34,12 @@ use crate::api::Timestamp;
 use crate::clock::Clock;
 use crate::config::{AlertConfig, AlertFormat};
 use crate::deliver::breaker::CircuitState;
-use crate::metrics::{AlertKind, AlertStatus, Metrics};
+use crate::metrics::Metrics;
 use crate::schedule::{DeliveryHandle, LaneStatus};
 use crate::store::schema::Status;
 use crate::store::{EventFilter, SourceStats, Store};
 use crate::supervise::TaskError;
+use crate::words::{AlertKind, AlertStatus};
 
 /// What an alert receiver gets: the body with `format = "json"`, and the
 /// `"hookinbox"` member of the Slack body. Field names are a contract with

@@ -21,13 +21,13 @@ use crate::config::Config;
 use crate::deliver::Destination;
 use crate::ingest::{self, IngestState};
 use crate::listener::{self, ServeOptions};
-use crate::metrics::Listener;
 use crate::metrics::{Declared, Metrics};
 use crate::schedule::{DeliveryHandle, Scheduler};
 use crate::store::{Store, StoreError, StoreOptions, WriterHandle};
 use crate::supervise::{TaskEnd, TaskError, TaskName, Tasks, Tier};
 use crate::sweep::Sweeper;
 use crate::tls::{Tls, TlsError};
+use crate::words::Listener;
 
 mod replication;
 

@@ -105,8 +105,8 @@ pub(super) async fn replication(
     admin: std::net::SocketAddr,
     metrics: &crate::metrics::Metrics,
 ) -> Result<Option<Replicated>, AppError> {
-    use crate::config::ReplicationRole;
     use crate::replicate::{Follower, Lease, Publisher, Snapshots, StreamSettings};
+    use crate::words::ReplicationRole;
     let Some(r) = &config.replication else {
         return Ok(None);
     };
@@ -161,10 +161,7 @@ pub(super) async fn replication(
             .await
             .map_err(|e| failed(&e))?
             .counted(metrics.clone());
-        metrics.replicating(
-            crate::metrics::ReplicationRole::Standby,
-            r.snapshot_interval,
-        );
+        metrics.replicating(ReplicationRole::Standby, r.snapshot_interval);
         // Who the primary is, for the refusals until the first renewal tick.
         let primary = lease.held_by().await.ok().flatten();
         tracing::info!(node = %r.node, stream = %r.stream, primary = primary.as_ref().map(|p| p.holder.node.as_str()), "following the stream as a standby");
@@ -182,10 +179,7 @@ pub(super) async fn replication(
         .await
         .map_err(|e| failed(&e))?
         .counted(metrics.clone());
-    metrics.replicating(
-        crate::metrics::ReplicationRole::Primary,
-        r.snapshot_interval,
-    );
+    metrics.replicating(ReplicationRole::Primary, r.snapshot_interval);
     let snapshots = Snapshots::connect(&settings)
         .await
         .map_err(|e| failed(&e))?;

@@ -363,7 +363,7 @@ async fn serve(config: Config<Loaded>, file: Option<&std::path::Path>) -> Result
                     );
                 }
                 if let Some(r) = config.replication.as_mut() {
-                    r.role = crate::config::ReplicationRole::Standby;
+                    r.role = crate::words::ReplicationRole::Standby;
                 }
                 let again =
                     |addr| bind(addr).with_context(|| format!("cannot listen on {addr} again"));

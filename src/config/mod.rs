@@ -42,7 +42,7 @@ pub use resolve::{
 pub use secret::{Secret, SecretOrigin, generated_secret_path, load_or_generate_secret};
 pub use sections::{
     AdminConfig, AdminUser, AdminUserToken, AlertConfig, AlertFormat, KeyClient, KeysConfig,
-    LogConfig, LogFormat, ReplicationConfig, ReplicationRole, RetentionConfig, ServerConfig,
+    LogConfig, LogFormat, ReplicationConfig, RetentionConfig, ServerConfig,
 };
 pub use source::{
     DEFAULT_MAX_BODY, HmacAlgorithm, HmacSpec, InvalidName, Kind, Locator, LocatorError,

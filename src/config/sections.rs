@@ -86,7 +86,7 @@ pub struct AdminConfig<S: Stage = Resolved> {
 #[derive(Clone)]
 pub struct AdminUser {
     pub name: String,
-    pub role: crate::metrics::Role,
+    pub role: crate::words::Role,
     pub token_sha256: [u8; 32],
     /// Unix milliseconds from which the token is refused.
     pub expires_ms: Option<u64>,
@@ -134,7 +134,7 @@ pub struct ReplicationConfig {
     pub stream: String,
     /// The stream's replicas when the primary creates it.
     pub replicas: usize,
-    pub role: ReplicationRole,
+    pub role: crate::words::ReplicationRole,
     /// A primary not heard of this long is replaced by a standby.
     pub lease: Duration,
     /// This node's name in the lease.
@@ -145,16 +145,6 @@ pub struct ReplicationConfig {
     /// The token of a NATS server's `authorization { token }`, if it has one.
     pub token: Option<super::GivenSecret<super::Secret>>,
     pub ca_file: Option<std::path::PathBuf>,
-}
-
-/// What a node of a replicated inbox does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplicationRole {
-    /// Takes webhooks and delivers them, its log shipped to the stream.
-    Primary,
-    /// Follows the stream, serves reads, and takes over when the primary's
-    /// lease lapses.
-    Standby,
 }
 
 /// One app allowed to use keys: its token reaches only its namespace.

@@ -18,8 +18,7 @@ use super::raw::{
 };
 use super::{
     AdminUser, AdminUserToken, Config, DeliveryConfig, GivenSecret, Loaded, Locator, PayloadPart,
-    ReplicationRole, SecretOrigin, SecretPlan, SecretPurpose, SourceConfig, StatusPattern,
-    redact_url,
+    SecretOrigin, SecretPlan, SecretPurpose, SourceConfig, StatusPattern, redact_url,
 };
 
 /// What stands for a secret written inline.
@@ -106,13 +105,7 @@ pub fn redacted_toml(config: &Config<Loaded>) -> String {
             url: Some(r.urls.iter().map(redact_url).collect::<Vec<_>>().join(",")),
             stream: Some(r.stream.clone()),
             replicas: Some(r.replicas as u64),
-            role: Some(
-                match r.role {
-                    ReplicationRole::Primary => "primary",
-                    ReplicationRole::Standby => "standby",
-                }
-                .to_owned(),
-            ),
+            role: Some(r.role.as_str().to_owned()),
             lease: Some(human(r.lease)),
             node: Some(r.node.clone()),
             snapshot_interval: Some(human(r.snapshot_interval)),

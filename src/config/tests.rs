@@ -1209,7 +1209,12 @@ fn replication_takes_its_servers_role_and_lease() {
     assert_eq!(r.urls[1].as_str(), "tls://10.0.0.3:4222");
     assert_eq!(
         (r.stream.as_str(), r.replicas, r.role, r.node.as_str()),
-        ("hookinbox", 1, ReplicationRole::Standby, "vm-b")
+        (
+            "hookinbox",
+            1,
+            crate::words::ReplicationRole::Standby,
+            "vm-b"
+        )
     );
     assert_eq!(r.lease, Duration::from_secs(10));
     assert_eq!(r.snapshot_interval, Duration::from_secs(3600));

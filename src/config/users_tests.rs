@@ -5,7 +5,7 @@
 use sha2::{Digest, Sha256};
 
 use super::*;
-use crate::metrics::Role;
+use crate::words::Role;
 
 fn no_env(_: &str) -> Option<String> {
     None

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::metrics::Circuit;
+use crate::words::Circuit;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CircuitState {
@@ -30,7 +30,7 @@ impl CircuitState {
     }
 }
 
-/// The metrics' label for a state; the one place the two meet.
+/// The word for a state (the metrics' label); the one place the two meet.
 impl From<CircuitState> for Circuit {
     fn from(state: CircuitState) -> Circuit {
         match state {

@@ -1,12 +1,13 @@
 //! One delivery attempt: the signed POST to the app (or the publish to a
 //! JetStream stream, `jetstream.rs`) and what came back.
 //!
-//! Owns the delivery contract's wire shape (DESIGN.md): the exact raw body,
-//! `webhook-id` (the event's public id, stable across attempts and replays),
-//! `webhook-timestamp`, `webhook-signature` (Standard Webhooks, signed with
-//! the destination's own key), the `hookinbox-*` headers, the original
-//! content type and the provider headers the source forwards; a JetStream
-//! message carries the same headers. It knows nothing of schedules or
+//! Sends the delivery contract (DESIGN.md): the exact raw body, the
+//! contract's headers as `standard_webhooks::Message` builds them
+//! (`webhook-id`, the event's public id, stable across attempts and
+//! replays; `webhook-timestamp`; `webhook-signature`, signed with the
+//! destination's own key; the `hookinbox-*` headers and the original
+//! content type), then the provider headers the source forwards; a
+//! JetStream message carries the same headers. It knows nothing of schedules or
 //! storage: the scheduler gives it an event and an attempt number and gets
 //! back an [`Attempt`] to record.
 
@@ -20,14 +21,10 @@ use tokio::time::Instant;
 
 use crate::clock::Clock;
 use crate::config::{DeliveryConfig, SourceName};
-use crate::metrics::AttemptOutcome;
-use crate::standard_webhooks::StandardKey;
+use crate::standard_webhooks::{Message, SIGNATURE_AT, StandardKey};
 use crate::store::StoredEvent;
 use crate::store::schema::{Attempt, AttemptClass};
-
-/// The contract's signature header, and where it goes among the others.
-const SIGNATURE: &str = "webhook-signature";
-const SIGNATURE_AT: usize = 2;
+use crate::words::AttemptOutcome;
 
 /// What every delivery request says it is.
 const USER_AGENT: &str = concat!("hookinbox/", env!("CARGO_PKG_VERSION"));
@@ -96,86 +93,6 @@ fn kept(headers: &[(String, String)], contract: usize) -> Vec<(String, String)> 
         .chain(headers.get(contract..).unwrap_or_default())
         .map(|(k, v)| shown(k, v))
         .collect()
-}
-
-/// One event as the contract's headers describe it to the app.
-pub struct Message<'a> {
-    /// hookinbox's id: the `webhook-id`.
-    pub id: &'a str,
-    pub source: &'a str,
-    pub event_id: &'a str,
-    pub event_type: Option<&'a str>,
-    pub content_type: Option<&'a str>,
-    pub body: &'a [u8],
-}
-
-impl Message<'_> {
-    /// The contract's headers for attempt `attempt` at `started_ms`,
-    /// signed with `key`, without any forwarded provider header: what a
-    /// delivery sends, and what `hookinbox listen` sends to a local app.
-    pub fn headers(
-        &self,
-        key: &StandardKey,
-        attempt: u32,
-        started_ms: u64,
-    ) -> Vec<(String, String)> {
-        let timestamp = (started_ms / 1000) as i64;
-        let mut headers = self.unsigned(attempt, started_ms);
-        headers.insert(
-            SIGNATURE_AT,
-            (
-                SIGNATURE.to_owned(),
-                key.sign(self.id, timestamp, self.body),
-            ),
-        );
-        headers
-    }
-
-    /// The request's headers as attempt `attempt` at `started_ms` sent
-    /// them, from what the attempt kept (`kept`: the signature's start,
-    /// the user agent and the forwarded headers, as [`kept`] chose them):
-    /// the contract's other headers follow from the event. `None` for an
-    /// attempt that kept none (made before they were kept).
-    pub fn sent(
-        &self,
-        attempt: u32,
-        started_ms: u64,
-        kept: &[(String, String)],
-    ) -> Option<Vec<(String, String)>> {
-        if kept.is_empty() {
-            return None;
-        }
-        let mut headers = self.unsigned(attempt, started_ms);
-        let mut rest = Vec::new();
-        for (name, value) in kept {
-            if name == SIGNATURE {
-                headers.insert(SIGNATURE_AT, (name.clone(), value.clone()));
-            } else {
-                rest.push((name.clone(), value.clone()));
-            }
-        }
-        headers.extend(rest);
-        Some(headers)
-    }
-
-    /// The contract's headers but the signature, in the order sent.
-    fn unsigned(&self, attempt: u32, started_ms: u64) -> Vec<(String, String)> {
-        let timestamp = (started_ms / 1000) as i64;
-        let mut headers = vec![
-            ("webhook-id".to_owned(), self.id.to_owned()),
-            ("webhook-timestamp".to_owned(), timestamp.to_string()),
-            ("hookinbox-source".to_owned(), self.source.to_owned()),
-            ("hookinbox-event-id".to_owned(), self.event_id.to_owned()),
-            ("hookinbox-attempt".to_owned(), attempt.to_string()),
-        ];
-        if let Some(t) = self.event_type {
-            headers.push(("hookinbox-event-type".to_owned(), t.to_owned()));
-        }
-        if let Some(ct) = self.content_type {
-            headers.push(("content-type".to_owned(), ct.to_owned()));
-        }
-        headers
-    }
 }
 
 /// A source's destination, ready to send to.
@@ -451,9 +368,7 @@ fn snippet(body: &[u8]) -> Option<String> {
     Some(String::from_utf8_lossy(&body[..end]).into_owned())
 }
 
-/// The metrics' label for a class. Here rather than beside `AttemptClass`
-/// so that `store` does not depend on metrics (it reports its commits
-/// through the `on_commit` hook, never to `Metrics`).
+/// The word for a class: the metrics' label and the admin API's outcome.
 impl From<AttemptClass> for AttemptOutcome {
     fn from(class: AttemptClass) -> AttemptOutcome {
         match class {

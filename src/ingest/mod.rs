@@ -22,11 +22,12 @@ use serde_json::json;
 
 use crate::clock::Clock;
 use crate::config::{Config, DeliveryFilter, SourceName, TypePattern};
-use crate::metrics::{Metrics, RejectReason, UNKNOWN_SOURCE};
+use crate::metrics::Metrics;
 use crate::store::{Ingested, Initial, PayloadMatch, Route, Store, StoreError};
 use crate::verify::{
     self, Handshake, HandshakeReply, Rejection, UnusableSecret, Verified, Verifier,
 };
+use crate::words::{RejectReason, UNKNOWN_SOURCE};
 
 /// Seconds a provider is told to wait after a 503. Short: a full disk or a
 /// reopening database is either fixed soon or needs a person, and providers

@@ -25,9 +25,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::{Listener, Metrics};
+use crate::metrics::Metrics;
 use crate::supervise::TaskError;
 use crate::tls::Tls;
+use crate::words::Listener;
 use room::{Busy, Conn, Room};
 
 /// hyper's read buffer per connection at most (its default is ≈ 400 KiB).

@@ -16,13 +16,14 @@ use prometheus_client::registry::Registry;
 
 use super::budget::Budget;
 use super::labels::{
-    AlertLabels, BuildLabels, CircuitLabels, DestinationLabel, KeyClaimLabels, KindLabel, Listener,
+    AlertLabels, BuildLabels, CircuitLabels, DestinationLabel, KeyClaimLabels, KindLabel,
     ListenerLabel, NamespaceLabel, NodeLabel, OutcomeLabels, ReasonLabel, RejectedLabels,
     SourceLabel, StoreFileLabel,
 };
 use super::process::ProcessCollector;
 use super::record::{Inner, Metrics};
 use super::tally::{Recent, Totals, TypeTally};
+use crate::words::Listener;
 
 /// Ack latency buckets, seconds: from 1 ms (a lone request on a fast disk)
 /// to 10 s (a stalled disk), doubling.

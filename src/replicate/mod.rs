@@ -303,7 +303,7 @@ pub async fn stand_by(
                     node = lease.node(),
                     "promoted: this node is the primary now, and hookinbox is receiving webhooks"
                 );
-                metrics.set_replication_role(crate::metrics::ReplicationRole::Primary);
+                metrics.set_replication_role(crate::words::ReplicationRole::Primary);
                 metrics.set_standby_lag(crate::metrics::StandbyLag::default());
                 break;
             }

@@ -334,7 +334,7 @@ pub struct Attempt {
     /// The request's headers that the event does not determine (the
     /// signature's start, the user agent, forwarded provider headers),
     /// each secret or signature cut to its first characters
-    /// (`deliver::kept`; `deliver::Message::sent` rebuilds the rest).
+    /// (`deliver::kept`; `standard_webhooks::Message::sent` rebuilds the rest).
     /// Empty for an attempt recorded before they were kept.
     pub request_headers: Vec<(String, String)>,
     /// The answer's headers (at most `deliver::MAX_ANSWER_HEADERS`), cut

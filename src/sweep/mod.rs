@@ -13,9 +13,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
-use crate::metrics::{Metrics, SweptKind};
+use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
 use crate::supervise::TaskError;
+use crate::words::SweptKind;
 
 /// Deletions per commit. benches/sweep.rs (quick run, 100k expired events,
 /// 2,000 ingests/s): 1,000 per step swept 90k events/s but raised ingest

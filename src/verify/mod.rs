@@ -23,8 +23,8 @@ use sha2::Digest;
 use crate::clock::unix_ms;
 use crate::config::{Kind, Locator, SourceConfig, SourceName};
 use crate::json_pointer;
-use crate::metrics::RejectReason;
 use crate::standard_webhooks::StandardKeyError;
+use crate::words::RejectReason;
 
 /// What a request looks like to verification.
 pub struct Request<'a> {

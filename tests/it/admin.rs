@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use hookinbox::clock::Clock;
-use hookinbox::metrics::AdminReason;
+use hookinbox::words::AdminReason;
 use serde_json::json;
 
 use crate::destination::{Destination, Mode};

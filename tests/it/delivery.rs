@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use base64::Engine;
 use hookinbox::clock::Clock;
-use hookinbox::metrics::{AttemptOutcome, Circuit};
 use hookinbox::standard_webhooks::StandardKey;
 use hookinbox::store::schema::{Attempt, AttemptClass, Status};
 use hookinbox::store::{Change, ChangeError, StoredEvent};
+use hookinbox::words::{AttemptOutcome, Circuit};
 
 use crate::destination::{Destination, Mode};
 use crate::support::{TestServer, eventually, eventually_sync, server_section, standard_headers};

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use hookinbox::clock::Clock;
-use hookinbox::metrics::{RejectReason, UNKNOWN_SOURCE};
 use hookinbox::store::schema::Status;
+use hookinbox::words::{RejectReason, UNKNOWN_SOURCE};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::{TestServer, read_all, server_section, standard_headers, standard_source};

@@ -339,7 +339,7 @@ breaker_cooldown = "300ms"
         async || match server.metrics().circuit_count(
             "shop",
             "shop",
-            hookinbox::metrics::Circuit::Open,
+            hookinbox::words::Circuit::Open,
         ) {
             0 => Err("closed".to_owned()),
             _ => Ok(()),

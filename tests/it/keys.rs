@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use hookinbox::clock::Clock;
-use hookinbox::metrics::AdminReason;
+use hookinbox::words::AdminReason;
 
 use crate::support::sample;
 use serde_json::{Value, json};

@@ -1,8 +1,8 @@
 //! What the compiler does not check: every source file says what it owns,
 //! ARCHITECTURE.md's codemap names every module in `lib.rs`'s order, every
 //! test and module path the docs cite exists, every alert's runbook is a
-//! section of the operating guide, and no test writes out its own deadline
-//! loop.
+//! section of the operating guide, no test writes out its own deadline
+//! loop, and the operator commands import nothing of the server.
 
 use std::path::{Path, PathBuf};
 
@@ -561,4 +561,121 @@ impl X for Y {
 }
 "##;
     assert_eq!(deadline_loops(kept), []);
+}
+
+/// The crate's modules that `code` names through `crate::` paths, with the
+/// line of each: `crate::store::X` and each name of
+/// `crate::{store::X, deliver}`. Comments and literals are not read.
+fn crate_modules_named(code: &str) -> Vec<(usize, String)> {
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut named = Vec::new();
+    for (at, _) in code.match_indices("crate::") {
+        if code[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+        {
+            continue;
+        }
+        let line = code[..at].matches('\n').count() + 1;
+        let rest = &code[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // Top-level names of the group only: `crate::{a::{b, c}, d}` names a, d.
+            let mut depth = 0;
+            let mut start = true;
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => start = true,
+                    c if start && !c.is_whitespace() => {
+                        start = false;
+                        named.push((line, ident(&group[i..])));
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            named.push((line, ident(rest)));
+        }
+    }
+    named
+}
+
+/// The server's rooms: what `hookinbox serve` runs. An operator command
+/// reaches them only over the admin API.
+const SERVER_MODULES: &[&str] = &[
+    "listener",
+    "ingest",
+    "verify",
+    "store",
+    "schedule",
+    "deliver",
+    "sweep",
+    "alert",
+    "admin",
+    "metrics",
+    "supervise",
+    "app",
+    "replicate",
+];
+
+/// The CLI's operator commands are pure clients: `ctl/` names no module of
+/// the server, only `api`'s types (and the config, the clock, the exit
+/// codes, the Standard Webhooks key and message that `listen` signs with).
+/// Scoped to `ctl/`: `cli/` also holds `serve`, which runs `App` and sets
+/// a replaced primary's data aside (`store::standby_dir`).
+#[test]
+fn the_operator_commands_import_nothing_of_the_server() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src/ctl"), &mut files);
+    assert!(files.len() > 10, "found only {} files", files.len());
+    let mut found = Vec::new();
+    for path in &files {
+        let code = code_of(&std::fs::read_to_string(path).unwrap());
+        for (line, module) in crate_modules_named(&code) {
+            if SERVER_MODULES.contains(&module.as_str()) {
+                let path = path.strip_prefix(root()).unwrap().display();
+                found.push(format!("{path}:{line}: crate::{module}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "ctl/ imports the server (an operator command speaks to it over the admin API, in `api`'s types):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The import scanner, on the forms a path can take.
+#[test]
+fn the_import_scanner_reads_each_crate_path() {
+    let code = code_of(
+        r#"use crate::api::{self, Timestamp};
+use crate::{deliver::Message, store};
+use crate::{config::{self, Kind}, exit};
+// crate::schedule in a comment
+let s = "crate::ingest";
+let n = crate::clock::unix_ms(now);
+macro_rules! m { () => { $crate::sweep::x() } }
+"#,
+    );
+    let named = crate_modules_named(&code);
+    let named: Vec<(usize, &str)> = named.iter().map(|(l, m)| (*l, m.as_str())).collect();
+    assert_eq!(
+        named,
+        [
+            (1, "api"),
+            (2, "deliver"),
+            (2, "store"),
+            (3, "config"),
+            (3, "exit"),
+            (6, "clock")
+        ]
+    );
 }

@@ -11,7 +11,7 @@ use crate::config::raw::{RawAdmin, RawAdminUser};
 use crate::config::{
     AdminConfig, AdminUser, AdminUserToken, ConfigError, GivenSecret, Loaded, Secret, SecretPlan,
 };
-use crate::metrics::Role;
+use crate::words::Role;
 
 /// The name the `[admin]` token signs in as.
 pub const ADMIN_NAME: &str = "admin";

@@ -9,8 +9,7 @@ use std::time::Duration;
 use super::Ctx;
 use crate::config::raw::{RawReplication, default};
 use crate::config::{
-    AdminConfig, ConfigError, Loaded, ReplicationConfig, ReplicationRole, SecretPlan,
-    SecretPurpose, SourceConfig,
+    AdminConfig, ConfigError, Loaded, ReplicationConfig, SecretPlan, SecretPurpose, SourceConfig,
 };
 
 /// The longest lease: a primary gone a minute is long gone.
@@ -61,8 +60,8 @@ pub(super) fn validate_replication(
         return Err(cx.err(key("replicas"), "must be 1 to 5 (JetStream's limit)"));
     }
     let role = match rr.role.as_deref() {
-        Some("primary") => ReplicationRole::Primary,
-        Some("standby") => ReplicationRole::Standby,
+        Some("primary") => crate::words::ReplicationRole::Primary,
+        Some("standby") => crate::words::ReplicationRole::Standby,
         Some(_) => return Err(cx.err(key("role"), "must be \"primary\" or \"standby\"")),
         None => {
             return Err(cx.err(

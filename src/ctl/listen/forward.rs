@@ -9,8 +9,7 @@ use base64::Engine;
 use serde::Serialize;
 
 use crate::api::{self, EventSummary, PayloadEncoding, Timestamp};
-use crate::deliver::Message;
-use crate::standard_webhooks::StandardKey;
+use crate::standard_webhooks::{Message, StandardKey};
 
 /// How each request is signed.
 pub(super) enum Signing {

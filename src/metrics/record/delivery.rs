@@ -3,10 +3,9 @@
 //! circuit changes; and the counts read back.
 
 use super::Metrics;
-use crate::metrics::labels::{
-    AttemptOutcome, Circuit, CircuitLabels, DestinationLabel, OutcomeLabels,
-};
+use crate::metrics::labels::{CircuitLabels, DestinationLabel, OutcomeLabels, circuit_level};
 use crate::metrics::tally::Totals;
+use crate::words::{AttemptOutcome, Circuit};
 
 impl Metrics {
     /// p50 and p99 of `source`'s last received → delivered latencies, in ms.
@@ -53,7 +52,7 @@ impl Metrics {
         self.inner
             .circuit_state
             .get_or_create(to)
-            .set(state.level());
+            .set(circuit_level(state));
     }
 
     /// Returns whether the dead letter's log line may be loud (within this

@@ -3,8 +3,9 @@
 //! ack latencies and event types that stats reads back.
 
 use super::Metrics;
-use crate::metrics::labels::{RejectReason, RejectedLabels, SourceLabel};
+use crate::metrics::labels::{RejectedLabels, SourceLabel};
 use crate::metrics::tally::Totals;
+use crate::words::RejectReason;
 
 impl Metrics {
     /// A new event of `event_type` (`store::NO_TYPE` for none) stored.
@@ -61,7 +62,7 @@ impl Metrics {
     }
 
     /// `source` is the configured name, or
-    /// [`UNKNOWN_SOURCE`](crate::metrics::UNKNOWN_SOURCE). Returns whether the
+    /// [`UNKNOWN_SOURCE`](crate::words::UNKNOWN_SOURCE). Returns whether the
     /// refusal's log line may be loud (within this minute's
     /// [`Budget`](crate::metrics::Budget)).
     #[must_use = "says at which level to log the refusal"]

@@ -4,7 +4,8 @@
 //! pass only the namespace of the client that called.
 
 use super::Metrics;
-use crate::metrics::labels::{KeyClaimLabels, KeyClaimOutcome, NamespaceLabel};
+use crate::metrics::labels::{KeyClaimLabels, NamespaceLabel};
+use crate::words::KeyClaimOutcome;
 
 impl Metrics {
     /// Each configured namespace's series at 0, so a dashboard shows them

@@ -2,7 +2,8 @@
 //! the cap, and failed TLS handshakes, per listener.
 
 use super::Metrics;
-use crate::metrics::labels::{Listener, ListenerLabel};
+use crate::metrics::labels::ListenerLabel;
+use crate::words::Listener;
 
 impl Metrics {
     /// A connection opened (`+1`) or closed (`-1`) on `listener`.

@@ -19,7 +19,7 @@ mod listener;
 mod operations;
 pub use operations::StreamOpen;
 mod replication;
-pub use replication::{ReplicationRole, StandbyLag};
+pub use replication::StandbyLag;
 mod store;
 
 use std::sync::{Arc, Mutex};
@@ -33,12 +33,15 @@ use prometheus_client::registry::Registry;
 use super::budget::Budget;
 use super::exposition::{Exposition, to_prometheus_text};
 use super::labels::{
-    AdminReason, AlertKind, AlertLabels, AlertStatus, AttemptOutcome, Circuit, CircuitLabels,
-    DestinationLabel, KeyClaimLabels, KindLabel, ListenerLabel, NamespaceLabel, OutcomeLabels,
-    ReasonLabel, RejectReason, RejectedLabels, SourceLabel, StoreFile, StoreFileLabel, SweptKind,
-    UNKNOWN_SOURCE,
+    AlertLabels, CircuitLabels, DestinationLabel, KeyClaimLabels, KindLabel, ListenerLabel,
+    NamespaceLabel, OutcomeLabels, ReasonLabel, RejectedLabels, SourceLabel, StoreFile,
+    StoreFileLabel,
 };
 use super::tally::{Recent, Tally, Totals, TypeTally};
+use crate::words::{
+    AdminReason, AlertKind, AlertStatus, AttemptOutcome, Circuit, RejectReason, SweptKind,
+    UNKNOWN_SOURCE,
+};
 
 /// The handle every module records through: a clone shares the registry
 /// (one `Arc`). Built by `Metrics::new` (`registry`).
@@ -305,9 +308,8 @@ mod tests {
                 "hookinbox_circuit_transitions_total{source=\"shop\",destination=\"shop.app\",state=\"half_open\"} 1"
             ]
         );
-        // `Listener` derives its encoding, which prints the variant's name,
-        // not its `as_str` (the logs' word). Pinned: changing it renames
-        // published series.
+        // A listener's label is its `as_str`, the logs' word. Pinned:
+        // changing it renames published series.
         assert_eq!(
             lines(&text, "hookinbox_open_connections{"),
             [

@@ -2,9 +2,8 @@
 //! ignored, admin API refusals, and the event streams open.
 
 use super::Metrics;
-use crate::metrics::labels::{
-    AdminReason, AlertKind, AlertLabels, AlertStatus, ReasonLabel, SourceLabel,
-};
+use crate::metrics::labels::{AlertLabels, ReasonLabel, SourceLabel};
+use crate::words::{AdminReason, AlertKind, AlertStatus};
 
 impl Metrics {
     pub fn alert(&self, kind: AlertKind, status: AlertStatus, sent: bool) {

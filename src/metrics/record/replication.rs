@@ -6,13 +6,7 @@
 
 use super::Metrics;
 use crate::metrics::labels::NodeLabel;
-
-/// This node's part in replication, `replication_role`'s value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReplicationRole {
-    Standby,
-    Primary,
-}
+use crate::words::ReplicationRole;
 
 /// How far a standby is behind the stream at one look.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

@@ -6,7 +6,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 
 use super::{Metrics, SourceGauges, StoreDisk};
-use crate::metrics::labels::{KindLabel, SourceLabel, StoreFile, StoreFileLabel, SweptKind};
+use crate::metrics::labels::{KindLabel, SourceLabel, StoreFile, StoreFileLabel};
+use crate::words::SweptKind;
 
 impl Metrics {
     /// One durable commit of `jobs` jobs that took `took`.

@@ -473,8 +473,8 @@ fn the_interrupted_attempts_entry_keeps_its_bytes() {
 /// as `other`.
 #[test]
 fn the_audit_entry_and_row_keep_their_bytes() {
-    use crate::metrics::{AuditAction, Role};
     use crate::store::{AuditOutcome, AuditRecord};
+    use crate::words::{AuditAction, Role};
     let record = AuditRecord {
         at_ms: 1,
         person: "otto".into(),

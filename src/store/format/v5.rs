@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::super::entry::Entry;
 use super::super::types::audit::{AuditOutcome, AuditRecord};
 use super::v4::EntryV4;
-use crate::metrics::{AuditAction, Role};
+use crate::words::{AuditAction, Role};
 
 /// An `audit` row.
 #[derive(Debug, Serialize, Deserialize)]

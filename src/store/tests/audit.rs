@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::super::*;
 use super::recover::crash_image;
 use super::support::*;
-use crate::metrics::{AuditAction, Role};
+use crate::words::{AuditAction, Role};
 
 const DAY: u64 = 86_400_000;
 

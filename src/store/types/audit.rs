@@ -15,7 +15,7 @@
 //! (through the writer, and the reads), `tables.rs` what the writer does
 //! with the `audit` table.
 
-use crate::metrics::{AuditAction, Role};
+use crate::words::{AuditAction, Role};
 
 /// One thing a person did, or tried to.
 #[derive(Debug, Clone, PartialEq, Eq)]

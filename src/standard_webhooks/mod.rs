@@ -6,8 +6,14 @@
 //! [`StandardKey::sign`] is the only code that builds a `webhook-signature`.
 //! It sits below `config` (which validates `destination_secret` with it) and
 //! `verify` (which checks with it), and depends on neither, so neither has to
-//! import the other for it. It knows no headers, clocks or HTTP: callers pass
-//! the id, the timestamp and the body.
+//! import the other for it. The key knows no headers, clocks or HTTP: callers
+//! pass the id, the timestamp and the body. Beside it, `message` builds the
+//! delivery contract's headers with it ([`Message`]), so `deliver` and the
+//! CLI's `listen` sign the same way without one importing the other.
+
+mod message;
+
+pub use message::{Message, SIGNATURE_AT};
 
 use std::fmt;
 
