@@ -279,7 +279,7 @@ pub(super) async fn audit_trail(
     }))
 }
 
-/// Where a request was routed, for [`routes::action_of`](super::routes::action_of).
+/// Where a request was routed: the path template the route table knows it by.
 pub(super) fn route_of(request: &Request) -> String {
     request
         .extensions()

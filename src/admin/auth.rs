@@ -10,15 +10,15 @@
 
 use axum::Json;
 use axum::extract::{Extension, Request, State};
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::AdminState;
+use super::audit;
 use super::error::{AdminError, Unauthorized};
-use super::{audit, routes};
 use crate::api::{self, Role};
 use crate::config::ADMIN_NAME;
 
@@ -105,19 +105,28 @@ fn identify(state: &AdminState, headers: &HeaderMap) -> Found {
     }
 }
 
+/// What the route table says of a request, handed to the token checks by
+/// the router (so this file looks nothing up in the table itself): the
+/// least role a person needs, and what the audit trail records of it.
+#[derive(Clone, Copy)]
+pub(super) struct Table {
+    pub role_needed: fn(&Method, &str) -> Role,
+    pub action_of: fn(&Method, &str) -> Option<api::AuditAction>,
+}
+
 /// A person's token whose role may call the path, for every admin path but
 /// the keys'. The [`Person`] is left in the request's extensions. A change,
 /// or a refusal of one, goes into the audit trail ([`audit`]).
 pub(super) async fn require_token(
-    State(state): State<AdminState>,
+    State((state, table)): State<(AdminState, Table)>,
     mut request: Request,
     next: Next,
 ) -> Response {
     let path = audit::route_of(&request);
-    let action = routes::action_of(request.method(), &path);
+    let action = (table.action_of)(request.method(), &path);
     match identify(&state, request.headers()) {
         Found::Caller(Caller::Person(person)) => {
-            let needed = routes::role_needed(request.method(), &path);
+            let needed = (table.role_needed)(request.method(), &path);
             if person.role < needed {
                 let refusal = AdminError::RoleNeeded {
                     needed,
@@ -168,13 +177,13 @@ async fn refuse_expired(
 /// Any token, for the keys' paths: the [`Caller`] is left in the request's
 /// extensions for the handler, which knows what each may do.
 pub(super) async fn require_any_token(
-    State(state): State<AdminState>,
+    State((state, table)): State<(AdminState, Table)>,
     mut request: Request,
     next: Next,
 ) -> Response {
     // An app's calls (the hot path of keys) are not recorded: only a
-    // person's request is looked up in the audit table.
-    let action = |request: &Request| routes::action_of(request.method(), &audit::route_of(request));
+    // person's request is looked up in the route table.
+    let action = |request: &Request| (table.action_of)(request.method(), &audit::route_of(request));
     match identify(&state, request.headers()) {
         // A person's change of a key (a delete; the others are refused
         // them) goes into the audit trail; an app's do not.

@@ -45,7 +45,7 @@ use crate::store::Store;
 use crate::sweep::SweepHandle;
 
 use error::AdminError;
-pub use openapi::openapi;
+pub use routes::openapi;
 pub use routes::{Gate, ROUTES, Route, Verb};
 pub use stream::{HubReader, Streams};
 
@@ -94,8 +94,12 @@ pub struct AdminContext {
 }
 
 pub fn router(state: AdminState) -> Router {
+    let table = auth::Table {
+        role_needed: routes::role_needed,
+        action_of: routes::action_of,
+    };
     let api = routes::served(|gate| matches!(gate, Gate::Person(_))).route_layer(
-        middleware::from_fn_with_state(state.clone(), auth::require_token),
+        middleware::from_fn_with_state((state.clone(), table), auth::require_token),
     );
     // Either token reaches these; each handler knows what each may do.
     let keys = routes::served(|gate| gate == Gate::AnyToken)
@@ -104,7 +108,7 @@ pub fn router(state: AdminState) -> Router {
             keys::on_primary,
         ))
         .route_layer(middleware::from_fn_with_state(
-            state.clone(),
+            (state.clone(), table),
             auth::require_any_token,
         ));
     routes::served(|gate| gate == Gate::Open)

@@ -1,24 +1,12 @@
-//! The admin API's contract as an OpenAPI 3.1 document, and
-//! `/api/openapi.json` that serves it. Owns what the document says of the
-//! whole API; refuses to list or describe a path here: the route table
-//! ([`super::routes`]) lists them and each handler's `#[utoipa::path]`
-//! describes its own.
+//! The frame of the admin API's OpenAPI 3.1 document: what it says of the
+//! whole API (its title, its description, the bearer scheme, the version).
+//! Refuses to list or describe a path here: the route table
+//! (`routes.rs`) lists them, each handler's `#[utoipa::path]` describes its
+//! own, and the table puts them in this frame (`routes::openapi`).
 
-use axum::Json;
-
-use super::routes::Documented;
-
-/// The admin API's contract as an OpenAPI 3.1 document, for other tools.
-#[utoipa::path(get, path = "/api/openapi.json", tag = "health", security(()),
-    responses((status = 200, description = "This document", content_type = "application/json", body = Object)))]
-pub(super) async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
-    Json(openapi())
-}
-
-/// The admin API's contract as OpenAPI: every documented route of
-/// [`ROUTES`](super::ROUTES), with the types of [`crate::api`] as its
-/// schemas.
-pub fn openapi() -> utoipa::openapi::OpenApi {
+/// The document around `paths`: the documented routes, with the types of
+/// [`crate::api`] as their schemas.
+pub(super) fn frame(paths: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
     use utoipa::OpenApi;
     use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
@@ -30,7 +18,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     struct Doc;
 
     let mut doc = Doc::openapi();
-    doc.merge(Documented::openapi());
+    doc.merge(paths);
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
     doc.components
         .get_or_insert_with(Default::default)
