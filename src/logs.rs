@@ -8,9 +8,11 @@
 //! it beside the counter it bounds). Per-event lines (stored, delivered,
 //! retrying) are at debug; at info the volume is the summary, one line per
 //! `log.summary_interval` while something happens, plus what people and
-//! state changes do (a circuit opening, an operator's replay). Refuses to
-//! log bodies, secrets or full header sets: that rule is the call sites'
-//! (`tidy` checks them), this module only carries the lines.
+//! state changes do (a circuit opening, an operator's replay). Bodies,
+//! secrets and full header sets are never logged: that rule is kept by the
+//! call sites, which log ids, names and counts, and by the tests that send
+//! a known secret and body through a bad request and look for neither in
+//! the output; this module only carries the lines.
 
 use std::time::Duration;
 

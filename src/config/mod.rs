@@ -7,7 +7,10 @@
 //! provider facts: the per-kind defaults for tolerance and event id belong
 //! to `verify`. Secrets named by the file (inline, `*_env`, `*_file`) are read
 //! at load, and those left to the data dir by [`Config::resolve`]: here, once,
-//! so no other module reads the environment or a secret file.
+//! so no other part of the server reads the environment or a secret file.
+//! The operator commands run beside a server, not in it, and read their own:
+//! `ctl` its admin token (`--token-file`, `HOOKINBOX_ADMIN_TOKEN`) and `send`
+//! a generated secret from the data dir, at the path [`SecretPurpose`] names.
 //!
 //! `raw.rs` holds the file as written and what a key left out means;
 //! `validate/` checks it into a typed config; `show.rs` prints a config

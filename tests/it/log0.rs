@@ -15,8 +15,7 @@ use serde_json::{Value, json};
 
 use crate::destination::{Destination, Mode};
 use crate::support::{
-    Answer, BinaryServer, STANDARD_SECRET, answer, client, eventually, post, server_section,
-    standard_headers, write_config,
+    BinaryServer, STANDARD_SECRET, client, post, server_section, standard_headers, write_config,
 };
 
 const TOKEN: &str = "fixture-admin-token-0123456789";
@@ -72,59 +71,6 @@ paused = true
     )
 }
 
-async fn admin(server: &BinaryServer, method: &str, path: &str, body: Option<Value>) -> Answer {
-    let mut req = client()
-        .request(method.parse().unwrap(), format!("{}{path}", server.admin))
-        .header("authorization", format!("Bearer {TOKEN}"));
-    if let Some(b) = body {
-        req = req
-            .header("content-type", "application/json")
-            .body(b.to_string());
-    }
-    let a = answer(req.send().await.unwrap()).await;
-    assert_eq!(a.status, 200, "{method} {path}: {:?}", a.json);
-    a
-}
-
-async fn find(server: &BinaryServer, source: &str, event_id: &str) -> Value {
-    let a = admin(
-        server,
-        "GET",
-        &format!("/api/events?source={source}&event_id={event_id}"),
-        None,
-    )
-    .await;
-    let events = a.json["events"].as_array().unwrap();
-    assert_eq!(events.len(), 1, "{source}/{event_id}: {events:?}");
-    events[0].clone()
-}
-
-async fn wait_delivered(server: &BinaryServer, source: &str, event_id: &str) -> Value {
-    eventually(
-        &format!("{source}/{event_id} is delivered"),
-        Duration::from_secs(5),
-        Duration::from_millis(20),
-        async || {
-            let e = find(server, source, event_id).await;
-            if e["status"] == "delivered" {
-                Ok(e)
-            } else {
-                Err(e.to_string())
-            }
-        },
-    )
-    .await
-}
-
-/// The JSON line of the log with this message.
-fn log_line(server: &BinaryServer, message: &str) -> Value {
-    let log = server.log_text();
-    log.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|v| v["message"] == message)
-        .unwrap_or_else(|| panic!("no {message:?} in the log:\n{log}"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_log_the_previous_version_wrote_replays_every_kind_of_entry() {
     let expected: Value =
@@ -142,11 +88,15 @@ async fn a_log_the_previous_version_wrote_replays_every_kind_of_entry() {
     // It replayed the old build's frames, all of them.
     let frames = &expected["log_frames"];
     assert!(frames.as_u64().unwrap() >= 9, "{frames}");
-    let replayed = log_line(&server, "replayed the write-ahead log");
+    let replayed = server
+        .log_record("replayed the write-ahead log")
+        .unwrap_or_else(|| panic!("no replayed line in the log:\n{}", server.log_text()));
     assert_eq!(replayed["frames"], *frames, "{replayed}");
     assert_eq!(replayed["from"], expected["lsn_from"], "{replayed}");
     assert_eq!(replayed["to"], expected["lsn_to"], "{replayed}");
-    let opened = log_line(&server, "store opened");
+    let opened = server
+        .log_record("store opened")
+        .unwrap_or_else(|| panic!("no opened line in the log:\n{}", server.log_text()));
     assert_eq!(opened["log_frames"], *frames, "{opened}");
 
     // Every event as the old build listed it after its own replay: status,
@@ -157,12 +107,14 @@ async fn a_log_the_previous_version_wrote_replays_every_kind_of_entry() {
             want["source"].as_str().unwrap(),
             want["event_id"].as_str().unwrap(),
         );
-        let got = find(&server, source, event_id).await;
+        let got = server.listed(TOKEN, source, event_id).await;
         for (key, value) in want["summary"].as_object().unwrap() {
             assert_eq!(got[key], *value, "{event_id}: {key}: {got}");
         }
         let id = got["id"].as_str().unwrap();
-        let detail = admin(&server, "GET", &format!("/api/events/{id}"), None).await;
+        let detail = server
+            .admin_ok(TOKEN, "GET", &format!("/api/events/{id}"), None)
+            .await;
         assert_eq!(
             detail.json["payload"], want["payload"],
             "{event_id}: the payload (empty: erased)"
@@ -177,19 +129,22 @@ async fn a_log_the_previous_version_wrote_replays_every_kind_of_entry() {
     // … and nothing else.
     let mut listed = 0;
     for source in ["shop", "fan", "later", "inbox"] {
-        let page = admin(
-            &server,
-            "GET",
-            &format!("/api/events?source={source}&limit=100"),
-            None,
-        )
-        .await;
+        let page = server
+            .admin_ok(
+                TOKEN,
+                "GET",
+                &format!("/api/events?source={source}&limit=100"),
+                None,
+            )
+            .await;
         listed += page.json["events"].as_array().unwrap().len();
     }
     assert_eq!(listed, events.len());
 
     // The pause the log set (shop; later is paused by the config).
-    let destinations = admin(&server, "GET", "/api/destinations", None).await;
+    let destinations = server
+        .admin_ok(TOKEN, "GET", "/api/destinations", None)
+        .await;
     for d in destinations.json["destinations"].as_array().unwrap() {
         let name = d["name"].as_str().unwrap();
         assert_eq!(
@@ -222,9 +177,15 @@ async fn a_log_the_previous_version_wrote_replays_every_kind_of_entry() {
 
     // It goes on: a pending event goes out once its destination is resumed,
     // and a new event ingests (under the database's tag) and is delivered.
-    admin(&server, "POST", "/api/destinations/later/resume", None).await;
-    let later = wait_delivered(&server, "later", "evt_later_1").await;
-    admin(&server, "POST", "/api/destinations/shop/resume", None).await;
+    server
+        .admin_ok(TOKEN, "POST", "/api/destinations/later/resume", None)
+        .await;
+    let later = server
+        .delivered(TOKEN, "later", "evt_later_1", Duration::from_secs(5))
+        .await;
+    server
+        .admin_ok(TOKEN, "POST", "/api/destinations/shop/resume", None)
+        .await;
     let body = json!({"id": "evt_after", "type": "order.created", "result": "ok"})
         .to_string()
         .into_bytes();
@@ -243,7 +204,9 @@ async fn a_log_the_previous_version_wrote_replays_every_kind_of_entry() {
         .collect();
     assert!(!old_ids.contains(&new.id()));
     assert_eq!(&new.id()[..12], &old_ids[0][..12], "the database's tag");
-    wait_delivered(&server, "shop", "evt_after").await;
+    server
+        .delivered(TOKEN, "shop", "evt_after", Duration::from_secs(5))
+        .await;
     let received: Vec<String> = app
         .received()
         .iter()

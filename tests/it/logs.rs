@@ -147,9 +147,24 @@ generate_secret = true
         let a = crate::support::post(&http, &format!("{base}/in/shop"), &headers, body).await;
         assert_eq!(a.status, 200);
     }
-    // 30 refusals: past the per-minute budget of loud lines.
+    // 30 refusals: past the per-minute budget of loud lines. Each carries a
+    // body and a signature made with another secret, both marked, and neither
+    // may reach the log: a refusal's line names the source and the reason.
+    let marked_body = br#"{"card":"body-marker-4242"}"#.to_vec();
+    let mut forged = standard_headers("evt_forged", &marked_body);
+    for (name, value) in forged.iter_mut() {
+        if name == "webhook-signature" {
+            *value = "v1,c2lnbmF0dXJlLW1hcmtlcg==".to_owned();
+        }
+    }
     for _ in 0..30 {
-        let a = crate::support::post(&http, &format!("{base}/in/shop"), &[], b"{}".to_vec()).await;
+        let a = crate::support::post(
+            &http,
+            &format!("{base}/in/shop"),
+            &forged,
+            marked_body.clone(),
+        )
+        .await;
         assert_eq!(a.status, 401);
     }
     eventually(
@@ -209,6 +224,16 @@ generate_secret = true
     let secret = std::fs::read_to_string(dir.path().join("secrets/fresh.secret")).unwrap();
     let text = std::fs::read_to_string(dir.path().join("stderr.log")).unwrap();
     assert!(!text.contains(secret.trim()), "the secret is in the log");
+    assert!(
+        !text.contains(STANDARD_SECRET),
+        "the source's secret is in the log"
+    );
+    for marker in ["body-marker-4242", "c2lnbmF0dXJlLW1hcmtlcg"] {
+        assert!(
+            !text.contains(marker),
+            "a refused request's {marker} is in the log"
+        );
+    }
     // Per-event lines are at debug: none at info.
     for message in ["stored", "delivered"] {
         assert!(

@@ -78,6 +78,34 @@ pub(crate) async fn frames(url: &str) -> Vec<(String, u64)> {
 /// Every answered change has its frame in the stream, the frames numbered
 /// 1, 2, 3, … under the database's tag; a reopened primary goes on after
 /// them.
+/// Waits until `node` holds `n` events or more: a standby has followed the
+/// stream that far.
+async fn holds(node: &crate::support::TestServer, n: usize) {
+    crate::support::eventually(
+        &format!("the standby follows to {n} events"),
+        Duration::from_secs(15),
+        Duration::from_millis(50),
+        async || match node.events().len() {
+            have if have >= n => Ok(()),
+            have => Err(format!("{have} of {n} events")),
+        },
+    )
+    .await;
+}
+
+/// Waits up to `within` until `node` answers `/readyz` with 200: it has
+/// taken over (a standby answers 503).
+async fn takes_over(node: &crate::support::TestServer, what: &str, within: Duration) {
+    crate::support::eventually(what, within, Duration::from_millis(100), async || {
+        let ready = node.admin("GET", "/readyz", None, None).await;
+        match ready.status {
+            200 => Ok(()),
+            status => Err(format!("readyz {status}: {:?}", ready.json)),
+        }
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_answered_change_is_a_frame_of_the_stream_numbered_without_gaps() {
     let dir = tempfile::tempdir().unwrap();
@@ -504,16 +532,7 @@ async fn a_standby_app_follows_and_takes_over_when_the_primary_stops() {
         ids.push(a.json["id"].as_str().unwrap().to_owned());
     }
     let standby = TestServer::start(&config("b", "vm-b", "standby"), Clock::system()).await;
-    crate::support::eventually(
-        "the standby follows",
-        Duration::from_secs(15),
-        Duration::from_millis(50),
-        async || match standby.events().len() {
-            n if n >= 5 => Ok(()),
-            n => Err(format!("{n} of 5 events")),
-        },
-    )
-    .await;
+    holds(&standby, 5).await;
     let ready = standby.admin("GET", "/readyz", None, None).await;
     assert_eq!(ready.status, 503, "{:?}", ready.json);
     assert!(
@@ -524,19 +543,7 @@ async fn a_standby_app_follows_and_takes_over_when_the_primary_stops() {
     assert_eq!(send(&standby, "evt_x").await.status, 503);
 
     primary.stop().await;
-    crate::support::eventually(
-        "the standby takes over",
-        Duration::from_secs(15),
-        Duration::from_millis(100),
-        async || {
-            let ready = standby.admin("GET", "/readyz", None, None).await;
-            match ready.status {
-                200 => Ok(()),
-                _ => Err(format!("{:?}", ready.json)),
-            }
-        },
-    )
-    .await;
+    takes_over(&standby, "the standby takes over", Duration::from_secs(15)).await;
     let stored: Vec<String> = standby.events().iter().map(|e| e.id.clone()).collect();
     assert_eq!(stored, ids);
     let again = send(&standby, "evt_0").await;
@@ -638,19 +645,8 @@ async fn lost_under_load(dir: &Path, urls: &str, replicas: usize) {
     let answered = answered.lock().unwrap().clone();
     assert!(answered.len() > 50, "load ran: {}", answered.len());
 
-    crate::support::eventually(
-        "the standby takes over",
-        Duration::from_secs(20).saturating_sub(killed.elapsed()),
-        Duration::from_millis(100),
-        async || {
-            let ready = standby.admin("GET", "/readyz", None, None).await;
-            match ready.status {
-                200 => Ok(()),
-                _ => Err(format!("{:?}", ready.json)),
-            }
-        },
-    )
-    .await;
+    let within = Duration::from_secs(20).saturating_sub(killed.elapsed());
+    takes_over(&standby, "the standby takes over", within).await;
     let took = killed.elapsed();
     println!(
         "R{replicas}: takeover {took:?} after the kill (lease 3 s), {} events answered",
@@ -808,16 +804,7 @@ async fn a_new_standby_starts_from_the_newest_snapshot_and_the_frames_after_it()
         ids.push(send(&primary, &format!("evt_{i}")).await);
     }
     let early = TestServer::start(&config("b", "vm-b", "standby"), Clock::system()).await;
-    crate::support::eventually(
-        "the standby follows",
-        Duration::from_secs(15),
-        Duration::from_millis(50),
-        async || match early.events().len() {
-            n if n >= 30 => Ok(()),
-            n => Err(format!("{n} of 30 events")),
-        },
-    )
-    .await;
+    holds(&early, 30).await;
     early.stop().await;
     for i in 30..60 {
         ids.push(send(&primary, &format!("evt_{i}")).await);
@@ -890,14 +877,10 @@ async fn a_new_standby_starts_from_the_newest_snapshot_and_the_frames_after_it()
     behind.stop().await;
     primary.stop().await;
     // The restored standby takes over with every event and goes on.
-    crate::support::eventually(
+    takes_over(
+        &fresh,
         "the restored standby takes over",
         Duration::from_secs(15),
-        Duration::from_millis(100),
-        async || match fresh.admin("GET", "/readyz", None, None).await.status {
-            200 => Ok(()),
-            status => Err(format!("readyz {status}")),
-        },
     )
     .await;
     send(&fresh, "evt_after").await;
@@ -960,16 +943,7 @@ async fn a_replaced_primary_goes_on_as_a_standby_of_the_new_one() {
     let new = TestServer::start(&section("b", "vm-b", "standby"), Clock::system()).await;
 
     old.signal(libc::SIGSTOP);
-    crate::support::eventually(
-        "the standby takes over",
-        Duration::from_secs(15),
-        Duration::from_millis(100),
-        async || match new.admin("GET", "/readyz", None, None).await.status {
-            200 => Ok(()),
-            status => Err(format!("readyz {status}")),
-        },
-    )
-    .await;
+    takes_over(&new, "the standby takes over", Duration::from_secs(15)).await;
     for i in 10..15 {
         let id = format!("evt_{i}");
         let body = format!("{{\"type\":\"t\",\"id\":\"{id}\"}}").into_bytes();

@@ -500,6 +500,91 @@ impl BinaryServer {
     pub fn log_text(&self) -> String {
         self.log.lock().unwrap().join("\n")
     }
+
+    /// The first JSON line of the log whose message is `message`.
+    pub fn log_record(&self, message: &str) -> Option<serde_json::Value> {
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|v| v["message"] == message)
+    }
+
+    /// An admin API call with `token` (`None`: no token sent); the answer,
+    /// whatever its status.
+    pub async fn admin(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<serde_json::Value>,
+    ) -> Answer {
+        let url = format!("{}{path}", self.admin);
+        let mut req = client().request(method.parse().unwrap(), &url);
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        if let Some(b) = body {
+            req = req
+                .header("content-type", "application/json")
+                .body(b.to_string());
+        }
+        let res = req
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+        answer(res).await
+    }
+
+    /// An admin API call with `token` that must answer 200.
+    pub async fn admin_ok(
+        &self,
+        token: &str,
+        method: &str,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> Answer {
+        let a = self.admin(method, path, Some(token), body).await;
+        assert_eq!(a.status, 200, "{method} {path}: {:?}", a.json);
+        a
+    }
+
+    /// The one event `source` stored under `event_id`, as the admin API's
+    /// list shows it (raw JSON: the upgrade tests compare it with what an
+    /// earlier release showed).
+    pub async fn listed(&self, token: &str, source: &str, event_id: &str) -> serde_json::Value {
+        let path = format!("/api/events?source={source}&event_id={event_id}");
+        let a = self.admin_ok(token, "GET", &path, None).await;
+        let events = a.json["events"].as_array().unwrap();
+        assert_eq!(events.len(), 1, "{source}/{event_id}: {events:?}");
+        events[0].clone()
+    }
+
+    /// [`BinaryServer::listed`] once its status is `delivered`, waiting up to
+    /// `within`.
+    pub async fn delivered(
+        &self,
+        token: &str,
+        source: &str,
+        event_id: &str,
+        within: Duration,
+    ) -> serde_json::Value {
+        eventually(
+            &format!("{source}/{event_id} is delivered"),
+            within,
+            Duration::from_millis(20),
+            async || {
+                let e = self.listed(token, source, event_id).await;
+                if e["status"] == "delivered" {
+                    Ok(e)
+                } else {
+                    Err(e.to_string())
+                }
+            },
+        )
+        .await
+    }
 }
 
 impl Drop for BinaryServer {

@@ -19,8 +19,7 @@ use serde_json::{Value, json};
 
 use crate::destination::{Destination, Mode};
 use crate::support::{
-    Answer, BinaryServer, STANDARD_SECRET, answer, client, eventually, post, server_section,
-    standard_headers, write_config,
+    BinaryServer, STANDARD_SECRET, client, post, server_section, standard_headers, write_config,
 };
 
 const TOKEN: &str = "fixture-admin-token-0123456789";
@@ -114,66 +113,6 @@ paused = true
     )
 }
 
-/// An admin API call with `token`; the answer, whatever its status.
-async fn call(
-    server: &BinaryServer,
-    token: &str,
-    method: &str,
-    path: &str,
-    body: Option<Value>,
-) -> Answer {
-    let mut req = client()
-        .request(method.parse().unwrap(), format!("{}{path}", server.admin))
-        .header("authorization", format!("Bearer {token}"));
-    if let Some(b) = body {
-        req = req
-            .header("content-type", "application/json")
-            .body(b.to_string());
-    }
-    answer(req.send().await.unwrap()).await
-}
-
-/// An admin API call with the admin token, which must answer 200.
-async fn admin(server: &BinaryServer, method: &str, path: &str, body: Option<Value>) -> Answer {
-    let a = call(server, TOKEN, method, path, body).await;
-    assert_eq!(a.status, 200, "{method} {path}: {:?}", a.json);
-    a
-}
-
-async fn find(server: &BinaryServer, source: &str, event_id: &str) -> Value {
-    let path = format!("/api/events?source={source}&event_id={event_id}");
-    let a = admin(server, "GET", &path, None).await;
-    let events = a.json["events"].as_array().unwrap();
-    assert_eq!(events.len(), 1, "{source}/{event_id}: {events:?}");
-    events[0].clone()
-}
-
-async fn wait_delivered(server: &BinaryServer, source: &str, event_id: &str) -> Value {
-    eventually(
-        &format!("{source}/{event_id} is delivered"),
-        Duration::from_secs(10),
-        Duration::from_millis(20),
-        async || {
-            let e = find(server, source, event_id).await;
-            if e["status"] == "delivered" {
-                Ok(e)
-            } else {
-                Err(e.to_string())
-            }
-        },
-    )
-    .await
-}
-
-/// The JSON line of the log with this message, if there is one.
-fn log_line(server: &BinaryServer, message: &str) -> Option<Value> {
-    server
-        .log_text()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|v| v["message"] == message)
-}
-
 /// `got` shows everything `want` does: each field of an object (a field
 /// `got` leaves out is null: a newer build may leave out what is empty, or
 /// add fields), each element of an array, the same scalars.
@@ -217,10 +156,12 @@ async fn shows_what_0_1_0_showed(server: &BinaryServer, expected: &Value) {
             want["source"].as_str().unwrap(),
             want["event_id"].as_str().unwrap(),
         );
-        let got = find(server, source, event_id).await;
+        let got = server.listed(TOKEN, source, event_id).await;
         assert_shows(&got, &want["summary"], event_id);
         let id = got["id"].as_str().unwrap();
-        let detail = admin(server, "GET", &format!("/api/events/{id}"), None).await;
+        let detail = server
+            .admin_ok(TOKEN, "GET", &format!("/api/events/{id}"), None)
+            .await;
         assert_shows(
             &detail.json["payload"],
             &want["payload"],
@@ -234,19 +175,22 @@ async fn shows_what_0_1_0_showed(server: &BinaryServer, expected: &Value) {
     }
     let mut listed = 0;
     for source in SOURCES {
-        let page = admin(
-            server,
-            "GET",
-            &format!("/api/events?source={source}&limit=100"),
-            None,
-        )
-        .await;
+        let page = server
+            .admin_ok(
+                TOKEN,
+                "GET",
+                &format!("/api/events?source={source}&limit=100"),
+                None,
+            )
+            .await;
         listed += page.json["events"].as_array().unwrap().len();
     }
     assert_eq!(listed, events.len(), "only the fixture's events");
 
     // The pause the log set (shop; later is paused by the config).
-    let destinations = admin(server, "GET", "/api/destinations", None).await;
+    let destinations = server
+        .admin_ok(TOKEN, "GET", "/api/destinations", None)
+        .await;
     let listed = destinations.json["destinations"].as_array().unwrap();
     assert_eq!(listed.len(), expected["paused"].as_object().unwrap().len());
     for d in listed {
@@ -261,14 +205,14 @@ async fn shows_what_0_1_0_showed(server: &BinaryServer, expected: &Value) {
             k["key"].as_str().unwrap(),
             &k["view"],
         );
-        let got = call(
-            server,
-            TOKEN,
-            "GET",
-            &format!("/api/keys/{key}?namespace={namespace}"),
-            None,
-        )
-        .await;
+        let got = server
+            .admin(
+                "GET",
+                &format!("/api/keys/{key}?namespace={namespace}"),
+                Some(TOKEN),
+                None,
+            )
+            .await;
         if live(view) {
             assert_eq!(got.status, 200, "{key}: {:?}", got.json);
             assert_shows(&got.json, view, key);
@@ -276,7 +220,9 @@ async fn shows_what_0_1_0_showed(server: &BinaryServer, expected: &Value) {
             assert_eq!(got.status, 404, "{key}: {:?}", got.json);
         }
     }
-    let list = admin(server, "GET", "/api/keys?namespace=app&limit=100", None).await;
+    let list = server
+        .admin_ok(TOKEN, "GET", "/api/keys?namespace=app&limit=100", None)
+        .await;
     let live_keys: Vec<Value> = expected["key_list"]["keys"]
         .as_array()
         .unwrap()
@@ -287,7 +233,9 @@ async fn shows_what_0_1_0_showed(server: &BinaryServer, expected: &Value) {
     assert_shows(&list.json["keys"], &Value::Array(live_keys), "the key list");
 
     // The audit trail, newest first, each record with its outcome.
-    let trail = admin(server, "GET", "/api/audit?limit=500", None).await;
+    let trail = server
+        .admin_ok(TOKEN, "GET", "/api/audit?limit=500", None)
+        .await;
     assert_shows(
         &trail.json["entries"],
         &expected["audit"],
@@ -299,7 +247,9 @@ async fn shows_what_0_1_0_showed(server: &BinaryServer, expected: &Value) {
     let made = ms_of(&expected["audit"][0]["at"]);
     let now = hookinbox::clock::unix_ms(std::time::SystemTime::now());
     if now.saturating_sub(made) < 160 * 3_600_000 {
-        let minutes = admin(server, "GET", "/api/activity?hours=168", None).await;
+        let minutes = server
+            .admin_ok(TOKEN, "GET", "/api/activity?hours=168", None)
+            .await;
         for (counter, want) in expected["activity"].as_object().unwrap() {
             let sum: u64 = minutes.json["minutes"]
                 .as_array()
@@ -371,12 +321,13 @@ async fn a_store_and_a_crashed_log_of_release_0_1_0_open_as_it_showed_them_and_g
         expected["frames"].as_array().unwrap().len()
     );
     assert_eq!(expected["frames"][0]["entries"][0], "Interrupted");
-    let replayed = log_line(&server, "replayed the write-ahead log")
+    let replayed = server
+        .log_record("replayed the write-ahead log")
         .unwrap_or_else(|| panic!("no replay in the log:\n{}", server.log_text()));
     assert_eq!(replayed["frames"], *frames, "{replayed}");
     assert_eq!(replayed["from"], expected["lsn_from"], "{replayed}");
     assert_eq!(replayed["to"], expected["lsn_to"], "{replayed}");
-    let opened = log_line(&server, "store opened").unwrap();
+    let opened = server.log_record("store opened").unwrap();
     assert_eq!(opened["log_frames"], *frames, "{opened}");
 
     shows_what_0_1_0_showed(&server, &expected).await;
@@ -397,26 +348,26 @@ async fn a_store_and_a_crashed_log_of_release_0_1_0_open_as_it_showed_them_and_g
         .unwrap();
     let claim = json!({"lease": "1m", "ttl": "1d"});
     if live(&done["view"]) {
-        let again = call(
-            &server,
-            KEYS_TOKEN,
-            "POST",
-            "/api/keys/win-done/claim",
-            Some(claim.clone()),
-        )
-        .await;
+        let again = server
+            .admin(
+                "POST",
+                "/api/keys/win-done/claim",
+                Some(KEYS_TOKEN),
+                Some(claim.clone()),
+            )
+            .await;
         assert_eq!(again.status, 200, "{:?}", again.json);
         assert_eq!(again.json["state"], "done");
         assert_eq!(again.json["result"], done["view"]["result"]);
     }
-    let new = call(
-        &server,
-        KEYS_TOKEN,
-        "POST",
-        "/api/keys/after-upgrade/claim",
-        Some(claim),
-    )
-    .await;
+    let new = server
+        .admin(
+            "POST",
+            "/api/keys/after-upgrade/claim",
+            Some(KEYS_TOKEN),
+            Some(claim),
+        )
+        .await;
     assert_eq!(new.status, 201, "{:?}", new.json);
     let token = new.json["token"].as_u64().unwrap();
     let old_token = expected["keys"]
@@ -427,23 +378,31 @@ async fn a_store_and_a_crashed_log_of_release_0_1_0_open_as_it_showed_them_and_g
         .max()
         .unwrap();
     assert!(token > old_token, "token {token} after 0.1.0's {old_token}");
-    let completed = call(
-        &server,
-        KEYS_TOKEN,
-        "POST",
-        "/api/keys/after-upgrade/complete",
-        Some(json!({"token": token, "result": {"after": "upgrade"}})),
-    )
-    .await;
+    let completed = server
+        .admin(
+            "POST",
+            "/api/keys/after-upgrade/complete",
+            Some(KEYS_TOKEN),
+            Some(json!({"token": token, "result": {"after": "upgrade"}})),
+        )
+        .await;
     assert_eq!(completed.status, 200, "{:?}", completed.json);
 
     // Events go on: a pending one goes out once its destination is resumed,
     // and a new one ingests (under the database's tag) and is delivered.
-    admin(&server, "POST", "/api/destinations/later/resume", None).await;
-    let later = wait_delivered(&server, "later", "evt_later_1").await;
-    admin(&server, "POST", "/api/destinations/shop/resume", None).await;
+    server
+        .admin_ok(TOKEN, "POST", "/api/destinations/later/resume", None)
+        .await;
+    let later = server
+        .delivered(TOKEN, "later", "evt_later_1", Duration::from_secs(10))
+        .await;
+    server
+        .admin_ok(TOKEN, "POST", "/api/destinations/shop/resume", None)
+        .await;
     let after = post_new(&server, &expected, "shop", "evt_after_upgrade").await;
-    wait_delivered(&server, "shop", "evt_after_upgrade").await;
+    server
+        .delivered(TOKEN, "shop", "evt_after_upgrade", Duration::from_secs(10))
+        .await;
     let received: Vec<String> = app
         .received()
         .iter()
@@ -468,7 +427,9 @@ async fn a_store_and_a_crashed_log_of_release_0_1_0_open_as_it_showed_them_and_g
         "{received:?}"
     );
     // The audit trail goes on from 0.1.0's numbers.
-    let trail = admin(&server, "GET", "/api/audit?limit=500", None).await;
+    let trail = server
+        .admin_ok(TOKEN, "GET", "/api/audit?limit=500", None)
+        .await;
     let newest = trail.json["entries"][0]["id"].as_u64().unwrap();
     let old_newest = expected["audit"][0]["id"].as_u64().unwrap();
     assert_eq!(newest, old_newest + 2, "{:?}", trail.json["entries"][0]);
@@ -478,33 +439,42 @@ async fn a_store_and_a_crashed_log_of_release_0_1_0_open_as_it_showed_them_and_g
     // A restart after that is clean: nothing to replay, everything there.
     let mut server = BinaryServer::start(&config, &[], None);
     assert!(
-        log_line(&server, "replayed the write-ahead log").is_none(),
+        server.log_record("replayed the write-ahead log").is_none(),
         "{}",
         server.log_text()
     );
     for (source, event_id) in [("shop", "evt_after_upgrade"), ("later", "evt_later_1")] {
-        assert_eq!(find(&server, source, event_id).await["status"], "delivered");
+        assert_eq!(
+            server.listed(TOKEN, source, event_id).await["status"],
+            "delivered"
+        );
     }
     for want in expected["events"].as_array().unwrap() {
         let event_id = want["event_id"].as_str().unwrap();
         if !["evt_later_1", "evt_new_retry"].contains(&event_id) {
-            let got = find(&server, want["source"].as_str().unwrap(), event_id).await;
+            let got = server
+                .listed(TOKEN, want["source"].as_str().unwrap(), event_id)
+                .await;
             assert_shows(&got, &want["summary"], event_id);
         }
     }
-    let key = call(
-        &server,
-        TOKEN,
-        "GET",
-        "/api/keys/after-upgrade?namespace=app",
-        None,
-    )
-    .await;
+    let key = server
+        .admin(
+            "GET",
+            "/api/keys/after-upgrade?namespace=app",
+            Some(TOKEN),
+            None,
+        )
+        .await;
     assert_eq!(key.status, 200, "{:?}", key.json);
     assert_eq!(key.json["result"], json!({"after": "upgrade"}));
-    let again = admin(&server, "GET", "/api/audit?limit=500", None).await;
+    let again = server
+        .admin_ok(TOKEN, "GET", "/api/audit?limit=500", None)
+        .await;
     assert_eq!(again.json["entries"], trail.json["entries"]);
-    let destinations = admin(&server, "GET", "/api/destinations", None).await;
+    let destinations = server
+        .admin_ok(TOKEN, "GET", "/api/destinations", None)
+        .await;
     assert!(
         destinations.json["destinations"]
             .as_array()
@@ -528,17 +498,24 @@ async fn a_store_release_0_1_0_shut_down_opens_as_it_showed_it() {
 
     // Shut down cleanly: its log holds only frames the file has.
     assert!(
-        log_line(&server, "replayed the write-ahead log").is_none(),
+        server.log_record("replayed the write-ahead log").is_none(),
         "{}",
         server.log_text()
     );
-    assert_eq!(log_line(&server, "store opened").unwrap()["log_frames"], 0);
+    assert_eq!(server.log_record("store opened").unwrap()["log_frames"], 0);
     shows_what_0_1_0_showed(&server, &expected).await;
     every_event_is_a_duplicate(&server, &expected).await;
 
     // A new event to fan's app (not paused) is delivered.
     let id = post_new(&server, &expected, "fan", "evt_after_clean_upgrade").await;
-    let got = wait_delivered(&server, "fan", "evt_after_clean_upgrade").await;
+    let got = server
+        .delivered(
+            TOKEN,
+            "fan",
+            "evt_after_clean_upgrade",
+            Duration::from_secs(10),
+        )
+        .await;
     assert_eq!(got["destination"], "fan.app");
     let received: Vec<String> = app
         .received()
