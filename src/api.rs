@@ -411,6 +411,16 @@ pub struct SourceStats {
     pub success_rate: Option<f64>,
     /// How long the oldest pending event has waited.
     pub oldest_pending_age_ms: Option<u64>,
+    /// When its newest stored event was received (a duplicate is not new).
+    #[serde(default)]
+    pub newest_received_at: Option<Timestamp>,
+    /// Its `expect_within`, when set.
+    #[serde(default)]
+    pub expect_within_ms: Option<u64>,
+    /// It has sent nothing new for longer than `expect_within` (counted
+    /// from hookinbox's start when it holds no event).
+    #[serde(default)]
+    pub quiet: bool,
     pub since_start: SinceStart,
     /// `stored` by destination: each destination's deliveries (held and
     /// filtered events count under the source's own name).

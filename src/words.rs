@@ -192,6 +192,8 @@ words! {
         PendingAge => "pending_age",
         /// A destination's circuit is open.
         CircuitOpen => "circuit_open",
+        /// A source sent nothing new for longer than its `expect_within`.
+        Quiet => "quiet",
     }
 }
 

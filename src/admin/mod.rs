@@ -33,7 +33,9 @@ mod sweep;
 mod wire;
 
 use axum::Router;
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::middleware;
 
@@ -84,6 +86,11 @@ pub struct AdminContext {
     pub clock: Clock,
     /// Every configured source, so stats list quiet ones too.
     pub sources: Vec<String>,
+    /// When hookinbox started (unix ms): a source that never sent is quiet
+    /// since then.
+    pub started_ms: u64,
+    /// The sources that set `expect_within`, and what they set.
+    pub expect_within: BTreeMap<String, Duration>,
     /// A replicating node's lease and promotion (`[replication]`).
     pub replication: Option<crate::replicate::Control>,
     /// Cancelled when the app stops: long-lived answers (the event

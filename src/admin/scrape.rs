@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::AdminState;
 use super::error::Unauthorized;
+use crate::alert::quiet::quiet_for;
 use crate::metrics::{Exposition, SourceGauges, StoreDisk};
 
 #[utoipa::path(get, path = "/metrics", tag = "operations",
@@ -39,6 +40,7 @@ pub(super) async fn metrics(State(state): State<AdminState>, headers: HeaderMap)
                     held: s.counts.held,
                     dead: s.counts.dead,
                     oldest_pending: Duration::from_millis(oldest),
+                    quiet: quiet_for(s.newest_received_ms, state.started_ms, now),
                 };
                 state.metrics.set_source_gauges(name, gauges);
             }

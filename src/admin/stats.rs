@@ -10,6 +10,7 @@ use axum::extract::{Query, State};
 
 use super::AdminState;
 use super::error::{AdminError, StoreUnavailable, Unauthorized};
+use crate::alert::quiet::quiet_for;
 use crate::api::{self, Timestamp};
 use crate::store::index::{LATENCY_BOUNDS_MS, MinuteKind};
 
@@ -41,6 +42,7 @@ pub(super) async fn stats(State(state): State<AdminState>) -> Result<Json<api::S
     let mut sources = std::collections::BTreeMap::new();
     for name in names {
         let s = held.get(&name).cloned().unwrap_or_default();
+        let expect_within = state.expect_within.get(&name).copied();
         let finished = s.counts.delivered + s.counts.dead;
         // Every destination of the source, quiet ones too, and any route
         // the store still holds deliveries of.
@@ -75,6 +77,11 @@ pub(super) async fn stats(State(state): State<AdminState>) -> Result<Json<api::S
                     .collect(),
                 success_rate: (finished > 0).then(|| s.counts.delivered as f64 / finished as f64),
                 oldest_pending_age_ms: s.oldest_pending_ms.map(|t| now.saturating_sub(t)),
+                newest_received_at: s.newest_received_ms.map(Timestamp),
+                expect_within_ms: expect_within.map(|d| d.as_millis() as u64),
+                quiet: expect_within.is_some_and(|within| {
+                    quiet_for(s.newest_received_ms, state.started_ms, now) > within
+                }),
                 destinations,
                 since_start: api::SinceStart {
                     received: state.metrics.received_count(&name),

@@ -6,7 +6,9 @@
 //! - a source's DLQ holds more than `dlq_threshold` events,
 //! - a source's oldest pending event is older than `pending_age`,
 //! - a destination's circuit is not closed (open, or half-open waiting for
-//!   its probe to pass).
+//!   its probe to pass),
+//! - a source with `expect_within` has sent nothing new for longer than that
+//!   (see [`quiet`]).
 //!
 //! A condition that starts firing is posted at once, repeated at most once
 //! per `min_interval` while it lasts, and followed by one "resolved" post
@@ -21,6 +23,8 @@
 //! fires again, and one that cleared while hookinbox was down gets no
 //! "resolved". Prometheus's rules (`packaging/monitoring`) cover that gap
 //! for teams that run it.
+
+pub mod quiet;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -47,13 +51,15 @@ use crate::words::{AlertKind, AlertStatus};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Notice {
     pub status: AlertStatus,
-    /// What fired: `dlq`, `pending_age` or `circuit_open`.
+    /// What fired: `dlq`, `pending_age`, `circuit_open` or `quiet`.
     pub alert: AlertKind,
     /// The source, or the destination (named after its source).
     pub name: String,
     /// The machine hookinbox runs on (`alerts.host`, else its host name).
     pub host: String,
-    /// Dead-lettered events (`dlq`) or pending events (the others), now.
+    /// Dead-lettered events (`dlq`) or pending events (`pending_age`,
+    /// `circuit_open`), now; for `quiet`, the events the source sent in the
+    /// week before it went quiet.
     pub count: u64,
     /// The latest failure, when there is one.
     pub reason: Option<String>,
@@ -98,6 +104,7 @@ impl Links {
             AlertKind::Dlq => format!("/dlq?source={name}"),
             AlertKind::PendingAge => format!("/events?source={name}&status=pending"),
             AlertKind::CircuitOpen => "/".to_owned(),
+            AlertKind::Quiet => format!("/events?source={name}"),
         };
         let mut url = self.dashboard.clone();
         url.set_fragment(Some(&fragment));
@@ -111,6 +118,7 @@ impl Links {
                 format!("api/events?source={}&status=pending", urlencoding(name))
             }
             AlertKind::CircuitOpen => "api/destinations".to_owned(),
+            AlertKind::Quiet => format!("api/events?source={}", urlencoding(name)),
         };
         self.dashboard
             .join(&path)
@@ -153,11 +161,17 @@ pub struct Alerter {
     metrics: Metrics,
     delivery: DeliveryHandle,
     sources: Vec<String>,
+    /// The sources that set `expect_within`, and what they set.
+    expect_within: BTreeMap<String, Duration>,
+    /// When hookinbox started: a source that never sent is quiet since then.
+    started_ms: u64,
     client: reqwest::Client,
     clock: Clock,
     host: String,
     links: Links,
     firing: HashMap<(AlertKind, String), Firing>,
+    /// The week before each quiet spell, read once when it began.
+    histories: HashMap<String, quiet::History>,
 }
 
 /// What the alerter watches.
@@ -166,6 +180,10 @@ pub struct Watched {
     pub metrics: Metrics,
     pub delivery: DeliveryHandle,
     pub sources: Vec<String>,
+    /// The sources that set `expect_within`, and what they set.
+    pub expect_within: BTreeMap<String, Duration>,
+    /// When hookinbox started (unix ms, by the app's clock).
+    pub started_ms: u64,
     /// The admin listener's address, for links when no `dashboard_url` is set.
     pub admin: SocketAddr,
 }
@@ -202,11 +220,14 @@ impl Alerter {
             metrics: watched.metrics,
             delivery: watched.delivery,
             sources: watched.sources,
+            expect_within: watched.expect_within,
+            started_ms: watched.started_ms,
             client,
             clock,
             host,
             links: Links { dashboard },
             firing: HashMap::new(),
+            histories: HashMap::new(),
         })
     }
 
@@ -331,7 +352,64 @@ impl Alerter {
                 },
             ));
         }
+        for (name, &within) in &self.expect_within {
+            let s = held.get(name).cloned().unwrap_or_default();
+            let quiet = quiet::quiet_for(s.newest_received_ms, self.started_ms, now);
+            let history = self.histories.get(name).copied();
+            let (firing, summary) = quiet::judge(name, &s, within, quiet, history);
+            out.push((
+                firing,
+                Finding {
+                    kind: AlertKind::Quiet,
+                    name: name.clone(),
+                    count: history.map_or(0, |h| h.received),
+                    reason: None,
+                    summary,
+                },
+            ));
+        }
         out
+    }
+
+    /// Reads the week before each quiet spell once, when it begins (one
+    /// read of the per-minute counts for all the sources that turned quiet
+    /// together), and forgets it once the source sends and is not alerted
+    /// on any more.
+    async fn remember_histories(&mut self, held: &BTreeMap<String, SourceStats>, now_ms: u64) {
+        let mut begun = Vec::new();
+        for (name, &within) in &self.expect_within {
+            let newest = held.get(name).and_then(|s| s.newest_received_ms);
+            let quiet = quiet::quiet_for(newest, self.started_ms, now_ms) > within;
+            if quiet && !self.histories.contains_key(name) {
+                begun.push((name.clone(), newest));
+            }
+        }
+        let firing = &self.firing;
+        let expect_within = &self.expect_within;
+        self.histories.retain(|name, _| {
+            let newest = held.get(name).and_then(|s| s.newest_received_ms);
+            let quiet = expect_within
+                .get(name)
+                .is_some_and(|&w| quiet::quiet_for(newest, self.started_ms, now_ms) > w);
+            quiet || firing.contains_key(&(AlertKind::Quiet, name.clone()))
+        });
+        if begun.is_empty() {
+            return;
+        }
+        let store = self.store.clone();
+        let since = quiet::History::since_ms(now_ms);
+        match tokio::task::spawn_blocking(move || store.activity(since)).await {
+            Ok(Ok(rows)) => {
+                for (name, newest) in begun {
+                    let history = quiet::History::of(&rows, &name, newest);
+                    self.histories.insert(name, history);
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e.report(), "alerts: cannot read a quiet source's last week");
+            }
+            Err(_) => {}
+        }
     }
 
     fn newest_dead_reason(&self, source: &str) -> Option<String> {
@@ -357,6 +435,7 @@ impl Alerter {
         };
         let lanes = self.delivery.destinations();
         let now_ms = self.clock.now_ms();
+        self.remember_histories(&held, now_ms).await;
         for (firing, finding) in self.findings(&held, &lanes) {
             let key = (finding.kind, finding.name.clone());
             // What to post, and since when the condition fires.
@@ -386,6 +465,9 @@ impl Alerter {
                     );
                 }
                 AlertStatus::Resolved => {
+                    if key.0 == AlertKind::Quiet {
+                        self.histories.remove(&key.1);
+                    }
                     self.firing.remove(&key);
                 }
             }

@@ -6,6 +6,7 @@
 //! their durable answer → the writer commits what is queued → the database
 //! closes cleanly.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -137,6 +138,8 @@ impl App {
         for warning in &config.warnings {
             tracing::warn!("{warning}");
         }
+        // A source that never sent is quiet since this moment.
+        let started_ms = clock.now_ms();
         let metrics = declared_metrics(&config);
         let replicated = replication(&config, listeners.admin.local_addr()?, &metrics).await?;
         let (shipper, standby_of) = match &replicated {
@@ -179,7 +182,9 @@ impl App {
         let Listeners { ingest, admin } = listeners;
         let ingest_addr = ingest.local_addr()?;
         let admin_addr = admin.local_addr()?;
-        let alerter = alerter(&config, &store, &metrics, &delivery, admin_addr, &clock)?;
+        let alerter = alerter(
+            &config, &store, &metrics, &delivery, admin_addr, &clock, started_ms,
+        )?;
         // The tasks' stop tokens exist before the tasks: the admin's open
         // event streams end with the front, however the app ends.
         let tasks = Tasks::default();
@@ -195,6 +200,8 @@ impl App {
             users: config.admin.users.clone(),
             keys: config.keys.clone(),
             clock,
+            started_ms,
+            expect_within: expected_within(&config),
             replication: replication.as_ref().map(|r| r.control.clone()),
             stopping: front,
             streams,
@@ -286,6 +293,7 @@ fn declared_metrics(config: &Config) -> Metrics {
         .map(|s| Declared {
             name: s.name.as_str(),
             destinations: s.destinations.iter().map(|d| d.route.as_str()).collect(),
+            expect_within: s.expect_within,
         })
         .collect();
     metrics.declare(&declared);
@@ -359,6 +367,15 @@ async fn probe_largest_event(store: &Store, config: &Config) -> usize {
     probe_bytes
 }
 
+/// The sources that set `expect_within`, and what they set.
+fn expected_within(config: &Config) -> BTreeMap<String, Duration> {
+    config
+        .sources
+        .iter()
+        .filter_map(|s| Some((s.name.to_string(), s.expect_within?)))
+        .collect()
+}
+
 /// The alerter, when `[alerts]` names a URL, watching the store, the
 /// metrics and the destinations; `run` starts its task, which owns it.
 fn alerter(
@@ -368,6 +385,7 @@ fn alerter(
     delivery: &DeliveryHandle,
     admin_addr: SocketAddr,
     clock: &Clock,
+    started_ms: u64,
 ) -> Result<Option<Alerter>, AppError> {
     let alerter = match config.alerts.clone() {
         Some(alerts) => Some(Alerter::new(
@@ -377,6 +395,8 @@ fn alerter(
                 metrics: metrics.clone(),
                 delivery: delivery.clone(),
                 sources: config.sources.iter().map(|s| s.name.to_string()).collect(),
+                expect_within: expected_within(config),
+                started_ms,
                 admin: admin_addr,
             },
             clock.clone(),

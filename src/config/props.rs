@@ -259,6 +259,7 @@ fn value(key: &'static str) -> BoxedStrategy<String> {
             || k.ends_with("age")
             || k.ends_with("cooldown")
             || k == "tolerance"
+            || k == "expect_within"
             || k == "lease" =>
         {
             duration.boxed()
@@ -377,6 +378,9 @@ fn durations(c: &Config<Loaded>) -> Vec<(String, Duration)> {
     for s in &c.sources {
         if let Some(t) = s.tolerance {
             all.push(("tolerance".into(), t));
+        }
+        if let Some(t) = s.expect_within {
+            all.push(("expect_within".into(), t));
         }
         for d in &s.destinations {
             all.push(("connect_timeout".into(), d.connect_timeout));

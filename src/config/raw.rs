@@ -157,6 +157,7 @@ pub struct RawSource {
     pub secret_file: Option<String>,
     pub generate_secret: Option<bool>,
     pub tolerance: Option<String>,
+    pub expect_within: Option<String>,
     pub max_body: Option<RawSize>,
     pub event_id: Option<OneOrMany>,
     pub event_type: Option<OneOrMany>,
@@ -598,7 +599,7 @@ ordering_key = "/id"
     #[test]
     fn default_toml_shows_the_defaults_of_the_code() {
         // Shown as examples of a value, not as what a key left out means.
-        const EXAMPLES: [&str; 14] = [
+        const EXAMPLES: [&str; 15] = [
             "host",
             "dashboard_url",
             "tls_cert_file",
@@ -606,6 +607,7 @@ ordering_key = "/id"
             "url",
             "token_file",
             "tolerance",
+            "expect_within",
             "event_id",
             "event_type",
             "destination",

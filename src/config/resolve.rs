@@ -283,6 +283,7 @@ impl SourceConfig<Loaded> {
             kind: self.kind,
             secrets,
             tolerance: self.tolerance,
+            expect_within: self.expect_within,
             max_body: self.max_body,
             event_id: self.event_id,
             event_type: self.event_type,

@@ -142,6 +142,7 @@ fn source(s: &SourceConfig<Loaded>) -> RawSource {
         name: Some(s.name.to_string()),
         kind: Some(s.kind),
         tolerance: s.tolerance.map(human),
+        expect_within: s.expect_within.map(human),
         max_body: Some(RawSize::Bytes(s.max_body as u64)),
         event_id: s.event_id.as_deref().map(locators),
         event_type: s.event_type.as_deref().map(locators),

@@ -276,6 +276,9 @@ pub struct SourceConfig<S: Stage = Resolved> {
     pub secrets: S::SourceSecrets,
     /// `None`: the kind's default (see `verify`).
     pub tolerance: Option<Duration>,
+    /// A new event is expected at least this often: longer without one and
+    /// the source is quiet (a metric, an alert). `None`: never quiet.
+    pub expect_within: Option<Duration>,
     pub max_body: usize,
     /// `None`: the kind's default (see `verify`).
     pub event_id: Option<Vec<Locator>>,

@@ -730,6 +730,12 @@ destination = "http://127.0.0.1:9/app"
         (alerts, "min_interval", "alerts.min_interval", "7days"),
         (alerts, "check_interval", "alerts.check_interval", "1day"),
         (source, "tolerance", "source[0].tolerance", "1day"),
+        (
+            source,
+            "expect_within",
+            "source[0].expect_within",
+            "2months",
+        ),
         (source, "connect_timeout", "source[0].connect_timeout", "1h"),
         (source, "timeout", "source[0].timeout", "1h"),
         (
@@ -1362,4 +1368,33 @@ fn replication_refuses_every_secret_left_to_the_data_dir() {
     // Without [replication], each is still generated.
     let alone = format!("{source}generate_secret = true\n{to_app}");
     Config::from_toml(&alone, "f.toml", None, &no_env).unwrap();
+}
+
+/// `expect_within`: absent by default (never quiet), a duration above 0
+/// when given.
+#[test]
+fn expect_within_is_off_unless_given_and_never_zero() {
+    let base = "[[source]]\nname = \"s\"\nkind = \"stripe\"\nsecret = \"x\"\n";
+    let config = Config::from_toml(base, "f.toml", None, &no_env).unwrap();
+    assert_eq!(config.sources[0].expect_within, None);
+    let config = Config::from_toml(
+        &format!("{base}expect_within = \"6h\"\n"),
+        "f.toml",
+        None,
+        &no_env,
+    )
+    .unwrap();
+    assert_eq!(
+        config.sources[0].expect_within,
+        Some(Duration::from_secs(6 * 3600))
+    );
+    let err = Config::from_toml(
+        &format!("{base}expect_within = \"0s\"\n"),
+        "f.toml",
+        None,
+        &no_env,
+    )
+    .unwrap_err();
+    assert_eq!(err.key, "source[0].expect_within", "{err}");
+    assert!(err.message.contains("longer than 0s"), "{err}");
 }

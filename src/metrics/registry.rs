@@ -127,6 +127,10 @@ impl Metrics {
                 => "dlq_size", "Dead-lettered events in the store";
             oldest_pending_seconds: Family<SourceLabel, Gauge>
                 => "oldest_pending_age_seconds", "Age of the oldest pending event (0 when none)";
+            quiet_seconds: Family<SourceLabel, Gauge>
+                => "source_quiet_seconds", "Seconds since the source's newest stored event was received (since hookinbox started, when it holds none)";
+            expect_within_seconds: Family<SourceLabel, Gauge>
+                => "source_expect_within_seconds", "The source's expect_within: quiet longer than this and it alerts (only sources that set it)";
             circuit_state: Family<DestinationLabel, Gauge>
                 => "circuit_state", "Circuit breaker per destination: 0 closed, 1 half-open, 2 open";
             alerts: Family<AlertLabels, Counter>
@@ -213,6 +217,8 @@ impl Metrics {
                 retrying,
                 dlq_size,
                 oldest_pending_seconds,
+                quiet_seconds,
+                expect_within_seconds,
                 circuit_state,
                 alerts,
                 held,

@@ -383,6 +383,23 @@ pub fn counts(txn: &ReadTransaction) -> Result<CountRows, redb::Error> {
     Ok(out)
 }
 
+/// The newest delivery key of `route` in one (event type, tally) of
+/// `counts`: the last `by_type` entry of that range, one lookup.
+pub fn newest_key(
+    txn: &ReadTransaction,
+    route: &str,
+    event_type: &str,
+    tally: Tally,
+) -> Result<Option<u64>, redb::Error> {
+    let table = txn.open_table(BY_TYPE)?;
+    let code = tally.status().code();
+    let last = table
+        .range((route, event_type, code, 0)..=(route, event_type, code, u64::MAX))?
+        .next_back()
+        .transpose()?;
+    Ok(last.map(|(key, _)| key.value().3))
+}
+
 /// When the oldest pending delivery of `route` began its round, if any.
 pub fn oldest_pending(txn: &ReadTransaction, route: &str) -> Result<Option<u64>, redb::Error> {
     let table = txn.open_table(PENDING_SINCE)?;

@@ -377,3 +377,144 @@ destination = "{}"
     assert!(value(sent) >= 2.0);
     server.stop().await;
 }
+
+/// The value of the sample `name{source="source"}` in a scrape, if any.
+fn sample(scrape: &str, name: &str, source: &str) -> Option<f64> {
+    let prefix = format!("{name}{{source=\"{source}\"}} ");
+    scrape
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map(|v| v.trim().parse().unwrap())
+}
+
+/// A source that sets `expect_within` is quiet from the start until it
+/// sends, and again when it stops: each spell fires once and resolves with
+/// the next event, and the metrics and the stats say the same. A source
+/// without it is never quiet.
+#[tokio::test]
+async fn a_source_quiet_past_expect_within_fires_and_resolves_with_its_next_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = Destination::start(Mode::Ok).await;
+    let app = Destination::start(Mode::Ok).await;
+    let text = format!(
+        r#"{}[admin]
+token = "{TOKEN}"
+
+[alerts]
+url = "{}"
+format = "json"
+min_interval = "1h"
+check_interval = "50ms"
+host = "test-host"
+
+[[source]]
+name = "beat"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+expect_within = "2s"
+destination = "{}"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+destination = "{}"
+"#,
+        server_section(dir.path()),
+        receiver.url(),
+        app.url(),
+        app.url()
+    );
+    let started = Instant::now();
+    let server = TestServer::start(&text, Clock::system()).await;
+    let api = server.api(TOKEN);
+
+    // Nothing stored: quiet since the start, 2 s on.
+    let first = wait_notice(&receiver, false, "quiet", "firing").await;
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    assert_eq!(first["name"], "beat");
+    assert_eq!(first["host"], "test-host");
+    assert_eq!(first["count"], 0);
+    let summary = first["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("no event from beat since hookinbox started")
+            && summary.contains("(expected within 2s)"),
+        "{summary}"
+    );
+    assert!(
+        first["link"]
+            .as_str()
+            .unwrap()
+            .ends_with("/#/events?source=beat"),
+        "{first}"
+    );
+    assert!(
+        first["api"]
+            .as_str()
+            .unwrap()
+            .ends_with("/api/events?source=beat"),
+        "{first}"
+    );
+    let stats = api.stats().await;
+    let (beat, shop) = (&stats.sources["beat"], &stats.sources["shop"]);
+    assert!(beat.quiet && beat.newest_received_at.is_none(), "{beat:?}");
+    assert_eq!(beat.expect_within_ms, Some(2000));
+    assert!(!shop.quiet && shop.expect_within_ms.is_none(), "{shop:?}");
+    let scrape = server.admin("GET", "/metrics", Some(TOKEN), None).await;
+    let scrape = scrape.json.as_str().unwrap();
+    let expected = "hookinbox_source_expect_within_seconds";
+    assert_eq!(sample(scrape, expected, "beat"), Some(2.0));
+    assert_eq!(sample(scrape, expected, "shop"), None, "shop sets none");
+    let quiet = sample(scrape, "hookinbox_source_quiet_seconds", "beat").unwrap();
+    assert!(quiet >= 2.0, "quiet {quiet}");
+    assert!(sample(scrape, "hookinbox_source_quiet_seconds", "shop").is_some());
+    // A source without expect_within is never alerted on.
+    assert!(
+        notices(&receiver, false)
+            .iter()
+            .all(|n| n["name"] != "shop" || n["alert"] != "quiet")
+    );
+
+    // Two events: the spell ends with the first.
+    send(&server, "beat", "b_1").await;
+    send(&server, "beat", "b_2").await;
+    let resolved = wait_notice(&receiver, false, "quiet", "resolved").await;
+    assert_eq!(resolved["started_at"], first["started_at"]);
+    assert!(
+        resolved["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("source beat sends again"),
+        "{resolved}"
+    );
+    let beat = &api.stats().await.sources["beat"];
+    assert!(!beat.quiet && beat.newest_received_at.is_some(), "{beat:?}");
+
+    // Then nothing for 2 s: quiet again, with what it sent before.
+    let again = eventually(
+        "a second quiet spell fires",
+        Duration::from_secs(20),
+        Duration::from_millis(20),
+        async || {
+            let got = notices(&receiver, false);
+            let firing: Vec<&Value> = got
+                .iter()
+                .filter(|n| n["alert"] == "quiet" && n["status"] == "firing")
+                .collect();
+            match firing.get(1) {
+                Some(n) => Ok((*n).clone()),
+                None => Err(format!("notices: {got:#?}")),
+            }
+        },
+    )
+    .await;
+    assert_eq!(again["count"], 2, "{again}");
+    let summary = again["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("no event from beat for ")
+            && summary.contains("it usually sends every"),
+        "{summary}"
+    );
+    assert!(api.stats().await.sources["beat"].quiet);
+    server.stop().await;
+}

@@ -51,6 +51,9 @@ mod longest {
     /// minutes, and a day-long window already lets a captured request be
     /// replayed all day.
     pub const TOLERANCE: Duration = Duration::from_secs(86_400);
+    /// 2 months (humantime's "2months") for how long a source may send
+    /// nothing: a monthly sender (an invoice run) with a month's slack.
+    pub const EXPECT_WITHIN: Duration = Duration::from_secs(2 * 2_630_016);
     /// 1 day for how often something is looked at (the sweep, the alert
     /// check) or how long an open circuit waits for its probe: less than
     /// daily, and nobody sees it happen.

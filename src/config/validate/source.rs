@@ -31,6 +31,7 @@ pub(super) fn validate_source(
     let secrets = source_secrets(cx, i, kind, &mut rs)?;
 
     let tolerance = source_tolerance(cx, i, kind, &rs)?;
+    let expect_within = source_expect_within(cx, i, &rs)?;
     let max_body = cx.size(&key("max_body"), rs.max_body.take(), default::MAX_BODY)?;
     let event_id = source_locators(cx, i, "event_id", rs.event_id.take())?;
     let event_type = source_locators(cx, i, "event_type", rs.event_type.take())?;
@@ -52,6 +53,7 @@ pub(super) fn validate_source(
         kind,
         secrets,
         tolerance,
+        expect_within,
         max_body,
         event_id,
         event_type,
@@ -177,6 +179,21 @@ fn source_tolerance(
         ));
     }
     Ok(tolerance)
+}
+
+/// `source[i].expect_within`: longer than 0, at most 2 months (a monthly
+/// sender). Hours suit most providers; seconds are allowed (a test, a
+/// sender that beats every few seconds).
+fn source_expect_within(
+    cx: &mut Ctx<'_>,
+    i: usize,
+    rs: &RawSource,
+) -> Result<Option<Duration>, ConfigError> {
+    let key = format!("source[{i}].expect_within");
+    rs.expect_within
+        .as_deref()
+        .map(|text| cx.positive_duration(&key, Some(text), text, longest::EXPECT_WITHIN))
+        .transpose()
 }
 
 /// `source[i].event_id` or `.event_type`: one place or a list of them.

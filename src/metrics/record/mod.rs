@@ -77,6 +77,8 @@ pub(super) struct Inner {
     pub(super) retrying: Family<SourceLabel, Gauge>,
     pub(super) dlq_size: Family<SourceLabel, Gauge>,
     pub(super) oldest_pending_seconds: Family<SourceLabel, Gauge>,
+    pub(super) quiet_seconds: Family<SourceLabel, Gauge>,
+    pub(super) expect_within_seconds: Family<SourceLabel, Gauge>,
     pub(super) circuit_state: Family<DestinationLabel, Gauge>,
     pub(super) alerts: Family<AlertLabels, Counter>,
     pub(super) held: Family<SourceLabel, Gauge>,
@@ -120,6 +122,8 @@ pub struct Declared<'a> {
     pub name: &'a str,
     /// Its destinations' names: their delivery and circuit series exist too.
     pub destinations: Vec<&'a str>,
+    /// Its `expect_within`, a constant series for alert rules to compare with.
+    pub expect_within: Option<std::time::Duration>,
 }
 
 /// What the store holds of one source, set just before a scrape.
@@ -131,6 +135,8 @@ pub struct SourceGauges {
     pub held: u64,
     pub dead: u64,
     pub oldest_pending: std::time::Duration,
+    /// Since its newest event was received (or hookinbox started).
+    pub quiet: std::time::Duration,
 }
 
 /// The store's files and the room left beside them, set before a scrape.
@@ -180,8 +186,15 @@ impl Metrics {
                 &inner.retrying,
                 &inner.dlq_size,
                 &inner.oldest_pending_seconds,
+                &inner.quiet_seconds,
             ] {
                 let _ = family.get_or_create(&label);
+            }
+            if let Some(within) = source.expect_within {
+                inner
+                    .expect_within_seconds
+                    .get_or_create(&label)
+                    .set(i64::try_from(within.as_secs()).unwrap_or(i64::MAX));
             }
             if !source.destinations.is_empty() {
                 for family in [&inner.replayed, &inner.ignored, &inner.filtered] {

@@ -34,6 +34,7 @@ impl Metrics {
             &self.inner.oldest_pending_seconds,
             held.oldest_pending.as_secs(),
         );
+        gauge(&self.inner.quiet_seconds, held.quiet.as_secs());
     }
 
     /// The store's files and filesystem, set just before a scrape.

@@ -1,13 +1,14 @@
 //! What the store holds, counted: [`Store::stats`] by source, route, event
 //! type and status, and [`Store::activity`] per minute. Both read the counts
-//! the writer keeps ([`super::super::index`]), never the events.
+//! the writer keeps ([`super::super::index`]); of the events, stats read one
+//! record per source, its newest, for when it was received.
 
 use redb::ReadableDatabase;
 
 use super::super::error::StoreError;
 use super::super::handle::Store;
 use super::super::index::MinuteKind;
-use super::super::{index, schema};
+use super::super::{index, pack, schema};
 
 impl Store {
     /// What the dedupe index holds: sealed runs and their keys, keys in
@@ -66,6 +67,8 @@ pub struct SourceStats {
     pub oldest_pending_ms: Option<u64>,
     /// The same by route (the source's own, then `source.name` ones).
     pub routes: std::collections::BTreeMap<String, RouteStats>,
+    /// When its newest stored event was received (a duplicate is not new).
+    pub newest_received_ms: Option<u64>,
 }
 
 /// What the store holds for one route (one destination's queue).
@@ -80,15 +83,21 @@ impl Store {
     /// one snapshot. No scan: it reads the `counts` rows the writer keeps
     /// with every change, and the first `pending_since` entry of each route
     /// for the oldest pending age, so its cost does not grow with the
-    /// events retained.
+    /// events retained. A source's newest event is the greatest delivery
+    /// key among the last `by_type` entries of its counted ranges, and one
+    /// record read says when it was received.
     pub fn stats(&self) -> Result<std::collections::BTreeMap<String, SourceStats>, StoreError> {
         let db = self.db()?;
         let txn = db.begin_read()?;
         let mut out: std::collections::BTreeMap<String, SourceStats> = Default::default();
+        let mut newest: std::collections::BTreeMap<String, u64> = Default::default();
         for (route, event_type, tally, n) in index::counts(&txn)? {
-            let stats = out
-                .entry(schema::route_source(&route).to_owned())
-                .or_default();
+            let source = schema::route_source(&route).to_owned();
+            if let Some(key) = index::newest_key(&txn, &route, &event_type, tally)? {
+                let at = newest.entry(source.clone()).or_default();
+                *at = (*at).max(key);
+            }
+            let stats = out.entry(source).or_default();
             stats.counts.add(tally, n);
             stats.routes.entry(route).or_default().counts.add(tally, n);
             let kind = if event_type.is_empty() {
@@ -105,6 +114,18 @@ impl Store {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 };
+            }
+        }
+        let events = txn.open_table(schema::EVENTS)?;
+        let packed = txn.open_table(schema::PACK)?;
+        for (source, key) in newest {
+            // The event a delivery key belongs to is the last row at or below it.
+            if let Some(row) = events.range(..=key)?.next_back() {
+                let (_, raw) = row?;
+                let record = pack::decode::<StoreError>(&packed, raw.value())?;
+                if let Some(stats) = out.get_mut(&source) {
+                    stats.newest_received_ms = Some(record.received_at_ms);
+                }
             }
         }
         Ok(out)

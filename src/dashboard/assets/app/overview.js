@@ -11,8 +11,12 @@ function countCells(counts) {
 
 function sourceRows(name, s) {
   const rate = s.success_rate === null ? '—' : `${(s.success_rate * 100).toFixed(1)} %`;
-  const rows = [h('tr', { 'data-source': name },
-    h('th', { scope: 'row', text: name }),
+  // A source past its expect_within is marked quiet (the mark is CSS, so
+  // the cell's text stays the name); the title says since when.
+  const newest = s.newest_received_at ? `newest event ${fmtTime(s.newest_received_at)}` : 'no event stored';
+  const expect = s.expect_within_ms ? `; expected within ${fmtAge(s.expect_within_ms)}` : '';
+  const rows = [h('tr', { 'data-source': name, class: s.quiet ? 'quiet-source' : null },
+    h('th', { scope: 'row', text: name, title: `${newest}${expect}${s.quiet ? ' (quiet)' : ''}` }),
     h('td', { class: 'num', 'data-k': 'received', text: s.since_start.received }),
     h('td', { class: 'num', 'data-k': 'duplicates', text: s.since_start.duplicates }),
     countCells(s.stored),
