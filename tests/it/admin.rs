@@ -3,6 +3,10 @@
 
 use std::time::Duration;
 
+use hookinbox::api::{
+    AttemptOutcome, BulkRequest, Counts, EventDetail, EventQuery, EventStatus, Payload,
+    PayloadEncoding, RejectReason, TypeSinceStart,
+};
 use hookinbox::clock::Clock;
 use hookinbox::words::AdminReason;
 use serde_json::json;
@@ -42,20 +46,17 @@ async fn send(server: &TestServer, source: &str, id: &str, body: Vec<u8>) -> Str
     a.id().to_owned()
 }
 
-async fn wait_status(server: &TestServer, id: &str, status: &str) -> serde_json::Value {
+async fn wait_status(server: &TestServer, id: &str, status: EventStatus) -> EventDetail {
     eventually(
-        &format!("{id} is {status}"),
+        &format!("{id} is {status:?}"),
         Duration::from_secs(10),
         Duration::from_millis(10),
         async || {
-            let a = server
-                .admin("GET", &format!("/api/events/{id}"), Some(TOKEN), None)
-                .await;
-            assert_eq!(a.status, 200, "{:?}", a.json);
-            if a.json["status"] == status {
-                Ok(a.json)
+            let e = server.api(TOKEN).event(id).await;
+            if e.summary.status == status {
+                Ok(e)
             } else {
-                Err(format!("{id} is {:?}", a.json["status"]))
+                Err(format!("{id} is {:?}", e.summary.status))
             }
         },
     )
@@ -259,34 +260,24 @@ async fn events_are_listed_with_filters_and_cursor_and_shown_in_full() {
     }
     let binary = send(&server, "inbox", "bin_1", vec![0xff, 0x00, 0xfe]).await;
     let shop = send(&server, "shop", "shop_1", b"{\"type\":\"paid\"}".to_vec()).await;
-    wait_status(&server, &shop, "delivered").await;
+    wait_status(&server, &shop, EventStatus::Delivered).await;
 
-    let page = |q: &str| {
-        let path = format!("/api/events?{q}");
-        let server = &server;
-        async move { server.admin("GET", &path, Some(TOKEN), None).await }
-    };
-    let all = page("limit=500").await;
-    assert_eq!(all.status, 200);
-    let ids: Vec<&str> = all.json["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["id"].as_str().unwrap())
-        .collect();
+    let api = server.api(TOKEN);
+    let all = api.events("limit=500").await;
+    let ids: Vec<&str> = all.events.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(ids.len(), 7);
     assert_eq!(ids[0], shop, "newest first");
-    assert!(all.json["next_cursor"].is_null());
+    assert!(all.next_cursor.is_none());
 
-    let delivered = page("status=delivered").await;
-    assert_eq!(delivered.json["events"].as_array().unwrap().len(), 1);
-    assert_eq!(delivered.json["events"][0]["source"], "shop");
-    let by_id = page("event_id=in_3").await;
-    assert_eq!(by_id.json["events"][0]["id"], held[3]);
-    let none = page("source=inbox&status=dead").await;
-    assert_eq!(none.json["events"].as_array().unwrap().len(), 0);
-    let future = page("from=2999-01-01T00:00:00Z").await;
-    assert_eq!(future.json["events"].as_array().unwrap().len(), 0);
+    let delivered = api.events("status=delivered").await;
+    assert_eq!(delivered.events.len(), 1);
+    assert_eq!(delivered.events[0].source, "shop");
+    let by_id = api.events("event_id=in_3").await;
+    assert_eq!(by_id.events[0].id, held[3]);
+    let none = api.events("source=inbox&status=dead").await;
+    assert_eq!(none.events.len(), 0);
+    let future = api.events("from=2999-01-01T00:00:00Z").await;
+    assert_eq!(future.events.len(), 0);
 
     // Cursor pagination over the held events: pages of 2, no gaps, no repeats.
     let mut seen = Vec::new();
@@ -296,11 +287,9 @@ async fn events_are_listed_with_filters_and_cursor_and_shown_in_full() {
             Some(c) => format!("source=inbox&limit=2&cursor={c}"),
             None => "source=inbox&limit=2".to_owned(),
         };
-        let p = page(&q).await;
-        for e in p.json["events"].as_array().unwrap() {
-            seen.push(e["id"].as_str().unwrap().to_owned());
-        }
-        match p.json["next_cursor"].as_u64() {
+        let p = api.events(&q).await;
+        seen.extend(p.events.into_iter().map(|e| e.id));
+        match p.next_cursor {
             Some(c) => cursor = Some(c),
             None => break,
         }
@@ -315,7 +304,9 @@ async fn events_are_listed_with_filters_and_cursor_and_shown_in_full() {
         ("limit=0", "limit"),
         ("colour=red", "colour"),
     ] {
-        let bad = page(q).await;
+        let bad = server
+            .admin("GET", &format!("/api/events?{q}"), Some(TOKEN), None)
+            .await;
         assert_eq!(bad.status, 400, "{q}: {:?}", bad.json);
         assert!(
             bad.json["reason"].as_str().unwrap().contains(word),
@@ -324,24 +315,26 @@ async fn events_are_listed_with_filters_and_cursor_and_shown_in_full() {
         );
     }
 
-    let detail = server
-        .admin("GET", &format!("/api/events/{shop}"), Some(TOKEN), None)
-        .await;
+    let detail = api.event(&shop).await;
     assert_eq!(
-        detail.json["payload"],
-        json!({"encoding": "text", "data": "{\"type\":\"paid\"}"})
+        detail.payload,
+        Payload {
+            encoding: PayloadEncoding::Text,
+            data: "{\"type\":\"paid\"}".to_owned()
+        }
     );
-    assert_eq!(detail.json["event_type"], "paid");
-    assert_eq!(detail.json["attempt_history"][0]["outcome"], "delivered");
-    assert_eq!(detail.json["attempt_history"][0]["status"], 200);
-    let headers = detail.json["headers"].as_array().unwrap();
-    assert!(headers.iter().any(|h| h[0] == "webhook-id"), "{headers:?}");
-    let bin = server
-        .admin("GET", &format!("/api/events/{binary}"), Some(TOKEN), None)
-        .await;
+    assert_eq!(detail.summary.event_type.as_deref(), Some("paid"));
+    assert_eq!(detail.attempt_history[0].outcome, AttemptOutcome::Delivered);
+    assert_eq!(detail.attempt_history[0].status, Some(200));
+    let headers = &detail.headers;
+    assert!(headers.iter().any(|h| h.0 == "webhook-id"), "{headers:?}");
+    let bin = api.event(&binary).await;
     assert_eq!(
-        bin.json["payload"],
-        json!({"encoding": "base64", "data": "/wD+"})
+        bin.payload,
+        Payload {
+            encoding: PayloadEncoding::Base64,
+            data: "/wD+".to_owned()
+        }
     );
     let missing = server
         .admin("GET", "/api/events/hbx_nope", Some(TOKEN), None)
@@ -357,13 +350,11 @@ async fn replay_and_ignore_through_the_api() {
     let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
     let a = send(&server, "shop", "r_1", b"{}".to_vec()).await;
     let b = send(&server, "shop", "r_2", b"{}".to_vec()).await;
-    wait_status(&server, &a, "dead").await;
-    let dead_b = wait_status(&server, &b, "dead").await;
+    wait_status(&server, &a, EventStatus::Dead).await;
+    let dead_b = wait_status(&server, &b, EventStatus::Dead).await;
     assert!(
-        dead_b["dead_letter"]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("400")
+        dead_b.summary.dead_letter.unwrap().reason.contains("400"),
+        "the app's 400 is the reason"
     );
 
     // Ignore needs a note; without one nothing changes.
@@ -379,31 +370,18 @@ async fn replay_and_ignore_through_the_api() {
         assert_eq!(r.status, 400, "{:?}", r.json);
         assert!(r.json["reason"].as_str().unwrap().contains("note"));
     }
-    wait_status(&server, &b, "dead").await;
+    wait_status(&server, &b, EventStatus::Dead).await;
     let ignored = server
-        .admin(
-            "POST",
-            &format!("/api/events/{b}/ignore"),
-            Some(TOKEN),
-            Some(json!({"note": "customer refunded by hand"})),
-        )
+        .api(TOKEN)
+        .ignored(&b, "customer refunded by hand")
         .await;
-    assert_eq!(ignored.status, 200, "{:?}", ignored.json);
-    assert_eq!(ignored.json["status"], "ignored");
-    assert_eq!(ignored.json["note"]["text"], "customer refunded by hand");
+    assert_eq!(ignored.status, EventStatus::Ignored);
+    assert_eq!(ignored.note.unwrap().text, "customer refunded by hand");
 
     dest.set(Mode::Ok);
-    let replayed = server
-        .admin(
-            "POST",
-            &format!("/api/events/{a}/replay"),
-            Some(TOKEN),
-            None,
-        )
-        .await;
-    assert_eq!(replayed.status, 200, "{:?}", replayed.json);
-    let done = wait_status(&server, &a, "delivered").await;
-    assert_eq!(done["replays"], 1);
+    server.api(TOKEN).replay(&a, None).await;
+    let done = wait_status(&server, &a, EventStatus::Delivered).await;
+    assert_eq!(done.summary.replays, 1);
     let last = dest.received().into_iter().last().unwrap();
     assert_eq!(last.header("webhook-id"), a, "same webhook-id on replay");
     let again = server
@@ -442,7 +420,7 @@ async fn deleting_an_event_erases_its_payload_and_keeps_it_a_duplicate() {
     let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
     let body = br#"{"type":"customer.updated","card":"4242"}"#.to_vec();
     let id = send(&server, "shop", "gdpr_1", body.clone()).await;
-    wait_status(&server, &id, "dead").await;
+    wait_status(&server, &id, EventStatus::Dead).await;
     let path = format!("/api/events/{id}");
     for bad in [None, Some(json!({})), Some(json!({"note": "  "}))] {
         let r = server
@@ -455,26 +433,25 @@ async fn deleting_an_event_erases_its_payload_and_keeps_it_a_duplicate() {
             r.json
         );
     }
-    let kept = server.admin("GET", &path, Some(TOKEN), None).await;
+    let api = server.api(TOKEN);
+    let kept = api.event(&id).await;
+    assert_eq!(kept.payload.data, String::from_utf8(body.clone()).unwrap());
+    let note = "customer's erasure request #812";
+    let erased = api.erase(&id, note).await;
+    assert_eq!(erased.status, EventStatus::Ignored);
+    assert_eq!(erased.erased.unwrap().text, note);
+    let after = api.event(&id).await;
     assert_eq!(
-        kept.json["payload"]["data"],
-        String::from_utf8(body.clone()).unwrap()
+        after.payload,
+        Payload {
+            encoding: PayloadEncoding::Text,
+            data: String::new()
+        }
     );
-    let note = json!({"note": "customer's erasure request #812"});
-    let r = server
-        .admin("DELETE", &path, Some(TOKEN), Some(note.clone()))
-        .await;
-    assert_eq!(r.status, 200, "{:?}", r.json);
-    assert_eq!(r.json["status"], "ignored");
-    assert_eq!(r.json["erased"]["text"], "customer's erasure request #812");
-    let after = server.admin("GET", &path, Some(TOKEN), None).await;
-    assert_eq!(
-        after.json["payload"],
-        json!({"encoding": "text", "data": ""})
-    );
-    assert_eq!(after.json["headers"], json!([]));
-    assert_eq!(after.json["event_id"], "gdpr_1");
-    assert_eq!(after.json["attempt_history"].as_array().unwrap().len(), 1);
+    assert!(after.headers.is_empty(), "{:?}", after.headers);
+    assert_eq!(after.summary.event_id, "gdpr_1");
+    assert_eq!(after.attempt_history.len(), 1);
+    let note = json!({ "note": note });
     let twice = server.admin("DELETE", &path, Some(TOKEN), Some(note)).await;
     assert_eq!(twice.status, 409, "{:?}", twice.json);
     // The provider retries it: a duplicate of the erased event, not stored again.
@@ -516,7 +493,7 @@ async fn destinations_are_listed_paused_and_resumed() {
     let list = server.api(TOKEN).destinations().await;
     assert!(list.destinations[0].paused);
     server.api(TOKEN).resume("shop").await;
-    wait_status(&server, &id, "delivered").await;
+    wait_status(&server, &id, EventStatus::Delivered).await;
     let unknown = server
         .admin("POST", "/api/destinations/nope/pause", Some(TOKEN), None)
         .await;
@@ -533,7 +510,7 @@ async fn metrics_are_prometheus_text_that_matches_what_happened() {
     send(&server, "shop", "m_1", b"{}".to_vec()).await;
     let bad = server.post("/in/shop", &[], b"{}".to_vec()).await;
     assert_eq!(bad.status, 401);
-    wait_status(&server, &id, "delivered").await;
+    wait_status(&server, &id, EventStatus::Delivered).await;
     let res = server
         .client
         .get(server.admin_url("/metrics"))
@@ -624,9 +601,9 @@ impl Bulk {
         let good = send(&server, "shop", "g_1", b"{\"kind\":\"good\"}".to_vec()).await;
         let held = send(&server, "inbox", "h_1", b"{}".to_vec()).await;
         for id in &dead {
-            wait_status(&server, id, "dead").await;
+            wait_status(&server, id, EventStatus::Dead).await;
         }
-        wait_status(&server, &good, "delivered").await;
+        wait_status(&server, &good, EventStatus::Delivered).await;
         Bulk {
             server,
             dest,
@@ -711,37 +688,41 @@ async fn bulk_replay_and_ignore_touch_exactly_the_matching_events() {
     let bulk = Bulk::start().await;
     let (server, dest, dead) = (&bulk.server, &bulk.dest, &bulk.dead);
     // Ignore two of them by event id, then replay the remaining dead ones.
+    let api = server.api(TOKEN);
     for id in ["b_0", "b_1"] {
-        let r = server
-            .admin(
-                "POST",
-                "/api/ignore",
-                Some(TOKEN),
-                Some(json!({"filter": {"event_id": id}, "note": "duplicate order"})),
-            )
+        let r = api
+            .bulk_ignore(&BulkRequest {
+                filter: EventQuery {
+                    event_id: Some(id.to_owned()),
+                    ..EventQuery::default()
+                },
+                note: Some("duplicate order".to_owned()),
+                ..BulkRequest::default()
+            })
             .await;
-        assert_eq!(r.json["changed"], 1, "{:?}", r.json);
+        assert_eq!(r.changed, 1, "{r:?}");
     }
     dest.set(Mode::Ok);
-    let r = server
-        .admin(
-            "POST",
-            "/api/replay",
-            Some(TOKEN),
-            Some(json!({"filter": {"source": "shop", "status": "dead"}})),
-        )
+    let r = api
+        .bulk_replay(&BulkRequest {
+            filter: EventQuery {
+                source: Some("shop".to_owned()),
+                status: Some(EventStatus::Dead),
+                ..EventQuery::default()
+            },
+            ..BulkRequest::default()
+        })
         .await;
-    assert_eq!(r.json["matched"], 2, "{:?}", r.json);
-    assert_eq!(r.json["changed"], 2, "{:?}", r.json);
+    assert_eq!((r.matched, r.changed), (2, 2), "{r:?}");
     for id in &dead[2..] {
-        wait_status(server, id, "delivered").await;
+        wait_status(server, id, EventStatus::Delivered).await;
     }
     for id in &dead[..2] {
-        let e = wait_status(server, id, "ignored").await;
-        assert_eq!(e["note"]["text"], "duplicate order");
+        let e = wait_status(server, id, EventStatus::Ignored).await;
+        assert_eq!(e.summary.note.unwrap().text, "duplicate order");
     }
-    let h = wait_status(server, &bulk.held, "held").await;
-    assert_eq!(h["replays"], 0);
+    let h = wait_status(server, &bulk.held, EventStatus::Held).await;
+    assert_eq!(h.summary.replays, 0);
     // 5 first attempts + 2 replays: the good one and the ignored ones were not sent again.
     assert_eq!(dest.count(), 7);
     bulk.server.stop().await;
@@ -762,13 +743,12 @@ async fn sweep_now_removes_expired_data_but_never_a_pending_event() {
     dest.set(Mode::Ok);
     // The first attempt failed; the retry is 5 s away: it stays pending.
     let delivered = send(&server, "shop", "sw_done", b"{}".to_vec()).await;
-    wait_status(&server, &delivered, "delivered").await;
+    wait_status(&server, &delivered, EventStatus::Delivered).await;
     tokio::time::sleep(Duration::from_millis(400)).await;
-    let r = server.admin("POST", "/api/sweep", Some(TOKEN), None).await;
-    assert_eq!(r.status, 200, "{:?}", r.json);
-    assert_eq!(r.json["delivered"], 1, "{:?}", r.json);
+    let r = server.api(TOKEN).sweep().await;
+    assert_eq!(r.delivered, 1, "{r:?}");
     // Only the delivered event's key: the pending one's stays until it finishes.
-    assert_eq!(r.json["dedupe_keys"], 1, "{:?}", r.json);
+    assert_eq!(r.dedupe_keys, 1, "{r:?}");
     let gone = server
         .admin(
             "GET",
@@ -778,7 +758,7 @@ async fn sweep_now_removes_expired_data_but_never_a_pending_event() {
         )
         .await;
     assert_eq!(gone.status, 404);
-    wait_status(&server, &pending, "pending").await;
+    wait_status(&server, &pending, EventStatus::Pending).await;
     // Its key swept, a repeat of the delivered event's id is a new event.
     let body = b"{}".to_vec();
     let again = server
@@ -895,72 +875,83 @@ async fn stats_count_by_source_type_and_status() {
     let bad = server.post("/in/shop", &[], b"{}".to_vec()).await;
     assert_eq!(bad.status, 401);
     for id in [&a, &b] {
-        wait_status(&server, id, "delivered").await;
+        wait_status(&server, id, EventStatus::Delivered).await;
     }
-    wait_status(&server, &c, "dead").await;
-    let r = server.admin("GET", "/api/stats", Some(TOKEN), None).await;
-    assert_eq!(r.status, 200, "{:?}", r.json);
-    let shop = &r.json["sources"]["shop"];
+    wait_status(&server, &c, EventStatus::Dead).await;
+    let api = server.api(TOKEN);
+    let stats = api.stats().await;
+    let shop = &stats.sources["shop"];
     assert_eq!(
-        shop["stored"],
-        json!({"pending": 0, "retrying": 0, "held": 0, "delivered": 2, "dead": 1, "ignored": 0, "filtered": 0})
+        shop.stored,
+        Counts {
+            delivered: 2,
+            dead: 1,
+            ..Counts::default()
+        }
     );
-    assert!((shop["success_rate"].as_f64().unwrap() - 2.0 / 3.0).abs() < 1e-9);
-    assert_eq!(shop["by_type"]["order.paid"]["delivered"], 2);
-    assert_eq!(shop["by_type"]["order.refund"]["dead"], 1);
-    assert_eq!(shop["since_start"]["received"], 3);
-    assert_eq!(shop["since_start"]["duplicates"], 1);
+    assert!((shop.success_rate.unwrap() - 2.0 / 3.0).abs() < 1e-9);
+    assert_eq!(shop.by_type["order.paid"].delivered, 2);
+    assert_eq!(shop.by_type["order.refund"].dead, 1);
+    assert_eq!(shop.since_start.received, 3);
+    assert_eq!(shop.since_start.duplicates, 1);
     assert_eq!(
-        shop["since_start"]["by_type"],
-        json!({"order.paid": {"received": 2, "duplicates": 1}, "order.refund": {"received": 1, "duplicates": 0}})
+        shop.since_start.by_type,
+        [
+            (
+                "order.paid".to_owned(),
+                TypeSinceStart {
+                    received: 2,
+                    duplicates: 1
+                }
+            ),
+            (
+                "order.refund".to_owned(),
+                TypeSinceStart {
+                    received: 1,
+                    duplicates: 0
+                }
+            ),
+        ]
+        .into()
     );
     assert_eq!(
-        shop["since_start"]["rejected"],
-        json!({"missing_signature": 1})
+        shop.since_start.rejected,
+        [(RejectReason::MissingSignature, 1)].into()
     );
-    assert!(shop["since_start"]["ack_ms"]["p99"].as_f64().unwrap() > 0.0);
-    let latency = &shop["since_start"]["received_to_delivered_ms"];
-    assert!(latency["p50"].as_f64().unwrap() >= 0.0, "{latency:?}");
-    assert!(shop["oldest_pending_age_ms"].is_null());
-    let inbox = &r.json["sources"]["inbox"];
-    assert_eq!(inbox["stored"]["held"], 1);
-    assert!(inbox["success_rate"].is_null());
+    assert!(shop.since_start.ack_ms.unwrap().p99 > 0.0);
+    let latency = shop.since_start.received_to_delivered_ms;
+    assert!(latency.unwrap().p50 >= 0.0, "{latency:?}");
+    assert!(shop.oldest_pending_age_ms.is_none());
+    let inbox = &stats.sources["inbox"];
+    assert_eq!(inbox.stored.held, 1);
+    assert!(inbox.success_rate.is_none());
     // The same story per minute, for charts: summed over the minutes seen.
-    let r = server
-        .admin("GET", "/api/activity?hours=1", Some(TOKEN), None)
-        .await;
-    assert_eq!(r.status, 200, "{:?}", r.json);
+    let activity = api.activity("hours=1").await;
     // Per source: received, duplicates, delivered, dead-lettered, summed.
-    let totals_of = |activity: &serde_json::Value| {
+    let totals_of = |activity: &hookinbox::api::Activity| {
         let mut totals = std::collections::BTreeMap::new();
-        for m in activity["minutes"].as_array().unwrap() {
-            let t = totals
-                .entry(m["source"].as_str().unwrap().to_owned())
-                .or_insert([0u64; 4]);
-            for (i, key) in ["received", "duplicates", "delivered", "dead_lettered"]
-                .iter()
+        for m in &activity.minutes {
+            let t = totals.entry(m.source.clone()).or_insert([0u64; 4]);
+            for (i, n) in [m.received, m.duplicates, m.delivered, m.dead_lettered]
+                .into_iter()
                 .enumerate()
             {
-                t[i] += m[key].as_u64().unwrap();
+                t[i] += n;
             }
         }
         totals
     };
-    let totals = totals_of(&r.json);
-    assert_eq!(totals["shop"], [3, 1, 2, 1], "{:?}", r.json);
-    assert_eq!(totals["inbox"], [1, 0, 0, 0], "{:?}", r.json);
-    assert_eq!(r.json["step_minutes"], 1);
+    let totals = totals_of(&activity);
+    assert_eq!(totals["shop"], [3, 1, 2, 1], "{activity:?}");
+    assert_eq!(totals["inbox"], [1, 0, 0, 0], "{activity:?}");
+    assert_eq!(activity.step_minutes, 1);
     // Added up per hour: the same totals, each row at the start of its hour.
-    let hourly = server
-        .admin("GET", "/api/activity?hours=1&step=60", Some(TOKEN), None)
-        .await;
-    assert_eq!(hourly.json["step_minutes"], 60);
-    for m in hourly.json["minutes"].as_array().unwrap() {
-        let at = humantime::parse_rfc3339(m["minute"].as_str().unwrap()).unwrap();
-        let secs = at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-        assert_eq!(secs % 3600, 0, "{m}");
+    let hourly = api.activity("hours=1&step=60").await;
+    assert_eq!(hourly.step_minutes, 60);
+    for m in &hourly.minutes {
+        assert_eq!(m.minute.0 % 3_600_000, 0, "{m:?}");
     }
-    assert_eq!(totals_of(&hourly.json), totals, "{:?}", hourly.json);
+    assert_eq!(totals_of(&hourly), totals, "{hourly:?}");
     for bad in [
         "hours=0",
         "hours=169",
@@ -992,10 +983,7 @@ async fn a_pause_survives_a_restart_until_resumed() {
     let dir = tempfile::tempdir().unwrap();
     let dest = Destination::start(Mode::Ok).await;
     let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
-    let paused = server
-        .admin("POST", "/api/destinations/shop/pause", Some(TOKEN), None)
-        .await;
-    assert_eq!(paused.status, 200);
+    server.api(TOKEN).pause("shop").await;
     let id = send(&server, "shop", "keep_1", b"{}".to_vec()).await;
     server.stop().await;
 
@@ -1005,16 +993,12 @@ async fn a_pause_survives_a_restart_until_resumed() {
     assert!(list.destinations[0].paused);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(dest.count(), 0, "still paused after the restart");
-    server
-        .admin("POST", "/api/destinations/shop/resume", Some(TOKEN), None)
-        .await;
-    wait_status(&server, &id, "delivered").await;
+    server.api(TOKEN).resume("shop").await;
+    wait_status(&server, &id, EventStatus::Delivered).await;
     server.stop().await;
     let server = TestServer::start(&config(dir.path(), &dest), Clock::system()).await;
-    let list = server
-        .admin("GET", "/api/destinations", Some(TOKEN), None)
-        .await;
-    assert_eq!(list.json["destinations"][0]["paused"], false);
+    let list = server.api(TOKEN).destinations().await;
+    assert!(!list.destinations[0].paused);
     server.stop().await;
 }
 

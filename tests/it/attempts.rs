@@ -9,9 +9,18 @@ use serde_json::Value;
 
 use crate::destination::{Destination, Mode};
 use crate::support::*;
+use hookinbox::api::EventStatus;
 use hookinbox::clock::Clock;
 
 const ADMIN: &str = "attempts-admin-token-0123456789";
+
+/// The value of header `name` in `pairs`, typed as `[name, value]`.
+fn typed_header<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    pairs
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+}
 
 fn header<'a>(pairs: &'a Value, name: &str) -> Option<&'a str> {
     pairs
@@ -43,14 +52,13 @@ async fn each_attempt_keeps_what_was_sent_and_answered_in_its_round() {
         .await;
     assert_eq!(a.status, 200);
     let id = a.id().to_owned();
-    let path = format!("/api/events/{id}");
-    let event = async || server.admin("GET", &path, Some(ADMIN), None).await.json;
+    let api = server.api(ADMIN);
     eventually(
         "dead at once (422)",
         Duration::from_secs(10),
         Duration::from_millis(20),
-        async || match event().await["status"].as_str() {
-            Some("dead") => Ok(()),
+        async || match api.event(&id).await.summary.status {
+            EventStatus::Dead => Ok(()),
             other => Err(format!("{other:?}")),
         },
     )
@@ -58,15 +66,7 @@ async fn each_attempt_keeps_what_was_sent_and_answered_in_its_round() {
 
     // A replay: 500 once, then delivered, all in round 1.
     dest.set(Mode::Status(500, "flaky"));
-    let replay = server
-        .admin(
-            "POST",
-            &format!("/api/events/{id}/replay"),
-            Some(ADMIN),
-            None,
-        )
-        .await;
-    assert_eq!(replay.status, 200, "{:?}", replay.json);
+    api.replay(&id, None).await;
     dest.wait_for(2, Duration::from_secs(10)).await;
     dest.set(Mode::Ok);
     let detail = eventually(
@@ -74,49 +74,61 @@ async fn each_attempt_keeps_what_was_sent_and_answered_in_its_round() {
         Duration::from_secs(10),
         Duration::from_millis(20),
         async || {
-            let e = event().await;
-            match e["status"].as_str() {
-                Some("delivered") => Ok(e),
+            let e = api.event(&id).await;
+            match e.summary.status {
+                EventStatus::Delivered => Ok(e),
                 other => Err(format!("{other:?}")),
             }
         },
     )
     .await;
-    let attempts = detail["attempt_history"].as_array().unwrap();
-    let rounds: Vec<(u64, u64)> = attempts
-        .iter()
-        .map(|a| (a["round"].as_u64().unwrap(), a["status"].as_u64().unwrap()))
-        .collect();
-    assert_eq!(rounds, [(0, 422), (1, 500), (1, 200)], "{attempts:#?}");
+    let attempts = &detail.attempt_history;
+    let rounds: Vec<(u32, Option<u16>)> = attempts.iter().map(|a| (a.round, a.status)).collect();
+    assert_eq!(
+        rounds,
+        [(0, Some(422)), (1, Some(500)), (1, Some(200))],
+        "{attempts:#?}"
+    );
+    // The answer as sent, every field of it, not only those the type reads.
+    let wire = server
+        .admin("GET", &format!("/api/events/{id}"), Some(ADMIN), None)
+        .await
+        .json
+        .to_string();
 
     let received = dest.received();
     assert_eq!(received.len(), 3);
     for (a, got) in attempts.iter().zip(&received) {
-        let sent = &a["request_headers"];
-        assert_eq!(header(sent, "webhook-id"), Some(id.as_str()));
+        let sent = &a.request_headers;
+        assert_eq!(typed_header(sent, "webhook-id"), Some(id.as_str()));
         assert_eq!(
-            header(sent, "webhook-timestamp"),
+            typed_header(sent, "webhook-timestamp"),
             Some(got.header("webhook-timestamp"))
         );
         assert_eq!(
-            header(sent, "hookinbox-attempt"),
+            typed_header(sent, "hookinbox-attempt"),
             Some(got.header("hookinbox-attempt"))
         );
-        assert_eq!(header(sent, "user-agent"), Some(got.header("user-agent")));
+        assert_eq!(
+            typed_header(sent, "user-agent"),
+            Some(got.header("user-agent"))
+        );
         // The signature: its first 8 characters, never the whole.
         let signature = got.header("webhook-signature");
-        let shown = header(sent, "webhook-signature").unwrap();
+        let shown = typed_header(sent, "webhook-signature").unwrap();
         assert_eq!(shown, format!("{}…", &signature[..8]));
-        assert!(!detail.to_string().contains(&signature[8..]), "{signature}");
-        let answer = &a["response_headers"];
+        assert!(!wire.contains(&signature[8..]), "{signature}");
         assert_eq!(
-            header(answer, "content-type"),
+            typed_header(&a.response_headers, "content-type"),
             Some("text/plain; charset=utf-8")
         );
-        let first_byte = a["first_byte_ms"].as_u64().unwrap();
-        assert!(first_byte <= a["latency_ms"].as_u64().unwrap(), "{a}");
+        let first_byte = a.first_byte_ms.unwrap();
+        assert!(first_byte <= a.latency_ms, "{a:?}");
     }
-    assert_eq!(attempts[0]["response_snippet"], "amount must be positive");
+    assert_eq!(
+        attempts[0].response_snippet.as_deref(),
+        Some("amount must be positive")
+    );
     server.stop().await;
 }
 

@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::*;
+use hookinbox::api::{AuditAction, AuditEntry, Role};
 use hookinbox::clock::Clock;
 
 const ADMIN: &str = "the-admin-token-0123456789";
@@ -50,12 +51,9 @@ async fn ingest(server: &TestServer, n: usize) -> Vec<String> {
     ids
 }
 
-async fn trail(server: &TestServer, query: &str) -> Vec<Value> {
-    let a = server
-        .admin("GET", &format!("/api/audit{query}"), Some(VIEWER), None)
-        .await;
-    assert_eq!(a.status, 200, "{:?}", a.json);
-    a.json["entries"].as_array().unwrap().clone()
+/// The trail's first page (`query`: `GET /api/audit`'s), as a viewer reads it.
+async fn trail(server: &TestServer, query: &str) -> Vec<AuditEntry> {
+    server.api(VIEWER).audit(query).await.entries
 }
 
 #[tokio::test]
@@ -135,18 +133,18 @@ async fn every_change_and_every_refusal_is_recorded_with_who_what_the_note_and_t
     let entries = trail(&server, "").await;
     assert_eq!(entries.len(), calls.len(), "{entries:#?}");
     // Newest first: the calls in reverse.
-    let seen: Vec<(String, String, u64)> = entries
+    let seen: Vec<(String, String, u16)> = entries
         .iter()
         .rev()
         .map(|e| {
             (
-                e["person"].as_str().unwrap().to_owned(),
-                e["action"].as_str().unwrap().to_owned(),
-                e["outcome"]["status"].as_u64().unwrap(),
+                e.person.clone(),
+                e.action.as_str().to_owned(),
+                e.outcome.as_ref().unwrap().status,
             )
         })
         .collect();
-    let want: Vec<(String, String, u64)> = [
+    let want: Vec<(String, String, u16)> = [
         ("otto", "ignore", 200),
         ("otto", "replay", 409),
         ("otto", "bulk_ignore", 200),
@@ -166,69 +164,84 @@ async fn every_change_and_every_refusal_is_recorded_with_who_what_the_note_and_t
     let errors: Vec<Option<String>> = entries
         .iter()
         .rev()
-        .map(|e| e["outcome"]["error"].as_str().map(str::to_owned))
+        .map(|e| e.outcome.as_ref().unwrap().error.clone())
         .collect();
     assert_eq!(errors, reasons);
 
-    let by_action = |action: &str, person: &str| {
+    let by_action = |action: AuditAction, person: &str| {
         entries
             .iter()
-            .find(|e| e["action"] == action && e["person"] == person)
+            .find(|e| e.action == action && e.person == person)
             .unwrap()
             .clone()
     };
-    let ignored = by_action("ignore", "otto");
-    assert_eq!(ignored["role"], "operator");
-    assert_eq!(ignored["target"], ids[0].as_str());
-    assert_eq!(ignored["note"], "the customer cancelled");
-    assert!(ignored["outcome"].get("error").is_none());
-    let at = ignored["at"].as_str().unwrap();
-    let asked = humantime::parse_rfc3339(at).unwrap();
+    let ignored = by_action(AuditAction::Ignore, "otto");
+    assert_eq!(ignored.role, Role::Operator);
+    assert_eq!(ignored.target.as_deref(), Some(ids[0].as_str()));
+    assert_eq!(ignored.note.as_deref(), Some("the customer cancelled"));
+    assert_eq!(ignored.outcome.as_ref().unwrap().error, None);
+    let asked = std::time::UNIX_EPOCH + Duration::from_millis(ignored.at.0);
     let age = std::time::SystemTime::now().duration_since(asked).unwrap();
-    assert!(age < Duration::from_secs(60), "at {at}");
+    assert!(age < Duration::from_secs(60), "at {:?}", ignored.at);
 
-    let bulk = by_action("bulk_ignore", "otto");
-    assert_eq!(bulk["filter"], json!({"source": "demo", "status": "held"}));
-    assert_eq!(bulk["dry_run"], true);
-    assert_eq!(bulk["note"], "dry");
-    assert_eq!(bulk["outcome"]["matched"], 2);
-    assert_eq!(bulk["outcome"]["changed"], 0);
-    assert_eq!(by_action("pause", "otto")["target"], "app");
-    let refused = by_action("ignore", "vera");
-    assert_eq!(refused["role"], "viewer");
+    let bulk = by_action(AuditAction::BulkIgnore, "otto");
     assert_eq!(
-        refused["note"], "not mine to do",
+        bulk.filter,
+        [
+            ("source".to_owned(), "demo".to_owned()),
+            ("status".to_owned(), "held".to_owned()),
+        ]
+        .into()
+    );
+    assert!(bulk.dry_run);
+    assert_eq!(bulk.note.as_deref(), Some("dry"));
+    let outcome = bulk.outcome.unwrap();
+    assert_eq!((outcome.matched, outcome.changed), (Some(2), Some(0)));
+    assert_eq!(
+        by_action(AuditAction::Pause, "otto").target.as_deref(),
+        Some("app")
+    );
+    let refused = by_action(AuditAction::Ignore, "vera");
+    assert_eq!(refused.role, Role::Viewer);
+    assert_eq!(
+        refused.note.as_deref(),
+        Some("not mine to do"),
         "a refusal records what was asked"
     );
     assert!(
-        refused["outcome"]["error"]
-            .as_str()
+        refused
+            .outcome
+            .as_ref()
+            .and_then(|o| o.error.as_deref())
             .unwrap()
             .contains("needs the operator role; vera is a viewer"),
-        "{refused}"
+        "{refused:?}"
     );
-    let expired = by_action("resume", "old");
+    let expired = by_action(AuditAction::Resume, "old");
     assert!(
-        expired["outcome"]["error"]
-            .as_str()
+        expired
+            .outcome
+            .as_ref()
+            .and_then(|o| o.error.as_deref())
             .unwrap()
             .contains("expired"),
-        "{expired}"
+        "{expired:?}"
     );
-    assert_eq!(by_action("erase", "admin")["note"], "erasure request 42");
+    assert_eq!(
+        by_action(AuditAction::Erase, "admin").note.as_deref(),
+        Some("erasure request 42")
+    );
 
     // Filters and pages.
-    let otto = trail(&server, "?person=otto").await;
+    let otto = trail(&server, "person=otto").await;
     assert_eq!(otto.len(), 4);
-    assert!(otto.iter().all(|e| e["person"] == "otto"));
-    let sweeps = trail(&server, "?action=sweep").await;
+    assert!(otto.iter().all(|e| e.person == "otto"));
+    let sweeps = trail(&server, "action=sweep").await;
     assert_eq!(sweeps.len(), 2);
-    let page = server
-        .admin("GET", "/api/audit?limit=3", Some(VIEWER), None)
-        .await;
-    let cursor = page.json["next_cursor"].as_u64().unwrap();
-    let next = trail(&server, &format!("?limit=3&cursor={cursor}")).await;
-    assert_eq!(next[0]["id"], entries[3]["id"]);
+    let page = server.api(VIEWER).audit("limit=3").await;
+    let cursor = page.next_cursor.unwrap();
+    let next = trail(&server, &format!("limit=3&cursor={cursor}")).await;
+    assert_eq!(next[0].id, entries[3].id);
     for bad in ["?limit=0", "?action=launch", "?from=yesterday"] {
         let a = server
             .admin("GET", &format!("/api/audit{bad}"), Some(VIEWER), None)
@@ -238,8 +251,23 @@ async fn every_change_and_every_refusal_is_recorded_with_who_what_the_note_and_t
     let anonymous = server.admin("GET", "/api/audit", None, None).await;
     assert_eq!(anonymous.status, 401);
 
-    // No token, no payload byte, in any record.
-    let text = serde_json::to_string(&entries).unwrap();
+    // No token, no payload byte, in any record: the trail as sent, every
+    // field of it, not only those the type reads; and a change that was
+    // done has no error at all, not a null one.
+    let raw = server.admin("GET", "/api/audit", Some(VIEWER), None).await;
+    assert_eq!(raw.status, 200, "{:?}", raw.json);
+    let first_ignore = raw.json["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|e| e["action"] == "ignore")
+        .unwrap();
+    assert!(
+        first_ignore["outcome"].get("error").is_none(),
+        "{first_ignore}"
+    );
+    let text = raw.json["entries"].to_string();
     for secret in [ADMIN, VIEWER, OPERATOR, EXPIRED, MARKER] {
         assert!(!text.contains(secret), "{secret} in the trail: {text}");
     }
@@ -276,23 +304,29 @@ async fn a_bulk_change_refused_for_the_role_is_recorded_with_its_filter() {
     let entries = trail(&server, "").await;
     assert_eq!(entries.len(), 2, "{entries:#?}");
     let (ignore, replay) = (&entries[0], &entries[1]);
+    let filter = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
     assert_eq!(
-        (&replay["person"], &replay["action"]),
-        (&json!("vera"), &json!("bulk_replay"))
+        (replay.person.as_str(), replay.action),
+        ("vera", AuditAction::BulkReplay)
     );
     assert_eq!(
-        replay["filter"],
-        json!({"source": "demo", "status": "dead"})
+        replay.filter,
+        filter(&[("source", "demo"), ("status", "dead")])
     );
-    assert_eq!(replay["dry_run"], true);
-    assert_eq!(replay["outcome"]["status"], 403);
+    assert!(replay.dry_run);
+    assert_eq!(replay.outcome.as_ref().unwrap().status, 403);
     assert_eq!(
-        (&ignore["person"], &ignore["action"]),
-        (&json!("old"), &json!("bulk_ignore"))
+        (ignore.person.as_str(), ignore.action),
+        ("old", AuditAction::BulkIgnore)
     );
-    assert_eq!(ignore["filter"], json!({"source": "app", "type": "t"}));
-    assert_eq!(ignore["note"], "clean up");
-    assert_eq!(ignore["outcome"]["status"], 401);
+    assert_eq!(ignore.filter, filter(&[("source", "app"), ("type", "t")]));
+    assert_eq!(ignore.note.as_deref(), Some("clean up"));
+    assert_eq!(ignore.outcome.as_ref().unwrap().status, 401);
     server.stop().await;
 }
 
@@ -302,13 +336,8 @@ async fn a_bulk_change_refused_for_the_role_is_recorded_with_its_filter() {
 async fn a_backup_holds_the_trail() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start(&config(&dir.path().join("data")), Clock::system()).await;
-    for path in [
-        "/api/destinations/app/pause",
-        "/api/destinations/app/resume",
-    ] {
-        let a = server.admin("POST", path, Some(OPERATOR), None).await;
-        assert_eq!(a.status, 200, "{:?}", a.json);
-    }
+    server.api(OPERATOR).pause("app").await;
+    server.api(OPERATOR).resume("app").await;
     let before = trail(&server, "").await;
     let res = server
         .client

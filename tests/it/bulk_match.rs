@@ -10,6 +10,7 @@ use serde_json::json;
 
 use crate::destination::{Destination, Mode};
 use crate::support::*;
+use hookinbox::api::{AuditAction, BulkRequest, EventQuery, EventStatus};
 use hookinbox::clock::Clock;
 
 const ADMIN: &str = "bulk-match-admin-token-0123456789";
@@ -20,17 +21,10 @@ async fn dead(server: &TestServer, n: usize) {
         Duration::from_secs(10),
         Duration::from_millis(20),
         async || {
-            let page = server
-                .admin(
-                    "GET",
-                    "/api/events?status=dead&limit=500",
-                    Some(ADMIN),
-                    None,
-                )
-                .await;
-            match page.json["events"].as_array().map(Vec::len) {
-                Some(got) if got == n => Ok(()),
-                got => Err(format!("{got:?}")),
+            let page = server.api(ADMIN).events("status=dead&limit=500").await;
+            match page.events.len() {
+                got if got == n => Ok(()),
+                got => Err(format!("{got}")),
             }
         },
     )
@@ -38,22 +32,23 @@ async fn dead(server: &TestServer, n: usize) {
 }
 
 async fn statuses(server: &TestServer) -> Vec<(String, String)> {
-    let page = server
-        .admin("GET", "/api/events?limit=500", Some(ADMIN), None)
-        .await;
-    let mut out: Vec<(String, String)> = page.json["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["event_id"].as_str().unwrap().to_owned(),
-                e["status"].as_str().unwrap().to_owned(),
-            )
-        })
+    let page = server.api(ADMIN).events("limit=500").await;
+    let mut out: Vec<(String, String)> = page
+        .events
+        .into_iter()
+        .map(|e| (e.event_id, e.status.as_str().to_owned()))
         .collect();
     out.sort();
     out
+}
+
+/// Dead events whose payload's value at the pointer is the one `pointer_match` gives.
+fn dead_matching(pointer_match: &str) -> EventQuery {
+    EventQuery {
+        status: Some(EventStatus::Dead),
+        pointer_match: Some(pointer_match.to_owned()),
+        ..EventQuery::default()
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -85,34 +80,27 @@ async fn a_bulk_change_with_a_payload_match_touches_only_the_events_whose_payloa
     }
     dead(&server, 12).await;
 
-    let filter = json!({"status": "dead", "match": "/data/customer=cus_b"});
-    let dry = server
-        .admin(
-            "POST",
-            "/api/ignore",
-            Some(ADMIN),
-            Some(json!({"filter": filter, "dry_run": true, "note": "dry"})),
-        )
+    let api = server.api(ADMIN);
+    let dry = api
+        .bulk_ignore(&BulkRequest {
+            filter: dead_matching("/data/customer=cus_b"),
+            dry_run: true,
+            note: Some("dry".to_owned()),
+        })
         .await;
-    assert_eq!(dry.status, 200, "{:?}", dry.json);
-    assert_eq!(dry.json["matched"], 4);
-    assert_eq!(dry.json["examined"], 12);
+    assert_eq!(dry.matched, 4, "{dry:?}");
+    assert_eq!(dry.examined, Some(12), "{dry:?}");
     let before = statuses(&server).await;
     assert!(before.iter().all(|(_, s)| s == "dead"));
 
-    let done = server
-        .admin(
-            "POST",
-            "/api/ignore",
-            Some(ADMIN),
-            Some(json!({"filter": filter, "note": "cus_b closed their account"})),
-        )
+    let done = api
+        .bulk_ignore(&BulkRequest {
+            filter: dead_matching("/data/customer=cus_b"),
+            dry_run: false,
+            note: Some("cus_b closed their account".to_owned()),
+        })
         .await;
-    assert_eq!(done.status, 200, "{:?}", done.json);
-    assert_eq!(
-        (done.json["matched"].clone(), done.json["changed"].clone()),
-        (json!(4), json!(4))
-    );
+    assert_eq!((done.matched, done.changed), (4, 4), "{done:?}");
     let after = statuses(&server).await;
     for (event_id, status) in &after {
         let i: usize = event_id[4..].parse().unwrap();
@@ -121,15 +109,18 @@ async fn a_bulk_change_with_a_payload_match_touches_only_the_events_whose_payloa
     }
 
     // Text, with the list's filters: the vip events still dead (a, c).
-    let q = server
-        .admin(
-            "POST",
-            "/api/replay",
-            Some(ADMIN),
-            Some(json!({"filter": {"status": "dead", "q": "vip-"}, "dry_run": true})),
-        )
+    let q = api
+        .bulk_replay(&BulkRequest {
+            filter: EventQuery {
+                status: Some(EventStatus::Dead),
+                q: Some("vip-".to_owned()),
+                ..EventQuery::default()
+            },
+            dry_run: true,
+            note: None,
+        })
         .await;
-    assert_eq!(q.json["matched"], 4, "{:?}", q.json);
+    assert_eq!(q.matched, 4, "{q:?}");
 
     // A bad match is a 400, and nothing changes.
     for bad in [
@@ -150,15 +141,14 @@ async fn a_bulk_change_with_a_payload_match_touches_only_the_events_whose_payloa
     assert_eq!(statuses(&server).await, after);
 
     // The audit trail has the match in the bulk change's filter.
-    let trail = server
-        .admin("GET", "/api/audit?action=bulk_ignore", Some(ADMIN), None)
-        .await;
-    let entries = trail.json["entries"].as_array().unwrap();
-    let ignored = entries
+    let trail = api.audit("action=bulk_ignore").await;
+    let ignored = trail
+        .entries
         .iter()
-        .find(|e| e["outcome"]["changed"] == 4)
+        .find(|e| e.outcome.as_ref().and_then(|o| o.changed) == Some(4))
         .unwrap();
-    assert_eq!(ignored["filter"]["match"], "/data/customer=cus_b");
+    assert_eq!(ignored.action, AuditAction::BulkIgnore);
+    assert_eq!(ignored.filter["match"], "/data/customer=cus_b");
 
     // The CLI: a dry run with --match says how many payloads it read.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookinbox"))

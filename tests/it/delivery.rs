@@ -890,32 +890,19 @@ breaker_failures = 100
         // 1. Delivered once: the email is sent, the key done with its result.
         let first = send(&server, "ord_example").await;
         wait_delivered(&server, &first, 1, script).await;
-        let key = server
-            .admin(
-                "GET",
-                &format!("/api/keys/{first}"),
-                Some(EXAMPLE_KEYS_TOKEN),
-                None,
-            )
-            .await;
-        assert_eq!(key.status, 200, "{script}: {:?}", key.json);
-        assert_eq!(key.json["state"], "done", "{script}: {:?}", key.json);
+        let key = server.api(EXAMPLE_KEYS_TOKEN).key(&first, None).await;
         assert_eq!(
-            key.json["result"],
-            serde_json::json!({"sent": "ord_example"})
+            key.state,
+            hookinbox::api::KeyStateName::Done,
+            "{script}: {key:?}"
         );
+        let result: serde_json::Value =
+            serde_json::from_str(key.result.as_deref().expect("a result").get()).unwrap();
+        assert_eq!(result, serde_json::json!({"sent": "ord_example"}));
 
         // 2. A replay through the admin API is a new delivery of the same
         // webhook-id: the claim answers done, the app answers 2xx at once.
-        let replay = server
-            .admin(
-                "POST",
-                &format!("/api/events/{first}/replay"),
-                Some(EXAMPLE_ADMIN_TOKEN),
-                None,
-            )
-            .await;
-        assert_eq!(replay.status, 200, "{script}: {:?}", replay.json);
+        server.api(EXAMPLE_ADMIN_TOKEN).replay(&first, None).await;
         wait_delivered(&server, &first, 2, script).await;
 
         // 3. Busy: another worker holds the key when the delivery comes.

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use hookinbox::api::EventStatus;
 use hookinbox::clock::Clock;
 use serde_json::json;
 
@@ -21,11 +22,8 @@ async fn send(server: &TestServer, id: &str, body: serde_json::Value) -> (String
     (a.id().to_owned(), a.is_duplicate())
 }
 
-async fn status(server: &TestServer, id: &str) -> String {
-    let a = server
-        .admin("GET", &format!("/api/events/{id}"), Some(TOKEN), None)
-        .await;
-    a.json["status"].as_str().unwrap().to_owned()
+async fn status(server: &TestServer, id: &str) -> EventStatus {
+    server.api(TOKEN).event(id).await.summary.status
 }
 
 /// `shop`'s destination takes `invoice.*` and `customer.created` events in
@@ -100,8 +98,8 @@ filter_match = "/livemode=true"
                 status(&server, &paid).await,
                 status(&server, &customer).await,
             ) {
-                (p, c) if p == "delivered" && c == "delivered" => Ok(()),
-                (p, c) => Err(format!("{paid} {p}, {customer} {c}")),
+                (EventStatus::Delivered, EventStatus::Delivered) => Ok(()),
+                (p, c) => Err(format!("{paid} {p:?}, {customer} {c:?}")),
             },
         )
         .await;
@@ -122,7 +120,7 @@ filter_match = "/livemode=true"
 async fn only_what_the_filter_takes_is_delivered_and_the_rest_is_kept_as_filtered() {
     let f = Filtered::start().await;
     for id in [&f.test_mode, &f.other_type, &f.no_type] {
-        assert_eq!(status(&f.server, id).await, "filtered", "{id}");
+        assert_eq!(status(&f.server, id).await, EventStatus::Filtered, "{id}");
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     let delivered: Vec<String> = f
@@ -154,13 +152,11 @@ async fn a_providers_retry_of_a_filtered_event_is_a_duplicate_like_any_other() {
 async fn filtered_events_are_counted_listed_and_measured() {
     let f = Filtered::start().await;
     let server = &f.server;
-    let stats = server.admin("GET", "/api/stats", Some(TOKEN), None).await;
-    assert_eq!(stats.json["sources"]["shop"]["stored"]["filtered"], 3);
-    assert_eq!(stats.json["sources"]["shop"]["stored"]["delivered"], 2);
-    let listed = server
-        .admin("GET", "/api/events?status=filtered", Some(TOKEN), None)
-        .await;
-    assert_eq!(listed.json["events"].as_array().unwrap().len(), 3);
+    let api = server.api(TOKEN);
+    let stored = api.stats().await.sources["shop"].stored;
+    assert_eq!((stored.filtered, stored.delivered), (3, 2), "{stored:?}");
+    let listed = api.events("status=filtered").await;
+    assert_eq!(listed.events.len(), 3);
     let metrics = server
         .metrics()
         .encode(hookinbox::metrics::Exposition::Prometheus);
@@ -186,22 +182,14 @@ async fn a_filtered_event_cannot_be_ignored_but_an_operators_replay_sends_it() {
         .await;
     assert_eq!(ignored.status, 409, "{:?}", ignored.json);
     // An operator's replay sends it anyway.
-    let replayed = server
-        .admin(
-            "POST",
-            &format!("/api/events/{other_type}/replay"),
-            Some(TOKEN),
-            None,
-        )
-        .await;
-    assert_eq!(replayed.status, 200, "{:?}", replayed.json);
+    server.api(TOKEN).replay(other_type, None).await;
     eventually(
         "the replay is delivered",
         Duration::from_secs(10),
         Duration::from_millis(10),
         async || match status(server, other_type).await {
-            s if s == "delivered" => Ok(()),
-            s => Err(format!("{other_type} {s}")),
+            EventStatus::Delivered => Ok(()),
+            s => Err(format!("{other_type} {s:?}")),
         },
     )
     .await;
@@ -261,12 +249,12 @@ filter_match = "/data/tier=café/😀"
         Duration::from_secs(10),
         Duration::from_millis(10),
         async || match (status(&server, &raw).await, status(&server, &escaped).await) {
-            (r, e) if r == "delivered" && e == "delivered" => Ok(()),
-            (r, e) => Err(format!("raw {r}, escaped {e}")),
+            (EventStatus::Delivered, EventStatus::Delivered) => Ok(()),
+            (r, e) => Err(format!("raw {r:?}, escaped {e:?}")),
         },
     )
     .await;
-    assert_eq!(status(&server, &other).await, "filtered");
+    assert_eq!(status(&server, &other).await, EventStatus::Filtered);
 
     for (pointer_match, want) in [
         ("/data/tier=café/😀", vec![&raw, &escaped]),

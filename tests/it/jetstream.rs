@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, consumer};
 use futures_util::StreamExt;
+use hookinbox::api::EventStatus;
 use hookinbox::clock::Clock;
 
 use crate::nats::NatsServer;
@@ -146,43 +147,30 @@ destination = "{}"
     }
     // Delivered means the stream's ack; the attempt says where it went.
     let (first, _, _) = &sent[0];
+    let api = server.api("test-admin-token-0123456789");
     let detail = eventually(
         &format!("{first} is delivered"),
         Duration::from_secs(10),
         Duration::from_millis(20),
         async || {
-            let d = server
-                .admin(
-                    "GET",
-                    &format!("/api/events/{first}"),
-                    Some("test-admin-token-0123456789"),
-                    None,
-                )
-                .await;
-            if d.json["status"] == "delivered" {
-                Ok(d.json)
+            let d = api.event(first).await;
+            if d.summary.status == EventStatus::Delivered {
+                Ok(d)
             } else {
-                Err(format!("{:?}", d.json))
+                Err(format!("{d:?}"))
             }
         },
     )
     .await;
-    let answer = detail["attempt_history"][0]["response_snippet"]
-        .as_str()
+    let answer = detail.attempt_history[0]
+        .response_snippet
+        .as_deref()
         .unwrap();
     assert!(answer.starts_with("stream HOOKS sequence "), "{answer}");
 
     // A replay is published again (a new message id), not dropped as a
     // duplicate inside the stream's window.
-    let replayed = server
-        .admin(
-            "POST",
-            &format!("/api/events/{first}/replay"),
-            Some("test-admin-token-0123456789"),
-            None,
-        )
-        .await;
-    assert_eq!(replayed.status, 200, "{:?}", replayed.json);
+    api.replay(first, None).await;
     // The replay reaches the stream as a 21st message.
     wait_for_stream(&js, 21, Duration::from_secs(10)).await;
     let again = consume_all(&js, 1).await;

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use hookinbox::api::{KeyStateName, KeyView};
 use hookinbox::clock::Clock;
 use hookinbox::words::AdminReason;
 
@@ -79,6 +80,18 @@ async fn show(server: &TestServer, key: &str) -> Answer {
         .await
 }
 
+/// The shop's key `key`, which must be there.
+async fn key(server: &TestServer, key: &str) -> KeyView {
+    server.api(SHOP).key(key, None).await
+}
+
+/// A done key's result as JSON (`null` when none was stored).
+fn result_of(key: &KeyView) -> Value {
+    key.result
+        .as_ref()
+        .map_or(Value::Null, |r| serde_json::from_str(r.get()).unwrap())
+}
+
 fn token_of(a: &Answer) -> u64 {
     assert_eq!(a.status, 201, "{:?}", a.json);
     a.json["token"].as_u64().unwrap()
@@ -145,10 +158,10 @@ async fn a_lapsed_lease_goes_to_the_next_claimant_and_the_late_worker_is_fenced_
     )
     .await;
     assert_eq!((late.status, &late.json), (409, &json!({"state": "stale"})));
-    let now = show(&server, "order:1").await;
-    assert_eq!(now.json["state"], "done", "{:?}", now.json);
-    assert_eq!(now.json["result"], json!({"by": "b"}));
-    assert_eq!(now.json["claims"], 2);
+    let now = key(&server, "order:1").await;
+    assert_eq!(now.state, KeyStateName::Done, "{now:?}");
+    assert_eq!(result_of(&now), json!({"by": "b"}));
+    assert_eq!(now.claims, Some(2));
 }
 
 #[tokio::test]
@@ -182,12 +195,15 @@ async fn a_completed_key_answers_done_with_its_result_to_every_later_claim() {
     assert_eq!(bare.json["result"], Value::Null);
     assert!(bare.json.as_object().unwrap().contains_key("result"));
     // The key as read back, every field: "mail/42" was percent-encoded.
-    let read = show(&server, "mail%2F42").await;
-    assert_eq!(read.status, 200, "{:?}", read.json);
-    for field in ["completed_at", "created_at", "expires_at"] {
-        assert!(read.json[field].is_string(), "{field}: {:?}", read.json);
+    let read = key(&server, "mail%2F42").await;
+    for (field, at) in [
+        ("completed_at", read.completed_at),
+        ("created_at", read.created_at),
+        ("expires_at", read.expires_at),
+    ] {
+        assert!(at.is_some(), "{field}: {read:?}");
     }
-    assert_eq!(read.json["claims"], 1);
+    assert_eq!(read.claims, Some(1));
 }
 
 #[tokio::test]
@@ -446,21 +462,10 @@ async fn each_token_reaches_only_its_own_paths_and_namespace() {
     let a = server.admin("GET", "/api/keys/k", Some(ADMIN), None).await;
     assert_eq!(a.status, 400, "{:?}", a.json);
     for ns in ["shop", "mailer"] {
-        let a = server
-            .admin(
-                "GET",
-                &format!("/api/keys/k?namespace={ns}"),
-                Some(ADMIN),
-                None,
-            )
-            .await;
-        assert_eq!(
-            (a.status, &a.json["state"]),
-            (200, &json!("claimed")),
-            "{ns}"
-        );
+        let a = server.api(ADMIN).key("k", Some(ns)).await;
+        assert_eq!(a.state, KeyStateName::Claimed, "{ns}");
     }
-    assert_eq!(show(&server, "k").await.json["token"], t, "nothing changed");
+    assert_eq!(key(&server, "k").await.token, Some(t), "nothing changed");
 }
 
 #[tokio::test]
@@ -479,7 +484,7 @@ async fn deleting_a_key_needs_the_admin_token_a_namespace_and_a_note() {
             "{:?}",
             a.json
         );
-        assert_eq!(show(&server, "k").await.json["token"], t);
+        assert_eq!(key(&server, "k").await.token, Some(t));
     }
     let a = server
         .admin(
@@ -617,28 +622,24 @@ async fn the_admin_lists_a_namespaces_keys_in_pages_by_state() {
     }
     token_of(&call(&server, MAIL, "z", "claim", json!({})).await);
     let list = async |query: &str| {
-        let a = server
-            .admin("GET", &format!("/api/keys?{query}"), Some(ADMIN), None)
-            .await;
-        assert_eq!(a.status, 200, "{query}: {:?}", a.json);
-        let keys: Vec<String> = a.json["keys"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|k| k["key"].as_str().unwrap().to_owned())
+        let page = server.api(ADMIN).keys(query).await;
+        let keys: Vec<String> = page
+            .keys
+            .into_iter()
+            .map(|k| k.key.expect("a listed key names itself"))
             .collect();
-        (keys, a.json["next_after"].clone())
+        (keys, page.next_after)
     };
     assert_eq!(
         list("namespace=shop").await,
-        (vec!["c".into(), "b".into(), "a".into()], Value::Null)
+        (vec!["c".into(), "b".into(), "a".into()], None)
     );
     let (first, next) = list("namespace=shop&limit=2").await;
     assert_eq!(first, ["c", "b"]);
-    let next = next.as_str().expect("a cursor").to_owned();
+    let next = next.expect("a cursor");
     assert_eq!(
         list(&format!("namespace=shop&limit=2&after={next}")).await,
-        (vec!["a".into()], Value::Null)
+        (vec!["a".into()], None)
     );
     assert_eq!(list("namespace=shop&state=done").await.0, ["c", "a"]);
     assert_eq!(list("namespace=shop&state=claimed").await.0, ["b"]);
@@ -821,13 +822,10 @@ async fn keys_of_an_unknown_namespace_are_refused_naming_the_known_ones() {
         let a = server.admin("GET", path, Some(ADMIN), None).await;
         assert_eq!(a.status, 404, "{path}: {:?}", a.json);
     }
-    let a = server
-        .admin("GET", "/api/keys?namespace=mailer", Some(ADMIN), None)
-        .await;
-    assert_eq!(
-        a.status, 200,
-        "a namespace that holds no key yet: {:?}",
-        a.json
+    let empty = server.api(ADMIN).keys("namespace=mailer").await;
+    assert!(
+        empty.keys.is_empty(),
+        "a namespace that holds no key yet: {empty:?}"
     );
 }
 
@@ -897,7 +895,7 @@ async fn a_done_key_past_its_ttl_is_claimed_anew() {
     )
     .await;
     assert!(again > t);
-    assert_eq!(show(&server, "k").await.json["claims"], 1, "a new life");
+    assert_eq!(key(&server, "k").await.claims, Some(1), "a new life");
 }
 
 #[tokio::test]
@@ -909,19 +907,13 @@ async fn post_sweep_removes_a_done_key_past_its_ttl_and_counts_it() {
     // A key with the default ttl stays.
     let u = token_of(&call(&server, SHOP, "kept", "claim", json!({})).await);
     call(&server, SHOP, "kept", "complete", json!({"token": u})).await;
-    let first = server.admin("POST", "/api/sweep", Some(ADMIN), None).await;
-    assert_eq!(
-        (first.status, &first.json["keys"]),
-        (200, &json!(0)),
-        "{:?}",
-        first.json
-    );
+    let first = server.api(ADMIN).sweep().await;
+    assert_eq!(first.keys, 0, "{first:?}");
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    let swept = server.admin("POST", "/api/sweep", Some(ADMIN), None).await;
-    assert_eq!(swept.status, 200, "{:?}", swept.json);
-    assert_eq!(swept.json["keys"], 1, "{:?}", swept.json);
+    let swept = server.api(ADMIN).sweep().await;
+    assert_eq!(swept.keys, 1, "{swept:?}");
     assert_eq!(show(&server, "swept").await.status, 404);
-    assert_eq!(show(&server, "kept").await.json["state"], "done");
+    assert_eq!(key(&server, "kept").await.state, KeyStateName::Done);
     let metrics = server.admin("GET", "/metrics", Some(ADMIN), None).await;
     let text = metrics.json.as_str().unwrap();
     assert!(
@@ -970,29 +962,20 @@ async fn the_keys_pages_data_names_each_namespace_and_its_claimed_keys() {
     call(&server, SHOP, "done", "complete", json!({"token": t})).await;
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let list = server
-        .admin(
-            "GET",
-            "/api/keys?namespace=shop&state=claimed&limit=500",
-            Some(ADMIN),
-            None,
-        )
+        .api(ADMIN)
+        .keys("namespace=shop&state=claimed&limit=500")
         .await;
-    assert_eq!(list.status, 200, "{:?}", list.json);
-    let keys = list.json["keys"].as_array().unwrap();
-    let names: Vec<&str> = keys.iter().map(|k| k["key"].as_str().unwrap()).collect();
-    assert_eq!(
-        names,
-        ["lapsed", "busy", "key-namespaces"],
-        "{:?}",
-        list.json
-    );
-    assert_eq!(keys[0]["token"], lapsed);
-    assert_eq!(keys[1]["token"], busy);
+    let keys = &list.keys;
+    let names: Vec<&str> = keys.iter().map(|k| k.key.as_deref().unwrap()).collect();
+    assert_eq!(names, ["lapsed", "busy", "key-namespaces"], "{list:?}");
+    assert_eq!(keys[0].token, Some(lapsed));
+    assert_eq!(keys[1].token, Some(busy));
     for k in keys {
-        assert!(k["lease_until"].is_string(), "{k}");
+        assert!(k.lease_until.is_some(), "{k:?}");
     }
     // The page tells them apart by lease_until against the time now.
-    let until = |k: &Value| humantime::parse_rfc3339(k["lease_until"].as_str().unwrap()).unwrap();
+    let until =
+        |k: &KeyView| std::time::UNIX_EPOCH + Duration::from_millis(k.lease_until.unwrap().0);
     let now = std::time::SystemTime::now();
     assert!(until(&keys[1]) > now && until(&keys[0]) <= now, "{keys:?}");
 }

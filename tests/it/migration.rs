@@ -8,8 +8,9 @@
 use std::path::Path;
 use std::time::Duration;
 
+use hookinbox::api::EventSummary;
 use hookinbox::clock::Clock;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::destination::{Destination, Mode};
 use crate::support::{STANDARD_SECRET, TestServer, eventually, server_section, standard_headers};
@@ -70,32 +71,32 @@ ordering_key = "/customer"
     )
 }
 
-async fn find(server: &TestServer, source: &str, event_id: &str) -> Value {
-    let a = server
-        .admin(
-            "GET",
-            &format!("/api/events?source={source}&event_id={event_id}"),
-            Some(TOKEN),
-            None,
-        )
-        .await;
-    assert_eq!(a.status, 200, "{:?}", a.json);
-    let events = a.json["events"].as_array().unwrap();
+async fn find(server: &TestServer, source: &str, event_id: &str) -> EventSummary {
+    let mut events = server
+        .api(TOKEN)
+        .events(&format!("source={source}&event_id={event_id}"))
+        .await
+        .events;
     assert_eq!(events.len(), 1, "{source}/{event_id}: {events:?}");
-    events[0].clone()
+    events.remove(0)
 }
 
-async fn wait_status(server: &TestServer, source: &str, event_id: &str, want: &str) -> Value {
+async fn wait_status(
+    server: &TestServer,
+    source: &str,
+    event_id: &str,
+    want: &str,
+) -> EventSummary {
     eventually(
         &format!("{source}/{event_id} is {want}"),
         Duration::from_secs(15),
         Duration::from_millis(20),
         async || {
             let e = find(server, source, event_id).await;
-            if e["status"] == want {
+            if e.status.as_str() == want {
                 Ok(e)
             } else {
-                Err(format!("{event_id}: {e}"))
+                Err(format!("{event_id}: {e:?}"))
             }
         },
     )
@@ -133,11 +134,10 @@ async fn opens_and_keeps_everything(fixture: &str) {
         ("inbox", "evt_held_1", "held"),
     ] {
         let e = find(&server, source, event_id).await;
-        assert_eq!(e["status"], status, "{event_id}: {e}");
-        let deliveries = e["deliveries"].as_array().unwrap();
-        assert_eq!(deliveries.len(), 1, "{event_id}: {e}");
-        assert_eq!(deliveries[0]["destination"], source);
-        old_ids.push(e["id"].as_str().unwrap().to_owned());
+        assert_eq!(e.status.as_str(), status, "{event_id}: {e:?}");
+        assert_eq!(e.deliveries.len(), 1, "{event_id}: {e:?}");
+        assert_eq!(e.deliveries[0].destination, source);
+        old_ids.push(e.id);
     }
     // What was pending goes out now (to the destination it was routed to),
     // a key's events in received order; the crashed fixture's keyed events
@@ -149,7 +149,7 @@ async fn opens_and_keeps_everything(fixture: &str) {
         ("keyed", "evt_keyed_2"),
     ] {
         let e = wait_status(&server, source, event_id, "delivered").await;
-        old_ids.push(e["id"].as_str().unwrap().to_owned());
+        old_ids.push(e.id);
     }
     let received: Vec<String> = app
         .received()
@@ -180,15 +180,7 @@ async fn opens_and_keeps_everything(fixture: &str) {
 
     // The dead one replays to its destination.
     let dead = &old_ids[3];
-    let replayed = server
-        .admin(
-            "POST",
-            &format!("/api/events/{dead}/replay"),
-            Some(TOKEN),
-            None,
-        )
-        .await;
-    assert_eq!(replayed.status, 200, "{:?}", replayed.json);
+    server.api(TOKEN).replay(dead, None).await;
     wait_status(&server, "shop", "evt_refuse_1", "delivered").await;
 
     // A new event fans out to both destinations, under a new id.
@@ -202,11 +194,10 @@ async fn opens_and_keeps_everything(fixture: &str) {
     assert!(!old_ids.contains(&new.id().to_owned()));
     assert_eq!(&new.id()[..12], &old_ids[0][..12], "the database's tag");
     let e = wait_status(&server, "shop", "evt_new", "delivered").await;
-    let routes: Vec<&str> = e["deliveries"]
-        .as_array()
-        .unwrap()
+    let routes: Vec<&str> = e
+        .deliveries
         .iter()
-        .map(|d| d["destination"].as_str().unwrap())
+        .map(|d| d.destination.as_str())
         .collect();
     assert_eq!(routes, ["shop", "shop.audit"]);
     assert_eq!(audit.received().len(), 1);

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::support::*;
+use hookinbox::api::{Destinations, EventPage, Role};
 use hookinbox::clock::Clock;
 
 const ADMIN: &str = "the-admin-token-0123456789";
@@ -33,14 +34,9 @@ fn config(data: &std::path::Path) -> String {
 /// Everything a change could touch, as the admin sees it. The events are
 /// held (`demo` has no destination) and `app`, whose destination is
 /// paused and resumed, has none, so nothing moves by itself.
-async fn state(server: &TestServer) -> Value {
-    let events = server
-        .admin("GET", "/api/events?limit=500", Some(ADMIN), None)
-        .await;
-    let destinations = server
-        .admin("GET", "/api/destinations", Some(ADMIN), None)
-        .await;
-    json!({"events": events.json, "destinations": destinations.json})
+async fn state(server: &TestServer) -> (EventPage, Destinations) {
+    let api = server.api(ADMIN);
+    (api.events("limit=500").await, api.destinations().await)
 }
 
 #[tokio::test]
@@ -156,17 +152,13 @@ async fn whoami_names_the_token_and_an_expired_or_unknown_token_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start(&config(&dir.path().join("data")), Clock::system()).await;
     for (token, name, role) in [
-        (ADMIN, "admin", "admin"),
-        (VIEWER, "vera", "viewer"),
-        (OPERATOR, "otto", "operator"),
-        (ADMIN_USER, "ada", "admin"),
+        (ADMIN, "admin", Role::Admin),
+        (VIEWER, "vera", Role::Viewer),
+        (OPERATOR, "otto", Role::Operator),
+        (ADMIN_USER, "ada", Role::Admin),
     ] {
-        let a = server.admin("GET", "/api/whoami", Some(token), None).await;
-        assert_eq!(a.status, 200);
-        assert_eq!(
-            (a.json["name"].as_str(), a.json["role"].as_str()),
-            (Some(name), Some(role))
-        );
+        let me = server.api(token).whoami().await;
+        assert_eq!((me.name.as_str(), me.role), (name, role));
     }
     let ada = server
         .admin("GET", "/api/whoami", Some(ADMIN_USER), None)

@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use hookinbox::api;
 use hookinbox::app::App;
 use hookinbox::clock::Clock;
 use hookinbox::config::Config;
@@ -827,5 +828,81 @@ impl Api<'_> {
             None,
         )
         .await
+    }
+
+    /// `POST path` with `body`, which must answer 2xx with a `T`.
+    pub async fn post<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> T {
+        let a = self.call("POST", path, body).await;
+        serde_json::from_value(a.json.clone())
+            .unwrap_or_else(|e| panic!("POST {path}: not the answer's type: {e}: {:?}", a.json))
+    }
+
+    /// Ignores event `id` with `note` (every delivery it applies to): the
+    /// event as it is now.
+    pub async fn ignored(&self, id: &str, note: &str) -> api::EventSummary {
+        self.post(
+            &format!("/api/events/{id}/ignore"),
+            Some(serde_json::json!({ "note": note })),
+        )
+        .await
+    }
+
+    /// `DELETE /api/events/{id}` with `note`: its payload and headers
+    /// erased; the event as it is now.
+    pub async fn erase(&self, id: &str, note: &str) -> api::EventSummary {
+        let path = format!("/api/events/{id}");
+        let a = self
+            .call("DELETE", &path, Some(serde_json::json!({ "note": note })))
+            .await;
+        serde_json::from_value(a.json.clone())
+            .unwrap_or_else(|e| panic!("DELETE {path}: not the answer's type: {e}: {:?}", a.json))
+    }
+
+    /// `POST /api/replay`: the events `request` filters, replayed (or
+    /// counted, for a dry run).
+    pub async fn bulk_replay(&self, request: &api::BulkRequest) -> api::BulkResult {
+        self.post("/api/replay", Some(serde_json::to_value(request).unwrap()))
+            .await
+    }
+
+    /// `POST /api/ignore`: the events `request` filters, ignored with its
+    /// note (or counted, for a dry run).
+    pub async fn bulk_ignore(&self, request: &api::BulkRequest) -> api::BulkResult {
+        self.post("/api/ignore", Some(serde_json::to_value(request).unwrap()))
+            .await
+    }
+
+    pub async fn sweep(&self) -> api::SweepResult {
+        self.post("/api/sweep", None).await
+    }
+
+    /// `GET /api/activity?query`.
+    pub async fn activity(&self, query: &str) -> api::Activity {
+        self.get(&format!("/api/activity?{query}")).await
+    }
+
+    /// `GET /api/audit?query`.
+    pub async fn audit(&self, query: &str) -> api::AuditPage {
+        self.get(&format!("/api/audit?{query}")).await
+    }
+
+    pub async fn whoami(&self) -> api::Whoami {
+        self.get("/api/whoami").await
+    }
+
+    /// `GET /api/keys/{key}` (`key` as the path writes it), in `namespace`
+    /// if given (the admin token must name one; a client's is its own).
+    pub async fn key(&self, key: &str, namespace: Option<&str>) -> api::KeyView {
+        let scope = namespace.map_or(String::new(), |n| format!("?namespace={n}"));
+        self.get(&format!("/api/keys/{key}{scope}")).await
+    }
+
+    /// `GET /api/keys?query`: a page of one namespace's keys.
+    pub async fn keys(&self, query: &str) -> api::KeyList {
+        self.get(&format!("/api/keys?{query}")).await
     }
 }
