@@ -25,6 +25,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::words::DriftChange as Change;
+
 /// Events a shape learns before it judges.
 pub const WARM: u64 = 20;
 /// Pointers kept per shape.
@@ -82,14 +84,6 @@ pub struct Field {
     /// Events that carried it.
     pub seen: u64,
     pub types: Types,
-}
-
-/// How an event departed from its shape.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Change {
-    Missing,
-    Added,
-    TypeChanged,
 }
 
 /// One departure: where, and the types before and in this event.
@@ -179,7 +173,11 @@ impl Shape {
                 return;
             }
             let pointer = format!("{at}/{}", escape(key));
-            let types = out.get(&pointer).copied().unwrap_or_default().union(Types::of(v));
+            let types = out
+                .get(&pointer)
+                .copied()
+                .unwrap_or_default()
+                .union(Types::of(v));
             out.insert(pointer.clone(), types);
             self.walk(v, pointer, depth + 1, out, truncated);
         };
@@ -209,7 +207,8 @@ impl Shape {
         let mut out = Vec::new();
         for (pointer, field) in &self.fields {
             let inside_items = pointer.split('/').any(|part| part == "*");
-            let parent_missing = parent(pointer).is_some_and(|p| !p.is_empty() && !carried.contains_key(p));
+            let parent_missing =
+                parent(pointer).is_some_and(|p| !p.is_empty() && !carried.contains_key(p));
             if field.seen == self.events
                 && !carried.contains_key(pointer)
                 && !inside_items
@@ -311,13 +310,19 @@ mod tests {
     }
 
     fn changes(departures: &[Departure]) -> Vec<(String, Change)> {
-        departures.iter().map(|d| (d.pointer.clone(), d.change)).collect()
+        departures
+            .iter()
+            .map(|d| (d.pointer.clone(), d.change))
+            .collect()
     }
 
     #[test]
     fn a_removed_field_an_added_one_and_a_type_change_are_each_said_once() {
         let mut shape = Shape::default();
-        warm(&mut shape, json!({"id": "evt_1", "amount": 100, "customer": {"email": "a@b"}}));
+        warm(
+            &mut shape,
+            json!({"id": "evt_1", "amount": 100, "customer": {"email": "a@b"}}),
+        );
         let odd = json!({"id": "evt_2", "amount": "100", "customer": {}, "currency": "eur"});
         let got = shape.learn(&odd);
         assert_eq!(
@@ -328,8 +333,14 @@ mod tests {
                 ("/currency".to_owned(), Change::Added),
             ]
         );
-        let changed = got.iter().find(|d| d.change == Change::TypeChanged).unwrap();
-        assert_eq!((changed.was.names(), changed.now.names()), ("number".into(), "string".into()));
+        let changed = got
+            .iter()
+            .find(|d| d.change == Change::TypeChanged)
+            .unwrap();
+        assert_eq!(
+            (changed.was.names(), changed.now.names()),
+            ("number".into(), "string".into())
+        );
         assert!(shape.learn(&odd).is_empty(), "each is said once");
     }
 
@@ -337,7 +348,11 @@ mod tests {
     fn nothing_is_judged_before_the_shape_is_warm() {
         let mut shape = Shape::default();
         for i in 0..WARM {
-            let v = if i % 2 == 0 { json!({"a": 1}) } else { json!({"b": "x"}) };
+            let v = if i % 2 == 0 {
+                json!({"a": 1})
+            } else {
+                json!({"b": "x"})
+            };
             assert!(shape.learn(&v).is_empty());
         }
     }
@@ -352,7 +367,10 @@ mod tests {
         let got = shape.learn(&json!({"note": null, "items": []}));
         // `billing` is missing; `/billing/city` with it is not said again,
         // and `/items/*/sku` is inside an array that may be empty.
-        assert_eq!(changes(&got), vec![("/billing".to_owned(), Change::Missing)]);
+        assert_eq!(
+            changes(&got),
+            vec![("/billing".to_owned(), Change::Missing)]
+        );
     }
 
     #[test]
@@ -368,14 +386,20 @@ mod tests {
         assert_eq!(said, OPEN_AFTER as usize);
         assert!(shape.open.contains("/metadata"));
         assert!(shape.fields.contains_key("/metadata/*"));
-        assert!(!shape.fields.keys().any(|k| k.starts_with("/metadata/order_")));
+        assert!(
+            !shape
+                .fields
+                .keys()
+                .any(|k| k.starts_with("/metadata/order_"))
+        );
     }
 
     #[test]
     fn fields_past_the_bound_are_not_learned_and_the_shape_says_so() {
         let mut shape = Shape::default();
-        let wide: serde_json::Map<String, serde_json::Value> =
-            (0..MAX_FIELDS + 50).map(|i| (format!("f{i}"), json!(i))).collect();
+        let wide: serde_json::Map<String, serde_json::Value> = (0..MAX_FIELDS + 50)
+            .map(|i| (format!("f{i}"), json!(i)))
+            .collect();
         shape.learn(&serde_json::Value::Object(wide));
         assert_eq!(shape.fields.len(), MAX_FIELDS);
         assert!(shape.truncated);
