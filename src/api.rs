@@ -17,6 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 
 mod activity;
 mod audit;
+mod shapes;
 mod keys;
 
 pub use crate::words::{
@@ -29,6 +30,7 @@ pub use keys::{
     KeyListState, KeyNamespace, KeyNamespaces, KeyScope, KeyStateName, KeyView, MAX_KEY_LEN,
     MAX_KEY_RESULT, ReleaseRequest,
 };
+pub use shapes::{DriftView, FieldView, ShapeView, Shapes, ShapesQuery};
 
 /// A point in time, as Unix milliseconds inside and RFC 3339 on the wire
 /// (`2026-11-22T10:00:00.000Z`; a query may leave out the fraction and give

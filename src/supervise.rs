@@ -34,6 +34,8 @@ pub enum TaskName {
     Snapshots,
     /// The reader that feeds the admin API's event streams.
     Streams,
+    /// The payload drift watch's learner.
+    Drift,
 }
 
 /// When a task is stopped: the tiers stop in this order, each once every
@@ -66,6 +68,7 @@ impl std::fmt::Display for TaskName {
             TaskName::Admin => "admin listener",
             TaskName::Scheduler => "delivery scheduler",
             TaskName::Sweeper => "sweeper",
+            TaskName::Drift => "drift",
             TaskName::Alerter => "alerter",
             TaskName::Summary => "log summary",
             TaskName::Prober => "readiness prober",

@@ -198,6 +198,19 @@ words! {
 }
 
 words! {
+    /// How an event's payload departed from what its source sent before
+    /// (`payload_drift_total{change}`, `GET /api/shapes`).
+    pub enum DriftChange {
+        /// A field every earlier event had is absent.
+        Missing => "missing",
+        /// A field no earlier event had.
+        Added => "added",
+        /// A field with a type it never had (null aside).
+        TypeChanged => "type_changed",
+    }
+}
+
+words! {
     /// Why the admin API refused or failed a request (`admin_rejected{reason}`);
     /// also the `error` code of its JSON answer.
     pub enum AdminReason {
@@ -280,6 +293,7 @@ mod tests {
         check(Circuit::ALL, Circuit::as_str);
         check(SweptKind::ALL, SweptKind::as_str);
         check(AlertKind::ALL, AlertKind::as_str);
+        check(DriftChange::ALL, DriftChange::as_str);
         check(AdminReason::ALL, AdminReason::as_str);
         check(AlertStatus::ALL, AlertStatus::as_str);
         check(KeyClaimOutcome::ALL, KeyClaimOutcome::as_str);

@@ -27,6 +27,7 @@ mod openapi;
 mod replication;
 mod routes;
 mod scrape;
+mod shapes;
 mod stats;
 mod stream;
 mod sweep;
@@ -91,6 +92,8 @@ pub struct AdminContext {
     pub started_ms: u64,
     /// The sources that set `expect_within`, and what they set.
     pub expect_within: BTreeMap<String, Duration>,
+    /// What the payload drift watch learned (`GET /api/shapes`).
+    pub shapes: Arc<std::sync::Mutex<crate::drift::Learned>>,
     /// A replicating node's lease and promotion (`[replication]`).
     pub replication: Option<crate::replicate::Control>,
     /// Cancelled when the app stops: long-lived answers (the event

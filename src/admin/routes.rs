@@ -13,7 +13,7 @@ use axum::routing::{any, delete, get, post};
 
 use super::{
     AdminState, audit, auth, backup, bulk, destinations, events, health, keys, replication, scrape,
-    stats, stream, sweep,
+    shapes, stats, stream, sweep,
 };
 use crate::api::{AuditAction, Role};
 
@@ -184,6 +184,7 @@ routes! {
         post "/api/ignore" => bulk::bulk_ignore, Person(Operator), Some(A::BulkIgnore);
         get "/api/stats" => stats::stats, Person(Viewer), None;
         get "/api/activity" => stats::activity, Person(Viewer), None;
+        get "/api/shapes" => shapes::shapes, Person(Viewer), None;
         post "/api/sweep" => sweep::sweep_now, Person(Admin), Some(A::Sweep);
         // Recorded: it copies every payload out.
         get "/api/backup" => backup::backup, Person(Admin), Some(A::Backup);

@@ -156,6 +156,7 @@ impl App {
         };
         let destinations = destinations(&config)?;
         let paused_states = store.paused_states()?;
+        let (drift, learner, learned) = crate::drift::watch(store.clone(), metrics.clone());
         // After every read at startup: a failed probe makes the writer reopen
         // the file, and reads in that moment are refused.
         let probe_bytes = probe_largest_event(&store, &config).await;
@@ -178,6 +179,7 @@ impl App {
             clock.clone(),
             metrics.clone(),
             replication.as_ref().map(|r| r.control.lease.primary()),
+            drift,
         )?;
         let Listeners { ingest, admin } = listeners;
         let ingest_addr = ingest.local_addr()?;
@@ -202,6 +204,7 @@ impl App {
             clock,
             started_ms,
             expect_within: expected_within(&config),
+            shapes: learned,
             replication: replication.as_ref().map(|r| r.control.clone()),
             stopping: front,
             streams,
@@ -227,6 +230,7 @@ impl App {
             writer_exited,
             replication,
             hub,
+            learner,
         };
         let task = tokio::spawn(run(wiring, writer, shutdown, tasks));
         Ok(App {
@@ -464,6 +468,8 @@ struct Wiring {
     replication: Option<ReplicationTasks>,
     /// The reader that feeds the admin API's event streams.
     hub: crate::admin::HubReader,
+    /// The payload drift watch's learner.
+    learner: crate::drift::Learner,
 }
 
 /// The app's life after `start`: starts every task, runs until `shutdown`
@@ -526,6 +532,7 @@ fn spawn_tasks(tasks: &mut Tasks, wiring: Wiring) {
         writer_exited,
         replication,
         hub,
+        learner,
     } = wiring;
     {
         let metrics = metrics.clone();
@@ -574,6 +581,15 @@ fn spawn_tasks(tasks: &mut Tasks, wiring: Wiring) {
     tasks.spawn(TaskName::Sweeper, Tier::Front, |stop| async move {
         if gate(store, stop.clone()).await {
             sweeper.run(stop).await
+        } else {
+            Ok(())
+        }
+    });
+    // Stopped after ingest, so it keeps what the last events taught.
+    let store = prober.clone();
+    tasks.spawn(TaskName::Drift, Tier::Back, |stop| async move {
+        if gate(store, stop.clone()).await {
+            learner.run(stop).await
         } else {
             Ok(())
         }

@@ -155,6 +155,8 @@ pub struct IngestState {
     /// On a replication node: the primary as last seen in the lease, which
     /// a standby's refusals name.
     primary: Option<crate::replicate::PrimaryWatch>,
+    /// Each new event is offered to the payload drift watch (it never waits).
+    drift: crate::drift::Watch,
 }
 
 /// How long a request waits for room in the body budget before it gets 503.
@@ -224,6 +226,7 @@ impl IngestState {
         clock: Clock,
         metrics: Metrics,
         primary: Option<crate::replicate::PrimaryWatch>,
+        drift: crate::drift::Watch,
     ) -> Result<IngestState, UnusableSecret> {
         let mut sources = HashMap::new();
         for s in &config.sources {
@@ -255,6 +258,7 @@ impl IngestState {
             body_read_timeout: config.server.body_read_timeout,
             budget: BodyBudget::new(config.server.max_buffered_body),
             primary,
+            drift,
         })
     }
 }
@@ -459,6 +463,10 @@ async fn receive(State(state): State<IngestState>, request: Request) -> Response
         if filtered {
             state.metrics.filtered(source.name.as_str());
         }
+        let at_ms = crate::clock::unix_ms(now);
+        state
+            .drift
+            .offer(source.name.as_str(), kind, &body, &id, at_ms);
     }
     tracing::debug!(
         source = source.name.as_str(),

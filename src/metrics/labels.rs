@@ -10,8 +10,8 @@
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 
 use crate::words::{
-    AdminReason, AlertKind, AlertStatus, AttemptOutcome, Circuit, KeyClaimOutcome, Listener,
-    RejectReason, SweptKind,
+    AdminReason, AlertKind, AlertStatus, AttemptOutcome, Circuit, DriftChange, KeyClaimOutcome,
+    Listener, RejectReason, SweptKind,
 };
 
 /// Each word's label value is its `as_str`. Not
@@ -30,6 +30,7 @@ macro_rules! label_values {
 label_values!(
     AdminReason,
     AlertKind,
+    DriftChange,
     AlertStatus,
     AttemptOutcome,
     Circuit,
@@ -155,6 +156,13 @@ pub struct AlertLabels {
     pub status: AlertStatus,
     /// `false` when the post failed; prints as `true`/`false`.
     pub sent: bool,
+}
+
+/// A source and how one of its payloads departed from its shape.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DriftLabels {
+    pub source: String,
+    pub change: DriftChange,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

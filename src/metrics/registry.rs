@@ -16,9 +16,9 @@ use prometheus_client::registry::Registry;
 
 use super::budget::Budget;
 use super::labels::{
-    AlertLabels, BuildLabels, CircuitLabels, DestinationLabel, KeyClaimLabels, KindLabel,
-    ListenerLabel, NamespaceLabel, NodeLabel, OutcomeLabels, ReasonLabel, RejectedLabels,
-    SourceLabel, StoreFileLabel,
+    AlertLabels, BuildLabels, CircuitLabels, DestinationLabel, DriftLabels, KeyClaimLabels,
+    KindLabel, ListenerLabel, NamespaceLabel, NodeLabel, OutcomeLabels, ReasonLabel,
+    RejectedLabels, SourceLabel, StoreFileLabel,
 };
 use super::process::ProcessCollector;
 use super::record::{Inner, Metrics};
@@ -133,6 +133,10 @@ impl Metrics {
                 => "source_expect_within_seconds", "The source's expect_within: quiet longer than this and it alerts (only sources that set it)";
             circuit_state: Family<DestinationLabel, Gauge>
                 => "circuit_state", "Circuit breaker per destination: 0 closed, 1 half-open, 2 open";
+            payload_drift: Family<DriftLabels, Counter>
+                => "payload_drift", "Fields an event's payload lacked, added or retyped against what its source sent before (each departure once)";
+            drift_skipped: Family<SourceLabel, Counter>
+                => "drift_skipped", "New events the payload drift watch did not learn: over its rate per source and type, or its queue full";
             alerts: Family<AlertLabels, Counter>
                 => "alerts", "Alerts posted to the alert URL, by kind; sent=\"false\" when the post failed";
             swept: Family<KindLabel, Counter>
@@ -220,6 +224,8 @@ impl Metrics {
                 quiet_seconds,
                 expect_within_seconds,
                 circuit_state,
+                payload_drift,
+                drift_skipped,
                 alerts,
                 held,
                 filtered,

@@ -13,6 +13,7 @@ mod crash;
 mod dashboard;
 mod delivery;
 mod destination;
+mod drift;
 mod drills;
 mod fanout;
 mod filters;

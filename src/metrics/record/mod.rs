@@ -33,14 +33,14 @@ use prometheus_client::registry::Registry;
 use super::budget::Budget;
 use super::exposition::{Exposition, to_prometheus_text};
 use super::labels::{
-    AlertLabels, CircuitLabels, DestinationLabel, KeyClaimLabels, KindLabel, ListenerLabel,
-    NamespaceLabel, OutcomeLabels, ReasonLabel, RejectedLabels, SourceLabel, StoreFile,
-    StoreFileLabel,
+    AlertLabels, CircuitLabels, DestinationLabel, DriftLabels, KeyClaimLabels, KindLabel,
+    ListenerLabel, NamespaceLabel, OutcomeLabels, ReasonLabel, RejectedLabels, SourceLabel,
+    StoreFile, StoreFileLabel,
 };
 use super::tally::{Recent, Tally, Totals, TypeTally};
 use crate::words::{
-    AdminReason, AlertKind, AlertStatus, AttemptOutcome, Circuit, RejectReason, SweptKind,
-    UNKNOWN_SOURCE,
+    AdminReason, AlertKind, AlertStatus, AttemptOutcome, Circuit, DriftChange, RejectReason,
+    SweptKind, UNKNOWN_SOURCE,
 };
 
 /// The handle every module records through: a clone shares the registry
@@ -80,6 +80,8 @@ pub(super) struct Inner {
     pub(super) quiet_seconds: Family<SourceLabel, Gauge>,
     pub(super) expect_within_seconds: Family<SourceLabel, Gauge>,
     pub(super) circuit_state: Family<DestinationLabel, Gauge>,
+    pub(super) payload_drift: Family<DriftLabels, Counter>,
+    pub(super) drift_skipped: Family<SourceLabel, Counter>,
     pub(super) alerts: Family<AlertLabels, Counter>,
     pub(super) held: Family<SourceLabel, Gauge>,
     pub(super) filtered: Family<SourceLabel, Counter>,
@@ -172,6 +174,13 @@ impl Metrics {
                 let _ = family.get_or_create(&label);
             }
             let _ = inner.ack_seconds.get_or_create(&label);
+            let _ = inner.drift_skipped.get_or_create(&label);
+            for &change in DriftChange::ALL {
+                let _ = inner.payload_drift.get_or_create(&DriftLabels {
+                    source: source.name.to_owned(),
+                    change,
+                });
+            }
             for &reason in RejectReason::ALL {
                 if reason != RejectReason::UnknownSource {
                     let _ = inner.rejected.get_or_create(&RejectedLabels {

@@ -1,9 +1,9 @@
-//! What operators and alerts record: alerts posted, events replayed or
-//! ignored, admin API refusals, and the event streams open.
+//! What operators and watches record: alerts posted, events replayed or
+//! ignored, admin API refusals, the event streams open, and payload drift.
 
 use super::Metrics;
-use crate::metrics::labels::{AlertLabels, ReasonLabel, SourceLabel};
-use crate::words::{AdminReason, AlertKind, AlertStatus};
+use crate::metrics::labels::{AlertLabels, DriftLabels, ReasonLabel, SourceLabel};
+use crate::words::{AdminReason, AlertKind, AlertStatus, DriftChange};
 
 impl Metrics {
     pub fn alert(&self, kind: AlertKind, status: AlertStatus, sent: bool) {
@@ -39,6 +39,27 @@ impl Metrics {
             .admin_rejected
             .get_or_create(&ReasonLabel { reason })
             .get()
+    }
+
+    /// One departure of a `source` payload from its shape.
+    pub fn drift(&self, source: &str, change: DriftChange) {
+        self.inner
+            .payload_drift
+            .get_or_create(&DriftLabels {
+                source: source.to_owned(),
+                change,
+            })
+            .inc();
+    }
+
+    /// A new `source` event the drift watch did not learn.
+    pub fn drift_skipped(&self, source: &str) {
+        self.inner
+            .drift_skipped
+            .get_or_create(&SourceLabel {
+                source: source.to_owned(),
+            })
+            .inc();
     }
 
     /// One more event stream open, until the guard is dropped.

@@ -1,5 +1,6 @@
-//! Meta: one row of the `meta` table set durably; today a destination's
-//! pause state, which outlives a restart.
+//! Meta: one row of the `meta` table set durably: a destination's pause
+//! state, and what the payload drift watch learned, both of which outlive
+//! a restart.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -17,6 +18,8 @@ use super::super::tables::Tables;
 
 /// `meta` keys of destinations' pause states.
 const PAUSED_PREFIX: &str = "paused:";
+/// The `meta` key of what the payload drift watch learned.
+const DRIFT: &str = "drift";
 
 impl Store {
     /// Keeps a destination's pause state across restarts.
@@ -30,6 +33,27 @@ impl Store {
             })
         })
         .await
+    }
+
+    /// Keeps what the payload drift watch learned (in its own encoding)
+    /// across restarts, replacing what was kept.
+    pub async fn set_drift_state(&self, value: Vec<u8>) -> Result<(), StoreError> {
+        self.call(|reply| {
+            Box::new(SetMeta {
+                key: DRIFT.to_owned(),
+                value,
+                reply,
+            })
+        })
+        .await
+    }
+
+    /// What [`Store::set_drift_state`] kept last, if anything.
+    pub fn drift_state(&self) -> Result<Option<Vec<u8>>, StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read()?;
+        let meta = txn.open_table(META)?;
+        Ok(meta.get(DRIFT)?.map(|v| v.value().to_vec()))
     }
 
     /// Pause states set through [`Store::set_paused`], by destination.
