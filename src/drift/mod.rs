@@ -141,19 +141,8 @@ pub struct Learner {
 /// a warn line, when that cannot be read). The shared [`Learned`] is what
 /// the admin API reads.
 pub fn watch(store: Store, metrics: Metrics) -> (Watch, Learner, Arc<Mutex<Learned>>) {
-    let kept = match store.drift_state() {
-        Ok(Some(bytes)) => decode(&bytes).unwrap_or_else(|| {
-            tracing::warn!("payload drift: what was learned before cannot be read; learning again");
-            Learned::default()
-        }),
-        Ok(None) => Learned::default(),
-        Err(e) => {
-            tracing::warn!(error = %e.report(), "payload drift: cannot read what was learned before; learning again");
-            Learned::default()
-        }
-    };
     let (tx, rx) = mpsc::channel(QUEUE);
-    let learned = Arc::new(Mutex::new(kept));
+    let learned = Arc::new(Mutex::new(kept(&store)));
     let watch = Watch {
         queue: tx,
         budget: Arc::default(),
@@ -167,6 +156,21 @@ pub fn watch(store: Store, metrics: Metrics) -> (Watch, Learner, Arc<Mutex<Learn
         changed: false,
     };
     (watch, learner, learned)
+}
+
+/// What `store` kept (nothing, and a warn line, when it cannot be read).
+fn kept(store: &Store) -> Learned {
+    match store.drift_state() {
+        Ok(Some(bytes)) => decode(&bytes).unwrap_or_else(|| {
+            tracing::warn!("payload drift: what was learned before cannot be read; learning again");
+            Learned::default()
+        }),
+        Ok(None) => Learned::default(),
+        Err(e) => {
+            tracing::warn!(error = %e.report(), "payload drift: cannot read what was learned before; learning again");
+            Learned::default()
+        }
+    }
 }
 
 fn encode(learned: &Learned) -> Vec<u8> {
@@ -222,8 +226,14 @@ impl Learned {
 
 impl Learner {
     /// Learns until `stop`, keeping what it learned every [`KEEP_EVERY`]
-    /// and once more at the end.
+    /// and once more at the end. Starts from what the store holds now: a
+    /// standby runs this at its promotion, and the primary it followed kept
+    /// newer rows than the standby read at its start.
     pub async fn run(mut self, stop: CancellationToken) -> Result<(), TaskError> {
+        let store = self.store.clone();
+        if let Ok(now) = tokio::task::spawn_blocking(move || kept(&store)).await {
+            *self.learned.lock().unwrap_or_else(|p| p.into_inner()) = now;
+        }
         let mut keep = tokio::time::interval(KEEP_EVERY);
         keep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         keep.tick().await;
