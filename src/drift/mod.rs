@@ -75,8 +75,10 @@ struct Offered {
     at_ms: u64,
 }
 
-/// Per (source, event type): a second, and the events offered in it.
-type Budgets = HashMap<(String, String), (u64, u32)>;
+/// Per source, per event type: a second, and the events offered in it.
+/// Nested so that an offer looks up by borrowed names and allocates only
+/// for a pair it has not seen.
+type Budgets = HashMap<String, HashMap<String, (u64, u32)>>;
 
 /// Ingest's side: offers events, cheaply, and never waits.
 #[derive(Clone)]
@@ -110,9 +112,19 @@ impl Watch {
 
     fn within_budget(&self, source: &str, event_type: &str, second: u64) -> bool {
         let mut budget = self.budget.lock().unwrap_or_else(|p| p.into_inner());
+        if !budget
+            .get(source)
+            .is_some_and(|t| t.contains_key(event_type))
+        {
+            budget
+                .entry(source.to_owned())
+                .or_default()
+                .insert(event_type.to_owned(), (second, 0));
+        }
         let slot = budget
-            .entry((source.to_owned(), event_type.to_owned()))
-            .or_insert((second, 0));
+            .get_mut(source)
+            .and_then(|t| t.get_mut(event_type))
+            .expect("inserted above");
         if slot.0 != second {
             *slot = (second, 0);
         }
@@ -137,12 +149,11 @@ pub struct Learner {
     changed: bool,
 }
 
-/// A watch and its learner, starting from what `store` kept (nothing, and
-/// a warn line, when that cannot be read). The shared [`Learned`] is what
-/// the admin API reads.
+/// A watch and its learner. The shared [`Learned`] is what the admin API
+/// reads: empty until the learner starts and reads what `store` kept.
 pub fn watch(store: Store, metrics: Metrics) -> (Watch, Learner, Arc<Mutex<Learned>>) {
     let (tx, rx) = mpsc::channel(QUEUE);
-    let learned = Arc::new(Mutex::new(kept(&store)));
+    let learned = Arc::new(Mutex::new(Learned::default()));
     let watch = Watch {
         queue: tx,
         budget: Arc::default(),
@@ -226,9 +237,10 @@ impl Learned {
 
 impl Learner {
     /// Learns until `stop`, keeping what it learned every [`KEEP_EVERY`]
-    /// and once more at the end. Starts from what the store holds now: a
-    /// standby runs this at its promotion, and the primary it followed kept
-    /// newer rows than the standby read at its start.
+    /// and once more at the end. Starts from what the store kept (nothing,
+    /// and a warn line, when that cannot be read), read here rather than at
+    /// start-up: a standby runs this at its promotion, after the primary it
+    /// followed kept its last row.
     pub async fn run(mut self, stop: CancellationToken) -> Result<(), TaskError> {
         let store = self.store.clone();
         if let Ok(now) = tokio::task::spawn_blocking(move || kept(&store)).await {

@@ -78,6 +78,31 @@ pub async fn post(
     answer(res).await
 }
 
+/// `method url` on an admin listener with `token` (`None`: no token sent)
+/// and a JSON `body`; the answer, whatever its status.
+async fn admin_call(
+    client: &reqwest::Client,
+    url: &str,
+    method: &str,
+    token: Option<&str>,
+    body: Option<serde_json::Value>,
+) -> Answer {
+    let mut req = client.request(method.parse().unwrap(), url);
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    if let Some(b) = body {
+        req = req
+            .header("content-type", "application/json")
+            .body(b.to_string());
+    }
+    let res = req
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+    answer(res).await
+}
+
 /// Status, headers and body (JSON, or a JSON string if it is not JSON).
 pub async fn answer(res: reqwest::Response) -> Answer {
     let status = res.status().as_u16();
@@ -167,21 +192,7 @@ impl TestServer {
         token: Option<&str>,
         body: Option<serde_json::Value>,
     ) -> Answer {
-        let url = self.admin_url(path);
-        let mut req = self.client.request(method.parse().unwrap(), &url);
-        if let Some(t) = token {
-            req = req.header("authorization", format!("Bearer {t}"));
-        }
-        if let Some(b) = body {
-            req = req
-                .header("content-type", "application/json")
-                .body(b.to_string());
-        }
-        let res = req
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
-        answer(res).await
+        admin_call(&self.client, &self.admin_url(path), method, token, body).await
     }
 
     /// The admin API with `token`, typed: requests that must succeed, and
@@ -522,20 +533,7 @@ impl BinaryServer {
         body: Option<serde_json::Value>,
     ) -> Answer {
         let url = format!("{}{path}", self.admin);
-        let mut req = client().request(method.parse().unwrap(), &url);
-        if let Some(t) = token {
-            req = req.header("authorization", format!("Bearer {t}"));
-        }
-        if let Some(b) = body {
-            req = req
-                .header("content-type", "application/json")
-                .body(b.to_string());
-        }
-        let res = req
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
-        answer(res).await
+        admin_call(&client(), &url, method, token, body).await
     }
 
     /// An admin API call with `token` that must answer 200.
