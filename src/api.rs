@@ -17,11 +17,13 @@ use utoipa::{IntoParams, ToSchema};
 
 mod activity;
 mod audit;
-mod shapes;
 mod keys;
+mod reconcile;
+mod shapes;
 
 pub use crate::words::{
-    AdminReason as ErrorCode, AttemptOutcome, AuditAction, Circuit, RejectReason, Role,
+    AdminReason as ErrorCode, AttemptOutcome, AuditAction, Circuit, EventOrigin, ReconcileOutcome,
+    ReconciledHow, RejectReason, Role,
 };
 pub use activity::{Activity, ActivityQuery, DestinationMinute, MinuteCounts};
 pub use audit::{AuditEntry, AuditOutcome, AuditPage, AuditQuery};
@@ -30,6 +32,7 @@ pub use keys::{
     KeyListState, KeyNamespace, KeyNamespaces, KeyScope, KeyStateName, KeyView, MAX_KEY_LEN,
     MAX_KEY_RESULT, ReleaseRequest,
 };
+pub use reconcile::{ReconcileQuery, ReconcileReport, ReconcileSource, ReconcileSources};
 pub use shapes::{DriftView, FieldView, ShapeView, Shapes, ShapesQuery};
 
 /// A point in time, as Unix milliseconds inside and RFC 3339 on the wire
@@ -291,12 +294,21 @@ pub struct SearchProgress {
 pub struct EventDetail {
     #[serde(flatten)]
     pub summary: EventSummary,
+    /// `reconciled`: fetched from the provider's API, not received signed
+    /// (its `hookinbox-*` headers say from where).
+    #[serde(default = "received")]
+    pub origin: EventOrigin,
     pub content_type: Option<String>,
     /// The provider's headers hookinbox kept, in order, as `[name, value]`.
     #[schema(value_type = Vec<Vec<String>>)]
     pub headers: Vec<(String, String)>,
     pub payload: Payload,
     pub attempt_history: Vec<AttemptRecord>,
+}
+
+/// What an older server's event detail, which says no origin, means.
+fn received() -> EventOrigin {
+    EventOrigin::Received
 }
 
 /// The raw body: as text when it is UTF-8, else base64.

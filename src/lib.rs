@@ -38,3 +38,4 @@ pub mod cli;
 pub mod ctl;
 pub mod send;
 pub mod replicate;
+pub mod reconcile;

@@ -36,6 +36,8 @@ pub enum TaskName {
     Streams,
     /// The payload drift watch's learner.
     Drift,
+    /// Reconcile passes of the sources' provider APIs.
+    Reconcile,
 }
 
 /// When a task is stopped: the tiers stop in this order, each once every
@@ -69,6 +71,7 @@ impl std::fmt::Display for TaskName {
             TaskName::Scheduler => "delivery scheduler",
             TaskName::Sweeper => "sweeper",
             TaskName::Drift => "drift",
+            TaskName::Reconcile => "reconciler",
             TaskName::Alerter => "alerter",
             TaskName::Summary => "log summary",
             TaskName::Prober => "readiness prober",

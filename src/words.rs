@@ -108,6 +108,8 @@ words! {
         /// A claim, complete, release or extend of an idempotency key: an
         /// app's, refused to a person.
         KeyChange => "key_change",
+        /// A reconcile pass run by hand (`hookinbox reconcile`).
+        Reconcile => "reconcile",
         Other => "other",
     }
 }
@@ -207,6 +209,46 @@ words! {
         Added => "added",
         /// A field with a type it never had (null aside).
         TypeChanged => "type_changed",
+    }
+}
+
+words! {
+    /// How a stored event came in (`GET /api/events/{id}`'s `origin`).
+    pub enum EventOrigin {
+        /// A request to `/in/{source}` whose signature verified.
+        Received => "received",
+        /// Fetched from the provider's API by a reconcile pass: no signature
+        /// covers it; its headers say where it came from.
+        Reconciled => "reconciled",
+    }
+}
+
+words! {
+    /// How a reconcile pass ended (`reconcile_runs_total{outcome}`).
+    pub enum ReconcileOutcome {
+        /// The provider answered every call the pass made.
+        Ok => "ok",
+        /// The provider refused the credential (401, 403): nothing is asked
+        /// again until the next pass.
+        Refused => "refused",
+        /// The provider asked to wait longer than a pass waits (429 and
+        /// `Retry-After`, or its rate limit spent).
+        Throttled => "throttled",
+        /// The provider unreachable, an answer not understood, or the store
+        /// not taking what was fetched.
+        Failed => "failed",
+    }
+}
+
+words! {
+    /// How an event hookinbox never received came back (`reconciled_total{how}`).
+    pub enum ReconciledHow {
+        /// The provider was asked to send it again: it arrives signed, through
+        /// ingest, and dedupes on its id.
+        Resent => "resent",
+        /// Fetched from the provider's API (no resend exists) and stored marked
+        /// `origin = "reconciled"`.
+        Fetched => "fetched",
     }
 }
 

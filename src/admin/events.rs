@@ -10,7 +10,7 @@ use base64::Engine;
 use super::AdminState;
 use super::error::{AdminError, StoreUnavailable, Unauthorized};
 use super::wire::{attempt_on_wire, status_of, summary};
-use crate::api::{self, EventQuery, Timestamp};
+use crate::api::{self, EventOrigin, EventQuery, Timestamp};
 use crate::store::schema::Status;
 use crate::store::{Budget, Change, ChangeError, Delivery, EventFilter, PayloadMatch, StoredEvent};
 
@@ -142,6 +142,10 @@ pub(super) async fn show_event(
     let payload = payload_of(&e.record.body);
     Ok(Json(api::EventDetail {
         summary: summary(&e),
+        origin: match crate::standard_webhooks::origin_of(&e.record.headers) {
+            Some(crate::standard_webhooks::RECONCILED) => EventOrigin::Reconciled,
+            _ => EventOrigin::Received,
+        },
         content_type: e.record.content_type.clone(),
         headers: e.record.headers.clone(),
         payload,

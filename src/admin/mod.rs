@@ -27,6 +27,7 @@ mod openapi;
 mod replication;
 mod routes;
 mod scrape;
+mod reconcile;
 mod shapes;
 mod stats;
 mod stream;
@@ -94,6 +95,8 @@ pub struct AdminContext {
     pub expect_within: BTreeMap<String, Duration>,
     /// What the payload drift watch learned (`GET /api/shapes`).
     pub shapes: Arc<std::sync::Mutex<crate::drift::Learned>>,
+    /// Each source's reconcile passes, and a pass by hand.
+    pub reconcile: crate::reconcile::ReconcileHandle,
     /// A replicating node's lease and promotion (`[replication]`).
     pub replication: Option<crate::replicate::Control>,
     /// Cancelled when the app stops: long-lived answers (the event

@@ -12,8 +12,8 @@ use axum::http::Method;
 use axum::routing::{any, delete, get, post};
 
 use super::{
-    AdminState, audit, auth, backup, bulk, destinations, events, health, keys, replication, scrape,
-    shapes, stats, stream, sweep,
+    AdminState, audit, auth, backup, bulk, destinations, events, health, keys, reconcile,
+    replication, scrape, shapes, stats, stream, sweep,
 };
 use crate::api::{AuditAction, Role};
 
@@ -185,6 +185,8 @@ routes! {
         get "/api/stats" => stats::stats, Person(Viewer), None;
         get "/api/activity" => stats::activity, Person(Viewer), None;
         get "/api/shapes" => shapes::shapes, Person(Viewer), None;
+        get "/api/reconcile" => reconcile::sources, Person(Viewer), None;
+        post "/api/reconcile/{source}" => reconcile::pass, Person(Operator), Some(A::Reconcile);
         post "/api/sweep" => sweep::sweep_now, Person(Admin), Some(A::Sweep);
         // Recorded: it copies every payload out.
         get "/api/backup" => backup::backup, Person(Admin), Some(A::Backup);

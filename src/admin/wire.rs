@@ -113,6 +113,7 @@ pub(super) fn attempt_on_wire(
         event_id: &e.record.event_id,
         event_type: e.record.event_type.as_deref(),
         content_type: e.record.content_type.as_deref(),
+        origin: crate::standard_webhooks::origin_of(&e.record.headers),
         body: &[],
     };
     api::AttemptRecord {

@@ -45,6 +45,8 @@ pub enum AppError {
     Destination(#[from] crate::deliver::SetupError),
     #[error(transparent)]
     Alerts(#[from] crate::alert::ClientError),
+    #[error("reconcile: {0}")]
+    Reconcile(#[from] crate::reconcile::ApiError),
     #[error(
         "the {task} task ended unexpectedly ({end}); hookinbox stopped so that it can be restarted"
     )]
@@ -181,6 +183,13 @@ impl App {
             replication.as_ref().map(|r| r.control.lease.primary()),
             drift,
         )?;
+        let (reconciler, reconcile) = crate::reconcile::Reconciler::new(
+            &config,
+            store.clone(),
+            state.clone(),
+            metrics.clone(),
+            clock.clone(),
+        )?;
         let Listeners { ingest, admin } = listeners;
         let ingest_addr = ingest.local_addr()?;
         let admin_addr = admin.local_addr()?;
@@ -205,6 +214,7 @@ impl App {
             started_ms,
             expect_within: expected_within(&config),
             shapes: learned,
+            reconcile,
             replication: replication.as_ref().map(|r| r.control.clone()),
             stopping: front,
             streams,
@@ -231,6 +241,7 @@ impl App {
             replication,
             hub,
             learner,
+            reconciler,
         };
         let task = tokio::spawn(run(wiring, writer, shutdown, tasks));
         Ok(App {
@@ -298,6 +309,7 @@ fn declared_metrics(config: &Config) -> Metrics {
             name: s.name.as_str(),
             destinations: s.destinations.iter().map(|d| d.route.as_str()).collect(),
             expect_within: s.expect_within,
+            reconciled: s.reconcile.is_some(),
         })
         .collect();
     metrics.declare(&declared);
@@ -470,6 +482,8 @@ struct Wiring {
     hub: crate::admin::HubReader,
     /// The payload drift watch's learner.
     learner: crate::drift::Learner,
+    /// Every reconciled source's passes.
+    reconciler: crate::reconcile::Reconciler,
 }
 
 /// The app's life after `start`: starts every task, runs until `shutdown`
@@ -533,6 +547,7 @@ fn spawn_tasks(tasks: &mut Tasks, wiring: Wiring) {
         replication,
         hub,
         learner,
+        reconciler,
     } = wiring;
     {
         let metrics = metrics.clone();
@@ -590,6 +605,16 @@ fn spawn_tasks(tasks: &mut Tasks, wiring: Wiring) {
     tasks.spawn(TaskName::Drift, Tier::Back, |stop| async move {
         if gate(store, stop.clone()).await {
             learner.run(stop).await
+        } else {
+            Ok(())
+        }
+    });
+    // Passes run on the primary; a pass under way ends with the front (its
+    // cursor is kept page by page).
+    let store = prober.clone();
+    tasks.spawn(TaskName::Reconcile, Tier::Front, |stop| async move {
+        if gate(store, stop.clone()).await {
+            reconciler.run(stop).await
         } else {
             Ok(())
         }

@@ -97,6 +97,24 @@ pub enum Command {
     },
     /// Sweep expired data now.
     Sweep(Remote),
+    /// Ask a source's provider API for the events that never arrived, now.
+    ///
+    /// Runs one pass of the source's [source.reconcile] and prints what it
+    /// found: held, asked to resend, fetched. Without a source, prints each
+    /// source's last pass.
+    Reconcile {
+        #[command(flatten)]
+        remote: Remote,
+        /// The source (one with [source.reconcile]).
+        source: Option<String>,
+        /// Look back this far from now (e.g. 2h) instead of from where the
+        /// passes got to; such a pass moves no cursor.
+        #[arg(long)]
+        since: Option<String>,
+        /// List and compare only: ask for nothing, store nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Whose token the commands use (the admin token or an [[admin.user]]), its role and expiry.
     Whoami(Remote),
     /// The audit trail, newest first: who changed what, when and why (refusals too)
@@ -204,6 +222,19 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Destinations { remote, command } => ops(remote, OpsCommand::Destinations(command)),
         Command::Keys { remote, command } => ops(remote, OpsCommand::Keys(command)),
         Command::Sweep(remote) => ops(remote, OpsCommand::Sweep),
+        Command::Reconcile {
+            remote,
+            source,
+            since,
+            dry_run,
+        } => ops(
+            remote,
+            OpsCommand::Reconcile {
+                source,
+                since,
+                dry_run,
+            },
+        ),
         Command::Whoami(remote) => ops(remote, OpsCommand::Whoami),
         Command::Audit { remote, args } => ops(remote, OpsCommand::Audit(args)),
         Command::Backup { remote, out } => ops(remote, OpsCommand::Backup { out }),

@@ -24,6 +24,7 @@ mod destination;
 mod error;
 mod load;
 mod raw;
+mod reconcile;
 mod resolve;
 mod secret;
 mod sections;
@@ -38,6 +39,7 @@ pub use destination::{
 };
 pub use error::{ConfigError, Position};
 pub use load::{OperatorView, PACKAGED_CONFIG, process_env};
+pub use reconcile::{GithubHook, ReconcileConfig, Target};
 pub use resolve::{
     GeneratedSecret, GivenSecret, Loaded, ReadSecretError, ResolveError, Resolved, SecretPlan,
     SecretPurpose, Stage,

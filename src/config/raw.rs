@@ -197,6 +197,25 @@ pub struct RawSource {
     pub prefix: Option<String>,
     pub signed_payload: Option<String>,
     pub timestamp_header: Option<String>,
+    /// `[source.reconcile]`: ask the provider's API for what never arrived.
+    pub reconcile: Option<RawReconcile>,
+}
+
+/// `[source.reconcile]`: the provider API a pass asks, its credential and
+/// how often.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawReconcile {
+    pub token: Option<String>,
+    pub token_env: Option<String>,
+    pub token_file: Option<String>,
+    pub interval: Option<String>,
+    pub lookback: Option<String>,
+    pub api_base: Option<String>,
+    /// GitHub: `repos/OWNER/REPO/hooks/ID` or `orgs/ORG/hooks/ID`.
+    pub hook: Option<String>,
+    /// Stripe: the webhook endpoint (`we_…`) whose status is checked.
+    pub endpoint: Option<String>,
 }
 
 /// `destination = "…"`, or `[[source.destination]]` tables.
@@ -462,6 +481,9 @@ pub mod default {
     pub const ENCODING: SignatureEncoding = SignatureEncoding::Hex;
     pub const PREFIX: &str = "";
     pub const SIGNED_PAYLOAD: &str = "{body}";
+    // [source.reconcile]; its lookback and api_base default per provider
+    // (`validate/reconcile.rs`).
+    pub const RECONCILE_INTERVAL: &str = "10m";
 }
 
 /// Parses the file. A TOML syntax error, a value of the wrong type, an

@@ -291,6 +291,7 @@ impl SourceConfig<Loaded> {
             verify_token: self.verify_token,
             destinations,
             hmac: self.hmac,
+            reconcile: self.reconcile,
         })
     }
 }

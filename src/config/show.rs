@@ -13,12 +13,13 @@ use std::time::Duration;
 
 use super::raw::{
     CodeOrText, OneOrMany, RawAdmin, RawAdminUser, RawAlerts, RawConfig, RawDestination,
-    RawDestinations, RawKeyClient, RawKeys, RawLog, RawReplication, RawRetention, RawServer,
-    RawSize, RawSource,
+    RawDestinations, RawKeyClient, RawKeys, RawLog, RawReconcile, RawReplication, RawRetention,
+    RawServer, RawSize, RawSource,
 };
 use super::{
     AdminUser, AdminUserToken, Config, DeliveryConfig, GivenSecret, Loaded, Locator, PayloadPart,
-    SecretOrigin, SecretPlan, SecretPurpose, SourceConfig, StatusPattern, redact_url,
+    ReconcileConfig, SecretOrigin, SecretPlan, SecretPurpose, SourceConfig, StatusPattern, Target,
+    redact_url,
 };
 
 /// What stands for a secret written inline.
@@ -201,6 +202,29 @@ fn source(s: &SourceConfig<Loaded>) -> RawSource {
         );
         raw.timestamp_header = h.timestamp_header.as_ref().map(|t| t.to_string());
     }
+    raw.reconcile = s.reconcile.as_ref().map(reconcile);
+    raw
+}
+
+/// A `[source.reconcile]` as the file writes it, its token by where it is kept.
+fn reconcile(r: &ReconcileConfig) -> RawReconcile {
+    let mut raw = RawReconcile {
+        interval: Some(human(r.interval)),
+        lookback: Some(human(r.lookback)),
+        api_base: Some(redact_url(&r.api_base)),
+        ..RawReconcile::default()
+    };
+    let token = match &r.target {
+        Target::GithubHook { hook, token } => {
+            raw.hook = Some(hook.to_string());
+            token
+        }
+        Target::Stripe { token, endpoint } => {
+            raw.endpoint = endpoint.clone();
+            token
+        }
+    };
+    (raw.token, raw.token_env, raw.token_file) = place(token);
     raw
 }
 

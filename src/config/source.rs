@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::destination::DeliveryConfig;
+use super::reconcile::ReconcileConfig;
 use super::resolve::{GivenSecret, Resolved, Stage};
 use super::secret::Secret;
 use super::values::{ValueError, parse_name};
@@ -291,6 +292,8 @@ pub struct SourceConfig<S: Stage = Resolved> {
     /// queue; none: events are held.
     pub destinations: Vec<DeliveryConfig<S>>,
     pub hmac: Option<HmacSpec>,
+    /// Asks the provider's API for the events that never arrived.
+    pub reconcile: Option<ReconcileConfig>,
 }
 
 /// 1 MiB: larger than any provider's documented payload (Stripe and GitHub

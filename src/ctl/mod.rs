@@ -26,6 +26,7 @@ mod keys;
 mod listen;
 mod output;
 mod query;
+mod reconcile;
 mod replication;
 mod stats;
 mod sweep;
@@ -72,6 +73,14 @@ pub enum OpsCommand {
     Keys(KeysCommand),
     /// Sweep expired data now.
     Sweep,
+    /// One reconcile pass of a source now, or each source's last pass.
+    Reconcile {
+        source: Option<String>,
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Who the token belongs to and its role.
     Whoami,
     /// The audit trail: who changed what, when, and why.
@@ -99,6 +108,11 @@ pub async fn run(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
         OpsCommand::Destinations(command) => destinations::run(&client, command, json).await,
         OpsCommand::Keys(command) => keys::run(&client, command, json).await,
         OpsCommand::Sweep => sweep::run(&client, json).await,
+        OpsCommand::Reconcile {
+            source,
+            since,
+            dry_run,
+        } => reconcile::run(&client, source, since, dry_run, json).await,
         OpsCommand::Whoami => whoami::run(&client, json).await,
         OpsCommand::Audit(args) => audit::run(&client, args, json).await,
         OpsCommand::Backup { out } => backup::run(&client, &out, json).await,

@@ -197,6 +197,7 @@ impl Destination {
             event_id: &rec.event_id,
             event_type: rec.event_type.as_deref(),
             content_type: rec.content_type.as_deref(),
+            origin: crate::standard_webhooks::origin_of(&rec.headers),
             body: &rec.body,
         };
         let mut headers = message.headers(&self.key, attempt, started_ms);

@@ -264,6 +264,62 @@ impl IngestState {
 }
 
 impl IngestState {
+    /// Stores an event, routed as its source's destinations take it, and
+    /// counts it: received (offered to the drift watch) or a duplicate.
+    async fn keep(
+        &self,
+        source: &Source,
+        event: verify::VerifiedEvent,
+        event_id: &str,
+        started: Instant,
+    ) -> Result<Ingested, StoreError> {
+        let event_type = event.event_type().map(str::to_owned);
+        let initial = source.route(event.event_type(), event.body());
+        let filtered = initial == Initial::Filtered;
+        let (body, at_ms) = (event.body().clone(), event.received_at_ms());
+        let ingested = self.store.ingest(event, initial).await?;
+        let ack = started.elapsed();
+        let kind = event_type.as_deref().unwrap_or(crate::store::NO_TYPE);
+        let (id, duplicate) = match &ingested {
+            Ingested::New { id } => (id, false),
+            Ingested::Duplicate { id } => (id, true),
+        };
+        if duplicate {
+            self.metrics.duplicate(source.name.as_str(), kind, ack);
+        } else {
+            self.metrics.received(source.name.as_str(), kind, ack);
+            if filtered {
+                self.metrics.filtered(source.name.as_str());
+            }
+            self.drift
+                .offer(source.name.as_str(), kind, &body, id, at_ms);
+        }
+        tracing::debug!(
+            source = source.name.as_str(),
+            event_id,
+            event_type,
+            id,
+            duplicate,
+            filtered,
+            ack_ms = ack.as_secs_f64() * 1e3,
+            "stored"
+        );
+        Ok(ingested)
+    }
+
+    /// Stores an event a reconcile pass fetched from its provider's API,
+    /// as a received one is stored (routed, counted, deduped on its id).
+    /// Whether it was new.
+    pub async fn store_fetched(&self, event: verify::VerifiedEvent) -> Result<bool, StoreError> {
+        let Some(source) = self.sources.get(event.source().as_str()) else {
+            // The reconciler runs passes of configured sources only.
+            return Ok(false);
+        };
+        let event_id = event.event_id().as_str().to_owned();
+        let ingested = self.keep(source, event, &event_id, Instant::now()).await?;
+        Ok(matches!(ingested, Ingested::New { .. }))
+    }
+
     /// The source a path names, and the rest of the path after it. The path
     /// is /in/{source} or /in/{source}/{*rest}: the router guarantees the prefix.
     fn source_of<'p>(&self, path: &'p str) -> Result<(&Source, &'p str), IngestError> {
@@ -446,38 +502,11 @@ async fn receive(State(state): State<IngestState>, request: Request) -> Response
     };
 
     let event_id = event.event_id().as_str().to_owned();
-    let event_type = event.event_type().map(str::to_owned);
-    let initial = source.route(event.event_type(), event.body());
-    let filtered = initial == Initial::Filtered;
-    let (id, duplicate) = match state.store.ingest(event, initial).await {
+    let (id, duplicate) = match state.keep(source, event, &event_id, started).await {
         Ok(Ingested::New { id }) => (id, false),
         Ok(Ingested::Duplicate { id }) => (id, true),
         Err(e) => return reject(e.into(), Some(&event_id)),
     };
-    let ack = started.elapsed();
-    let kind = event_type.as_deref().unwrap_or(crate::store::NO_TYPE);
-    if duplicate {
-        state.metrics.duplicate(source.name.as_str(), kind, ack);
-    } else {
-        state.metrics.received(source.name.as_str(), kind, ack);
-        if filtered {
-            state.metrics.filtered(source.name.as_str());
-        }
-        let at_ms = crate::clock::unix_ms(now);
-        state
-            .drift
-            .offer(source.name.as_str(), kind, &body, &id, at_ms);
-    }
-    tracing::debug!(
-        source = source.name.as_str(),
-        event_id,
-        event_type,
-        id,
-        duplicate,
-        filtered,
-        ack_ms = ack.as_secs_f64() * 1e3,
-        "stored"
-    );
     let mut answer = json!({"received": true, "id": id});
     if duplicate {
         answer["duplicate"] = serde_json::Value::Bool(true);

@@ -11,7 +11,7 @@ use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEn
 
 use crate::words::{
     AdminReason, AlertKind, AlertStatus, AttemptOutcome, Circuit, DriftChange, KeyClaimOutcome,
-    Listener, RejectReason, SweptKind,
+    Listener, ReconcileOutcome, ReconciledHow, RejectReason, SweptKind,
 };
 
 /// Each word's label value is its `as_str`. Not
@@ -36,6 +36,8 @@ label_values!(
     Circuit,
     KeyClaimOutcome,
     Listener,
+    ReconcileOutcome,
+    ReconciledHow,
     RejectReason,
     StoreFile,
     SweptKind,
@@ -156,6 +158,20 @@ pub struct AlertLabels {
     pub status: AlertStatus,
     /// `false` when the post failed; prints as `true`/`false`.
     pub sent: bool,
+}
+
+/// A source and how its reconcile pass ended.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReconcileRunLabels {
+    pub source: String,
+    pub outcome: ReconcileOutcome,
+}
+
+/// A source and how an event it never received came back.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReconciledLabels {
+    pub source: String,
+    pub how: ReconciledHow,
 }
 
 /// A source and how one of its payloads departed from its shape.

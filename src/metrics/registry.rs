@@ -18,7 +18,7 @@ use super::budget::Budget;
 use super::labels::{
     AlertLabels, BuildLabels, CircuitLabels, DestinationLabel, DriftLabels, KeyClaimLabels,
     KindLabel, ListenerLabel, NamespaceLabel, NodeLabel, OutcomeLabels, ReasonLabel,
-    RejectedLabels, SourceLabel, StoreFileLabel,
+    ReconcileRunLabels, ReconciledLabels, RejectedLabels, SourceLabel, StoreFileLabel,
 };
 use super::process::ProcessCollector;
 use super::record::{Inner, Metrics};
@@ -137,6 +137,14 @@ impl Metrics {
                 => "payload_drift", "Fields an event's payload lacked, added or retyped against what its source sent before (each departure once)";
             drift_skipped: Family<SourceLabel, Counter>
                 => "drift_skipped", "New events the payload drift watch did not learn: over its rate per source and type, or its queue full";
+            reconcile_runs: Family<ReconcileRunLabels, Counter>
+                => "reconcile_runs", "Reconcile passes of a source's provider API, by outcome (ok, refused: the credential, throttled, failed)";
+            reconciled: Family<ReconciledLabels, Counter>
+                => "reconciled", "Events the provider could not deliver and hookinbox never received, recovered by a reconcile pass: resent (asked again) or fetched (stored from the API)";
+            reconcile_last_success: Family<SourceLabel, Gauge>
+                => "reconcile_last_success_timestamp_seconds", "When a reconcile pass of the source last succeeded (unix seconds; 0 before the first)";
+            subscription_active: Family<SourceLabel, Gauge>
+                => "source_subscription_active", "1 while the provider still sends to this source (GitHub's hook active, Stripe's endpoint enabled), 0 once it disabled it, as the last reconcile pass read it";
             alerts: Family<AlertLabels, Counter>
                 => "alerts", "Alerts posted to the alert URL, by kind; sent=\"false\" when the post failed";
             swept: Family<KindLabel, Counter>
@@ -226,6 +234,10 @@ impl Metrics {
                 circuit_state,
                 payload_drift,
                 drift_skipped,
+                reconcile_runs,
+                reconciled,
+                reconcile_last_success,
+                subscription_active,
                 alerts,
                 held,
                 filtered,

@@ -17,6 +17,21 @@ const SIGNATURE: &str = "webhook-signature";
 /// the header found here with an attempt.
 pub const SIGNATURE_AT: usize = 2;
 
+/// The stored header that says how an event came in, when not as a signed
+/// request (which has none).
+pub const ORIGIN_HEADER: &str = "hookinbox-origin";
+/// [`ORIGIN_HEADER`]'s value for an event fetched by a reconcile pass.
+pub const RECONCILED: &str = "reconciled";
+
+/// How a stored event came in, from the headers stored with it: `None` for
+/// a signed request, else [`ORIGIN_HEADER`]'s value.
+pub fn origin_of(headers: &[(String, String)]) -> Option<&str> {
+    headers
+        .iter()
+        .find(|(name, _)| name == ORIGIN_HEADER)
+        .map(|(_, value)| value.as_str())
+}
+
 /// One event as the contract's headers describe it to the app.
 pub struct Message<'a> {
     /// hookinbox's id: the `webhook-id`.
@@ -25,6 +40,9 @@ pub struct Message<'a> {
     pub event_id: &'a str,
     pub event_type: Option<&'a str>,
     pub content_type: Option<&'a str>,
+    /// How the event came in when not as a signed request (`reconciled`:
+    /// fetched from the provider's API): sent as `hookinbox-origin`.
+    pub origin: Option<&'a str>,
     pub body: &'a [u8],
 }
 
@@ -90,6 +108,9 @@ impl Message<'_> {
         if let Some(t) = self.event_type {
             headers.push(("hookinbox-event-type".to_owned(), t.to_owned()));
         }
+        if let Some(origin) = self.origin {
+            headers.push((ORIGIN_HEADER.to_owned(), origin.to_owned()));
+        }
         if let Some(ct) = self.content_type {
             headers.push(("content-type".to_owned(), ct.to_owned()));
         }
@@ -108,6 +129,7 @@ mod tests {
             event_id: "evt_1",
             event_type: Some("order.paid"),
             content_type: Some("application/json"),
+            origin: None,
             body,
         }
     }

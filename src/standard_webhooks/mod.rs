@@ -13,7 +13,7 @@
 
 mod message;
 
-pub use message::{Message, SIGNATURE_AT};
+pub use message::{Message, ORIGIN_HEADER, RECONCILED, SIGNATURE_AT, origin_of};
 
 use std::fmt;
 

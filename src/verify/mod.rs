@@ -23,7 +23,7 @@ use sha2::Digest;
 use crate::clock::unix_ms;
 use crate::config::{Kind, Locator, SourceConfig, SourceName};
 use crate::json_pointer;
-use crate::standard_webhooks::StandardKeyError;
+use crate::standard_webhooks::{ORIGIN_HEADER, RECONCILED, StandardKeyError};
 use crate::words::RejectReason;
 
 /// What a request looks like to verification.
@@ -91,7 +91,10 @@ impl EventId {
     }
 }
 
-/// An event whose signature verified. Only this module constructs one.
+/// An event whose origin is proven: its signature verified, or it was
+/// fetched from its provider's API with the source's credential
+/// ([`VerifiedEvent::fetched`], marked so in its headers). Only this module
+/// constructs one.
 #[derive(Debug, Clone)]
 pub struct VerifiedEvent {
     source: SourceName,
@@ -126,7 +129,39 @@ impl VerifiedEvent {
     pub fn received_at_ms(&self) -> u64 {
         self.received_at_ms
     }
+
+    /// An event hookinbox never received, fetched from its provider's API
+    /// with the source's credential (a reconcile pass): the API call proves
+    /// where it came from, no signature does. Its headers say so:
+    /// [`ORIGIN_HEADER`]` = `[`RECONCILED`], then `provenance` (where and
+    /// how it was fetched), each named under `hookinbox-`, which no request
+    /// can set ([`stored_headers`] keeps none).
+    pub fn fetched(
+        source: SourceName,
+        event_id: &str,
+        event_type: Option<String>,
+        body: Bytes,
+        provenance: Vec<(String, String)>,
+        received_at_ms: u64,
+    ) -> Result<VerifiedEvent, BadEventId> {
+        debug_assert!(provenance.iter().all(|(n, _)| n.starts_with(RESERVED)));
+        let mut headers = vec![(ORIGIN_HEADER.to_owned(), RECONCILED.to_owned())];
+        headers.extend(provenance);
+        Ok(VerifiedEvent {
+            source,
+            event_id: EventId::parse(event_id)?,
+            event_type,
+            content_type: Some("application/json".to_owned()),
+            headers,
+            body,
+            received_at_ms,
+        })
+    }
 }
+
+/// The prefix of header names that are hookinbox's own: the delivery
+/// contract's, and a stored event's provenance. Never kept from a request.
+pub const RESERVED: &str = "hookinbox-";
 
 /// Why a found event id is not one [`EventId::parse`] takes. It carries no
 /// text of the id: a rejection's message is logged and answered, and the
@@ -571,10 +606,12 @@ const UNSTORED_HEADERS: [&str; 10] = [
 
 /// The headers kept with an event, so that deliveries can forward the
 /// provider's own headers (and the app's provider-SDK check keeps working).
+/// None named under [`RESERVED`]: those are hookinbox's to set.
 pub fn stored_headers(headers: &HeaderMap) -> Vec<(String, String)> {
     headers
         .iter()
         .filter(|(name, _)| !UNSTORED_HEADERS.contains(&name.as_str()))
+        .filter(|(name, _)| !name.as_str().starts_with(RESERVED))
         .filter_map(|(name, value)| {
             Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
         })

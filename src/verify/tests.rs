@@ -241,6 +241,23 @@ fn stored_headers_drop_credentials_and_hop_by_hop() {
     );
 }
 
+/// A sender cannot mark its request as fetched by a reconcile pass (or set
+/// any header hookinbox names): `hookinbox-*` headers are never stored.
+#[test]
+fn stored_headers_keep_none_of_hookinbox_own() {
+    let map = headers(&[
+        ("hookinbox-origin".into(), "reconciled".into()),
+        (
+            "Hookinbox-Fetched-From".into(),
+            "https://api.stripe.com".into(),
+        ),
+        ("x-github-event".into(), "push".into()),
+    ]);
+    let kept = stored_headers(&map);
+    assert_eq!(kept, vec![("x-github-event".to_owned(), "push".to_owned())]);
+    assert_eq!(crate::standard_webhooks::origin_of(&kept), None);
+}
+
 /// Signs `body` for `kind` with `secret` at 1_700_000_000 and verifies it
 /// one second later, with `extra` headers added after signing (they are
 /// not covered by Twitch's or Zoom's signatures).

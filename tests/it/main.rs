@@ -28,6 +28,8 @@ mod logs;
 mod migration;
 mod monitoring;
 mod nats;
+mod providers;
+mod reconcile;
 mod replicate;
 mod replicate_drills;
 mod replicate_nodes;

@@ -34,6 +34,17 @@ name = "inbox"
 kind = "standard"
 secret = "{STANDARD_SECRET}"
 expect_within = "6h"
+
+[[source]]
+name = "github"
+kind = "github"
+secret = "github-webhook-secret"
+
+[source.reconcile]
+hook = "repos/acme/shop/hooks/7"
+token = "github_pat_never_used"
+interval = "1h"
+api_base = "http://127.0.0.1:9"
 "#,
         server_section(dir),
         dest.url()
@@ -283,7 +294,7 @@ async fn the_shipped_rules_and_dashboard_pass_promtool_and_grafanas_schema_on_re
     // should, with its labels and annotations, and not on healthy series)
     // pass.
     let checked = run_ok("promtool", &["check", "rules", RULES], PROMTOOL);
-    assert!(checked.contains("SUCCESS: 11 rules found"), "{checked}");
+    assert!(checked.contains("SUCCESS: 14 rules found"), "{checked}");
     run_ok(
         "promtool",
         &[
@@ -341,6 +352,10 @@ async fn the_shipped_rules_and_dashboard_pass_promtool_and_grafanas_schema_on_re
             // this node (without [replication]) never reads.
             "--allow-metric",
             "hookinbox_replication_lease_holder",
+            // Set by the first reconcile pass, which reads the provider's
+            // subscription; none runs in this test.
+            "--allow-metric",
+            "hookinbox_source_subscription_active",
             "--rules",
             RULES,
             DASHBOARD,

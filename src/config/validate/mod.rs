@@ -8,7 +8,7 @@
 //! This file holds the entry points ([`validate`], [`validate_operator`]),
 //! `Ctx` and the secret reader; each section's checks are in its own file:
 //! `server.rs` (with `[retention]` and `[log]`), `admin.rs`, `keys.rs`, `replication.rs`, `alerts.rs`,
-//! `source.rs` and `destination.rs`.
+//! `source.rs`, `destination.rs` and `reconcile.rs`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -32,6 +32,7 @@ mod admin;
 mod alerts;
 mod destination;
 mod keys;
+mod reconcile;
 mod replication;
 mod server;
 mod source;

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use super::destination::validate_destinations;
+use super::reconcile::validate_reconcile;
 use super::{Ctx, SecretSetting, longest};
 use crate::config::raw::{OneOrMany, RawSource, default};
 use crate::config::{
@@ -39,7 +40,19 @@ pub(super) fn validate_source(
     let public_url = source_public_url(cx, i, kind, &mut rs)?;
     let verify_token = validate_verify_token(cx, i, kind, &mut rs)?;
     let destinations = validate_destinations(cx, i, &name, &mut rs)?;
+    let reconcile = rs
+        .reconcile
+        .take()
+        .map(|raw| validate_reconcile(cx, i, kind, raw))
+        .transpose()?;
 
+    if reconcile.is_some() && event_id.is_some() {
+        return Err(cx.err(
+            key("event_id"),
+            "cannot be combined with [source.reconcile]: a pass matches what the provider \
+             lists to what hookinbox holds by the provider's own event id",
+        ));
+    }
     let hmac = source_hmac(cx, i, kind, rs)?;
     if kind == Kind::Hmac && event_id.is_none() {
         return Err(cx.err(
@@ -61,6 +74,7 @@ pub(super) fn validate_source(
         verify_token,
         destinations,
         hmac,
+        reconcile,
     })
 }
 

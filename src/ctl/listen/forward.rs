@@ -195,6 +195,7 @@ impl Forwarder {
                 event_id: &s.event_id,
                 event_type: s.event_type.as_deref(),
                 content_type: event.content_type.as_deref(),
+                origin: crate::standard_webhooks::origin_of(&event.headers),
                 body: &event.body,
             }
             .headers(key, 1, crate::clock::unix_ms(std::time::SystemTime::now())),

@@ -34,13 +34,13 @@ use super::budget::Budget;
 use super::exposition::{Exposition, to_prometheus_text};
 use super::labels::{
     AlertLabels, CircuitLabels, DestinationLabel, DriftLabels, KeyClaimLabels, KindLabel,
-    ListenerLabel, NamespaceLabel, OutcomeLabels, ReasonLabel, RejectedLabels, SourceLabel,
-    StoreFile, StoreFileLabel,
+    ListenerLabel, NamespaceLabel, OutcomeLabels, ReasonLabel, ReconcileRunLabels,
+    ReconciledLabels, RejectedLabels, SourceLabel, StoreFile, StoreFileLabel,
 };
 use super::tally::{Recent, Tally, Totals, TypeTally};
 use crate::words::{
-    AdminReason, AlertKind, AlertStatus, AttemptOutcome, Circuit, DriftChange, RejectReason,
-    SweptKind, UNKNOWN_SOURCE,
+    AdminReason, AlertKind, AlertStatus, AttemptOutcome, Circuit, DriftChange, ReconcileOutcome,
+    ReconciledHow, RejectReason, SweptKind, UNKNOWN_SOURCE,
 };
 
 /// The handle every module records through: a clone shares the registry
@@ -82,6 +82,10 @@ pub(super) struct Inner {
     pub(super) circuit_state: Family<DestinationLabel, Gauge>,
     pub(super) payload_drift: Family<DriftLabels, Counter>,
     pub(super) drift_skipped: Family<SourceLabel, Counter>,
+    pub(super) reconcile_runs: Family<ReconcileRunLabels, Counter>,
+    pub(super) reconciled: Family<ReconciledLabels, Counter>,
+    pub(super) reconcile_last_success: Family<SourceLabel, Gauge>,
+    pub(super) subscription_active: Family<SourceLabel, Gauge>,
     pub(super) alerts: Family<AlertLabels, Counter>,
     pub(super) held: Family<SourceLabel, Gauge>,
     pub(super) filtered: Family<SourceLabel, Counter>,
@@ -126,6 +130,8 @@ pub struct Declared<'a> {
     pub destinations: Vec<&'a str>,
     /// Its `expect_within`, a constant series for alert rules to compare with.
     pub expect_within: Option<std::time::Duration>,
+    /// It has `[source.reconcile]`: its pass series exist.
+    pub reconciled: bool,
 }
 
 /// What the store holds of one source, set just before a scrape.
@@ -198,6 +204,21 @@ impl Metrics {
                 &inner.quiet_seconds,
             ] {
                 let _ = family.get_or_create(&label);
+            }
+            if source.reconciled {
+                let _ = inner.reconcile_last_success.get_or_create(&label);
+                for &outcome in ReconcileOutcome::ALL {
+                    let _ = inner.reconcile_runs.get_or_create(&ReconcileRunLabels {
+                        source: source.name.to_owned(),
+                        outcome,
+                    });
+                }
+                for &how in ReconciledHow::ALL {
+                    let _ = inner.reconciled.get_or_create(&ReconciledLabels {
+                        source: source.name.to_owned(),
+                        how,
+                    });
+                }
             }
             if let Some(within) = source.expect_within {
                 inner

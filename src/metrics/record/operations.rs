@@ -1,9 +1,14 @@
 //! What operators and watches record: alerts posted, events replayed or
-//! ignored, admin API refusals, the event streams open, and payload drift.
+//! ignored, admin API refusals, the event streams open, payload drift and
+//! reconcile passes.
 
 use super::Metrics;
-use crate::metrics::labels::{AlertLabels, DriftLabels, ReasonLabel, SourceLabel};
-use crate::words::{AdminReason, AlertKind, AlertStatus, DriftChange};
+use crate::metrics::labels::{
+    AlertLabels, DriftLabels, ReasonLabel, ReconcileRunLabels, ReconciledLabels, SourceLabel,
+};
+use crate::words::{
+    AdminReason, AlertKind, AlertStatus, DriftChange, ReconcileOutcome, ReconciledHow,
+};
 
 impl Metrics {
     pub fn alert(&self, kind: AlertKind, status: AlertStatus, sent: bool) {
@@ -60,6 +65,49 @@ impl Metrics {
                 source: source.to_owned(),
             })
             .inc();
+    }
+
+    /// A reconcile pass of `source` ended with `outcome`.
+    pub fn reconcile_run(&self, source: &str, outcome: ReconcileOutcome) {
+        self.inner
+            .reconcile_runs
+            .get_or_create(&ReconcileRunLabels {
+                source: source.to_owned(),
+                outcome,
+            })
+            .inc();
+    }
+
+    /// One event `source` never received, recovered `how`.
+    pub fn reconciled(&self, source: &str, how: ReconciledHow) {
+        self.inner
+            .reconciled
+            .get_or_create(&ReconciledLabels {
+                source: source.to_owned(),
+                how,
+            })
+            .inc();
+    }
+
+    /// A reconcile pass of `source` that began at `at_s` (unix seconds)
+    /// succeeded.
+    pub fn reconcile_succeeded(&self, source: &str, at_s: u64) {
+        self.inner
+            .reconcile_last_success
+            .get_or_create(&SourceLabel {
+                source: source.to_owned(),
+            })
+            .set(i64::try_from(at_s).unwrap_or(i64::MAX));
+    }
+
+    /// Whether the provider still sends to `source`, as a pass read it.
+    pub fn subscription_active(&self, source: &str, active: bool) {
+        self.inner
+            .subscription_active
+            .get_or_create(&SourceLabel {
+                source: source.to_owned(),
+            })
+            .set(i64::from(active));
     }
 
     /// One more event stream open, until the guard is dropped.

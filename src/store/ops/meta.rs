@@ -1,6 +1,6 @@
 //! Meta: one row of the `meta` table set durably: a destination's pause
-//! state, and what the payload drift watch learned, both of which outlive
-//! a restart.
+//! state, what the payload drift watch learned, and where each source's
+//! reconcile passes got to, all of which outlive a restart.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -20,6 +20,8 @@ use super::super::tables::Tables;
 const PAUSED_PREFIX: &str = "paused:";
 /// The `meta` key of what the payload drift watch learned.
 const DRIFT: &str = "drift";
+/// `meta` keys of sources' reconcile cursors.
+const RECONCILE_PREFIX: &str = "reconcile:";
 
 impl Store {
     /// Keeps a destination's pause state across restarts.
@@ -54,6 +56,32 @@ impl Store {
         let txn = db.begin_read()?;
         let meta = txn.open_table(META)?;
         Ok(meta.get(DRIFT)?.map(|v| v.value().to_vec()))
+    }
+
+    /// Keeps where `source`'s reconcile passes got to (in the reconciler's
+    /// own encoding), replacing what was kept.
+    pub async fn set_reconcile_state(
+        &self,
+        source: &str,
+        value: Vec<u8>,
+    ) -> Result<(), StoreError> {
+        self.call(|reply| {
+            Box::new(SetMeta {
+                key: format!("{RECONCILE_PREFIX}{source}"),
+                value,
+                reply,
+            })
+        })
+        .await
+    }
+
+    /// What [`Store::set_reconcile_state`] kept last for `source`.
+    pub fn reconcile_state(&self, source: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read()?;
+        let meta = txn.open_table(META)?;
+        let key = format!("{RECONCILE_PREFIX}{source}");
+        Ok(meta.get(key.as_str())?.map(|v| v.value().to_vec()))
     }
 
     /// Pause states set through [`Store::set_paused`], by destination.

@@ -1,0 +1,72 @@
+//! Reconcile passes on the wire: `GET /api/reconcile` (each source's last
+//! pass) and `POST /api/reconcile/{source}` (one pass, by hand).
+
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::Timestamp;
+use crate::words::ReconcileOutcome;
+
+/// `POST /api/reconcile/{source}?since=2h&dry_run=true`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ReconcileQuery {
+    /// Look back this far (`2h`, `3d`), from now, instead of from where the
+    /// source's passes got to; such a pass moves no cursor.
+    pub since: Option<String>,
+    /// List and compare only: ask for nothing, store nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// What one pass found and did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ReconcileReport {
+    pub source: String,
+    /// What the pass read: `repos/acme/shop/hooks/12`, `events`.
+    pub target: String,
+    pub started_at: Timestamp,
+    pub took_ms: u64,
+    pub outcome: ReconcileOutcome,
+    /// Why it was not `ok`, in a sentence without secrets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub dry_run: bool,
+    /// Events the provider says it could not deliver (one per event id).
+    pub listed: u64,
+    /// Of those, already held by hookinbox.
+    pub held: u64,
+    /// Asked to send again (would have been, on a dry run).
+    pub resent: u64,
+    /// Fetched and stored (would have been, on a dry run).
+    pub fetched: u64,
+    /// Not asked again: a redelivery hookinbox had refused (a bad signature
+    /// stays bad).
+    pub skipped: u64,
+    /// Pages listed and calls made.
+    pub pages: u32,
+    pub calls: u32,
+    /// `false`: it stopped at its page limit; the next pass goes on.
+    pub complete: bool,
+    /// Whether the provider still sends here (GitHub's hook `active`,
+    /// Stripe's endpoint `enabled`); absent when not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscription_active: Option<bool>,
+}
+
+/// `GET /api/reconcile`: every source with `[source.reconcile]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ReconcileSources {
+    pub sources: Vec<ReconcileSource>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ReconcileSource {
+    pub source: String,
+    pub target: String,
+    pub interval_ms: u64,
+    pub lookback_ms: u64,
+    /// The last pass since hookinbox started, by timer or by hand.
+    pub last: Option<ReconcileReport>,
+    pub last_success_at: Option<Timestamp>,
+}

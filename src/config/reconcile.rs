@@ -1,0 +1,143 @@
+//! A source's `[source.reconcile]`: the provider API hookinbox asks, on a
+//! timer, for the events it never received. Types only; what each provider
+//! is asked, and how, belongs to `reconcile`.
+
+use std::fmt;
+use std::time::Duration;
+
+use super::resolve::GivenSecret;
+use super::secret::Secret;
+
+/// A validated `[source.reconcile]`.
+#[derive(Debug, Clone)]
+pub struct ReconcileConfig {
+    /// Which provider API, what on it, and the credential it takes.
+    pub target: Target,
+    /// How often a pass runs.
+    pub interval: Duration,
+    /// How far back the first pass looks (later passes start at the kept
+    /// cursor): by default the provider's own window.
+    pub lookback: Duration,
+    /// The API's root: the provider's public API unless the config names
+    /// another (an enterprise host, a test's fake).
+    pub api_base: reqwest::Url,
+}
+
+/// What a pass asks, per provider.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A GitHub repository's or organisation's webhook, read with a token
+    /// (a fine-grained token with the "Webhooks" permission, or a classic one
+    /// with `admin:repo_hook` / `admin:org_hook`).
+    GithubHook {
+        hook: GithubHook,
+        token: GivenSecret<Secret>,
+    },
+    /// Stripe's events API, read with a secret or restricted key (read
+    /// access to events and, for `endpoint`, webhook endpoints).
+    Stripe {
+        token: GivenSecret<Secret>,
+        /// The endpoint (`we_…`) that sends to this source: its `status` is
+        /// the subscription's health.
+        endpoint: Option<String>,
+    },
+}
+
+impl Target {
+    /// How the config file names what the pass reads, for log lines and
+    /// `reconcile` output.
+    pub fn describe(&self) -> String {
+        match self {
+            Target::GithubHook { hook, .. } => hook.to_string(),
+            Target::Stripe { .. } => "events".to_owned(),
+        }
+    }
+}
+
+/// A GitHub webhook that belongs to a repository or an organisation:
+/// `hook = "repos/OWNER/REPO/hooks/ID"` or `"orgs/ORG/hooks/ID"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GithubHook {
+    Repo {
+        owner: String,
+        repo: String,
+        id: u64,
+    },
+    Org {
+        org: String,
+        id: u64,
+    },
+}
+
+impl GithubHook {
+    /// `repos/OWNER/REPO/hooks/ID` or `orgs/ORG/hooks/ID`, as the hook's
+    /// API path (without the leading `/`) writes it.
+    pub fn parse(text: &str) -> Result<GithubHook, String> {
+        let parts: Vec<&str> = text.trim_matches('/').split('/').collect();
+        let name_ok = |n: &str| {
+            !n.is_empty()
+                && n != "."
+                && n != ".."
+                && n.len() <= 100
+                && n.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        };
+        let id = |n: &str| n.parse::<u64>().ok().filter(|id| *id > 0);
+        match parts.as_slice() {
+            ["repos", owner, repo, "hooks", n] if name_ok(owner) && name_ok(repo) => {
+                id(n).map(|id| GithubHook::Repo {
+                    owner: (*owner).to_owned(),
+                    repo: (*repo).to_owned(),
+                    id,
+                })
+            }
+            ["orgs", org, "hooks", n] if name_ok(org) => id(n).map(|id| GithubHook::Org {
+                org: (*org).to_owned(),
+                id,
+            }),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            format!(
+                "{text:?} names no GitHub hook: write \"repos/OWNER/REPO/hooks/ID\" or \
+                 \"orgs/ORG/hooks/ID\" (the hook's ID is in its settings page's URL)"
+            )
+        })
+    }
+}
+
+impl fmt::Display for GithubHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GithubHook::Repo { owner, repo, id } => write!(f, "repos/{owner}/{repo}/hooks/{id}"),
+            GithubHook::Org { org, id } => write!(f, "orgs/{org}/hooks/{id}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GithubHook;
+
+    #[test]
+    fn a_github_hook_is_a_repository_or_organisation_path() {
+        let repo = GithubHook::parse("repos/acme/shop.web/hooks/12").unwrap();
+        assert!(GithubHook::parse("repos/acme/.github/hooks/3").is_ok());
+        assert_eq!(repo.to_string(), "repos/acme/shop.web/hooks/12");
+        let org = GithubHook::parse("/orgs/acme/hooks/7/").unwrap();
+        assert_eq!(org.to_string(), "orgs/acme/hooks/7");
+        for bad in [
+            "",
+            "repos/acme/hooks/12",
+            "repos/acme/shop/hooks/0",
+            "repos/acme/shop/hooks/x",
+            "repos/ac me/shop/hooks/1",
+            "orgs/acme/hooks",
+            "users/acme/hooks/1",
+            "repos/../shop/hooks/1",
+            "repos/acme/shop/hooks/1/extra",
+        ] {
+            assert!(GithubHook::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+}

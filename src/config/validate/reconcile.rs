@@ -1,0 +1,184 @@
+//! `[source.reconcile]`: which provider API a pass asks (by the source's
+//! kind), its credential, interval, lookback and API root.
+
+use std::time::Duration;
+
+use super::{Ctx, SecretSetting, longest};
+use crate::config::raw::{RawReconcile, default};
+use crate::config::reconcile::{GithubHook, ReconcileConfig, Target};
+use crate::config::{ConfigError, GivenSecret, Kind, Secret};
+
+/// 90 days for a first pass's lookback: longer than any provider keeps what
+/// it could not deliver (Stripe's events, 30 days).
+const LONGEST_LOOKBACK: Duration = Duration::from_secs(90 * 86_400);
+/// A pass at most every second: a provider's rate limit is shared with the
+/// app's own calls.
+const SHORTEST_INTERVAL: Duration = Duration::from_secs(1);
+
+/// What a provider keeps and where its API is, by kind.
+struct Provider {
+    /// How long the provider lists what it could not deliver.
+    window: &'static str,
+    api_base: &'static str,
+}
+
+fn provider(kind: Kind) -> Option<Provider> {
+    match kind {
+        // "You can see deliveries from the past 3 days" (GitHub docs,
+        // "Viewing webhook deliveries").
+        Kind::Github => Some(Provider {
+            window: "3d",
+            api_base: "https://api.github.com",
+        }),
+        // "All events are kept for 30 days" (Stripe API, "List all events").
+        Kind::Stripe => Some(Provider {
+            window: "30d",
+            api_base: "https://api.stripe.com",
+        }),
+        _ => None,
+    }
+}
+
+/// `source[i].reconcile`, for a source of `kind`.
+pub(super) fn validate_reconcile(
+    cx: &mut Ctx<'_>,
+    i: usize,
+    kind: Kind,
+    raw: RawReconcile,
+) -> Result<ReconcileConfig, ConfigError> {
+    let key = |k: &str| format!("source[{i}].reconcile.{k}");
+    let Some(provider) = provider(kind) else {
+        return Err(cx.err(
+            format!("source[{i}].reconcile"),
+            format!(
+                "is not available for kind = \"{kind}\": hookinbox asks the APIs of github \
+                 and stripe for what never arrived"
+            ),
+        ));
+    };
+    let interval = cx.positive_duration(
+        &key("interval"),
+        raw.interval.as_deref(),
+        default::RECONCILE_INTERVAL,
+        longest::INTERVAL,
+    )?;
+    if interval < SHORTEST_INTERVAL {
+        return Err(cx.err(key("interval"), "must be at least 1s"));
+    }
+    let lookback = cx.positive_duration(
+        &key("lookback"),
+        raw.lookback.as_deref(),
+        provider.window,
+        LONGEST_LOOKBACK,
+    )?;
+    let api_base = api_base(cx, i, raw.api_base.as_deref().unwrap_or(provider.api_base))?;
+    let token = token(cx, i, &raw)?;
+    let refuse = |cx: &Ctx<'_>, k: &str, set: bool| {
+        if set {
+            Err(cx.err(key(k), format!("applies to another provider, not {kind}")))
+        } else {
+            Ok(())
+        }
+    };
+    let target = match kind {
+        Kind::Github => {
+            refuse(cx, "endpoint", raw.endpoint.is_some())?;
+            let hook = raw.hook.as_deref().ok_or_else(|| {
+                cx.err(
+                    key("hook"),
+                    "is required for github: \"repos/OWNER/REPO/hooks/ID\" or \"orgs/ORG/hooks/ID\"",
+                )
+            })?;
+            let hook = GithubHook::parse(hook).map_err(|m| cx.err(key("hook"), m))?;
+            Target::GithubHook { hook, token }
+        }
+        Kind::Stripe => {
+            refuse(cx, "hook", raw.hook.is_some())?;
+            let endpoint = raw
+                .endpoint
+                .map(|e| {
+                    let ok = e.starts_with("we_")
+                        && e.len() <= 64
+                        && e.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+                    if ok {
+                        Ok(e)
+                    } else {
+                        Err(cx.err(
+                            key("endpoint"),
+                            format!("{e:?} is not a Stripe webhook endpoint id (we_…)"),
+                        ))
+                    }
+                })
+                .transpose()?;
+            Target::Stripe { token, endpoint }
+        }
+        _ => unreachable!("provider() answers only the kinds matched here"),
+    };
+    Ok(ReconcileConfig {
+        target,
+        interval,
+        lookback,
+        api_base,
+    })
+}
+
+/// The API's root: https, or http to a loopback address only (a token is
+/// never sent in the clear over a network).
+fn api_base(cx: &Ctx<'_>, i: usize, text: &str) -> Result<reqwest::Url, ConfigError> {
+    let key = format!("source[{i}].reconcile.api_base");
+    let url = reqwest::Url::parse(text).map_err(|e| cx.err(&key, format!("is not a URL: {e}")))?;
+    let host = url.host_str().unwrap_or_default();
+    let loopback = host == "localhost"
+        || host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    match url.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        "http" => {
+            return Err(cx.err(
+                &key,
+                "must be https: the API credential would cross the network in the clear \
+                 (http is allowed to a loopback address)",
+            ));
+        }
+        other => return Err(cx.err(&key, format!("has scheme {other:?}: use https"))),
+    }
+    if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
+        return Err(cx.err(
+            &key,
+            "must be a plain URL: no credentials, query or fragment",
+        ));
+    }
+    Ok(url)
+}
+
+/// The API credential: exactly one of token, token_env, token_file.
+fn token(
+    cx: &mut Ctx<'_>,
+    i: usize,
+    raw: &RawReconcile,
+) -> Result<GivenSecret<Secret>, ConfigError> {
+    let key = format!("source[{i}].reconcile.token");
+    let found = cx.read_secret(SecretSetting {
+        key: key.clone(),
+        inline: raw.token.clone().into_iter().collect(),
+        env: raw.token_env.clone(),
+        file: raw.token_file.clone(),
+    })?;
+    let found = found.ok_or_else(|| {
+        cx.err(
+            &key,
+            "is required: the provider API's credential, in token_file or token_env",
+        )
+    })?;
+    let text = found.text.trim();
+    if text.is_empty() {
+        return Err(cx.err(found.key, "is empty"));
+    }
+    Ok(GivenSecret {
+        origin: found.origin,
+        value: Secret::new(text),
+    })
+}
