@@ -2,7 +2,7 @@
 // learned from new events (each field, its types, how many events carried
 // it) and every departure a later event made from it, newest first, each
 // linking to that event (GET /api/shapes). The source filter is in the
-// address, so a view can be shared.
+// address, so a view can be shared; a `drift` alert links here.
 // Part of app.js: the parts are joined in order (src/dashboard/mod.rs).
 
 // ---- shapes ---------------------------------------------------------------------------
