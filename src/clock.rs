@@ -6,12 +6,15 @@
 //! another. Production uses the system clock; tests freeze it at a vector's
 //! signing time ([`Clock::fixed`]) or let it follow tokio's paused clock
 //! ([`Clock::following_tokio`]) so that days of TTL pass without a sleep.
+//! A test of the whole server, whose sockets and store need time to run,
+//! moves the system clock's reading forward instead ([`Clock::skewed`]).
 //!
 //! Intervals measured within one process (timeouts, breaker cooldowns, rate
 //! buckets, wake-ups) use `tokio::time::Instant`, which tests pause and
 //! advance the same way.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 #[derive(Clone)]
@@ -34,6 +37,19 @@ impl Clock {
         Clock(Arc::new(move || at + start.elapsed()))
     }
 
+    /// The system clock plus an offset that the returned [`Skew`] moves
+    /// forward: an hour passes for what the server judges by stored times
+    /// (an alert's window) while its timers, sockets and store run in real
+    /// time, as `following_tokio`'s paused clock does not let them.
+    pub fn skewed() -> (Clock, Skew) {
+        let skew = Skew::default();
+        let ahead = skew.0.clone();
+        let clock = Clock(Arc::new(move || {
+            SystemTime::now() + Duration::from_millis(ahead.load(Ordering::Relaxed))
+        }));
+        (clock, skew)
+    }
+
     pub fn now(&self) -> SystemTime {
         (self.0)()
     }
@@ -41,6 +57,17 @@ impl Clock {
     /// Milliseconds since the Unix epoch, the unit every stored time uses.
     pub fn now_ms(&self) -> u64 {
         unix_ms(self.now())
+    }
+}
+
+/// How far ahead of the system clock a [`Clock::skewed`] reads.
+#[derive(Clone, Debug, Default)]
+pub struct Skew(Arc<AtomicU64>);
+
+impl Skew {
+    /// Moves the clock's reading `by` further ahead.
+    pub fn advance(&self, by: Duration) {
+        self.0.fetch_add(by.as_millis() as u64, Ordering::Relaxed);
     }
 }
 
@@ -99,5 +126,18 @@ mod tests {
         assert_eq!(clock.now_ms(), 1_700_000_000_000 + 86_400_000);
         assert_eq!(Clock::fixed(at).now(), at);
         assert_eq!(unix_ms(SystemTime::UNIX_EPOCH - Duration::from_secs(1)), 0);
+    }
+
+    #[test]
+    fn a_skewed_clock_reads_the_system_clock_plus_what_its_skew_added() {
+        let (clock, skew) = Clock::skewed();
+        let before = unix_ms(SystemTime::now());
+        skew.advance(Duration::from_secs(3600));
+        let read = clock.now_ms();
+        let after = unix_ms(SystemTime::now());
+        assert!(
+            (before + 3_600_000..=after + 3_600_000).contains(&read),
+            "{read}"
+        );
     }
 }

@@ -196,6 +196,9 @@ words! {
         CircuitOpen => "circuit_open",
         /// A source sent nothing new for longer than its `expect_within`.
         Quiet => "quiet",
+        /// A source's events departed from their learned payload shape
+        /// within the last hour (a field missing, added or retyped).
+        Drift => "drift",
     }
 }
 

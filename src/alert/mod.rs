@@ -1,14 +1,17 @@
 //! Alerts: tell a person when something needs them, and when it no longer
 //! does.
 //!
-//! Every `check_interval` the alerter looks at what the store holds and what
-//! the scheduler knows. A condition is firing when:
+//! Every `check_interval` the alerter looks at what the store holds, what
+//! the scheduler knows and what the drift watch recorded. A condition is
+//! firing when:
 //! - a source's DLQ holds more than `dlq_threshold` events,
 //! - a source's oldest pending event is older than `pending_age`,
 //! - a destination's circuit is not closed (open, or half-open waiting for
 //!   its probe to pass),
 //! - a source with `expect_within` has sent nothing new for longer than that
-//!   (see [`quiet`]).
+//!   (see [`quiet`]),
+//! - a source's events departed from their learned payload shape within the
+//!   last hour (see [`drift`]).
 //!
 //! A condition that starts firing is posted at once, repeated at most once
 //! per `min_interval` while it lasts, and followed by one "resolved" post
@@ -24,10 +27,12 @@
 //! "resolved". Prometheus's rules (`packaging/monitoring`) cover that gap
 //! for teams that run it.
 
+pub mod drift;
 pub mod quiet;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -38,6 +43,7 @@ use crate::api::Timestamp;
 use crate::clock::Clock;
 use crate::config::{AlertConfig, AlertFormat};
 use crate::deliver::breaker::CircuitState;
+use crate::drift::Learned;
 use crate::metrics::Metrics;
 use crate::schedule::{DeliveryHandle, LaneStatus};
 use crate::store::schema::Status;
@@ -51,7 +57,7 @@ use crate::words::{AlertKind, AlertStatus};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Notice {
     pub status: AlertStatus,
-    /// What fired: `dlq`, `pending_age`, `circuit_open` or `quiet`.
+    /// What fired: `dlq`, `pending_age`, `circuit_open`, `quiet` or `drift`.
     pub alert: AlertKind,
     /// The source, or the destination (named after its source).
     pub name: String,
@@ -59,7 +65,8 @@ pub struct Notice {
     pub host: String,
     /// Dead-lettered events (`dlq`) or pending events (`pending_age`,
     /// `circuit_open`), now; for `quiet`, the events the source sent in the
-    /// week before it went quiet.
+    /// week before it went quiet; for `drift`, the payload departures
+    /// recorded in the last hour.
     pub count: u64,
     /// The latest failure, when there is one.
     pub reason: Option<String>,
@@ -105,6 +112,7 @@ impl Links {
             AlertKind::PendingAge => format!("/events?source={name}&status=pending"),
             AlertKind::CircuitOpen => "/".to_owned(),
             AlertKind::Quiet => format!("/events?source={name}"),
+            AlertKind::Drift => format!("/shapes?source={name}"),
         };
         let mut url = self.dashboard.clone();
         url.set_fragment(Some(&fragment));
@@ -119,6 +127,7 @@ impl Links {
             }
             AlertKind::CircuitOpen => "api/destinations".to_owned(),
             AlertKind::Quiet => format!("api/events?source={}", urlencoding(name)),
+            AlertKind::Drift => format!("api/shapes?source={}", urlencoding(name)),
         };
         self.dashboard
             .join(&path)
@@ -165,6 +174,8 @@ pub struct Alerter {
     expect_within: BTreeMap<String, Duration>,
     /// When hookinbox started: a source that never sent is quiet since then.
     started_ms: u64,
+    /// What the drift watch learned: its departures, per source.
+    drift: Arc<Mutex<Learned>>,
     client: reqwest::Client,
     clock: Clock,
     host: String,
@@ -186,6 +197,8 @@ pub struct Watched {
     pub started_ms: u64,
     /// The admin listener's address, for links when no `dashboard_url` is set.
     pub admin: SocketAddr,
+    /// What the drift watch learned (`drift::watch`'s shared half).
+    pub drift: Arc<Mutex<Learned>>,
 }
 
 /// The alerter's HTTP client (its TLS backend) cannot be built.
@@ -222,6 +235,7 @@ impl Alerter {
             sources: watched.sources,
             expect_within: watched.expect_within,
             started_ms: watched.started_ms,
+            drift: watched.drift,
             client,
             clock,
             host,
@@ -363,6 +377,20 @@ impl Alerter {
                     kind: AlertKind::Quiet,
                     name: name.clone(),
                     count: history.map_or(0, |h| h.received),
+                    reason: None,
+                    summary,
+                },
+            ));
+        }
+        let drifts = drift::recent(&self.drift.lock().unwrap_or_else(|p| p.into_inner()), now);
+        for name in &self.sources {
+            let (firing, count, summary) = drift::judge(name, drifts.get(name), now);
+            out.push((
+                firing,
+                Finding {
+                    kind: AlertKind::Drift,
+                    name: name.clone(),
+                    count,
                     reason: None,
                     summary,
                 },
@@ -576,6 +604,14 @@ mod tests {
         assert_eq!(
             links.page(AlertKind::CircuitOpen, "shop"),
             "https://inbox.example.com/hookinbox/#/"
+        );
+        assert_eq!(
+            links.page(AlertKind::Drift, "my shop"),
+            "https://inbox.example.com/hookinbox/#/shapes?source=my+shop"
+        );
+        assert_eq!(
+            links.api(AlertKind::Drift, "shop"),
+            "https://inbox.example.com/hookinbox/api/shapes?source=shop"
         );
     }
 

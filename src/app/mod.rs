@@ -193,9 +193,17 @@ impl App {
         let Listeners { ingest, admin } = listeners;
         let ingest_addr = ingest.local_addr()?;
         let admin_addr = admin.local_addr()?;
-        let alerter = alerter(
-            &config, &store, &metrics, &delivery, admin_addr, &clock, started_ms,
-        )?;
+        let watched = Watched {
+            store: store.clone(),
+            metrics: metrics.clone(),
+            delivery: delivery.clone(),
+            sources: config.sources.iter().map(|s| s.name.to_string()).collect(),
+            expect_within: expected_within(&config),
+            started_ms,
+            admin: admin_addr,
+            drift: learned.clone(),
+        };
+        let alerter = alerter(&config, watched, &clock)?;
         // The tasks' stop tokens exist before the tasks: the admin's open
         // event streams end with the front, however the app ends.
         let tasks = Tasks::default();
@@ -393,30 +401,11 @@ fn expected_within(config: &Config) -> BTreeMap<String, Duration> {
 }
 
 /// The alerter, when `[alerts]` names a URL, watching the store, the
-/// metrics and the destinations; `run` starts its task, which owns it.
-fn alerter(
-    config: &Config,
-    store: &Store,
-    metrics: &Metrics,
-    delivery: &DeliveryHandle,
-    admin_addr: SocketAddr,
-    clock: &Clock,
-    started_ms: u64,
-) -> Result<Option<Alerter>, AppError> {
+/// metrics, the destinations and the drift watch; `run` starts its task,
+/// which owns it.
+fn alerter(config: &Config, watched: Watched, clock: &Clock) -> Result<Option<Alerter>, AppError> {
     let alerter = match config.alerts.clone() {
-        Some(alerts) => Some(Alerter::new(
-            alerts,
-            Watched {
-                store: store.clone(),
-                metrics: metrics.clone(),
-                delivery: delivery.clone(),
-                sources: config.sources.iter().map(|s| s.name.to_string()).collect(),
-                expect_within: expected_within(config),
-                started_ms,
-                admin: admin_addr,
-            },
-            clock.clone(),
-        )?),
+        Some(alerts) => Some(Alerter::new(alerts, watched, clock.clone())?),
         None => None,
     };
     Ok(alerter)

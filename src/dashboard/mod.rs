@@ -28,6 +28,8 @@ const SCRIPT: &str = concat!(
     "\n",
     include_str!("assets/app/dlq.js"),
     "\n",
+    include_str!("assets/app/shapes.js"),
+    "\n",
     include_str!("assets/app/keys.js"),
     "\n",
     include_str!("assets/app/audit.js"),

@@ -518,3 +518,150 @@ destination = "{}"
     assert!(api.stats().await.sources["beat"].quiet);
     server.stop().await;
 }
+
+/// A source's events departing from their learned payload shape: one
+/// `drift` notice for the source, naming the event type, each pointer and
+/// its change, and linking to the dashboard's Shapes view; it lasts while
+/// the newest departure is under an hour old (the Prometheus rule's
+/// window) and resolves once it is older, by the app's clock.
+#[tokio::test]
+async fn a_payload_departure_fires_one_drift_notice_naming_its_pointers_and_resolves_an_hour_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = Destination::start(Mode::Ok).await;
+    let app = Destination::start(Mode::Ok).await;
+    let text = format!(
+        r#"{}[admin]
+token = "{TOKEN}"
+
+[alerts]
+url = "{}"
+format = "json"
+min_interval = "1h"
+check_interval = "50ms"
+host = "test-host"
+dashboard_url = "https://inbox.example.com/ops"
+
+[[source]]
+name = "shop"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+event_type = ["json:/type"]
+destination = "{}"
+
+[[source]]
+name = "api"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+event_type = ["json:/type"]
+destination = "{}"
+"#,
+        server_section(dir.path()),
+        receiver.url(),
+        app.url(),
+        app.url()
+    );
+    let (clock, skew) = Clock::skewed();
+    let server = TestServer::start(&text, clock).await;
+    let api = server.api(TOKEN);
+    let send_json = async |source: &str, id: &str, body: Value| {
+        let body = body.to_string().into_bytes();
+        let a = server
+            .post(&format!("/in/{source}"), &standard_headers(id, &body), body)
+            .await;
+        assert_eq!(a.status, 200, "{:?}", a.json);
+    };
+    let learned = async |events: u64| {
+        eventually(
+            &format!("shop's shape has learned {events} events"),
+            Duration::from_secs(10),
+            Duration::from_millis(20),
+            async || {
+                let shapes: hookinbox::api::Shapes = api.get("/api/shapes?source=shop").await;
+                match shapes.shapes.first() {
+                    Some(s) if s.events == events => Ok(()),
+                    other => Err(format!("{other:?}")),
+                }
+            },
+        )
+        .await
+    };
+    let drift_notices = || -> Vec<Value> {
+        notices(&receiver, false)
+            .into_iter()
+            .filter(|n| n["alert"] == "drift")
+            .collect()
+    };
+    for i in 0..20 {
+        let body = serde_json::json!({
+            "type": "order.paid",
+            "id": i,
+            "amount": 100,
+            "customer": {"email": "a@example.com"},
+        });
+        send_json("shop", &format!("evt_{i}"), body).await;
+    }
+    learned(20).await;
+    // Learned, warm, and nothing departed: no notice.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(drift_notices().is_empty(), "{:#?}", drift_notices());
+
+    // One event lacks a field and carries a number as text.
+    let odd = serde_json::json!({"type": "order.paid", "id": 20, "amount": "100", "customer": {}});
+    send_json("shop", "evt_odd", odd).await;
+    let firing = wait_notice(&receiver, false, "drift", "firing").await;
+    assert_eq!(firing["name"], "shop");
+    assert_eq!(firing["host"], "test-host");
+    assert_eq!(firing["count"], 2, "{firing}");
+    let summary = firing["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with(
+            "events of source shop departed from their learned payload shape 2 times in the last 1h: "
+        ),
+        "{summary}"
+    );
+    for named in [
+        "order.paid /customer/email missing (was string)",
+        "order.paid /amount type_changed from number to string",
+    ] {
+        assert!(summary.contains(named), "{named}: {summary}");
+    }
+    assert_eq!(
+        firing["link"],
+        "https://inbox.example.com/ops/#/shapes?source=shop"
+    );
+    assert_eq!(
+        firing["api"],
+        "https://inbox.example.com/ops/api/shapes?source=shop"
+    );
+    // The departure the notice names is the one the Shapes view lists.
+    let shapes: hookinbox::api::Shapes = api.get("/api/shapes?source=shop").await;
+    assert_eq!(shapes.drifts.len(), 2, "{shapes:?}");
+
+    // Once, for the source that drifted: the next checks post nothing more
+    // (min_interval is an hour), and `api` never drifted.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let all = drift_notices();
+    assert_eq!(all.len(), 1, "{all:#?}");
+
+    // 59 minutes on, the departure is still within the hour.
+    skew.advance(Duration::from_secs(59 * 60));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let all = drift_notices();
+    assert_eq!(all.len(), 1, "resolved within the hour: {all:#?}");
+
+    // Past the hour: resolved, with the start it fired at.
+    skew.advance(Duration::from_secs(2 * 60));
+    let resolved = wait_notice(&receiver, false, "drift", "resolved").await;
+    assert_eq!(resolved["name"], "shop");
+    assert_eq!(resolved["started_at"], firing["started_at"]);
+    assert!(resolved["resolved_at"].is_string(), "{resolved}");
+    assert_eq!(resolved["count"], 0);
+    assert_eq!(resolved["link"], firing["link"]);
+    let summary = resolved["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("no new payload departure of source shop for 1h 1m"),
+        "{summary}"
+    );
+    assert_eq!(drift_notices().len(), 2);
+    server.stop().await;
+}

@@ -23,6 +23,7 @@ mod audit;
 mod dlq_time;
 mod live;
 mod roles;
+mod shapes;
 mod views;
 mod walk;
 

@@ -410,6 +410,21 @@ async fn every_dashboard_page_passes_axe_and_fits_phone_and_desktop_widths() {
     w.goto("#/dlq").await;
     text_until(b, "#dlq tbody", |t| t.contains(LONG_ID)).await;
     assert_accessible(b, "dead letters").await;
+    // The Shapes page: one event of the long type, its shape still warming
+    // up (the page counts to the drift watch's own threshold).
+    w.goto("#/shapes").await;
+    let warm = hookinbox::drift::shape::WARM;
+    text_until(
+        b,
+        &format!("section[data-type='{LONG_TYPE}'] [data-k=state]"),
+        |t| t.starts_with(&format!("Warming up: 1 of {warm} events learned")),
+    )
+    .await;
+    text_until(b, "#drifts-empty", |t| {
+        t.starts_with("No departure recorded")
+    })
+    .await;
+    assert_accessible(b, "shapes").await;
 
     // The Keys page: a busy key and one whose lease ran out.
     for (key, lease) in [(LONG_ID, "10m"), ("order:lapsed", "1s")] {

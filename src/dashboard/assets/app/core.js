@@ -340,6 +340,7 @@ async function route() {
   if (path === '/events') { page = 'events'; show = () => events(params); }
   else if (path.startsWith('/event/')) { page = 'events'; show = () => detail(decodeURIComponent(path.slice(7))); }
   else if (path === '/dlq') { page = 'dlq'; show = () => dlq(params); }
+  else if (path === '/shapes') { page = 'shapes'; show = () => shapes(params); }
   else if (path === '/keys') { page = 'keys'; show = () => keys(); }
   else if (path === '/audit') { page = 'audit'; show = () => audit(params); }
   for (const a of nav.querySelectorAll('a')) {
