@@ -279,7 +279,8 @@ async fn gh_attempt(
     // GitHub sends it again on its own time: after the 202.
     tokio::spawn(async move {
         let Some(target) = target else { return };
-        let mut request = crate::support::client()
+        let mut request = hookinbox::send::http_client(std::time::Duration::from_secs(30))
+            .unwrap()
             .post(target)
             .body(delivery.body.clone());
         for (name, value) in
