@@ -21,6 +21,7 @@ use crate::support::{
 mod attempts;
 mod audit;
 mod dlq_time;
+mod gap_fill;
 mod live;
 mod roles;
 mod shapes;

@@ -142,6 +142,18 @@ function deliveriesSection(ev, path, act) {
 const LIVE_MS = 2000;
 
 // Whether any delivery of `ev` may still change by itself.
+// How it came in: a signed request says nothing more; one a reconcile pass
+// fetched from the provider's API says so, and from where.
+function originText(ev) {
+  if (ev.origin !== 'reconciled') return null;
+  const header = (name) => (ev.headers.find(([k]) => k === name) || [])[1];
+  const from = header('hookinbox-fetched-from');
+  const version = header('hookinbox-api-version');
+  return 'Fetched from the provider’s API by a reconcile pass (hookinbox never received it; '
+    + 'no signature covers it)'
+    + (from ? `: ${from}` : '') + (version ? `, API version ${version}` : '');
+}
+
 function inMotion(ev) {
   return (ev.deliveries || [ev]).some((d) => d.status === 'pending');
 }
@@ -171,6 +183,7 @@ async function detail(id) {
   const facts = [
     ['hookinbox id', ev.id], ['Source', ev.source], ['Event type', ev.event_type || '—'],
     ['Provider event id', ev.event_id], ['Received', fmtTime(ev.received_at)],
+    ['Origin', originText(ev)],
     ...delivery,
     ['Payload deleted', ev.erased ? `${ev.erased.text} (${fmtTime(ev.erased.at)})` : null],
   ].filter(([, v]) => v !== null && v !== undefined);

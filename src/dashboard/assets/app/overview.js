@@ -247,6 +247,32 @@ function destinationHealth(activity, hours) {
     h('th', { class: 'num', text: 'p95 latency' }), h('th', { class: 'hide-narrow', text: 'p95 over time' })], rows, { id: 'destination-health' });
 }
 
+// Each source with [source.reconcile]: what its passes read and the last
+// one (since hookinbox started), or nothing when no source has one.
+function reconcileSection(reconcile) {
+  if (!reconcile.sources.length) return [];
+  const row = (s) => {
+    const r = s.last;
+    const found = r ? `${r.listed} undelivered by the provider, ${r.held} held, ${r.resent} asked again, ${r.fetched} fetched` : '—';
+    const subscription = !r || r.subscription_active === undefined || r.subscription_active === null
+      ? '—' : (r.subscription_active ? 'sending' : 'DISABLED by the provider');
+    return h('tr', { 'data-source': s.source, class: r && r.outcome !== 'ok' ? 'reconcile-failed' : null },
+      h('th', { scope: 'row', text: s.source }),
+      h('td', { class: 'mono hide-narrow', text: s.target }),
+      h('td', { 'data-k': 'last', text: r ? `${fmtTime(r.started_at)}${r.dry_run ? ' (dry run)' : ''}` : 'no pass yet' }),
+      h('td', { 'data-k': 'outcome', text: r ? r.outcome : '—', title: r && r.error ? r.error : null }),
+      h('td', { 'data-k': 'found', text: found }),
+      h('td', { 'data-k': 'subscription', text: subscription }),
+      h('td', { 'data-k': 'last_success', text: s.last_success_at ? fmtTime(s.last_success_at) : '—' }));
+  };
+  return [
+    h('h2', { text: 'Gap fill' }),
+    table('Gap fill', ['Source', h('th', { class: 'hide-narrow', text: 'Reads' }), 'Last pass', 'Outcome', 'Found', 'Subscription', 'Last success'],
+      reconcile.sources.map(row), { id: 'reconcile' }),
+    h('p', { class: 'muted', text: 'Each pass asks the provider’s API what it could not deliver; what hookinbox does not hold is asked for again or fetched. `hookinbox reconcile SOURCE` runs one now.' }),
+  ];
+}
+
 // The chart's range picker: links, so a range is in the address.
 function rangePicker(hours) {
   return h('nav', { class: 'ranges', 'aria-label': 'Chart range' }, RANGES.map(([n, text]) =>
@@ -259,10 +285,11 @@ async function overview(params) {
   const body = h('div');
   fill(view, h('h1', { text: 'Overview' }), body);
   const render = async () => {
-    const [stats, dests, activity] = await Promise.all([
+    const [stats, dests, activity, reconcile] = await Promise.all([
       api('GET', '/api/stats'),
       api('GET', '/api/destinations'),
       api('GET', `/api/activity?hours=${hours}&step=${step(hours)}`),
+      api('GET', '/api/reconcile'),
     ]);
     // Not under an open dialog: closing it gives focus back to the button
     // that opened it, which must still be in the page.
@@ -287,6 +314,7 @@ async function overview(params) {
         ? table('Destinations', ['Destination', h('th', { class: 'hide-narrow', text: 'URL' }), 'State', 'In flight', 'Action'],
           dests.destinations.map((d) => destinationRow(d, render)), { id: 'destinations' })
         : h('p', { class: 'muted', text: 'No destination is configured: events are held.' }),
+      ...reconcileSection(reconcile),
       h('h2', { text: `The last ${hours < 48 ? `${hours} hours` : `${hours / 24} days`}, ${step(hours) === 1 ? 'per minute' : `per ${step(hours)} minutes`}` }),
       rangePicker(hours),
       c,
