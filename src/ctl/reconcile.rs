@@ -6,7 +6,7 @@
 use anyhow::anyhow;
 
 use super::client::{Client, fail};
-use super::output::{Output, time};
+use super::output::{Output, plural, time};
 use crate::api;
 use crate::exit::{EXIT_FAILURE, Failure};
 
@@ -43,13 +43,13 @@ pub(super) async fn run(
         .with_query(reqwest::Method::POST, &path, &query)
         .await?;
     let mut text = format!(
-        "{} ({}){}: {} in {} ms, {} pages\n",
+        "{} ({}){}: {} in {} ms, {}\n",
         report.source,
         report.target,
         if report.dry_run { ", dry run" } else { "" },
         counts(&report),
         report.took_ms,
-        report.pages,
+        plural(u64::from(report.pages), "page", "pages"),
     );
     if let Some(active) = report.subscription_active {
         text.push_str(if active {
