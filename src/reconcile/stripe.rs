@@ -152,7 +152,9 @@ impl Stripe {
                 break;
             };
             let top = walk.as_ref().map_or(newest, |w| &w.top).clone();
-            let done = !has_more || after.as_ref().is_some_and(|a| events.contains(a));
+            // A pass by hand with its own `since` walks all the way back
+            // too: it checks again what the cursor had passed.
+            let done = !has_more;
             walk = (!done).then(|| StripeWalk {
                 top: top.clone(),
                 next: oldest.clone(),

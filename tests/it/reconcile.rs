@@ -442,6 +442,17 @@ async fn stripe_undelivered_events_are_fetched_once_and_resumed_after_a_restart(
         5.0 + resumed.fetched as f64
     );
 
+    // By hand, from 2 hours ago: every event listed again, all held.
+    let again = reconcile(&server, "stripe", "?since=2h").await;
+    assert_eq!(
+        (again.listed, again.held, again.fetched),
+        (255, 255, 0),
+        "{again:?}"
+    );
+    // It moved no cursor: the next pass finds nothing.
+    let idle = reconcile(&server, "stripe", "").await;
+    assert_eq!(idle.listed, 0, "{idle:?}");
+
     // A disabled endpoint is read on the next pass.
     stripe.set_endpoint_status("disabled");
     let disabled = reconcile(&server, "stripe", "").await;
