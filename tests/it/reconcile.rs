@@ -12,7 +12,9 @@ use hookinbox::verify::sign::{Signing, sign};
 
 use crate::destination::{Destination, Mode};
 use crate::providers::{FakeGithub, FakeStripe};
-use crate::support::{TestServer, eventually, sample, server_section};
+use crate::support::{
+    BinaryServer, TestServer, client, eventually, sample, server_section, write_config,
+};
 
 const TOKEN: &str = "test-admin-token-0123456789";
 const GH_SECRET: &str = "github-webhook-secret";
@@ -192,34 +194,42 @@ async fn github_failed_deliveries_hookinbox_lacks_are_redelivered_once() {
     server.stop().await;
 }
 
-/// A token GitHub refuses: each pass is one call (the hook's), counted as
-/// `refused`, and ingest goes on as before.
+/// A token GitHub refuses, with the real binary: each pass is one call (the
+/// hook's), counted as `refused`, logged once (not on every pass, and never
+/// with the token), and ingest goes on as before.
 #[tokio::test]
-async fn a_refused_credential_is_one_call_a_pass_and_a_metric() {
+async fn a_refused_credential_is_one_call_a_pass_one_log_line_and_a_metric() {
     let dir = tempfile::tempdir().unwrap();
     let github = FakeGithub::start(GH_TOKEN, GH_SECRET);
-    let server = TestServer::start(
-        &github_config(dir.path(), &github.url(), "github_pat_revoked"),
-        Clock::system(),
-    )
-    .await;
+    let config = write_config(
+        dir.path(),
+        &github_config(
+            &dir.path().join("data"),
+            &github.url(),
+            "github_pat_revoked",
+        ),
+    );
+    let server = BinaryServer::start(&config, &[], None);
     for _ in 0..3 {
-        let r = reconcile(&server, "github", "").await;
+        let a = server
+            .admin_ok(TOKEN, "POST", "/api/reconcile/github", None)
+            .await;
+        let r: ReconcileReport = serde_json::from_value(a.json).unwrap();
         assert_eq!(r.outcome, ReconcileOutcome::Refused, "{r:?}");
-        assert!(
-            r.error
-                .as_deref()
-                .unwrap()
-                .contains("refused the credential"),
-            "{r:?}"
-        );
-        assert!(
-            !r.error.as_deref().unwrap().contains("revoked"),
-            "no token in the error"
-        );
+        let error = r.error.as_deref().unwrap();
+        assert!(error.contains("refused the credential"), "{r:?}");
+        assert!(!error.contains("revoked"), "no token in the error");
     }
     assert_eq!(github.calls(), 3, "one call a pass, no retries");
-    let text = scrape(&server).await;
+    let text = client()
+        .get(format!("{}/metrics", server.admin))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert_eq!(
         sample(
             &text,
@@ -235,14 +245,11 @@ async fn a_refused_credential_is_one_call_a_pass_and_a_metric() {
         0.0
     );
     let body = push_body(1);
-    let a = server
-        .post(
-            "/in/github",
-            &FakeGithub::headers(GH_SECRET, "guid-1", "push", &body),
-            body,
-        )
-        .await;
-    assert_eq!(a.status, 200);
+    let mut request = client().post(server.url("/in/github")).body(body.clone());
+    for (name, value) in FakeGithub::headers(GH_SECRET, "guid-1", "push", &body) {
+        request = request.header(name, value);
+    }
+    assert_eq!(request.send().await.unwrap().status(), 200);
     // A source without [source.reconcile] has no pass to run.
     let a = server
         .admin("POST", "/api/reconcile/nope", Some(TOKEN), None)
@@ -257,7 +264,13 @@ async fn a_refused_credential_is_one_call_a_pass_and_a_metric() {
         )
         .await;
     assert_eq!(a.status, 400);
-    server.stop().await;
+    let warned = "reconcile pass failed; the next one is in an interval";
+    let record = server.log_record(warned).expect("the refusal is logged");
+    assert_eq!(record["outcome"], "refused", "{record}");
+    assert_eq!(record["source"], "github", "{record}");
+    let log = server.log_text();
+    assert_eq!(log.matches(warned).count(), 1, "logged once: {log}");
+    assert!(!log.contains("github_pat_revoked"), "no token in the log");
 }
 
 fn stripe_config(dir: &std::path::Path, api: &str, destination: &str) -> String {
