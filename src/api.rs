@@ -32,7 +32,9 @@ pub use keys::{
     KeyListState, KeyNamespace, KeyNamespaces, KeyScope, KeyStateName, KeyView, MAX_KEY_LEN,
     MAX_KEY_RESULT, ReleaseRequest,
 };
-pub use reconcile::{ReconcileQuery, ReconcileReport, ReconcileSource, ReconcileSources};
+pub use reconcile::{
+    ReconcileQuery, ReconcileReport, ReconcileSource, ReconcileSources, Recovered,
+};
 pub use shapes::{DriftView, FieldView, ShapeView, Shapes, ShapesQuery};
 
 /// A point in time, as Unix milliseconds inside and RFC 3339 on the wire

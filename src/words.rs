@@ -199,6 +199,12 @@ words! {
         /// A source's events departed from their learned payload shape
         /// within the last hour (a field missing, added or retyped).
         Drift => "drift",
+        /// A reconcile pass within the last hour got back events the
+        /// provider could not deliver and hookinbox never received.
+        MissedEvents => "missed_events",
+        /// The provider says it no longer sends to the source (its hook
+        /// inactive, its endpoint disabled), as the last pass read it.
+        SubscriptionDisabled => "subscription_disabled",
     }
 }
 

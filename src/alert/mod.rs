@@ -29,6 +29,7 @@
 
 pub mod drift;
 pub mod quiet;
+pub mod reconcile;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -113,6 +114,8 @@ impl Links {
             AlertKind::CircuitOpen => "/".to_owned(),
             AlertKind::Quiet => format!("/events?source={name}"),
             AlertKind::Drift => format!("/shapes?source={name}"),
+            // The overview's Gap fill table.
+            AlertKind::MissedEvents | AlertKind::SubscriptionDisabled => "/".to_owned(),
         };
         let mut url = self.dashboard.clone();
         url.set_fragment(Some(&fragment));
@@ -128,6 +131,7 @@ impl Links {
             AlertKind::CircuitOpen => "api/destinations".to_owned(),
             AlertKind::Quiet => format!("api/events?source={}", urlencoding(name)),
             AlertKind::Drift => format!("api/shapes?source={}", urlencoding(name)),
+            AlertKind::MissedEvents | AlertKind::SubscriptionDisabled => "api/reconcile".to_owned(),
         };
         self.dashboard
             .join(&path)
@@ -176,6 +180,8 @@ pub struct Alerter {
     started_ms: u64,
     /// What the drift watch learned: its departures, per source.
     drift: Arc<Mutex<Learned>>,
+    /// Each reconciled source's passes.
+    reconcile: crate::reconcile::ReconcileHandle,
     client: reqwest::Client,
     clock: Clock,
     host: String,
@@ -199,6 +205,8 @@ pub struct Watched {
     pub admin: SocketAddr,
     /// What the drift watch learned (`drift::watch`'s shared half).
     pub drift: Arc<Mutex<Learned>>,
+    /// What each reconciled source's passes found.
+    pub reconcile: crate::reconcile::ReconcileHandle,
 }
 
 /// The alerter's HTTP client (its TLS backend) cannot be built.
@@ -236,6 +244,7 @@ impl Alerter {
             expect_within: watched.expect_within,
             started_ms: watched.started_ms,
             drift: watched.drift,
+            reconcile: watched.reconcile,
             client,
             clock,
             host,
@@ -391,6 +400,30 @@ impl Alerter {
                     kind: AlertKind::Drift,
                     name: name.clone(),
                     count,
+                    reason: None,
+                    summary,
+                },
+            ));
+        }
+        for s in self.reconcile.sources().sources {
+            let (firing, count, summary) = reconcile::judge_missed(&s, now);
+            out.push((
+                firing,
+                Finding {
+                    kind: AlertKind::MissedEvents,
+                    name: s.source.clone(),
+                    count,
+                    reason: None,
+                    summary,
+                },
+            ));
+            let (firing, summary) = reconcile::judge_disabled(&s);
+            out.push((
+                firing,
+                Finding {
+                    kind: AlertKind::SubscriptionDisabled,
+                    name: s.source.clone(),
+                    count: 0,
                     reason: None,
                     summary,
                 },

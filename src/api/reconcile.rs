@@ -69,4 +69,19 @@ pub struct ReconcileSource {
     /// The last pass since hookinbox started, by timer or by hand.
     pub last: Option<ReconcileReport>,
     pub last_success_at: Option<Timestamp>,
+    /// Whether the provider still sends here, as the last pass that read
+    /// it said (a pass that failed keeps what the one before read).
+    #[serde(default)]
+    pub subscription_active: Option<bool>,
+    /// The newest pass (not a dry run) that got events back.
+    #[serde(default)]
+    pub last_recovered: Option<Recovered>,
+}
+
+/// What a pass got back, and when it ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Recovered {
+    pub at: Timestamp,
+    pub resent: u64,
+    pub fetched: u64,
 }

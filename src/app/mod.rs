@@ -202,6 +202,7 @@ impl App {
             started_ms,
             admin: admin_addr,
             drift: learned.clone(),
+            reconcile: reconcile.clone(),
         };
         let alerter = alerter(&config, watched, &clock)?;
         // The tasks' stop tokens exist before the tasks: the admin's open

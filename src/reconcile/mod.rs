@@ -502,6 +502,16 @@ impl Reconciler {
             if outcome == ReconcileOutcome::Ok && !dry_run {
                 entry.last_success_at = Some(Timestamp(started_ms));
             }
+            if active.is_some() {
+                entry.subscription_active = active;
+            }
+            if !dry_run && report.resent + report.fetched > 0 {
+                entry.last_recovered = Some(api::Recovered {
+                    at: Timestamp(started_ms),
+                    resent: report.resent,
+                    fetched: report.fetched,
+                });
+            }
             entry.last = Some(report.clone());
         }
         report
@@ -576,6 +586,8 @@ fn shown_source(source: &SourceConfig, r: &ReconcileConfig) -> api::ReconcileSou
         lookback_ms: r.lookback.as_millis() as u64,
         last: None,
         last_success_at: None,
+        subscription_active: None,
+        last_recovered: None,
     }
 }
 

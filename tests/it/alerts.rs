@@ -665,3 +665,89 @@ destination = "{}"
     assert_eq!(drift_notices().len(), 2);
     server.stop().await;
 }
+
+/// Gap fill in hookinbox's own notices: a pass that gets back an event
+/// Stripe could not deliver fires `missed_events` (resolved an hour on, by
+/// the app's clock), and an endpoint Stripe disabled fires
+/// `subscription_disabled` until a pass reads it enabled again. Both link
+/// to the overview's Gap fill table and `api/reconcile`.
+#[tokio::test]
+async fn a_pass_that_gets_events_back_and_a_disabled_endpoint_each_notify_and_resolve() {
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = Destination::start(Mode::Ok).await;
+    let stripe = crate::providers::FakeStripe::start("rk_test_alerts");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    stripe.event(1, now - 60, false);
+    stripe.set_endpoint_status("disabled");
+    let text = format!(
+        r#"{}[admin]
+token = "{TOKEN}"
+
+[alerts]
+url = "{}"
+format = "json"
+min_interval = "1h"
+check_interval = "50ms"
+dashboard_url = "https://inbox.example.com/ops"
+
+[[source]]
+name = "stripe"
+kind = "stripe"
+secret = "whsec_alerts_endpoint_secret"
+
+[source.reconcile]
+token = "rk_test_alerts"
+endpoint = "we_1Alerts"
+interval = "1h"
+api_base = "{}"
+"#,
+        server_section(dir.path()),
+        receiver.url(),
+        stripe.url()
+    );
+    let (clock, skew) = Clock::skewed();
+    let server = TestServer::start(&text, clock).await;
+    let pass = async || {
+        let a = server
+            .admin("POST", "/api/reconcile/stripe", Some(TOKEN), None)
+            .await;
+        assert_eq!(a.status, 200, "{:?}", a.json);
+        a.json
+    };
+    // Nothing found yet: no notice of either kind.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(notices(&receiver, false).is_empty());
+
+    let report = pass().await;
+    assert_eq!(report["fetched"], 1, "{report}");
+    let missed = wait_notice(&receiver, false, "missed_events", "firing").await;
+    assert_eq!(missed["name"], "stripe");
+    assert_eq!(missed["count"], 1);
+    let summary = missed["summary"].as_str().unwrap();
+    assert!(summary.contains("1 fetched from its API"), "{summary}");
+    assert_eq!(missed["link"], "https://inbox.example.com/ops/#/");
+    assert_eq!(missed["api"], "https://inbox.example.com/ops/api/reconcile");
+    let disabled = wait_notice(&receiver, false, "subscription_disabled", "firing").await;
+    assert_eq!(disabled["name"], "stripe");
+    assert!(
+        disabled["summary"].as_str().unwrap().contains("disabled"),
+        "{disabled}"
+    );
+
+    // Enabled again: the next pass reads it and the notice resolves.
+    stripe.set_endpoint_status("enabled");
+    pass().await;
+    wait_notice(&receiver, false, "subscription_disabled", "resolved").await;
+    // An hour after the pass that got the event back, that resolves too.
+    skew.advance(Duration::from_secs(61 * 60));
+    wait_notice(&receiver, false, "missed_events", "resolved").await;
+    let fired: Vec<Value> = notices(&receiver, false)
+        .into_iter()
+        .filter(|n| n["status"] == "firing")
+        .collect();
+    assert_eq!(fired.len(), 2, "one firing notice of each: {fired:#?}");
+    server.stop().await;
+}
