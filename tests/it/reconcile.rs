@@ -68,6 +68,21 @@ async fn scrape(server: &TestServer) -> String {
         .unwrap()
 }
 
+/// `hookinbox ARGS` with the admin token, off this test's runtime thread:
+/// the server (in-process) and the fakes answer on it meanwhile.
+async fn cli(args: &[&str]) -> std::process::Output {
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_hookinbox"))
+            .args(&args)
+            .env("HOOKINBOX_ADMIN_TOKEN", TOKEN)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
 fn push_body(n: u32) -> Vec<u8> {
     format!(r#"{{"ref":"refs/heads/main","after":"{n:040}","repository":{{"id":1}}}}"#).into_bytes()
 }
@@ -147,6 +162,16 @@ async fn github_failed_deliveries_hookinbox_lacks_are_redelivered_once() {
     for e in server.events() {
         assert_eq!(api.event(&e.id).await.origin, EventOrigin::Received);
     }
+
+    // Each source's last pass, as `hookinbox reconcile` prints it.
+    let out = cli(&["reconcile", "--admin", &server.admin_url("")]).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("repos/acme/shop/hooks/7")
+            && stdout.contains("ok: 5 undelivered by the provider, 2 held, 3 asked to resend"),
+        "{stdout}"
+    );
 
     let second = reconcile(&server, "github", "").await;
     assert_eq!((second.listed, second.resent), (0, 0), "{second:?}");
@@ -264,6 +289,19 @@ async fn a_refused_credential_is_one_call_a_pass_one_log_line_and_a_metric() {
         )
         .await;
     assert_eq!(a.status, 400);
+    // `hookinbox reconcile` says the same, and exits non-zero.
+    let out = cli(&["reconcile", "github", "--admin", &server.admin]).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.starts_with("github (repos/acme/shop/hooks/7): 0 undelivered by the provider"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("the pass ended refused: the provider refused the credential (401)"),
+        "{stderr}"
+    );
     let warned = "reconcile pass failed; the next one is in an interval";
     let record = server.log_record(warned).expect("the refusal is logged");
     assert_eq!(record["outcome"], "refused", "{record}");
