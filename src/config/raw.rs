@@ -212,7 +212,8 @@ pub struct RawReconcile {
     pub interval: Option<String>,
     pub lookback: Option<String>,
     pub api_base: Option<String>,
-    /// GitHub: `repos/OWNER/REPO/hooks/ID` or `orgs/ORG/hooks/ID`.
+    /// GitHub: `repos/OWNER/REPO/hooks/ID` or `orgs/ORG/hooks/ID`; GitLab:
+    /// `projects/ID/hooks/ID` or `groups/ID/hooks/ID`.
     pub hook: Option<String>,
     /// Stripe: the webhook endpoint (`we_…`) whose status is checked.
     pub endpoint: Option<String>,

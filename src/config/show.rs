@@ -223,6 +223,10 @@ fn reconcile(r: &ReconcileConfig) -> RawReconcile {
             raw.endpoint = endpoint.clone();
             token
         }
+        Target::GitlabHook { hook, token } => {
+            raw.hook = Some(hook.to_string());
+            token
+        }
     };
     (raw.token, raw.token_env, raw.token_file) = place(token);
     raw

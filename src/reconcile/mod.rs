@@ -4,9 +4,10 @@
 //! by hand, `POST /api/reconcile/{source}`): the provider lists what it
 //! could not deliver, each item is matched to what hookinbox holds by the
 //! event id it dedupes on, and for the rest the provider is asked to send
-//! again (GitHub: it comes back signed, through ingest) or the event is
-//! fetched and stored marked `origin = "reconciled"` (Stripe, which has no
-//! resend). A pass also reads whether the provider still sends here.
+//! again (GitHub, GitLab: it comes back signed, through ingest) or the
+//! event is fetched and stored marked `origin = "reconciled"` (Stripe,
+//! which has no resend). A pass also reads whether the provider still sends
+//! here.
 //!
 //! Owns the passes, their cursors (kept in the store's `meta`, so a
 //! restart resumes and fetches nothing twice) and what they count. Refuses
@@ -17,6 +18,7 @@
 
 mod client;
 mod github;
+mod gitlab;
 mod stripe;
 
 use std::collections::BTreeMap;
@@ -61,6 +63,9 @@ pub(crate) enum Cursor {
         after: Option<String>,
         walk: Option<StripeWalk>,
     },
+    /// The highest hook log id judged, and the events whose resend
+    /// hookinbox refused (not asked again when listed as failed anew).
+    Gitlab { mark: u64, refused: Vec<String> },
 }
 
 /// A walk back through Stripe's events: its newest, and where it goes on.
@@ -68,6 +73,26 @@ pub(crate) enum Cursor {
 pub(crate) struct StripeWalk {
     pub top: String,
     pub next: String,
+}
+
+/// Unix ms of an RFC 3339 time with `Z` or a `±HH:MM` offset (GitLab
+/// writes times in its instance's zone; humantime reads only UTC).
+fn rfc3339_ms(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let t = text.find(['T', 't', ' '])?;
+    let (utc, offset_s) = match text[t..].rfind(['+', '-']) {
+        Some(at) => {
+            let at = t + at;
+            let (h, m) = text[at + 1..].split_once(':')?;
+            let secs = h.parse::<i64>().ok()? * 3600 + m.parse::<i64>().ok()? * 60;
+            let sign = if text[at..].starts_with('-') { -1 } else { 1 };
+            (&text[..at], sign * secs)
+        }
+        None => (text.trim_end_matches(['Z', 'z']), 0),
+    };
+    let at = humantime::parse_rfc3339_weak(utc).ok()?;
+    let ms = i64::try_from(crate::clock::unix_ms(at)).ok()? - offset_s * 1000;
+    u64::try_from(ms).ok()
 }
 
 fn encode(cursor: &Cursor) -> Vec<u8> {
@@ -216,6 +241,7 @@ impl Pass<'_> {
 enum Provider {
     Github(github::Github),
     Stripe(stripe::Stripe),
+    Gitlab(gitlab::Gitlab),
 }
 
 impl Provider {
@@ -228,13 +254,18 @@ impl Provider {
             Target::Stripe { token, endpoint } => {
                 Provider::Stripe(stripe::Stripe::new(base, &token.value, endpoint.clone())?)
             }
+            Target::GitlabHook { hook, token } => {
+                Provider::Gitlab(gitlab::Gitlab::new(base, hook.clone(), &token.value)?)
+            }
         })
     }
 
-    async fn active(&mut self) -> Result<Option<bool>, ApiError> {
+    /// Whether the provider still sends here, read at `now_ms`.
+    async fn active(&mut self, now_ms: u64) -> Result<Option<bool>, ApiError> {
         match self {
             Provider::Github(p) => p.active().await.map(Some),
             Provider::Stripe(p) => p.active().await,
+            Provider::Gitlab(p) => p.active(now_ms).await.map(Some),
         }
     }
 
@@ -242,6 +273,7 @@ impl Provider {
         match self {
             Provider::Github(p) => p.pass(pass).await,
             Provider::Stripe(p) => p.pass(pass).await,
+            Provider::Gitlab(p) => p.pass(pass).await,
         }
     }
 }
@@ -455,7 +487,7 @@ impl Reconciler {
                 ..Tally::default()
             },
         };
-        let active = plan.provider.active().await;
+        let active = plan.provider.active(started_ms).await;
         let result = match &active {
             Err(e) => Err(PassError::Api(e.clone())),
             Ok(_) => plan.provider.pass(&mut pass).await,
@@ -581,7 +613,7 @@ fn shown_source(source: &SourceConfig, r: &ReconcileConfig) -> api::ReconcileSou
 
 #[cfg(test)]
 mod tests {
-    use super::{Cursor, StripeWalk, decode, encode};
+    use super::{Cursor, StripeWalk, decode, encode, rfc3339_ms};
 
     #[test]
     fn a_kept_cursor_reads_back_and_an_unknown_version_is_none() {
@@ -594,6 +626,10 @@ mod tests {
                     next: "evt_5".into(),
                 }),
             },
+            Cursor::Gitlab {
+                mark: 7,
+                refused: vec!["3a427872-00df-429c-9bc9-a9475de2efe4".into()],
+            },
         ] {
             assert_eq!(decode(&encode(&cursor)), Some(cursor));
         }
@@ -601,5 +637,33 @@ mod tests {
         other[0] = 2;
         assert_eq!(decode(&other), None);
         assert_eq!(decode(&[]), None);
+    }
+
+    /// A cursor kept before variants were appended reads back: postcard
+    /// numbers a variant by its place, so a new one goes last.
+    #[test]
+    fn cursors_kept_before_new_providers_read_back() {
+        // Cursor::Github { mark: 42 }, as the first passes kept it.
+        assert_eq!(decode(&[1, 0, 42]), Some(Cursor::Github { mark: 42 }));
+        // Cursor::Stripe { after: Some("e"), walk: None }.
+        assert_eq!(
+            decode(&[1, 1, 1, 1, b'e', 0]),
+            Some(Cursor::Stripe {
+                after: Some("e".into()),
+                walk: None
+            })
+        );
+    }
+
+    #[test]
+    fn provider_times_read_with_their_offset() {
+        let utc = rfc3339_ms("2024-05-26T03:03:17Z").unwrap();
+        assert_eq!(utc, 1_716_692_597_000);
+        assert_eq!(rfc3339_ms("2024-05-26T03:03:17.250Z"), Some(utc + 250));
+        assert_eq!(rfc3339_ms("2024-05-25T20:03:17-07:00"), Some(utc));
+        assert_eq!(rfc3339_ms("2024-05-26T05:03:17.000+02:00"), Some(utc));
+        assert_eq!(rfc3339_ms("2024-05-26T03:03:17.000+00:00"), Some(utc));
+        assert_eq!(rfc3339_ms("yesterday"), None);
+        assert_eq!(rfc3339_ms("2024-05-26T03:03:17+0x:00"), None);
     }
 }

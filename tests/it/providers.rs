@@ -15,6 +15,18 @@
 //!   object with `data` newest first and `has_more`; a `Request-Id`
 //!   header) and "Retrieve a webhook endpoint" (`status`). A bad key is 401
 //!   with an `invalid_request_error`; the rate limit is 429.
+//! - GitLab, "Project webhooks API" (REST API v4): `GET
+//!   /projects/{id}/hooks/{hook_id}` (`alert_status`, `disabled_until`), `GET
+//!   …/events` (the past 7 days, newest first; `status` a comma-separated list
+//!   of codes and `successful`, `client_failure`, `server_failure`, the last
+//!   taking "internal error"; `per_page` 1 to 20, else 400; `page`, with
+//!   `X-Page`, `X-Next-Page`, `X-Total-Pages`; `X-Gitlab-Token` shown as
+//!   `[REDACTED]`), `POST …/events/{hook_log_id}/resend` (five a minute per
+//!   hook and user, else 429; the request is made while GitLab answers, with
+//!   the log's headers and its `Idempotency-Key` and the hook's token, and
+//!   logged anew; 201 with what the receiver answered, 422 when no answer
+//!   came). The project is its ID or URL-encoded path. A bad token is 401
+//!   `{"message": "401 Unauthorized"}`.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -515,4 +527,326 @@ async fn stripe_events(
         body,
     )
         .into_response()
+}
+
+// ---------------------------------------------------------------- GitLab
+
+/// One request of a GitLab hook's log.
+#[derive(Debug, Clone)]
+pub struct GlLog {
+    pub id: u64,
+    pub idempotency_key: String,
+    pub event: String,
+    /// The body as GitLab keeps it (`{"oversize": true}` for a large one).
+    pub body: Vec<u8>,
+    /// `"200"`, `"502"`, or `"internal error"` when no answer came.
+    pub status: String,
+    pub created_at: String,
+}
+
+#[derive(Default)]
+struct GlState {
+    token: String,
+    /// The hook's secret token (`X-Gitlab-Token`).
+    secret: String,
+    alert_status: String,
+    disabled_until: Option<String>,
+    /// Oldest first.
+    logs: Vec<GlLog>,
+    /// The log ids asked to be resent, in order.
+    resends: Vec<u64>,
+    /// When each resend was asked, for the rate limit.
+    resent_at: Vec<std::time::Instant>,
+    /// The rate limit's window: GitLab's is a minute.
+    window: std::time::Duration,
+    /// The project ids the calls named, as the path decodes.
+    projects: Vec<String>,
+    target: Option<String>,
+}
+
+#[derive(Clone)]
+pub struct FakeGitlab {
+    pub addr: SocketAddr,
+    state: Arc<Mutex<GlState>>,
+}
+
+impl FakeGitlab {
+    pub fn start(token: &str, secret: &str) -> FakeGitlab {
+        let state = Arc::new(Mutex::new(GlState {
+            token: token.to_owned(),
+            secret: secret.to_owned(),
+            alert_status: "executable".to_owned(),
+            window: std::time::Duration::from_secs(60),
+            ..GlState::default()
+        }));
+        let router = Router::new()
+            .route("/api/v4/projects/{id}/hooks/{hook}", get(gl_hook))
+            .route("/api/v4/projects/{id}/hooks/{hook}/events", get(gl_events))
+            .route(
+                "/api/v4/projects/{id}/hooks/{hook}/events/{log}/resend",
+                post(gl_resend),
+            )
+            .with_state(state.clone());
+        FakeGitlab {
+            addr: serve(router),
+            state,
+        }
+    }
+
+    /// The API root, with GitLab's `/api/v4`.
+    pub fn url(&self) -> String {
+        format!("http://{}/api/v4", self.addr)
+    }
+
+    pub fn send_to(&self, target: String) {
+        self.state.lock().unwrap().target = Some(target);
+    }
+
+    /// The hook's secret token from now on (a rotation at GitLab).
+    pub fn set_secret(&self, secret: &str) {
+        self.state.lock().unwrap().secret = secret.to_owned();
+    }
+
+    /// Shortens the resend limit's window (GitLab's is a minute).
+    pub fn set_rate_window(&self, window: std::time::Duration) {
+        self.state.lock().unwrap().window = window;
+    }
+
+    /// GitLab disables a failing hook for a while.
+    pub fn disable_for(&self, seconds: u64) {
+        let mut s = self.state.lock().unwrap();
+        s.alert_status = "temporarily_disabled".to_owned();
+        let until = std::time::SystemTime::now() + std::time::Duration::from_secs(seconds);
+        s.disabled_until = Some(humantime::format_rfc3339_seconds(until).to_string());
+    }
+
+    /// Logs a request of `body` for the event `key` that got `status`,
+    /// `ago_s` seconds ago; returns its id.
+    pub fn logged(&self, key: &str, body: &[u8], status: &str, ago_s: u64) -> u64 {
+        let mut s = self.state.lock().unwrap();
+        let id = s.logs.len() as u64 + 500;
+        s.logs.push(GlLog {
+            id,
+            idempotency_key: key.to_owned(),
+            event: "Push Hook".to_owned(),
+            body: body.to_vec(),
+            status: status.to_owned(),
+            created_at: gl_time(ago_s),
+        });
+        id
+    }
+
+    pub fn resends(&self) -> Vec<u64> {
+        self.state.lock().unwrap().resends.clone()
+    }
+
+    pub fn projects(&self) -> Vec<String> {
+        self.state.lock().unwrap().projects.clone()
+    }
+
+    /// The headers GitLab sends with a request of event `key`.
+    pub fn headers(secret: &str, key: &str, body: &[u8]) -> Vec<(String, String)> {
+        sign(&Signing {
+            kind: hookinbox::config::Kind::Gitlab,
+            secret,
+            body,
+            event_id: key,
+            event_type: Some("Push Hook"),
+            timestamp: 0,
+            url: "",
+            content_type: "application/json",
+            hmac: None,
+        })
+        .unwrap()
+    }
+}
+
+/// A time as a GitLab instance in UTC-7 writes it.
+fn gl_time(ago_s: u64) -> String {
+    let at = std::time::SystemTime::now() - std::time::Duration::from_secs(ago_s + 7 * 3600);
+    let utc = humantime::format_rfc3339_millis(at).to_string();
+    format!("{}-07:00", utc.trim_end_matches('Z'))
+}
+
+fn gl_refused() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        axum::Json(json!({"message": "401 Unauthorized"})),
+    )
+        .into_response()
+}
+
+fn gl_authorized(s: &GlState, headers: &HeaderMap) -> bool {
+    headers
+        .get("private-token")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t == s.token)
+}
+
+async fn gl_hook(
+    State(state): State<Arc<Mutex<GlState>>>,
+    Path((id, hook)): Path<(String, u64)>,
+    headers: HeaderMap,
+) -> Response {
+    let mut s = state.lock().unwrap();
+    s.projects.push(id.clone());
+    if !gl_authorized(&s, &headers) {
+        return gl_refused();
+    }
+    axum::Json(json!({
+        "id": hook, "url": "https://example.com/in/gitlab", "name": "hookinbox",
+        "project_id": 3, "push_events": true, "enable_ssl_verification": true,
+        "alert_status": s.alert_status, "disabled_until": s.disabled_until,
+        "url_variables": [], "created_at": "2026-01-01T00:00:00Z"
+    }))
+    .into_response()
+}
+
+/// Whether a request that got `status` matches the list's `status` filter.
+fn gl_matches(filter: &str, status: &str) -> bool {
+    let code: Option<u16> = status.parse().ok();
+    filter.split(',').any(|f| match f {
+        "successful" => code.is_some_and(|c| (200..300).contains(&c)),
+        "client_failure" => code.is_some_and(|c| (400..500).contains(&c)),
+        "server_failure" => code.is_none_or(|c| (500..600).contains(&c)),
+        other => other == status,
+    })
+}
+
+async fn gl_events(
+    State(state): State<Arc<Mutex<GlState>>>,
+    Path((id, _)): Path<(String, u64)>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let mut s = state.lock().unwrap();
+    s.projects.push(id);
+    if !gl_authorized(&s, &headers) {
+        return gl_refused();
+    }
+    let per_page: usize = query
+        .get("per_page")
+        .map_or(Some(20), |p| p.parse().ok())
+        .unwrap_or(0);
+    if !(1..=20).contains(&per_page) {
+        return (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({"error": "per_page does not have a valid value"})),
+        )
+            .into_response();
+    }
+    let page: usize = query.get("page").and_then(|p| p.parse().ok()).unwrap_or(1);
+    // Newest first.
+    let all: Vec<&GlLog> = s
+        .logs
+        .iter()
+        .rev()
+        .filter(|l| query.get("status").is_none_or(|f| gl_matches(f, &l.status)))
+        .collect();
+    let pages = all.len().div_ceil(per_page).max(1);
+    let listed: Vec<serde_json::Value> = all
+        .iter()
+        .skip((page - 1) * per_page)
+        .take(per_page)
+        .map(|l| {
+            let data: serde_json::Value = serde_json::from_slice(&l.body).unwrap();
+            json!({
+                "id": l.id, "url": "https://example.com/in/gitlab", "trigger": "push_hooks",
+                "request_headers": {
+                    "Content-Type": "application/json", "User-Agent": "GitLab/17.4.0",
+                    "Idempotency-Key": l.idempotency_key, "X-Gitlab-Event": l.event,
+                    "X-Gitlab-Event-UUID": format!("uuid-{}", l.id), "X-Gitlab-Token": "[REDACTED]"
+                },
+                "request_data": data,
+                "response_headers": {}, "response_body": "", "execution_duration": 0.12,
+                "response_status": l.status, "created_at": l.created_at
+            })
+        })
+        .collect();
+    let mut response = axum::Json(listed).into_response();
+    let h = response.headers_mut();
+    let next = if page < pages {
+        (page + 1).to_string()
+    } else {
+        String::new()
+    };
+    h.insert("x-next-page", next.parse().unwrap());
+    h.insert("x-page", page.to_string().parse().unwrap());
+    h.insert("x-per-page", per_page.to_string().parse().unwrap());
+    h.insert("x-total", all.len().to_string().parse().unwrap());
+    h.insert("x-total-pages", pages.to_string().parse().unwrap());
+    response
+}
+
+async fn gl_resend(
+    State(state): State<Arc<Mutex<GlState>>>,
+    Path((id, _, log_id)): Path<(String, u64, u64)>,
+    headers: HeaderMap,
+) -> Response {
+    let (log, target, secret) = {
+        let mut s = state.lock().unwrap();
+        s.projects.push(id);
+        if !gl_authorized(&s, &headers) {
+            return gl_refused();
+        }
+        let now = std::time::Instant::now();
+        let window = s.window;
+        s.resent_at.retain(|at| now.duration_since(*at) < window);
+        if s.resent_at.len() >= 5 {
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                axum::Json(json!({"message": {"error": "This endpoint has been requested too many times. Try again later."}})),
+            )
+                .into_response();
+        }
+        let Some(log) = s.logs.iter().find(|l| l.id == log_id).cloned() else {
+            return (
+                StatusCode::NOT_FOUND,
+                axum::Json(json!({"message": "404 Not found"})),
+            )
+                .into_response();
+        };
+        s.resent_at.push(now);
+        s.resends.push(log_id);
+        (log, s.target.clone(), s.secret.clone())
+    };
+    // GitLab calls the hook while it answers, and logs the call.
+    let status = match target {
+        None => None,
+        Some(target) => {
+            let mut request = hookinbox::send::http_client(std::time::Duration::from_secs(10))
+                .unwrap()
+                .post(target)
+                .body(log.body.clone());
+            for (name, value) in FakeGitlab::headers(&secret, &log.idempotency_key, &log.body) {
+                request = request.header(name, value);
+            }
+            request
+                .header("x-gitlab-event-uuid", format!("uuid-resend-{log_id}"))
+                .send()
+                .await
+                .ok()
+                .map(|r| r.status().as_u16())
+        }
+    };
+    let mut s = state.lock().unwrap();
+    let new_id = s.logs.len() as u64 + 500;
+    s.logs.push(GlLog {
+        id: new_id,
+        status: status.map_or("internal error".to_owned(), |c| c.to_string()),
+        created_at: gl_time(0),
+        ..log
+    });
+    match status {
+        Some(code) => (
+            StatusCode::CREATED,
+            axum::Json(json!({"response_status": code})),
+        )
+            .into_response(),
+        None => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            axum::Json(json!({"message": "Failed to open TCP connection"})),
+        )
+            .into_response(),
+    }
 }

@@ -1,8 +1,9 @@
 //! Gap fill against local fakes of the providers' APIs (`providers.rs`):
-//! a pass asks GitHub to redeliver what failed and hookinbox does not
-//! hold, and fetches from Stripe what it never delivered; both come in
-//! once, the Stripe ones marked as fetched, and a restart resumes where the
-//! passes got to. A refused credential is a metric and one call a pass.
+//! a pass asks GitHub and GitLab to send again what failed and hookinbox
+//! does not hold, and fetches from Stripe what it never delivered; each
+//! comes in once, the Stripe ones marked as fetched, and a restart resumes
+//! where the passes got to. A refused credential is a metric and one call a
+//! pass.
 
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use hookinbox::clock::Clock;
 use hookinbox::verify::sign::{Signing, sign};
 
 use crate::destination::{Destination, Mode};
-use crate::providers::{FakeGithub, FakeStripe};
+use crate::providers::{FakeGithub, FakeGitlab, FakeStripe};
 use crate::support::{TestServer, eventually, sample, server_section};
 
 const TOKEN: &str = "test-admin-token-0123456789";
@@ -19,6 +20,8 @@ const GH_SECRET: &str = "github-webhook-secret";
 const GH_TOKEN: &str = "github_pat_fake_0123456789";
 const STRIPE_SECRET: &str = "whsec_stripe_endpoint_secret";
 const STRIPE_KEY: &str = "rk_test_fake_0123456789";
+const GL_SECRET: &str = "gitlab-hook-secret-token";
+const GL_TOKEN: &str = "glpat-fake0123456789";
 
 fn github_config(dir: &std::path::Path, api: &str, token: &str) -> String {
     format!(
@@ -446,5 +449,166 @@ async fn stripe_undelivered_events_are_fetched_once_and_resumed_after_a_restart(
     stripe.set_endpoint_status("disabled");
     let disabled = reconcile(&server, "stripe", "").await;
     assert_eq!(disabled.subscription_active, Some(false));
+    server.stop().await;
+}
+
+fn gitlab_config(dir: &std::path::Path, api: &str) -> String {
+    format!(
+        r#"{}[admin]
+token = "{TOKEN}"
+
+[[source]]
+name = "gitlab"
+kind = "gitlab"
+secret = "{GL_SECRET}"
+
+[source.reconcile]
+hook = "projects/acme%2Fshop/hooks/7"
+token = "{GL_TOKEN}"
+interval = "1h"
+api_base = "{api}"
+"#,
+        server_section(dir)
+    )
+}
+
+fn gitlab_key(n: u32) -> String {
+    format!("3a427872-00df-429c-9bc9-{n:012}")
+}
+
+/// Logs 8 requests of a GitLab hook, 3 answered 2xx and 5 not, of which 2
+/// reached hookinbox anyway; and one failed whose body GitLab did not keep.
+/// A pass asks for the other 3 exactly once; they come in and are stored
+/// once; a second pass asks for nothing. A resend hookinbox refuses (the
+/// hook's token was changed at GitLab) is not asked again when GitLab lists
+/// it as a new failure; a hook GitLab disabled is reported.
+#[tokio::test]
+async fn gitlab_failed_requests_hookinbox_lacks_are_resent_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let gitlab = FakeGitlab::start(GL_TOKEN, GL_SECRET);
+    let server =
+        TestServer::start(&gitlab_config(dir.path(), &gitlab.url()), Clock::system()).await;
+    gitlab.send_to(server.url("/in/gitlab"));
+    // 0–2 answered 200; 3–4 failed but reached hookinbox; 5–7 never did:
+    // a 502, no answer at all, a 401 (before hookinbox had the token).
+    let statuses = [
+        "200",
+        "200",
+        "200",
+        "500",
+        "500",
+        "502",
+        "internal error",
+        "401",
+    ];
+    let mut logs = Vec::new();
+    for (n, status) in (0u32..).zip(statuses) {
+        let body = push_body(n);
+        if n < 5 {
+            let a = server
+                .post(
+                    "/in/gitlab",
+                    &FakeGitlab::headers(GL_SECRET, &gitlab_key(n), &body),
+                    body.clone(),
+                )
+                .await;
+            assert_eq!(a.status, 200, "{:?}", a.json);
+        }
+        logs.push(gitlab.logged(&gitlab_key(n), &body, status, 3600 - u64::from(n)));
+    }
+    gitlab.logged(&gitlab_key(99), br#"{"oversize": true}"#, "500", 3000);
+    assert_eq!(server.events().len(), 5);
+
+    let dry = reconcile(&server, "gitlab", "?dry_run=true").await;
+    assert_eq!(
+        (dry.listed, dry.held, dry.resent, dry.skipped),
+        (6, 2, 3, 1),
+        "{dry:?}"
+    );
+    assert!(gitlab.resends().is_empty(), "a dry run asks for nothing");
+
+    let first = reconcile(&server, "gitlab", "").await;
+    assert_eq!(first.outcome, ReconcileOutcome::Ok, "{first:?}");
+    assert_eq!(
+        (first.listed, first.held, first.resent, first.skipped),
+        (6, 2, 3, 1),
+        "{first:?}"
+    );
+    assert_eq!(first.subscription_active, Some(true));
+    assert_eq!(gitlab.resends(), logs[5..8]);
+    // GitLab resends while it answers: they are stored already.
+    let mut keys: Vec<String> = server
+        .events()
+        .iter()
+        .map(|e| e.record.event_id.clone())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys, (0..8).map(gitlab_key).collect::<Vec<_>>());
+    // The project went as one path segment, `acme%2Fshop`.
+    assert!(gitlab.projects().iter().all(|p| p == "acme/shop"));
+
+    let second = reconcile(&server, "gitlab", "").await;
+    assert_eq!((second.listed, second.resent), (0, 0), "{second:?}");
+    assert_eq!(
+        gitlab.resends().len(),
+        3,
+        "the second pass asks for nothing"
+    );
+
+    // The hook's token changes at GitLab: a new failure is asked for once,
+    // hookinbox refuses the resend, and that refusal is not asked again.
+    gitlab.set_secret("rotated-at-gitlab");
+    let late = gitlab.logged(&gitlab_key(8), &push_body(8), "502", 10);
+    let third = reconcile(&server, "gitlab", "").await;
+    assert_eq!((third.listed, third.resent), (1, 1), "{third:?}");
+    assert_eq!(gitlab.resends().last(), Some(&late));
+    let fourth = reconcile(&server, "gitlab", "").await;
+    assert_eq!(
+        (fourth.listed, fourth.resent, fourth.skipped),
+        (1, 0, 1),
+        "{fourth:?}"
+    );
+    assert_eq!(gitlab.resends().len(), 4);
+    assert_eq!(server.events().len(), 8);
+
+    let text = scrape(&server).await;
+    assert_eq!(
+        sample(
+            &text,
+            r#"hookinbox_reconciled_total{source="gitlab",how="resent"}"#
+        ),
+        4.0
+    );
+
+    // GitLab disables the hook after repeated failures: the next pass says so.
+    gitlab.disable_for(3600);
+    let disabled = reconcile(&server, "gitlab", "").await;
+    assert_eq!(disabled.subscription_active, Some(false), "{disabled:?}");
+    server.stop().await;
+}
+
+/// GitLab allows five resends a minute: a pass asks five, says it is not
+/// complete, and the next goes on from there, waiting out a 429.
+#[tokio::test]
+async fn gitlab_resends_at_most_five_a_pass_and_the_next_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let gitlab = FakeGitlab::start(GL_TOKEN, GL_SECRET);
+    // A shorter window than GitLab's minute, so the test waits seconds.
+    gitlab.set_rate_window(Duration::from_secs(2));
+    let server =
+        TestServer::start(&gitlab_config(dir.path(), &gitlab.url()), Clock::system()).await;
+    gitlab.send_to(server.url("/in/gitlab"));
+    let logs: Vec<u64> = (0..7u32)
+        .map(|n| gitlab.logged(&gitlab_key(n), &push_body(n), "503", 600 - u64::from(n)))
+        .collect();
+
+    let first = reconcile(&server, "gitlab", "").await;
+    assert_eq!((first.resent, first.complete), (5, false), "{first:?}");
+    let second = reconcile(&server, "gitlab", "").await;
+    assert_eq!(second.outcome, ReconcileOutcome::Ok, "{second:?}");
+    assert_eq!((second.resent, second.complete), (2, true), "{second:?}");
+    assert_eq!(gitlab.resends(), logs, "each once, oldest first");
+    assert_eq!(server.events().len(), 7);
     server.stop().await;
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{Ctx, SecretSetting, longest};
 use crate::config::raw::{RawReconcile, default};
-use crate::config::reconcile::{GithubHook, ReconcileConfig, Target};
+use crate::config::reconcile::{GithubHook, GitlabHook, ReconcileConfig, Target};
 use crate::config::{ConfigError, GivenSecret, Kind, Secret};
 
 /// 90 days for a first pass's lookback: longer than any provider keeps what
@@ -20,6 +20,9 @@ struct Provider {
     /// How long the provider lists what it could not deliver.
     window: &'static str,
     api_base: &'static str,
+    /// The keys of `[source.reconcile]` this provider reads, beside the
+    /// common ones; any other provider's key is refused.
+    keys: &'static [&'static str],
 }
 
 fn provider(kind: Kind) -> Option<Provider> {
@@ -29,14 +32,32 @@ fn provider(kind: Kind) -> Option<Provider> {
         Kind::Github => Some(Provider {
             window: "3d",
             api_base: "https://api.github.com",
+            keys: &["hook"],
         }),
         // "All events are kept for 30 days" (Stripe API, "List all events").
         Kind::Stripe => Some(Provider {
             window: "30d",
             api_base: "https://api.stripe.com",
+            keys: &["endpoint"],
+        }),
+        // "Get a list of events for a specific project webhook in the past
+        // 7 days from start date" (GitLab docs, "Project webhooks API": "Get
+        // a list of project webhook events"; the same for groups).
+        Kind::Gitlab => Some(Provider {
+            window: "7d",
+            api_base: "https://gitlab.com/api/v4",
+            keys: &["hook"],
         }),
         _ => None,
     }
+}
+
+/// Every provider-specific key of `[source.reconcile]` and whether it is set.
+fn provider_keys(raw: &RawReconcile) -> [(&'static str, bool); 2] {
+    [
+        ("hook", raw.hook.is_some()),
+        ("endpoint", raw.endpoint.is_some()),
+    ]
 }
 
 /// `source[i].reconcile`, for a source of `kind`.
@@ -51,8 +72,8 @@ pub(super) fn validate_reconcile(
         return Err(cx.err(
             format!("source[{i}].reconcile"),
             format!(
-                "is not available for kind = \"{kind}\": hookinbox asks the APIs of github \
-                 and stripe for what never arrived"
+                "is not available for kind = \"{kind}\": hookinbox asks the APIs of github, \
+                 gitlab and stripe for what never arrived"
             ),
         ));
     };
@@ -72,7 +93,6 @@ pub(super) fn validate_reconcile(
         LONGEST_LOOKBACK,
     )?;
     let api_base = api_base(cx, i, raw.api_base.as_deref().unwrap_or(provider.api_base))?;
-    let token = token(cx, i, &raw)?;
     let refuse = |cx: &Ctx<'_>, k: &str, set: bool| {
         if set {
             Err(cx.err(key(k), format!("applies to another provider, not {kind}")))
@@ -80,9 +100,12 @@ pub(super) fn validate_reconcile(
             Ok(())
         }
     };
+    for (k, set) in provider_keys(&raw) {
+        refuse(cx, k, set && !provider.keys.contains(&k))?;
+    }
+    let token = token(cx, i, &raw)?;
     let target = match kind {
         Kind::Github => {
-            refuse(cx, "endpoint", raw.endpoint.is_some())?;
             let hook = raw.hook.as_deref().ok_or_else(|| {
                 cx.err(
                     key("hook"),
@@ -93,24 +116,21 @@ pub(super) fn validate_reconcile(
             Target::GithubHook { hook, token }
         }
         Kind::Stripe => {
-            refuse(cx, "hook", raw.hook.is_some())?;
             let endpoint = raw
                 .endpoint
-                .map(|e| {
-                    let ok = e.starts_with("we_")
-                        && e.len() <= 64
-                        && e.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-                    if ok {
-                        Ok(e)
-                    } else {
-                        Err(cx.err(
-                            key("endpoint"),
-                            format!("{e:?} is not a Stripe webhook endpoint id (we_…)"),
-                        ))
-                    }
-                })
+                .map(|e| provider_id(cx, &key("endpoint"), e, "we_", "Stripe webhook endpoint"))
                 .transpose()?;
             Target::Stripe { token, endpoint }
+        }
+        Kind::Gitlab => {
+            let hook = raw.hook.as_deref().ok_or_else(|| {
+                cx.err(
+                    key("hook"),
+                    "is required for gitlab: \"projects/ID/hooks/ID\" or \"groups/ID/hooks/ID\"",
+                )
+            })?;
+            let hook = GitlabHook::parse(hook).map_err(|m| cx.err(key("hook"), m))?;
+            Target::GitlabHook { hook, token }
         }
         _ => unreachable!("provider() answers only the kinds matched here"),
     };
@@ -120,6 +140,26 @@ pub(super) fn validate_reconcile(
         lookback,
         api_base,
     })
+}
+
+/// An id the provider gave (`we_…`, `ep_…`): its prefix, then letters,
+/// digits and `_`, as the provider writes them.
+fn provider_id(
+    cx: &Ctx<'_>,
+    key: &str,
+    id: String,
+    prefix: &str,
+    what: &str,
+) -> Result<String, ConfigError> {
+    let ok = id.len() > prefix.len()
+        && id.starts_with(prefix)
+        && id.len() <= 64
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if ok {
+        Ok(id)
+    } else {
+        Err(cx.err(key, format!("{id:?} is not a {what} id ({prefix}…)")))
+    }
 }
 
 /// The API's root: https, or http to a loopback address only (a token is

@@ -1,0 +1,102 @@
+//! Unit tests of `[source.reconcile]` per provider: each kind's keys, its
+//! window and API root by default, another provider's key refused, each
+//! error naming its key, and `config check` showing where a credential is
+//! kept, never the credential.
+
+use std::time::Duration;
+
+use super::*;
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+/// A source of `kind` with `[source.reconcile]` holding `keys`.
+fn with_reconcile(kind: &str, keys: &str) -> String {
+    format!(
+        "[admin]\ntoken = \"the-admin-token-0123\"\n\
+         [[source]]\nname = \"s\"\nkind = \"{kind}\"\nsecret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n\
+         [source.reconcile]\n{keys}"
+    )
+}
+
+fn load(kind: &str, keys: &str) -> Result<Config<Loaded>, ConfigError> {
+    Config::from_toml(&with_reconcile(kind, keys), "f.toml", None, &no_env)
+}
+
+fn reconcile_of(config: &Config<Loaded>) -> &ReconcileConfig {
+    config.sources[0].reconcile.as_ref().unwrap()
+}
+
+/// The error `keys` give for `kind`, which must name `key`.
+fn refused(kind: &str, keys: &str, key: &str) -> String {
+    let err = load(kind, keys).unwrap_err().to_string();
+    assert!(err.contains(&format!("source[0].reconcile.{key}")), "{err}");
+    err
+}
+
+#[test]
+fn gitlab_reads_a_project_or_group_hook_with_its_token() {
+    let config = load(
+        "gitlab",
+        "hook = \"projects/acme%2Fshop/hooks/7\"\ntoken = \"glpat-0123456789abcdef\"\n",
+    )
+    .unwrap();
+    let r = reconcile_of(&config);
+    let Target::GitlabHook { hook, token } = &r.target else {
+        panic!("{:?}", r.target);
+    };
+    assert_eq!(hook.owner, GitlabOwner::Project);
+    assert_eq!(hook.id, "acme%2Fshop");
+    assert_eq!(token.value.expose(), "glpat-0123456789abcdef");
+    assert_eq!(r.target.describe(), "projects/acme%2Fshop/hooks/7");
+    // GitLab lists a hook's requests of the past 7 days.
+    assert_eq!(r.lookback, Duration::from_secs(7 * 86_400));
+    // The root keeps its path: calls go under /api/v4.
+    assert_eq!(r.api_base.as_str(), "https://gitlab.com/api/v4");
+    let shown = config.to_redacted_toml();
+    assert!(
+        shown.contains("hook = \"projects/acme%2Fshop/hooks/7\""),
+        "{shown}"
+    );
+    assert!(!shown.contains("glpat-0123456789abcdef"), "{shown}");
+
+    let group = load(
+        "gitlab",
+        "hook = \"groups/12/hooks/3\"\ntoken = \"t\"\napi_base = \"https://git.example.com/api/v4\"\n",
+    )
+    .unwrap();
+    assert_eq!(reconcile_of(&group).target.describe(), "groups/12/hooks/3");
+}
+
+#[test]
+fn gitlab_needs_a_hook_and_takes_no_other_provider_s_key() {
+    let err = refused("gitlab", "token = \"t\"\n", "hook");
+    assert!(err.contains("is required for gitlab"), "{err}");
+    let err = refused(
+        "gitlab",
+        "hook = \"repos/acme/shop/hooks/7\"\ntoken = \"t\"\n",
+        "hook",
+    );
+    assert!(err.contains("names no GitLab webhook"), "{err}");
+    let err = refused(
+        "gitlab",
+        "hook = \"projects/1/hooks/7\"\nendpoint = \"we_1\"\ntoken = \"t\"\n",
+        "endpoint",
+    );
+    assert!(
+        err.contains("applies to another provider, not gitlab"),
+        "{err}"
+    );
+    refused("gitlab", "hook = \"projects/1/hooks/7\"\n", "token");
+    // And GitLab's key is not another provider's.
+    let err = refused(
+        "stripe",
+        "hook = \"projects/1/hooks/7\"\ntoken = \"sk_test_1\"\n",
+        "hook",
+    );
+    assert!(
+        err.contains("applies to another provider, not stripe"),
+        "{err}"
+    );
+}
