@@ -217,6 +217,8 @@ pub struct RawReconcile {
     pub hook: Option<String>,
     /// Stripe: the webhook endpoint (`we_…`) whose status is checked.
     pub endpoint: Option<String>,
+    /// Paddle: the notification destination (`ntfset_…`) that sends here.
+    pub notification_setting: Option<String>,
 }
 
 /// `destination = "…"`, or `[[source.destination]]` tables.

@@ -47,6 +47,16 @@ pub enum Target {
         hook: GitlabHook,
         token: GivenSecret<Secret>,
     },
+    /// Paddle Billing's notifications, read with an API key allowed
+    /// `notification.read` and `notification.write` (and, for
+    /// `notification_setting`, `notification_setting.read`).
+    Paddle {
+        token: GivenSecret<Secret>,
+        /// The notification destination (`ntfset_…`) that sends to this
+        /// source: only its notifications are replayed, and its `active`
+        /// is the subscription's health. Without it, every destination's.
+        notification_setting: Option<String>,
+    },
 }
 
 impl Target {
@@ -57,6 +67,11 @@ impl Target {
             Target::GithubHook { hook, .. } => hook.to_string(),
             Target::Stripe { .. } => "events".to_owned(),
             Target::GitlabHook { hook, .. } => hook.to_string(),
+            Target::Paddle {
+                notification_setting: Some(id),
+                ..
+            } => format!("notifications to {id}"),
+            Target::Paddle { .. } => "notifications".to_owned(),
         }
     }
 }

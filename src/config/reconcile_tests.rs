@@ -100,3 +100,93 @@ fn gitlab_needs_a_hook_and_takes_no_other_provider_s_key() {
         "{err}"
     );
 }
+
+#[test]
+fn paddle_reads_its_notifications_of_one_destination() {
+    let config = load(
+        "paddle",
+        "notification_setting = \"ntfset_01gt21c5pdx9q1e4mh1xrsjjn6\"\ntoken_env = \"PADDLE_KEY\"\n",
+    );
+    // The key's variable is not set: named as what is missing.
+    let err = config.unwrap_err().to_string();
+    assert!(err.contains("source[0].reconcile.token_env"), "{err}");
+    let env = |name: &str| (name == "PADDLE_KEY").then(|| "pdl_live_apikey_0123".to_owned());
+    let config = Config::from_toml(
+        &with_reconcile(
+            "paddle",
+            "notification_setting = \"ntfset_01gt21c5pdx9q1e4mh1xrsjjn6\"\ntoken_env = \"PADDLE_KEY\"\n",
+        ),
+        "f.toml",
+        None,
+        &env,
+    )
+    .unwrap();
+    let r = reconcile_of(&config);
+    let Target::Paddle {
+        token,
+        notification_setting,
+    } = &r.target
+    else {
+        panic!("{:?}", r.target);
+    };
+    assert_eq!(token.value.expose(), "pdl_live_apikey_0123");
+    assert_eq!(
+        notification_setting.as_deref(),
+        Some("ntfset_01gt21c5pdx9q1e4mh1xrsjjn6")
+    );
+    // Paddle keeps notifications 90 days.
+    assert_eq!(r.lookback, Duration::from_secs(90 * 86_400));
+    assert_eq!(r.api_base.as_str(), "https://api.paddle.com/");
+    assert!(
+        !config
+            .warnings
+            .iter()
+            .any(|w| w.contains("notification_setting")),
+        "{:?}",
+        config.warnings
+    );
+    let shown = config.to_redacted_toml();
+    assert!(
+        shown.contains("notification_setting = \"ntfset_01gt21c5pdx9q1e4mh1xrsjjn6\""),
+        "{shown}"
+    );
+    assert!(shown.contains("token_env = \"PADDLE_KEY\""), "{shown}");
+    assert!(!shown.contains("pdl_live_apikey_0123"), "{shown}");
+}
+
+#[test]
+fn paddle_without_a_destination_is_warned_and_another_kind_refuses_the_key() {
+    let config = load("paddle", "token = \"pdl_sdbx_apikey_0123\"\n").unwrap();
+    assert_eq!(reconcile_of(&config).target.describe(), "notifications");
+    assert!(
+        config
+            .warnings
+            .iter()
+            .any(|w| w.contains("source[0].reconcile.notification_setting is not set")),
+        "{:?}",
+        config.warnings
+    );
+    let err = refused(
+        "paddle",
+        "notification_setting = \"we_123\"\ntoken = \"t\"\n",
+        "notification_setting",
+    );
+    assert!(
+        err.contains("not a Paddle notification destination id"),
+        "{err}"
+    );
+    let err = refused(
+        "stripe",
+        "notification_setting = \"ntfset_01gt21c5pdx9q1e4mh1xrsjjn6\"\ntoken = \"t\"\n",
+        "notification_setting",
+    );
+    assert!(
+        err.contains("applies to another provider, not stripe"),
+        "{err}"
+    );
+    refused(
+        "paddle",
+        "hook = \"projects/1/hooks/2\"\ntoken = \"t\"\n",
+        "hook",
+    );
+}

@@ -227,6 +227,13 @@ fn reconcile(r: &ReconcileConfig) -> RawReconcile {
             raw.hook = Some(hook.to_string());
             token
         }
+        Target::Paddle {
+            token,
+            notification_setting,
+        } => {
+            raw.notification_setting = notification_setting.clone();
+            token
+        }
     };
     (raw.token, raw.token_env, raw.token_file) = place(token);
     raw

@@ -4,7 +4,7 @@
 //! by hand, `POST /api/reconcile/{source}`): the provider lists what it
 //! could not deliver, each item is matched to what hookinbox holds by the
 //! event id it dedupes on, and for the rest the provider is asked to send
-//! again (GitHub, GitLab: it comes back signed, through ingest) or the
+//! again (GitHub, GitLab, Paddle: it comes back signed, through ingest) or the
 //! event is fetched and stored marked `origin = "reconciled"` (Stripe,
 //! which has no resend). A pass also reads whether the provider still sends
 //! here.
@@ -19,6 +19,7 @@
 mod client;
 mod github;
 mod gitlab;
+mod paddle;
 mod stripe;
 
 use std::collections::BTreeMap;
@@ -66,6 +67,9 @@ pub(crate) enum Cursor {
     /// The highest hook log id judged, and the events whose resend
     /// hookinbox refused (not asked again when listed as failed anew).
     Gitlab { mark: u64, refused: Vec<String> },
+    /// Every notification that occurred before this (Unix ms) was
+    /// delivered, or failed and was judged.
+    Paddle { from_ms: u64 },
 }
 
 /// A walk back through Stripe's events: its newest, and where it goes on.
@@ -242,6 +246,7 @@ enum Provider {
     Github(github::Github),
     Stripe(stripe::Stripe),
     Gitlab(gitlab::Gitlab),
+    Paddle(paddle::Paddle),
 }
 
 impl Provider {
@@ -257,6 +262,14 @@ impl Provider {
             Target::GitlabHook { hook, token } => {
                 Provider::Gitlab(gitlab::Gitlab::new(base, hook.clone(), &token.value)?)
             }
+            Target::Paddle {
+                token,
+                notification_setting,
+            } => Provider::Paddle(paddle::Paddle::new(
+                base,
+                &token.value,
+                notification_setting.clone(),
+            )?),
         })
     }
 
@@ -266,6 +279,7 @@ impl Provider {
             Provider::Github(p) => p.active().await.map(Some),
             Provider::Stripe(p) => p.active().await,
             Provider::Gitlab(p) => p.active(now_ms).await.map(Some),
+            Provider::Paddle(p) => p.active().await,
         }
     }
 
@@ -274,6 +288,7 @@ impl Provider {
             Provider::Github(p) => p.pass(pass).await,
             Provider::Stripe(p) => p.pass(pass).await,
             Provider::Gitlab(p) => p.pass(pass).await,
+            Provider::Paddle(p) => p.pass(pass).await,
         }
     }
 }
@@ -629,6 +644,9 @@ mod tests {
             Cursor::Gitlab {
                 mark: 7,
                 refused: vec!["3a427872-00df-429c-9bc9-a9475de2efe4".into()],
+            },
+            Cursor::Paddle {
+                from_ms: 1_716_692_597_000,
             },
         ] {
             assert_eq!(decode(&encode(&cursor)), Some(cursor));

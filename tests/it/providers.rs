@@ -27,6 +27,18 @@
 //!   logged anew; 201 with what the receiver answered, 422 when no answer
 //!   came). The project is its ID or URL-encoded path. A bad token is 401
 //!   `{"message": "401 Unauthorized"}`.
+//! - Paddle Billing (API version 1), "List notifications" (`GET
+//!   /notifications`: `status` and `notification_setting_id` comma-separated
+//!   lists, `from`/`to` RFC 3339, `order_by=id[ASC|DESC]`, `per_page` 50 by
+//!   default and 200 at most, `after`; `meta.pagination.next` a full URL,
+//!   `has_more`), "Replay a notification" (`POST
+//!   /notifications/{notification_id}/replay`: 202 with the new
+//!   `notification_id`; 400 `notification_cannot_replay` unless `delivered`
+//!   or `failed`, 400 `notification_replay_invalid_origin_type` for a replay;
+//!   the original gets `replayed_at`, and the new notification, of origin
+//!   `replay` and the same `event_id`, is sent signed with
+//!   `Paddle-Signature`) and "Get a notification setting" (`active`). A bad
+//!   key is 403 `invalid_token`.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -849,4 +861,374 @@ async fn gl_resend(
         )
             .into_response(),
     }
+}
+
+// ---------------------------------------------------------------- Paddle
+
+/// One notification of the fake's Paddle account.
+#[derive(Debug, Clone)]
+pub struct PdlNotification {
+    pub id: String,
+    pub setting: String,
+    pub event_id: String,
+    pub event_type: String,
+    /// `delivered`, `failed`, `needs_retry` or `not_attempted`.
+    pub status: String,
+    /// `event`, or `replay`.
+    pub origin: String,
+    pub occurred_at: String,
+    pub data: serde_json::Value,
+    pub replayed_at: Option<String>,
+}
+
+#[derive(Default)]
+struct PdlState {
+    key: String,
+    /// The destination's secret key, which signs what it sends.
+    secret: String,
+    active: HashMap<String, bool>,
+    /// Oldest first: ids grow.
+    notifications: Vec<PdlNotification>,
+    /// The notification ids asked to be replayed, in order.
+    replays: Vec<String>,
+    target: Option<String>,
+}
+
+#[derive(Clone)]
+pub struct FakePaddle {
+    pub addr: SocketAddr,
+    state: Arc<Mutex<PdlState>>,
+}
+
+impl FakePaddle {
+    pub fn start(key: &str, secret: &str) -> FakePaddle {
+        let state = Arc::new(Mutex::new(PdlState {
+            key: key.to_owned(),
+            secret: secret.to_owned(),
+            ..PdlState::default()
+        }));
+        let router = Router::new()
+            .route("/notifications", get(pdl_list))
+            .route("/notifications/{id}/replay", post(pdl_replay))
+            .route("/notification-settings/{id}", get(pdl_setting))
+            .with_state(state.clone());
+        FakePaddle {
+            addr: serve(router),
+            state,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn send_to(&self, target: String) {
+        self.state.lock().unwrap().target = Some(target);
+    }
+
+    pub fn set_active(&self, setting: &str, active: bool) {
+        self.state
+            .lock()
+            .unwrap()
+            .active
+            .insert(setting.to_owned(), active);
+    }
+
+    /// A notification of event `event_id` to `setting` that occurred
+    /// `ago_s` seconds ago, in `status`; returns its id.
+    pub fn notify(&self, setting: &str, event_id: &str, status: &str, ago_s: u64) -> String {
+        let mut s = self.state.lock().unwrap();
+        s.active.entry(setting.to_owned()).or_insert(true);
+        let at = std::time::SystemTime::now() - std::time::Duration::from_secs(ago_s);
+        let n = PdlNotification {
+            id: pdl_id(s.notifications.len()),
+            setting: setting.to_owned(),
+            event_id: event_id.to_owned(),
+            event_type: "transaction.completed".to_owned(),
+            status: status.to_owned(),
+            origin: "event".to_owned(),
+            occurred_at: humantime::format_rfc3339_micros(at).to_string(),
+            data: json!({"id": format!("txn_{event_id}"), "status": "completed"}),
+            replayed_at: None,
+        };
+        let id = n.id.clone();
+        s.notifications.push(n);
+        id
+    }
+
+    /// Paddle gave up retrying notification `id`, or delivered it.
+    pub fn set_status(&self, id: &str, status: &str) {
+        let mut s = self.state.lock().unwrap();
+        let n = s.notifications.iter_mut().find(|n| n.id == id).unwrap();
+        n.status = status.to_owned();
+    }
+
+    /// Someone replayed `id` before, and Paddle could not deliver the
+    /// replay either.
+    pub fn replayed_before(&self, id: &str) {
+        let mut s = self.state.lock().unwrap();
+        let next = pdl_id(s.notifications.len());
+        let n = s.notifications.iter_mut().find(|n| n.id == id).unwrap();
+        n.replayed_at =
+            Some(humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string());
+        let replay = PdlNotification {
+            id: next,
+            origin: "replay".to_owned(),
+            status: "failed".to_owned(),
+            replayed_at: None,
+            ..n.clone()
+        };
+        s.notifications.push(replay);
+    }
+
+    pub fn replays(&self) -> Vec<String> {
+        self.state.lock().unwrap().replays.clone()
+    }
+
+    pub fn notification(&self, id: &str) -> PdlNotification {
+        let s = self.state.lock().unwrap();
+        s.notifications.iter().find(|n| n.id == id).unwrap().clone()
+    }
+
+    /// The body Paddle sends for `n`, and its headers signed with `secret`.
+    pub fn request(n: &PdlNotification, secret: &str) -> (Vec<u8>, Vec<(String, String)>) {
+        let body = serde_json::to_vec(&json!({
+            "event_id": n.event_id, "event_type": n.event_type, "occurred_at": n.occurred_at,
+            "notification_id": n.id, "data": n.data
+        }))
+        .unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let headers = sign(&Signing {
+            kind: hookinbox::config::Kind::Paddle,
+            secret,
+            body: &body,
+            event_id: &n.event_id,
+            event_type: Some(&n.event_type),
+            timestamp: now,
+            url: "",
+            content_type: "application/json",
+            hmac: None,
+        })
+        .unwrap();
+        (body, headers)
+    }
+}
+
+/// A notification id: `ntf_` and 26 of Paddle's characters, growing.
+fn pdl_id(n: usize) -> String {
+    format!("ntf_01hv{n:022}")
+}
+
+fn pdl_error(status: StatusCode, code: &str, detail: &str) -> Response {
+    (
+        status,
+        axum::Json(json!({
+            "error": {"type": "request_error", "code": code, "detail": detail,
+                      "documentation_url": format!("https://developer.paddle.com/errors/{code}")},
+            "meta": {"request_id": "00000000-0000-0000-0000-000000000000"}
+        })),
+    )
+        .into_response()
+}
+
+fn pdl_refused() -> Response {
+    pdl_error(
+        StatusCode::FORBIDDEN,
+        "invalid_token",
+        "Invalid or revoked API key.",
+    )
+}
+
+fn pdl_json(n: &PdlNotification) -> serde_json::Value {
+    json!({
+        "id": n.id, "type": n.event_type, "status": n.status,
+        "payload": {
+            "event_id": n.event_id, "event_type": n.event_type, "occurred_at": n.occurred_at,
+            "notification_id": n.id, "data": n.data
+        },
+        "occurred_at": n.occurred_at, "delivered_at": null, "replayed_at": n.replayed_at,
+        "origin": n.origin, "last_attempt_at": n.occurred_at, "retry_at": null,
+        "times_attempted": 1, "notification_setting_id": n.setting
+    })
+}
+
+async fn pdl_list(
+    State(state): State<Arc<Mutex<PdlState>>>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let s = state.lock().unwrap();
+    if bearer(&headers) != Some(s.key.as_str()) {
+        return pdl_refused();
+    }
+    let list = |name: &str| -> Option<Vec<String>> {
+        query
+            .get(name)
+            .map(|v| v.split(',').map(str::to_owned).collect())
+    };
+    let statuses = list("status");
+    let settings = list("notification_setting_id");
+    let time = |name: &str| {
+        query
+            .get(name)
+            .map(|t| humantime::parse_rfc3339_weak(t).unwrap())
+    };
+    let (from, to) = (time("from"), time("to"));
+    let per_page: usize = query
+        .get("per_page")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(50)
+        .clamp(1, 200);
+    let ascending = match query.get("order_by").map(String::as_str) {
+        None | Some("id[DESC]") => false,
+        Some("id[ASC]") => true,
+        Some(_) => {
+            return pdl_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_field",
+                "Invalid request: order_by",
+            );
+        }
+    };
+    let mut all: Vec<&PdlNotification> = s
+        .notifications
+        .iter()
+        .filter(|n| statuses.as_ref().is_none_or(|l| l.contains(&n.status)))
+        .filter(|n| settings.as_ref().is_none_or(|l| l.contains(&n.setting)))
+        .filter(|n| {
+            let at = humantime::parse_rfc3339_weak(&n.occurred_at).unwrap();
+            from.is_none_or(|f| at >= f) && to.is_none_or(|t| at < t)
+        })
+        .collect();
+    if !ascending {
+        all.reverse();
+    }
+    let start = match query.get("after") {
+        Some(after) => all
+            .iter()
+            .position(|n| &n.id == after)
+            .map_or(all.len(), |p| p + 1),
+        None => 0,
+    };
+    let page: Vec<&PdlNotification> = all[start..].iter().take(per_page).copied().collect();
+    let has_more = start + page.len() < all.len();
+    let next = page.last().map(|last| {
+        let host = headers
+            .get("host")
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or_default();
+        let mut q: Vec<(String, String)> = query
+            .iter()
+            .filter(|(k, _)| *k != "after")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        q.push(("after".to_owned(), last.id.clone()));
+        q.sort();
+        let q: String = form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(q)
+            .finish();
+        format!("http://{host}/notifications?{q}")
+    });
+    axum::Json(json!({
+        "data": page.iter().map(|n| pdl_json(n)).collect::<Vec<_>>(),
+        "meta": {
+            "request_id": "b15ec92e-8688-40d4-a04d-f44cbec93355",
+            "pagination": {"per_page": per_page, "next": next, "has_more": has_more,
+                           "estimated_total": all.len()}
+        }
+    }))
+    .into_response()
+}
+
+async fn pdl_setting(
+    State(state): State<Arc<Mutex<PdlState>>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let s = state.lock().unwrap();
+    if bearer(&headers) != Some(s.key.as_str()) {
+        return pdl_refused();
+    }
+    let Some(active) = s.active.get(&id) else {
+        return pdl_error(StatusCode::NOT_FOUND, "not_found", "Entity not found");
+    };
+    axum::Json(json!({
+        "data": {"id": id, "description": "hookinbox", "type": "url",
+                 "destination": "https://example.com/in/paddle", "active": active,
+                 "api_version": 1, "include_sensitive_fields": false,
+                 "subscribed_events": [], "traffic_source": "platform"},
+        "meta": {"request_id": "b15ec92e-8688-40d4-a04d-f44cbec93355"}
+    }))
+    .into_response()
+}
+
+async fn pdl_replay(
+    State(state): State<Arc<Mutex<PdlState>>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let (replay, target, secret) = {
+        let mut s = state.lock().unwrap();
+        if bearer(&headers) != Some(s.key.as_str()) {
+            return pdl_refused();
+        }
+        let next = pdl_id(s.notifications.len());
+        let Some(original) = s.notifications.iter_mut().find(|n| n.id == id) else {
+            return pdl_error(StatusCode::NOT_FOUND, "not_found", "Entity not found");
+        };
+        if original.origin != "event" {
+            return pdl_error(
+                StatusCode::BAD_REQUEST,
+                "notification_replay_invalid_origin_type",
+                "Only notifications with the origin `event` can be replayed.",
+            );
+        }
+        if original.status != "delivered" && original.status != "failed" {
+            return pdl_error(
+                StatusCode::BAD_REQUEST,
+                "notification_cannot_replay",
+                "Notification cannot be replayed because it's not `delivered` or `failed`.",
+            );
+        }
+        original.replayed_at =
+            Some(humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string());
+        let replay = PdlNotification {
+            id: next,
+            origin: "replay".to_owned(),
+            status: "not_attempted".to_owned(),
+            replayed_at: None,
+            ..original.clone()
+        };
+        s.notifications.push(replay.clone());
+        s.replays.push(id);
+        (replay, s.target.clone(), s.secret.clone())
+    };
+    let answer = json!({
+        "data": {"notification_id": replay.id},
+        "meta": {"request_id": "cfe92cac-86a1-49fe-ac50-2d12d6d6a7a1"}
+    });
+    // Paddle sends the replay on its own time: after the 202.
+    tokio::spawn(async move {
+        let Some(target) = target else { return };
+        let (body, headers) = FakePaddle::request(&replay, &secret);
+        let mut request = hookinbox::send::http_client(std::time::Duration::from_secs(10))
+            .unwrap()
+            .post(target)
+            .body(body);
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let ok = request.send().await.is_ok_and(|r| r.status().is_success());
+        let mut s = state.lock().unwrap();
+        let n = s
+            .notifications
+            .iter_mut()
+            .find(|n| n.id == replay.id)
+            .unwrap();
+        n.status = if ok { "delivered" } else { "needs_retry" }.to_owned();
+    });
+    (StatusCode::ACCEPTED, axum::Json(answer)).into_response()
 }

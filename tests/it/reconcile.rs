@@ -1,5 +1,5 @@
 //! Gap fill against local fakes of the providers' APIs (`providers.rs`):
-//! a pass asks GitHub and GitLab to send again what failed and hookinbox
+//! a pass asks GitHub, GitLab and Paddle to send again what failed and hookinbox
 //! does not hold, and fetches from Stripe what it never delivered; each
 //! comes in once, the Stripe ones marked as fetched, and a restart resumes
 //! where the passes got to. A refused credential is a metric and one call a
@@ -12,7 +12,7 @@ use hookinbox::clock::Clock;
 use hookinbox::verify::sign::{Signing, sign};
 
 use crate::destination::{Destination, Mode};
-use crate::providers::{FakeGithub, FakeGitlab, FakeStripe};
+use crate::providers::{FakeGithub, FakeGitlab, FakePaddle, FakeStripe};
 use crate::support::{TestServer, eventually, sample, server_section};
 
 const TOKEN: &str = "test-admin-token-0123456789";
@@ -22,6 +22,11 @@ const STRIPE_SECRET: &str = "whsec_stripe_endpoint_secret";
 const STRIPE_KEY: &str = "rk_test_fake_0123456789";
 const GL_SECRET: &str = "gitlab-hook-secret-token";
 const GL_TOKEN: &str = "glpat-fake0123456789";
+const PADDLE_SECRET: &str = "pdl_ntfset_01gt21c5pdx9q1e4mh1xrsjjn6_fakeSecretKey";
+const PADDLE_KEY: &str = "pdl_sdbx_apikey_fake0123456789";
+/// This source's notification destination, and another of the account.
+const NTFSET: &str = "ntfset_01gt21c5pdx9q1e4mh1xrsjjn6";
+const OTHER_NTFSET: &str = "ntfset_01gt21c5pdx9q1e4mh1xrsjjn7";
 
 fn github_config(dir: &std::path::Path, api: &str, token: &str) -> String {
     format!(
@@ -610,5 +615,157 @@ async fn gitlab_resends_at_most_five_a_pass_and_the_next_goes_on() {
     assert_eq!((second.resent, second.complete), (2, true), "{second:?}");
     assert_eq!(gitlab.resends(), logs, "each once, oldest first");
     assert_eq!(server.events().len(), 7);
+    server.stop().await;
+}
+
+fn paddle_config(dir: &std::path::Path, api: &str) -> String {
+    format!(
+        r#"{}[admin]
+token = "{TOKEN}"
+
+[[source]]
+name = "paddle"
+kind = "paddle"
+secret = "{PADDLE_SECRET}"
+
+[source.reconcile]
+notification_setting = "{NTFSET}"
+token = "{PADDLE_KEY}"
+interval = "1h"
+api_base = "{api}"
+"#,
+        server_section(dir)
+    )
+}
+
+/// Paddle's notifications to this source's destination: 2 delivered, 5
+/// failed of which 2 reached hookinbox anyway, one Paddle still retries
+/// (the oldest), one replayed before; and another destination's. A pass
+/// replays the 3 failed ones hookinbox lacks exactly once, and Paddle's
+/// replays (new notification ids, the same event ids) are stored once; a
+/// second pass asks for nothing; the one Paddle gave up on meanwhile is
+/// replayed by the next (the cursor waited for it); a disabled destination
+/// is reported.
+#[tokio::test]
+async fn paddle_failed_notifications_hookinbox_lacks_are_replayed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let paddle = FakePaddle::start(PADDLE_KEY, PADDLE_SECRET);
+    let server =
+        TestServer::start(&paddle_config(dir.path(), &paddle.url()), Clock::system()).await;
+    paddle.send_to(server.url("/in/paddle"));
+    let event = |n: u32| format!("evt_01hv{n:022}");
+    // Paddle still retries the oldest; the rest came after it.
+    let retrying = paddle.notify(NTFSET, &event(9), "needs_retry", 2 * 86_400);
+    let mut ids = Vec::new();
+    for n in 0..7u32 {
+        let status = if n < 2 { "delivered" } else { "failed" };
+        let id = paddle.notify(NTFSET, &event(n), status, 3600 - u64::from(n));
+        // 0–1 delivered, 2–3 failed but reached hookinbox, 4–6 never did.
+        if n < 4 {
+            let (body, headers) = FakePaddle::request(&paddle.notification(&id), PADDLE_SECRET);
+            let a = server.post("/in/paddle", &headers, body).await;
+            assert_eq!(a.status, 200, "{:?}", a.json);
+        }
+        ids.push(id);
+    }
+    // Event 4 went to another destination too, where it failed as well.
+    paddle.notify(OTHER_NTFSET, &event(4), "failed", 3596);
+    paddle.notify(OTHER_NTFSET, &event(20), "failed", 3000);
+    let before = paddle.notify(NTFSET, &event(7), "failed", 1800);
+    paddle.replayed_before(&before);
+    assert_eq!(server.events().len(), 4);
+
+    let dry = reconcile(&server, "paddle", "?dry_run=true").await;
+    assert_eq!(
+        (dry.listed, dry.held, dry.resent, dry.skipped),
+        (7, 2, 3, 2),
+        "{dry:?}"
+    );
+    assert!(paddle.replays().is_empty(), "a dry run asks for nothing");
+
+    let first = reconcile(&server, "paddle", "").await;
+    assert_eq!(first.outcome, ReconcileOutcome::Ok, "{first:?}");
+    assert_eq!(
+        (first.listed, first.held, first.resent, first.skipped),
+        (7, 2, 3, 2),
+        "{first:?}"
+    );
+    assert_eq!(first.subscription_active, Some(true));
+    assert_eq!(paddle.replays(), ids[4..7]);
+    eventually(
+        "the 3 replays stored",
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        async || match server.events().len() {
+            7 => Ok(()),
+            n => Err(format!("{n} events")),
+        },
+    )
+    .await;
+    // Stored once under the event id, from the replay's new notification.
+    for (n, original) in (4u32..).zip(&ids[4..7]) {
+        let stored = server.store().find("paddle", &event(n)).unwrap().unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&stored.record.body).unwrap();
+        assert_eq!(body["event_id"], event(n).as_str());
+        assert_ne!(body["notification_id"], original.as_str());
+    }
+
+    // A person replays event 4 again: a third notification id, the same
+    // event id, a duplicate to hookinbox.
+    let again = server
+        .client
+        .post(format!("{}/notifications/{}/replay", paddle.url(), ids[4]))
+        .bearer_auth(PADDLE_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 202);
+    let again: serde_json::Value = again.json().await.unwrap();
+    let again = again["data"]["notification_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    eventually(
+        "the replay delivered",
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        async || match paddle.notification(&again).status.as_str() {
+            "delivered" => Ok(()),
+            other => Err(other.to_owned()),
+        },
+    )
+    .await;
+    assert_eq!(
+        server.events().len(),
+        7,
+        "a replay of a held event is a duplicate"
+    );
+
+    let second = reconcile(&server, "paddle", "").await;
+    assert_eq!(second.resent, 0, "{second:?}");
+    assert_eq!(
+        paddle.replays().len(),
+        4,
+        "the second pass asks for nothing"
+    );
+
+    // Paddle gives up on the one it retried: the next pass replays it.
+    paddle.set_status(&retrying, "failed");
+    let third = reconcile(&server, "paddle", "").await;
+    assert_eq!(third.resent, 1, "{third:?}");
+    assert_eq!(paddle.replays().last(), Some(&retrying));
+
+    let text = scrape(&server).await;
+    assert_eq!(
+        sample(
+            &text,
+            r#"hookinbox_reconciled_total{source="paddle",how="resent"}"#
+        ),
+        4.0
+    );
+
+    paddle.set_active(NTFSET, false);
+    let disabled = reconcile(&server, "paddle", "").await;
+    assert_eq!(disabled.subscription_active, Some(false), "{disabled:?}");
     server.stop().await;
 }

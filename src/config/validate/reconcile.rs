@@ -48,15 +48,23 @@ fn provider(kind: Kind) -> Option<Provider> {
             api_base: "https://gitlab.com/api/v4",
             keys: &["hook"],
         }),
+        // "Notifications older than 90 days aren't retained" (Paddle API,
+        // "List notifications").
+        Kind::Paddle => Some(Provider {
+            window: "90d",
+            api_base: "https://api.paddle.com",
+            keys: &["notification_setting"],
+        }),
         _ => None,
     }
 }
 
 /// Every provider-specific key of `[source.reconcile]` and whether it is set.
-fn provider_keys(raw: &RawReconcile) -> [(&'static str, bool); 2] {
+fn provider_keys(raw: &RawReconcile) -> [(&'static str, bool); 3] {
     [
         ("hook", raw.hook.is_some()),
         ("endpoint", raw.endpoint.is_some()),
+        ("notification_setting", raw.notification_setting.is_some()),
     ]
 }
 
@@ -73,7 +81,7 @@ pub(super) fn validate_reconcile(
             format!("source[{i}].reconcile"),
             format!(
                 "is not available for kind = \"{kind}\": hookinbox asks the APIs of github, \
-                 gitlab and stripe for what never arrived"
+                 gitlab, paddle and stripe for what never arrived"
             ),
         ));
     };
@@ -132,6 +140,33 @@ pub(super) fn validate_reconcile(
             let hook = GitlabHook::parse(hook).map_err(|m| cx.err(key("hook"), m))?;
             Target::GitlabHook { hook, token }
         }
+        Kind::Paddle => {
+            let notification_setting = raw
+                .notification_setting
+                .map(|id| {
+                    provider_id(
+                        cx,
+                        &key("notification_setting"),
+                        id,
+                        "ntfset_",
+                        "Paddle notification destination",
+                    )
+                })
+                .transpose()?;
+            if notification_setting.is_none() {
+                cx.warnings.push(format!(
+                    "{}: {} is not set: a pass replays the failed notifications of every \
+                     notification destination of the Paddle account, each to its own \
+                     destination; set it to the ntfset_… that sends to this source",
+                    cx.origin,
+                    key("notification_setting")
+                ));
+            }
+            Target::Paddle {
+                token,
+                notification_setting,
+            }
+        }
         _ => unreachable!("provider() answers only the kinds matched here"),
     };
     Ok(ReconcileConfig {
@@ -142,7 +177,7 @@ pub(super) fn validate_reconcile(
     })
 }
 
-/// An id the provider gave (`we_…`, `ep_…`): its prefix, then letters,
+/// An id the provider gave (`we_…`, `ntfset_…`): its prefix, then letters,
 /// digits and `_`, as the provider writes them.
 fn provider_id(
     cx: &Ctx<'_>,
