@@ -41,6 +41,11 @@ pub struct ReconcileReport {
     pub resent: u64,
     /// Fetched and stored (would have been, on a dry run).
     pub fetched: u64,
+    /// Requests to resend whatever failed in a span of time, for a provider
+    /// that lists nothing and does not say how many it resends (Svix):
+    /// what comes back is stored once, what hookinbox holds is a duplicate.
+    #[serde(default)]
+    pub recovers: u64,
     /// Not asked again: a resend hookinbox had refused (a bad signature
     /// stays bad), one the provider is still retrying by itself or has
     /// replayed before, or one it cannot send again (it kept no body, or

@@ -215,8 +215,11 @@ pub struct RawReconcile {
     /// GitHub: `repos/OWNER/REPO/hooks/ID` or `orgs/ORG/hooks/ID`; GitLab:
     /// `projects/ID/hooks/ID` or `groups/ID/hooks/ID`.
     pub hook: Option<String>,
-    /// Stripe: the webhook endpoint (`we_…`) whose status is checked.
+    /// Stripe: the webhook endpoint (`we_…`) whose status is checked;
+    /// Svix (kind standard): the endpoint (`ep_…`) that sends here.
     pub endpoint: Option<String>,
+    /// Svix (kind standard): the application (`app_…`) of `endpoint`.
+    pub app: Option<String>,
     /// Paddle: the notification destination (`ntfset_…`) that sends here.
     pub notification_setting: Option<String>,
 }

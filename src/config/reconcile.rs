@@ -57,6 +57,15 @@ pub enum Target {
         /// is the subscription's health. Without it, every destination's.
         notification_setting: Option<String>,
     },
+    /// A sender whose webhooks run on Svix: the endpoint (`ep_…`) of its
+    /// application (`app_…`) that sends to this source, read with a Svix
+    /// token the sender issued for that application (an App Portal token,
+    /// or an API key).
+    Svix {
+        token: GivenSecret<Secret>,
+        app: String,
+        endpoint: String,
+    },
 }
 
 impl Target {
@@ -72,6 +81,7 @@ impl Target {
                 ..
             } => format!("notifications to {id}"),
             Target::Paddle { .. } => "notifications".to_owned(),
+            Target::Svix { app, endpoint, .. } => format!("app/{app}/endpoint/{endpoint}"),
         }
     }
 }

@@ -190,3 +190,67 @@ fn paddle_without_a_destination_is_warned_and_another_kind_refuses_the_key() {
         "hook",
     );
 }
+
+#[test]
+fn svix_reads_an_application_s_endpoint_within_14_days() {
+    let config = load(
+        "standard",
+        "app = \"app_1srOrx2ZWZBpBUvZwXKQmoEYga2\"\nendpoint = \"ep_1srOrx2ZWZBpBUvZwXKQmoEYga2\"\n\
+         token = \"appsk_fake0123\"\n",
+    )
+    .unwrap();
+    let r = reconcile_of(&config);
+    let Target::Svix {
+        app,
+        endpoint,
+        token,
+    } = &r.target
+    else {
+        panic!("{:?}", r.target);
+    };
+    assert_eq!(app, "app_1srOrx2ZWZBpBUvZwXKQmoEYga2");
+    assert_eq!(endpoint, "ep_1srOrx2ZWZBpBUvZwXKQmoEYga2");
+    assert_eq!(token.value.expose(), "appsk_fake0123");
+    // Svix recovers messages of the past 14 days.
+    assert_eq!(r.lookback, Duration::from_secs(14 * 86_400));
+    assert_eq!(r.api_base.as_str(), "https://api.svix.com/");
+    assert_eq!(
+        r.target.describe(),
+        "app/app_1srOrx2ZWZBpBUvZwXKQmoEYga2/endpoint/ep_1srOrx2ZWZBpBUvZwXKQmoEYga2"
+    );
+    let shown = config.to_redacted_toml();
+    assert!(
+        shown.contains("app = \"app_1srOrx2ZWZBpBUvZwXKQmoEYga2\""),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("endpoint = \"ep_1srOrx2ZWZBpBUvZwXKQmoEYga2\""),
+        "{shown}"
+    );
+    assert!(!shown.contains("appsk_fake0123"), "{shown}");
+}
+
+#[test]
+fn svix_needs_its_app_and_endpoint_and_no_more_than_14_days() {
+    let err = refused("standard", "endpoint = \"ep_1\"\ntoken = \"t\"\n", "app");
+    assert!(err.contains("is required for kind = \"standard\""), "{err}");
+    refused("standard", "app = \"app_1\"\ntoken = \"t\"\n", "endpoint");
+    let err = refused(
+        "standard",
+        "app = \"app_1\"\nendpoint = \"we_1\"\ntoken = \"t\"\n",
+        "endpoint",
+    );
+    assert!(err.contains("is not a Svix endpoint id (ep_…)"), "{err}");
+    refused(
+        "standard",
+        "app = \"app_1\"\nendpoint = \"ep_1\"\ntoken = \"t\"\nlookback = \"15d\"\n",
+        "lookback",
+    );
+    // Stripe's endpoint key is not Svix's.
+    refused("stripe", "endpoint = \"ep_1\"\ntoken = \"t\"\n", "endpoint");
+    let err = refused("stripe", "app = \"app_1\"\ntoken = \"t\"\n", "app");
+    assert!(
+        err.contains("applies to another provider, not stripe"),
+        "{err}"
+    );
+}

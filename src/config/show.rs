@@ -234,6 +234,15 @@ fn reconcile(r: &ReconcileConfig) -> RawReconcile {
             raw.notification_setting = notification_setting.clone();
             token
         }
+        Target::Svix {
+            token,
+            app,
+            endpoint,
+        } => {
+            raw.app = Some(app.clone());
+            raw.endpoint = Some(endpoint.clone());
+            token
+        }
     };
     (raw.token, raw.token_env, raw.token_file) = place(token);
     raw

@@ -6,8 +6,9 @@
 //! event id it dedupes on, and for the rest the provider is asked to send
 //! again (GitHub, GitLab, Paddle: it comes back signed, through ingest) or the
 //! event is fetched and stored marked `origin = "reconciled"` (Stripe,
-//! which has no resend). A pass also reads whether the provider still sends
-//! here.
+//! which has no resend). Svix lists nothing: it is asked to resend whatever
+//! failed in a span of time, and what comes back dedupes. A pass also reads
+//! whether the provider still sends here.
 //!
 //! Owns the passes, their cursors (kept in the store's `meta`, so a
 //! restart resumes and fetches nothing twice) and what they count. Refuses
@@ -21,6 +22,7 @@ mod github;
 mod gitlab;
 mod paddle;
 mod stripe;
+mod svix;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -70,6 +72,8 @@ pub(crate) enum Cursor {
     /// Every notification that occurred before this (Unix ms) was
     /// delivered, or failed and was judged.
     Paddle { from_ms: u64 },
+    /// Where the last recovery's span ended (Unix ms).
+    Svix { until_ms: u64 },
 }
 
 /// A walk back through Stripe's events: its newest, and where it goes on.
@@ -141,6 +145,7 @@ pub(crate) struct Tally {
     pub resent: u64,
     pub fetched: u64,
     pub skipped: u64,
+    pub recovers: u64,
     pub pages: u32,
     pub calls: u32,
     pub complete: bool,
@@ -247,6 +252,7 @@ enum Provider {
     Stripe(stripe::Stripe),
     Gitlab(gitlab::Gitlab),
     Paddle(paddle::Paddle),
+    Svix(svix::Svix),
 }
 
 impl Provider {
@@ -270,6 +276,11 @@ impl Provider {
                 &token.value,
                 notification_setting.clone(),
             )?),
+            Target::Svix {
+                token,
+                app,
+                endpoint,
+            } => Provider::Svix(svix::Svix::new(base, &token.value, app, endpoint)?),
         })
     }
 
@@ -280,6 +291,7 @@ impl Provider {
             Provider::Stripe(p) => p.active().await,
             Provider::Gitlab(p) => p.active(now_ms).await.map(Some),
             Provider::Paddle(p) => p.active().await,
+            Provider::Svix(p) => p.active().await.map(Some),
         }
     }
 
@@ -289,6 +301,7 @@ impl Provider {
             Provider::Stripe(p) => p.pass(pass).await,
             Provider::Gitlab(p) => p.pass(pass).await,
             Provider::Paddle(p) => p.pass(pass).await,
+            Provider::Svix(p) => p.pass(pass).await,
         }
     }
 }
@@ -526,6 +539,7 @@ impl Reconciler {
             resent: tally.resent,
             fetched: tally.fetched,
             skipped: tally.skipped,
+            recovers: tally.recovers,
             pages: tally.pages,
             calls: tally.calls,
             complete: tally.complete,
@@ -608,6 +622,7 @@ fn log_pass(plan: &Plan, r: &api::ReconcileReport) {
                 source,
                 listed = r.listed,
                 held = r.held,
+                recovers = r.recovers,
                 pages = r.pages,
                 "reconcile pass: nothing missing"
             );
@@ -647,6 +662,9 @@ mod tests {
             },
             Cursor::Paddle {
                 from_ms: 1_716_692_597_000,
+            },
+            Cursor::Svix {
+                until_ms: 1_716_692_597_000,
             },
         ] {
             assert_eq!(decode(&encode(&cursor)), Some(cursor));

@@ -39,6 +39,14 @@
 //!   `replay` and the same `event_id`, is sent signed with
 //!   `Paddle-Signature`) and "Get a notification setting" (`active`). A bad
 //!   key is 403 `invalid_token`.
+//! - Svix (API v1), "Get Endpoint" (`GET /api/v1/app/{app_id}/endpoint/
+//!   {endpoint_id}`: `disabled`) and "Recover Failed Webhooks" (`POST
+//!   …/recover` with `since` and an optional `until`: 202 with a background
+//!   task, `{"id": "qtask_…", "status": "running", "task":
+//!   "endpoint.recover"}`; 422 for a `since` more than 14 days (and 5
+//!   minutes) back; then each message whose delivery to the endpoint failed,
+//!   created in the span, is sent again, signed as Standard Webhooks with its
+//!   `webhook-id`). A bad token is 401 `authentication_failed`.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -1231,4 +1239,229 @@ async fn pdl_replay(
         n.status = if ok { "delivered" } else { "needs_retry" }.to_owned();
     });
     (StatusCode::ACCEPTED, axum::Json(answer)).into_response()
+}
+
+// ---------------------------------------------------------------- Svix
+
+/// One message of the fake's Svix application, as to its one endpoint.
+#[derive(Debug, Clone)]
+pub struct SvixMessage {
+    pub id: String,
+    pub body: Vec<u8>,
+    pub created: std::time::SystemTime,
+    /// `success`, `fail`, or `sending` (still in Svix's retries).
+    pub status: String,
+}
+
+#[derive(Default)]
+struct SvixState {
+    token: String,
+    secret: String,
+    app: String,
+    endpoint: String,
+    disabled: bool,
+    messages: Vec<SvixMessage>,
+    /// Each recovery asked: its `since` and `until`.
+    recovers: Vec<(std::time::SystemTime, Option<std::time::SystemTime>)>,
+    /// The message ids sent again, in order.
+    sent: Vec<String>,
+    target: Option<String>,
+}
+
+#[derive(Clone)]
+pub struct FakeSvix {
+    pub addr: SocketAddr,
+    state: Arc<Mutex<SvixState>>,
+}
+
+impl FakeSvix {
+    pub fn start(token: &str, secret: &str, app: &str, endpoint: &str) -> FakeSvix {
+        let state = Arc::new(Mutex::new(SvixState {
+            token: token.to_owned(),
+            secret: secret.to_owned(),
+            app: app.to_owned(),
+            endpoint: endpoint.to_owned(),
+            ..SvixState::default()
+        }));
+        let router = Router::new()
+            .route("/api/v1/app/{app}/endpoint/{endpoint}", get(svix_endpoint))
+            .route(
+                "/api/v1/app/{app}/endpoint/{endpoint}/recover",
+                post(svix_recover),
+            )
+            .with_state(state.clone());
+        FakeSvix {
+            addr: serve(router),
+            state,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn send_to(&self, target: String) {
+        self.state.lock().unwrap().target = Some(target);
+    }
+
+    pub fn set_disabled(&self, disabled: bool) {
+        self.state.lock().unwrap().disabled = disabled;
+    }
+
+    /// A message of `body` created `ago_s` seconds ago, its delivery to the
+    /// endpoint in `status`; returns its id.
+    pub fn message(&self, n: u32, body: &[u8], status: &str, ago_s: u64) -> String {
+        let id = format!("msg_2ZWZBpBUvZwXKQmoEYga{n:05}");
+        self.state.lock().unwrap().messages.push(SvixMessage {
+            id: id.clone(),
+            body: body.to_vec(),
+            created: std::time::SystemTime::now() - std::time::Duration::from_secs(ago_s),
+            status: status.to_owned(),
+        });
+        id
+    }
+
+    pub fn recovers(&self) -> Vec<(std::time::SystemTime, Option<std::time::SystemTime>)> {
+        self.state.lock().unwrap().recovers.clone()
+    }
+
+    pub fn sent(&self) -> Vec<String> {
+        self.state.lock().unwrap().sent.clone()
+    }
+
+    /// The Standard Webhooks headers Svix sends with message `id`.
+    pub fn headers(secret: &str, id: &str, body: &[u8]) -> Vec<(String, String)> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        sign(&Signing {
+            kind: hookinbox::config::Kind::Standard,
+            secret,
+            body,
+            event_id: id,
+            event_type: None,
+            timestamp: now,
+            url: "",
+            content_type: "application/json",
+            hmac: None,
+        })
+        .unwrap()
+    }
+}
+
+fn svix_refused() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        axum::Json(json!({"code": "authentication_failed", "detail": "Invalid token"})),
+    )
+        .into_response()
+}
+
+fn svix_known(s: &SvixState, app: &str, endpoint: &str) -> Option<Response> {
+    (app != s.app || endpoint != s.endpoint).then(|| {
+        (
+            StatusCode::NOT_FOUND,
+            axum::Json(json!({"code": "not_found", "detail": "Entity not found"})),
+        )
+            .into_response()
+    })
+}
+
+async fn svix_endpoint(
+    State(state): State<Arc<Mutex<SvixState>>>,
+    Path((app, endpoint)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let s = state.lock().unwrap();
+    if bearer(&headers) != Some(s.token.as_str()) {
+        return svix_refused();
+    }
+    if let Some(missing) = svix_known(&s, &app, &endpoint) {
+        return missing;
+    }
+    axum::Json(json!({
+        "id": endpoint, "uid": null, "url": "https://example.com/in/svix", "version": 1,
+        "description": "", "rateLimit": null, "disabled": s.disabled, "filterTypes": null,
+        "channels": null, "createdAt": "2026-01-01T00:00:00Z",
+        "updatedAt": "2026-01-01T00:00:00Z", "metadata": {}
+    }))
+    .into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct RecoverIn {
+    since: String,
+    until: Option<String>,
+}
+
+async fn svix_recover(
+    State(state): State<Arc<Mutex<SvixState>>>,
+    Path((app, endpoint)): Path<(String, String)>,
+    headers: HeaderMap,
+    axum::Json(body): axum::Json<RecoverIn>,
+) -> Response {
+    let (due, target, secret) = {
+        let mut s = state.lock().unwrap();
+        if bearer(&headers) != Some(s.token.as_str()) {
+            return svix_refused();
+        }
+        if let Some(missing) = svix_known(&s, &app, &endpoint) {
+            return missing;
+        }
+        let since = humantime::parse_rfc3339_weak(&body.since).unwrap();
+        let until = body
+            .until
+            .as_deref()
+            .map(|u| humantime::parse_rfc3339_weak(u).unwrap());
+        let oldest =
+            std::time::SystemTime::now() - std::time::Duration::from_secs(14 * 86_400 + 5 * 60);
+        if since < oldest {
+            return (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                axum::Json(json!({"code": "validation", "detail": [{
+                    "loc": ["body", "since"],
+                    "msg": "Cannot recover messages more than 14 days old.",
+                    "type": "value_error"
+                }]})),
+            )
+                .into_response();
+        }
+        s.recovers.push((since, until));
+        let due: Vec<SvixMessage> = s
+            .messages
+            .iter()
+            .filter(|m| {
+                m.status == "fail" && m.created >= since && until.is_none_or(|u| m.created < u)
+            })
+            .cloned()
+            .collect();
+        (due, s.target.clone(), s.secret.clone())
+    };
+    // The recovery runs as a background task, after the 202.
+    tokio::spawn(async move {
+        let Some(target) = target else { return };
+        let http = hookinbox::send::http_client(std::time::Duration::from_secs(10)).unwrap();
+        for m in due {
+            let mut request = http.post(&target).body(m.body.clone());
+            for (name, value) in FakeSvix::headers(&secret, &m.id, &m.body) {
+                request = request.header(name, value);
+            }
+            let ok = request.send().await.is_ok_and(|r| r.status().is_success());
+            let mut s = state.lock().unwrap();
+            s.sent.push(m.id.clone());
+            if ok {
+                let stored = s.messages.iter_mut().find(|x| x.id == m.id).unwrap();
+                stored.status = "success".to_owned();
+            }
+        }
+    });
+    (
+        StatusCode::ACCEPTED,
+        axum::Json(json!({
+            "id": "qtask_33qen93MNuelBAq1T9G7eHLJRsF", "status": "running",
+            "task": "endpoint.recover", "updatedAt": humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+        })),
+    )
+        .into_response()
 }

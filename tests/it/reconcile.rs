@@ -1,7 +1,7 @@
 //! Gap fill against local fakes of the providers' APIs (`providers.rs`):
 //! a pass asks GitHub, GitLab and Paddle to send again what failed and hookinbox
-//! does not hold, and fetches from Stripe what it never delivered; each
-//! comes in once, the Stripe ones marked as fetched, and a restart resumes
+//! does not hold, Svix to resend what failed in a span of time, and fetches
+//! from Stripe what it never delivered; each comes in once, the Stripe ones marked as fetched, and a restart resumes
 //! where the passes got to. A refused credential is a metric and one call a
 //! pass.
 
@@ -12,8 +12,8 @@ use hookinbox::clock::Clock;
 use hookinbox::verify::sign::{Signing, sign};
 
 use crate::destination::{Destination, Mode};
-use crate::providers::{FakeGithub, FakeGitlab, FakePaddle, FakeStripe};
-use crate::support::{TestServer, eventually, sample, server_section};
+use crate::providers::{FakeGithub, FakeGitlab, FakePaddle, FakeStripe, FakeSvix};
+use crate::support::{STANDARD_SECRET, TestServer, eventually, sample, server_section};
 
 const TOKEN: &str = "test-admin-token-0123456789";
 const GH_SECRET: &str = "github-webhook-secret";
@@ -27,6 +27,9 @@ const PADDLE_KEY: &str = "pdl_sdbx_apikey_fake0123456789";
 /// This source's notification destination, and another of the account.
 const NTFSET: &str = "ntfset_01gt21c5pdx9q1e4mh1xrsjjn6";
 const OTHER_NTFSET: &str = "ntfset_01gt21c5pdx9q1e4mh1xrsjjn7";
+const SVIX_TOKEN: &str = "appsk_fake0123456789";
+const SVIX_APP: &str = "app_1srOrx2ZWZBpBUvZwXKQmoEYga2";
+const SVIX_ENDPOINT: &str = "ep_1srOrx2ZWZBpBUvZwXKQmoEYga2";
 
 fn github_config(dir: &std::path::Path, api: &str, token: &str) -> String {
     format!(
@@ -766,6 +769,118 @@ async fn paddle_failed_notifications_hookinbox_lacks_are_replayed_once() {
 
     paddle.set_active(NTFSET, false);
     let disabled = reconcile(&server, "paddle", "").await;
+    assert_eq!(disabled.subscription_active, Some(false), "{disabled:?}");
+    server.stop().await;
+}
+
+fn svix_config(dir: &std::path::Path, api: &str) -> String {
+    format!(
+        r#"{}[admin]
+token = "{TOKEN}"
+
+[[source]]
+name = "svix"
+kind = "standard"
+secret = "{STANDARD_SECRET}"
+
+[source.reconcile]
+app = "{SVIX_APP}"
+endpoint = "{SVIX_ENDPOINT}"
+token = "{SVIX_TOKEN}"
+interval = "1h"
+api_base = "{api}"
+"#,
+        server_section(dir)
+    )
+}
+
+/// How far apart two times are.
+fn apart(a: std::time::SystemTime, b: std::time::SystemTime) -> Duration {
+    a.duration_since(b)
+        .or_else(|_| b.duration_since(a))
+        .unwrap()
+}
+
+/// A Svix endpoint's messages: 2 delivered, 3 failed for good (one reached
+/// hookinbox anyway), one still in Svix's retries, one older than Svix
+/// recovers. A pass asks Svix once to recover the span from 14 days back
+/// to where Svix's retries are over; the 3 failed come back signed and the
+/// 2 hookinbox lacked are stored, the third a duplicate. The next pass asks
+/// for the span after that one, and nothing is sent again; a disabled
+/// endpoint is reported.
+#[tokio::test]
+async fn svix_failed_messages_are_recovered_once_from_where_the_last_span_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let svix = FakeSvix::start(SVIX_TOKEN, STANDARD_SECRET, SVIX_APP, SVIX_ENDPOINT);
+    let server = TestServer::start(&svix_config(dir.path(), &svix.url()), Clock::system()).await;
+    svix.send_to(server.url("/in/svix"));
+    let day = 86_400;
+    let statuses = ["success", "success", "fail", "fail", "fail"];
+    let mut ids = Vec::new();
+    for (n, status) in (0u32..).zip(statuses) {
+        let body = push_body(n);
+        let id = svix.message(n, &body, status, 3 * day - u64::from(n));
+        // 0–1 delivered; 2 failed but reached hookinbox; 3–4 never did.
+        if n < 3 {
+            let a = server
+                .post(
+                    "/in/svix",
+                    &FakeSvix::headers(STANDARD_SECRET, &id, &body),
+                    body,
+                )
+                .await;
+            assert_eq!(a.status, 200, "{:?}", a.json);
+        }
+        ids.push(id);
+    }
+    svix.message(5, &push_body(5), "sending", 2 * 3600);
+    svix.message(6, &push_body(6), "fail", 20 * day);
+    assert_eq!(server.events().len(), 3);
+
+    let dry = reconcile(&server, "svix", "?dry_run=true").await;
+    assert_eq!((dry.recovers, dry.listed, dry.resent), (1, 0, 0), "{dry:?}");
+    assert!(svix.recovers().is_empty(), "a dry run asks for nothing");
+
+    let first = reconcile(&server, "svix", "").await;
+    assert_eq!(first.outcome, ReconcileOutcome::Ok, "{first:?}");
+    assert_eq!((first.recovers, first.listed), (1, 0), "{first:?}");
+    assert_eq!(first.subscription_active, Some(true));
+    let now = std::time::SystemTime::now();
+    let (since, until) = svix.recovers()[0];
+    let until = until.expect("a timed pass says where its span ends");
+    assert!(apart(since, now - Duration::from_secs(14 * day)) < Duration::from_secs(60));
+    assert!(apart(until, now - Duration::from_secs(28 * 3600)) < Duration::from_secs(60));
+    eventually(
+        "the 3 failed sent again",
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        async || match svix.sent().len() {
+            3 => Ok(()),
+            n => Err(format!("{n} sent")),
+        },
+    )
+    .await;
+    assert_eq!(svix.sent(), ids[2..5]);
+    let mut stored: Vec<String> = server
+        .events()
+        .iter()
+        .map(|e| e.record.event_id.clone())
+        .collect();
+    stored.sort();
+    assert_eq!(stored, ids, "each once; the one held was a duplicate");
+
+    let second = reconcile(&server, "svix", "").await;
+    assert_eq!(second.recovers, 1, "{second:?}");
+    let (next_since, _) = svix.recovers()[1];
+    assert!(
+        apart(next_since, until) < Duration::from_millis(1),
+        "the next span begins where the last ended"
+    );
+    assert_eq!(svix.sent().len(), 3, "nothing is sent again");
+    assert_eq!(server.events().len(), 5);
+
+    svix.set_disabled(true);
+    let disabled = reconcile(&server, "svix", "").await;
     assert_eq!(disabled.subscription_active, Some(false), "{disabled:?}");
     server.stop().await;
 }

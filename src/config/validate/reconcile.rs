@@ -11,6 +11,8 @@ use crate::config::{ConfigError, GivenSecret, Kind, Secret};
 /// 90 days for a first pass's lookback: longer than any provider keeps what
 /// it could not deliver (Stripe's events, 30 days).
 const LONGEST_LOOKBACK: Duration = Duration::from_secs(90 * 86_400);
+/// 14 days: Svix refuses to recover messages older.
+const SVIX_LONGEST: Duration = Duration::from_secs(14 * 86_400);
 /// A pass at most every second: a provider's rate limit is shared with the
 /// app's own calls.
 const SHORTEST_INTERVAL: Duration = Duration::from_secs(1);
@@ -19,6 +21,8 @@ const SHORTEST_INTERVAL: Duration = Duration::from_secs(1);
 struct Provider {
     /// How long the provider lists what it could not deliver.
     window: &'static str,
+    /// How far back it can be asked at most.
+    longest: Duration,
     api_base: &'static str,
     /// The keys of `[source.reconcile]` this provider reads, beside the
     /// common ones; any other provider's key is refused.
@@ -31,12 +35,14 @@ fn provider(kind: Kind) -> Option<Provider> {
         // "Viewing webhook deliveries").
         Kind::Github => Some(Provider {
             window: "3d",
+            longest: LONGEST_LOOKBACK,
             api_base: "https://api.github.com",
             keys: &["hook"],
         }),
         // "All events are kept for 30 days" (Stripe API, "List all events").
         Kind::Stripe => Some(Provider {
             window: "30d",
+            longest: LONGEST_LOOKBACK,
             api_base: "https://api.stripe.com",
             keys: &["endpoint"],
         }),
@@ -45,6 +51,7 @@ fn provider(kind: Kind) -> Option<Provider> {
         // a list of project webhook events"; the same for groups).
         Kind::Gitlab => Some(Provider {
             window: "7d",
+            longest: LONGEST_LOOKBACK,
             api_base: "https://gitlab.com/api/v4",
             keys: &["hook"],
         }),
@@ -52,19 +59,30 @@ fn provider(kind: Kind) -> Option<Provider> {
         // "List notifications").
         Kind::Paddle => Some(Provider {
             window: "90d",
+            longest: LONGEST_LOOKBACK,
             api_base: "https://api.paddle.com",
             keys: &["notification_setting"],
+        }),
+        // A sender on Svix: "Cannot recover messages more than 14 days old"
+        // (svix-server, the recover endpoint; Svix API, "Recover Failed
+        // Webhooks", `POST /api/v1/app/{app_id}/endpoint/{endpoint_id}/recover`).
+        Kind::Standard => Some(Provider {
+            window: "14d",
+            longest: SVIX_LONGEST,
+            api_base: "https://api.svix.com",
+            keys: &["app", "endpoint"],
         }),
         _ => None,
     }
 }
 
 /// Every provider-specific key of `[source.reconcile]` and whether it is set.
-fn provider_keys(raw: &RawReconcile) -> [(&'static str, bool); 3] {
+fn provider_keys(raw: &RawReconcile) -> [(&'static str, bool); 4] {
     [
         ("hook", raw.hook.is_some()),
         ("endpoint", raw.endpoint.is_some()),
         ("notification_setting", raw.notification_setting.is_some()),
+        ("app", raw.app.is_some()),
     ]
 }
 
@@ -81,7 +99,7 @@ pub(super) fn validate_reconcile(
             format!("source[{i}].reconcile"),
             format!(
                 "is not available for kind = \"{kind}\": hookinbox asks the APIs of github, \
-                 gitlab, paddle and stripe for what never arrived"
+                 gitlab, paddle, stripe and svix (kind standard) for what never arrived"
             ),
         ));
     };
@@ -98,7 +116,7 @@ pub(super) fn validate_reconcile(
         &key("lookback"),
         raw.lookback.as_deref(),
         provider.window,
-        LONGEST_LOOKBACK,
+        provider.longest,
     )?;
     let api_base = api_base(cx, i, raw.api_base.as_deref().unwrap_or(provider.api_base))?;
     let refuse = |cx: &Ctx<'_>, k: &str, set: bool| {
@@ -167,6 +185,27 @@ pub(super) fn validate_reconcile(
                 notification_setting,
             }
         }
+        Kind::Standard => {
+            let required = |k: &str, value: Option<String>, prefix: &str, what: &str| {
+                let value = value.ok_or_else(|| {
+                    cx.err(
+                        key(k),
+                        format!(
+                            "is required for kind = \"standard\": the Svix {what} id \
+                             ({prefix}…) that sends to this source"
+                        ),
+                    )
+                })?;
+                provider_id(cx, &key(k), value, prefix, &format!("Svix {what}"))
+            };
+            let app = required("app", raw.app, "app_", "application")?;
+            let endpoint = required("endpoint", raw.endpoint, "ep_", "endpoint")?;
+            Target::Svix {
+                token,
+                app,
+                endpoint,
+            }
+        }
         _ => unreachable!("provider() answers only the kinds matched here"),
     };
     Ok(ReconcileConfig {
@@ -177,7 +216,7 @@ pub(super) fn validate_reconcile(
     })
 }
 
-/// An id the provider gave (`we_…`, `ntfset_…`): its prefix, then letters,
+/// An id the provider gave (`we_…`, `ntfset_…`, `app_…`): its prefix, then letters,
 /// digits and `_`, as the provider writes them.
 fn provider_id(
     cx: &Ctx<'_>,
