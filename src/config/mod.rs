@@ -39,7 +39,7 @@ pub use destination::{
 };
 pub use error::{ConfigError, Position};
 pub use load::{OperatorView, PACKAGED_CONFIG, process_env};
-pub use reconcile::{GithubHook, GitlabHook, GitlabOwner, ReconcileConfig, Target};
+pub use reconcile::{AppKey, GithubHook, GitlabHook, GitlabOwner, ReconcileConfig, Target};
 pub use resolve::{
     GeneratedSecret, GivenSecret, Loaded, ReadSecretError, ResolveError, Resolved, SecretPlan,
     SecretPurpose, Stage,

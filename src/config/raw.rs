@@ -220,6 +220,10 @@ pub struct RawReconcile {
     pub endpoint: Option<String>,
     /// Svix (kind standard): the application (`app_…`) of `endpoint`.
     pub app: Option<String>,
+    /// GitHub App (`hook = "app"`): the App's ID, and the file of its
+    /// private key (PEM), which signs the JWT every call carries.
+    pub app_id: Option<u64>,
+    pub private_key_file: Option<String>,
     /// Paddle: the notification destination (`ntfset_…`) that sends here.
     pub notification_setting: Option<String>,
 }

@@ -3,6 +3,8 @@
 //! is asked, and how, belongs to `reconcile`.
 
 use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::resolve::GivenSecret;
@@ -66,6 +68,9 @@ pub enum Target {
         app: String,
         endpoint: String,
     },
+    /// A GitHub App's webhook (`hook = "app"`), read as the App itself:
+    /// each call carries a JWT that the App's private key signs.
+    GithubApp { app_id: u64, key: AppKey },
 }
 
 impl Target {
@@ -82,7 +87,68 @@ impl Target {
             } => format!("notifications to {id}"),
             Target::Paddle { .. } => "notifications".to_owned(),
             Target::Svix { app, endpoint, .. } => format!("app/{app}/endpoint/{endpoint}"),
+            Target::GithubApp { app_id, .. } => format!("app/hook of app {app_id}"),
         }
+    }
+}
+
+/// A GitHub App's private key, read and checked at load: the PEM file
+/// GitHub hands out (PKCS#1, `BEGIN RSA PRIVATE KEY`) or the same key as
+/// PKCS#8 (`BEGIN PRIVATE KEY`). `Debug` shows where it is kept, never the
+/// key.
+#[derive(Clone)]
+pub struct AppKey {
+    path: PathBuf,
+    pair: Arc<ring::rsa::KeyPair>,
+}
+
+impl AppKey {
+    /// Reads and parses the key at `path`; the error says what is wrong with
+    /// the file in words, never with any of its content.
+    pub fn read(path: &Path) -> Result<AppKey, String> {
+        use rustls::pki_types::PrivateKeyDer;
+        use rustls::pki_types::pem::{Error, PemObject};
+        let shown = path.display();
+        let der = PrivateKeyDer::from_pem_file(path).map_err(|e| match e {
+            Error::Io(e) => format!("cannot read {shown}: {e}"),
+            Error::NoItemsFound => format!("{shown} holds no PEM private key"),
+            // The other errors quote the file's lines: say what, not where.
+            _ => format!("{shown} is not a PEM file a private key can be read from"),
+        })?;
+        let pair = match &der {
+            PrivateKeyDer::Pkcs1(key) => ring::rsa::KeyPair::from_der(key.secret_pkcs1_der()),
+            PrivateKeyDer::Pkcs8(key) => ring::rsa::KeyPair::from_pkcs8(key.secret_pkcs8_der()),
+            _ => {
+                return Err(format!(
+                    "{shown} holds an EC key: a GitHub App's key is RSA (download a new one \
+                     from the App's settings)"
+                ));
+            }
+        }
+        .map_err(|e| format!("{shown} holds no usable RSA key ({e})"))?;
+        Ok(AppKey {
+            path: path.to_path_buf(),
+            pair: Arc::new(pair),
+        })
+    }
+
+    /// Where the key is kept (what `config check` shows).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The key, for the one place that signs with it.
+    pub fn pair(&self) -> &ring::rsa::KeyPair {
+        &self.pair
+    }
+}
+
+impl fmt::Debug for AppKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AppKey")
+            .field("path", &self.path)
+            .field("key", &"[redacted]")
+            .finish()
     }
 }
 

@@ -254,3 +254,121 @@ fn svix_needs_its_app_and_endpoint_and_no_more_than_14_days() {
         "{err}"
     );
 }
+
+/// Runs the `openssl` CLI (CI installs it), which makes the keys.
+fn openssl(args: &[&str]) {
+    let out = std::process::Command::new("openssl")
+        .args(args)
+        .output()
+        .expect("the openssl CLI");
+    assert!(out.status.success(), "openssl {args:?}: {out:?}");
+}
+
+#[test]
+fn a_github_app_reads_its_private_key_at_load_in_either_pem_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let pkcs1 = dir.path().join("app.pem");
+    let pkcs8 = dir.path().join("app8.pem");
+    let p = |path: &std::path::Path| path.to_str().unwrap().to_owned();
+    openssl(&["genrsa", "-traditional", "-out", &p(&pkcs1), "2048"]);
+    openssl(&[
+        "pkcs8",
+        "-topk8",
+        "-nocrypt",
+        "-in",
+        &p(&pkcs1),
+        "-out",
+        &p(&pkcs8),
+    ]);
+    assert!(
+        std::fs::read_to_string(&pkcs1)
+            .unwrap()
+            .starts_with("-----BEGIN RSA PRIVATE KEY-----")
+    );
+    assert!(
+        std::fs::read_to_string(&pkcs8)
+            .unwrap()
+            .starts_with("-----BEGIN PRIVATE KEY-----")
+    );
+    for file in [&pkcs1, &pkcs8] {
+        let config = load(
+            "github",
+            &format!(
+                "hook = \"app\"\napp_id = 123456\nprivate_key_file = {:?}\n",
+                p(file)
+            ),
+        )
+        .unwrap();
+        let r = reconcile_of(&config);
+        let Target::GithubApp { app_id, key } = &r.target else {
+            panic!("{:?}", r.target);
+        };
+        assert_eq!(*app_id, 123456);
+        assert_eq!(key.path(), file.as_path());
+        assert_eq!(key.pair().public().modulus_len(), 256);
+        // Debug and config check show where the key is, never the key.
+        let debug = format!("{:?}", r.target);
+        assert!(
+            debug.contains("[redacted]") && !debug.contains("BEGIN"),
+            "{debug}"
+        );
+        let shown = config.to_redacted_toml();
+        assert!(shown.contains("hook = \"app\""), "{shown}");
+        assert!(shown.contains("app_id = 123456"), "{shown}");
+        assert!(
+            shown.contains(&format!("private_key_file = {:?}", p(file))),
+            "{shown}"
+        );
+        assert!(!shown.contains("PRIVATE KEY"), "{shown}");
+    }
+}
+
+#[test]
+fn a_github_app_key_that_cannot_sign_is_an_error_naming_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let app = |path: &str| format!("hook = \"app\"\napp_id = 7\nprivate_key_file = {path:?}\n");
+    let err = refused("github", &app(&file("missing.pem")), "private_key_file");
+    assert!(err.contains("cannot read"), "{err}");
+    std::fs::write(file("junk.pem"), "not a key\n").unwrap();
+    let err = refused("github", &app(&file("junk.pem")), "private_key_file");
+    assert!(err.contains("holds no PEM private key"), "{err}");
+    openssl(&[
+        "ecparam",
+        "-name",
+        "prime256v1",
+        "-genkey",
+        "-noout",
+        "-out",
+        &file("ec.pem"),
+    ]);
+    let err = refused("github", &app(&file("ec.pem")), "private_key_file");
+    assert!(err.contains("holds an EC key"), "{err}");
+    assert!(!err.contains("BEGIN"), "no key material in an error: {err}");
+
+    openssl(&["genrsa", "-traditional", "-out", &file("app.pem"), "2048"]);
+    let good = file("app.pem");
+    refused("github", "hook = \"app\"\napp_id = 7\n", "private_key_file");
+    refused(
+        "github",
+        &format!("hook = \"app\"\nprivate_key_file = {good:?}\n"),
+        "app_id",
+    );
+    let err = refused(
+        "github",
+        &format!("{}token = \"ghp_x\"\n", app(&good)),
+        "token",
+    );
+    assert!(err.contains("does not apply to hook = \"app\""), "{err}");
+    let err = refused(
+        "github",
+        "hook = \"repos/acme/shop/hooks/1\"\napp_id = 7\ntoken = \"t\"\n",
+        "app_id",
+    );
+    assert!(err.contains("applies only to hook = \"app\""), "{err}");
+    refused(
+        "gitlab",
+        &format!("hook = \"projects/1/hooks/2\"\ntoken = \"t\"\nprivate_key_file = {good:?}\n"),
+        "private_key_file",
+    );
+}

@@ -243,6 +243,12 @@ fn reconcile(r: &ReconcileConfig) -> RawReconcile {
             raw.endpoint = Some(endpoint.clone());
             token
         }
+        Target::GithubApp { app_id, key } => {
+            raw.hook = Some("app".to_owned());
+            raw.app_id = Some(*app_id);
+            raw.private_key_file = Some(path(key.path()));
+            return raw;
+        }
     };
     (raw.token, raw.token_env, raw.token_file) = place(token);
     raw

@@ -19,6 +19,7 @@
 
 mod client;
 mod github;
+mod github_app;
 mod gitlab;
 mod paddle;
 mod stripe;
@@ -256,7 +257,7 @@ enum Provider {
 }
 
 impl Provider {
-    fn new(config: &ReconcileConfig) -> Result<Provider, ApiError> {
+    fn new(config: &ReconcileConfig, clock: &Clock) -> Result<Provider, ApiError> {
         let base = config.api_base.clone();
         Ok(match &config.target {
             Target::GithubHook { hook, token } => {
@@ -281,13 +282,19 @@ impl Provider {
                 app,
                 endpoint,
             } => Provider::Svix(svix::Svix::new(base, &token.value, app, endpoint)?),
+            Target::GithubApp { app_id, key } => Provider::Github(github::Github::app(
+                base,
+                *app_id,
+                key.clone(),
+                clock.clone(),
+            )?),
         })
     }
 
     /// Whether the provider still sends here, read at `now_ms`.
     async fn active(&mut self, now_ms: u64) -> Result<Option<bool>, ApiError> {
         match self {
-            Provider::Github(p) => p.active().await.map(Some),
+            Provider::Github(p) => p.active().await,
             Provider::Stripe(p) => p.active().await,
             Provider::Gitlab(p) => p.active(now_ms).await.map(Some),
             Provider::Paddle(p) => p.active().await,
@@ -411,7 +418,7 @@ impl Reconciler {
             plans.push(Plan {
                 source: source.name.clone(),
                 config: reconcile.clone(),
-                provider: Provider::new(reconcile)?,
+                provider: Provider::new(reconcile, &clock)?,
                 next: start + reconcile.interval.min(FIRST_PASS_AFTER),
                 last_outcome: None,
                 last_active: None,

@@ -9,7 +9,13 @@
 //!   `Link: <…>; rel="next"` header), `POST …/deliveries/{delivery_id}/attempts`
 //!   (202; the delivery is sent again, signed, with its `X-GitHub-Delivery`
 //!   guid, and listed as a new delivery with `redelivery: true`). A bad
-//!   token is 401 `{"message": "Bad credentials"}`.
+//!   token is 401 `{"message": "Bad credentials"}`. The same for a GitHub
+//!   App's webhook ("REST API endpoints for GitHub App webhooks": `GET
+//!   /app/hook/config`, `GET /app/hook/deliveries`, `POST
+//!   /app/hook/deliveries/{delivery_id}/attempts`), called with the App's
+//!   JWT ("Generating a JSON Web Token (JWT) for a GitHub App": RS256, `iss`
+//!   the App's ID, `exp` no more than 10 minutes ahead), else 401 `{"message":
+//!   "A JSON web token could not be decoded"}`.
 //! - Stripe, "List all events" (`GET /v1/events`: `delivery_success`,
 //!   `limit`, `starting_after`, `ending_before`, `created[gte]`; a list
 //!   object with `data` newest first and `has_more`; a `Request-Id`
@@ -96,6 +102,11 @@ pub struct GhDelivery {
 #[derive(Default)]
 struct GhState {
     token: String,
+    /// For a GitHub App's webhook: the App's ID and its public key (PKCS#1
+    /// DER), which every call's JWT must verify against.
+    app: Option<(u64, Vec<u8>)>,
+    /// Calls refused for their JWT.
+    bad_jwts: u32,
     secret: String,
     active: bool,
     /// Newest last.
@@ -131,11 +142,22 @@ impl FakeGithub {
                 "/repos/{owner}/{repo}/hooks/{hook}/deliveries/{id}/attempts",
                 post(gh_attempt),
             )
+            .route("/app/hook/config", get(gh_app_config))
+            .route("/app/hook/deliveries", get(gh_app_deliveries))
+            .route("/app/hook/deliveries/{id}/attempts", post(gh_app_attempt))
             .with_state(state.clone());
         FakeGithub {
             addr: serve(router),
             state,
         }
+    }
+
+    /// A GitHub App's webhook: every call must carry a JWT of App `app_id`
+    /// that `public_key` (PKCS#1 DER) verifies.
+    pub fn start_app(app_id: u64, public_key: Vec<u8>, secret: &str) -> FakeGithub {
+        let github = FakeGithub::start("", secret);
+        github.state.lock().unwrap().app = Some((app_id, public_key));
+        github
     }
 
     pub fn url(&self) -> String {
@@ -144,6 +166,11 @@ impl FakeGithub {
 
     pub fn send_to(&self, target: String) {
         self.state.lock().unwrap().target = Some(target);
+    }
+
+    /// Calls refused for their JWT.
+    pub fn bad_jwts(&self) -> u32 {
+        self.state.lock().unwrap().bad_jwts
     }
 
     pub fn set_active(&self, active: bool) {
@@ -212,7 +239,7 @@ async fn gh_hook(
 ) -> Response {
     let mut s = state.lock().unwrap();
     s.calls += 1;
-    if bearer(&headers) != Some(s.token.as_str()) {
+    if !gh_authorized(&mut s, &headers) {
         return gh_refused();
     }
     axum::Json(json!({
@@ -230,12 +257,106 @@ struct GhPage {
     cursor: Option<String>,
 }
 
+/// Whether a call may go on: the token, or for an App a JWT that verifies.
+fn gh_authorized(s: &mut GhState, headers: &HeaderMap) -> bool {
+    let Some(given) = bearer(headers) else {
+        return false;
+    };
+    match &s.app {
+        None => given == s.token,
+        Some((app_id, key)) => {
+            let ok = jwt_verifies(given, *app_id, key);
+            if !ok {
+                s.bad_jwts += 1;
+            }
+            ok
+        }
+    }
+}
+
+/// A GitHub App's JWT: RS256 that `public_key` verifies, issued by
+/// `app_id`, not expired, and expiring within 10 minutes of its issue.
+fn jwt_verifies(jwt: &str, app_id: u64, public_key: &[u8]) -> bool {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let parts: Vec<&str> = jwt.split('.').collect();
+    let [header, claims, signature] = parts.as_slice() else {
+        return false;
+    };
+    let (Ok(h), Ok(c), Ok(sig)) = (
+        b64.decode(header),
+        b64.decode(claims),
+        b64.decode(signature),
+    ) else {
+        return false;
+    };
+    let key = ring::signature::UnparsedPublicKey::new(
+        &ring::signature::RSA_PKCS1_2048_8192_SHA256,
+        public_key,
+    );
+    if key
+        .verify(format!("{header}.{claims}").as_bytes(), &sig)
+        .is_err()
+    {
+        return false;
+    }
+    let (Ok(h), Ok(c)) = (
+        serde_json::from_slice::<serde_json::Value>(&h),
+        serde_json::from_slice::<serde_json::Value>(&c),
+    ) else {
+        return false;
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let (Some(iat), Some(exp)) = (c["iat"].as_u64(), c["exp"].as_u64()) else {
+        return false;
+    };
+    h["alg"] == "RS256"
+        && c["iss"] == app_id.to_string().as_str()
+        && iat <= now
+        && exp > now
+        && exp - iat <= 600
+}
+
 async fn gh_deliveries(
     State(state): State<Arc<Mutex<GhState>>>,
     Path((owner, repo, hook)): Path<(String, String, u64)>,
     Query(page): Query<GhPage>,
     headers: HeaderMap,
 ) -> Response {
+    gh_list(
+        &state,
+        &format!("/repos/{owner}/{repo}/hooks/{hook}/deliveries"),
+        page,
+        &headers,
+    )
+}
+
+async fn gh_app_deliveries(
+    State(state): State<Arc<Mutex<GhState>>>,
+    Query(page): Query<GhPage>,
+    headers: HeaderMap,
+) -> Response {
+    gh_list(&state, "/app/hook/deliveries", page, &headers)
+}
+
+async fn gh_app_config(State(state): State<Arc<Mutex<GhState>>>, headers: HeaderMap) -> Response {
+    let mut s = state.lock().unwrap();
+    s.calls += 1;
+    if !gh_authorized(&mut s, &headers) {
+        return gh_refused();
+    }
+    axum::Json(json!({
+        "content_type": "json", "insecure_ssl": "0", "secret": "********",
+        "url": "https://example.com/in/github"
+    }))
+    .into_response()
+}
+
+/// The deliveries at `path`, a page of them.
+fn gh_list(state: &Arc<Mutex<GhState>>, path: &str, page: GhPage, headers: &HeaderMap) -> Response {
     let host = headers
         .get("host")
         .and_then(|h| h.to_str().ok())
@@ -243,7 +364,7 @@ async fn gh_deliveries(
         .to_owned();
     let mut s = state.lock().unwrap();
     s.calls += 1;
-    if bearer(&headers) != Some(s.token.as_str()) {
+    if !gh_authorized(&mut s, headers) {
         return gh_refused();
     }
     let per_page = page.per_page.unwrap_or(30).min(100);
@@ -278,10 +399,8 @@ async fn gh_deliveries(
     let mut response = axum::Json(page.clone()).into_response();
     if more {
         let last = page.last().and_then(|d| d["id"].as_u64()).unwrap();
-        let link = format!(
-            "<http://{}/repos/{owner}/{repo}/hooks/{hook}/deliveries?per_page={per_page}&cursor=v1_{last}>; rel=\"next\"",
-            host
-        );
+        let link =
+            format!("<http://{host}{path}?per_page={per_page}&cursor=v1_{last}>; rel=\"next\"");
         response.headers_mut().insert("link", link.parse().unwrap());
     }
     response
@@ -292,10 +411,23 @@ async fn gh_attempt(
     Path((_, _, _, id)): Path<(String, String, u64, u64)>,
     headers: HeaderMap,
 ) -> Response {
+    gh_redeliver(state, id, &headers)
+}
+
+async fn gh_app_attempt(
+    State(state): State<Arc<Mutex<GhState>>>,
+    Path(id): Path<u64>,
+    headers: HeaderMap,
+) -> Response {
+    gh_redeliver(state, id, &headers)
+}
+
+/// Delivery `id` sent again, after the 202.
+fn gh_redeliver(state: Arc<Mutex<GhState>>, id: u64, headers: &HeaderMap) -> Response {
     let (delivery, target, secret) = {
         let mut s = state.lock().unwrap();
         s.calls += 1;
-        if bearer(&headers) != Some(s.token.as_str()) {
+        if !gh_authorized(&mut s, headers) {
             return gh_refused();
         }
         let Some(d) = s.deliveries.iter().find(|d| d.id == id).cloned() else {
@@ -1464,4 +1596,29 @@ async fn svix_recover(
         })),
     )
         .into_response()
+}
+
+/// A GitHub App's private key made with the `openssl` CLI, as GitHub hands
+/// it out (PKCS#1 PEM, in `dir/name`), and its public key (PKCS#1 DER).
+pub fn app_key(dir: &std::path::Path, name: &str) -> (std::path::PathBuf, Vec<u8>) {
+    let pem = dir.join(name);
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .output()
+            .expect("the openssl CLI (.ci/run installs it)");
+        assert!(out.status.success(), "openssl {args:?}: {out:?}");
+        out.stdout
+    };
+    let pem_path = pem.to_str().unwrap();
+    run(&["genrsa", "-traditional", "-out", pem_path, "2048"]);
+    let public = run(&[
+        "rsa",
+        "-in",
+        pem_path,
+        "-RSAPublicKey_out",
+        "-outform",
+        "DER",
+    ]);
+    (pem, public)
 }

@@ -2,8 +2,8 @@
 //! a pass asks GitHub, GitLab and Paddle to send again what failed and hookinbox
 //! does not hold, Svix to resend what failed in a span of time, and fetches
 //! from Stripe what it never delivered; each comes in once, the Stripe ones marked as fetched, and a restart resumes
-//! where the passes got to. A refused credential is a metric and one call a
-//! pass.
+//! where the passes got to. A GitHub App's calls carry a JWT its key signs.
+//! A refused credential is a metric and one call a pass.
 
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use hookinbox::clock::Clock;
 use hookinbox::verify::sign::{Signing, sign};
 
 use crate::destination::{Destination, Mode};
-use crate::providers::{FakeGithub, FakeGitlab, FakePaddle, FakeStripe, FakeSvix};
+use crate::providers::{FakeGithub, FakeGitlab, FakePaddle, FakeStripe, FakeSvix, app_key};
 use crate::support::{STANDARD_SECRET, TestServer, eventually, sample, server_section};
 
 const TOKEN: &str = "test-admin-token-0123456789";
@@ -82,18 +82,8 @@ fn push_body(n: u32) -> Vec<u8> {
 }
 
 /// 8 deliveries of a hook: 3 succeeded, 5 failed, of which 2 reached
-/// hookinbox anyway (GitHub gave up waiting for the answer). A pass asks
-/// for the other 3 exactly once; they arrive signed and are stored once;
-/// a second pass asks for nothing.
-#[tokio::test]
-async fn github_failed_deliveries_hookinbox_lacks_are_redelivered_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let github = FakeGithub::start(GH_TOKEN, GH_SECRET);
-    let server = TestServer::start(
-        &github_config(dir.path(), &github.url(), GH_TOKEN),
-        Clock::system(),
-    )
-    .await;
+/// hookinbox anyway (GitHub gave up waiting for the answer).
+async fn github_deliveries(server: &TestServer, github: &FakeGithub) {
     github.send_to(server.url("/in/github"));
     for n in 0..8u32 {
         let guid = format!("0b9e1c3a-0000-11ef-8000-00000000000{n}");
@@ -119,6 +109,21 @@ async fn github_failed_deliveries_hookinbox_lacks_are_redelivered_once() {
         );
     }
     assert_eq!(server.events().len(), 5);
+}
+
+/// A hook's 8 deliveries, 5 failed and 2 of those held: a pass asks for the
+/// other 3 exactly once; they arrive signed and are stored once; a second
+/// pass asks for nothing.
+#[tokio::test]
+async fn github_failed_deliveries_hookinbox_lacks_are_redelivered_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let github = FakeGithub::start(GH_TOKEN, GH_SECRET);
+    let server = TestServer::start(
+        &github_config(dir.path(), &github.url(), GH_TOKEN),
+        Clock::system(),
+    )
+    .await;
+    github_deliveries(&server, &github).await;
 
     let dry = reconcile(&server, "github", "?dry_run=true").await;
     assert_eq!((dry.listed, dry.held, dry.resent), (5, 2, 3), "{dry:?}");
@@ -882,5 +887,88 @@ async fn svix_failed_messages_are_recovered_once_from_where_the_last_span_ended(
     svix.set_disabled(true);
     let disabled = reconcile(&server, "svix", "").await;
     assert_eq!(disabled.subscription_active, Some(false), "{disabled:?}");
+    server.stop().await;
+}
+
+fn github_app_config(dir: &std::path::Path, api: &str, key: &std::path::Path) -> String {
+    format!(
+        r#"{}[admin]
+token = "{TOKEN}"
+
+[[source]]
+name = "github"
+kind = "github"
+secret = "{GH_SECRET}"
+
+[source.reconcile]
+hook = "app"
+app_id = 123456
+private_key_file = {:?}
+interval = "1h"
+api_base = "{api}"
+"#,
+        server_section(dir),
+        key.display().to_string()
+    )
+}
+
+/// A GitHub App's webhook, read as the App: every call carries a JWT that
+/// the App's key signs (the fake verifies it against the public key, its
+/// issuer and expiry). The same 8 deliveries: the 3 failed and not held are
+/// redelivered once, a second pass asks for nothing, and the health is
+/// unknown (an App's webhook has no `active`). A key GitHub does not know
+/// is refused, one call a pass.
+#[tokio::test]
+async fn github_app_failed_deliveries_are_redelivered_with_the_app_s_jwt() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = tempfile::tempdir().unwrap();
+    let (key, public) = app_key(keys.path(), "app.pem");
+    let github = FakeGithub::start_app(123456, public, GH_SECRET);
+    let server = TestServer::start(
+        &github_app_config(dir.path(), &github.url(), &key),
+        Clock::system(),
+    )
+    .await;
+    github_deliveries(&server, &github).await;
+
+    let first = reconcile(&server, "github", "").await;
+    assert_eq!(first.outcome, ReconcileOutcome::Ok, "{first:?}");
+    assert_eq!(
+        (first.listed, first.held, first.resent),
+        (5, 2, 3),
+        "{first:?}"
+    );
+    assert_eq!(first.subscription_active, None);
+    assert_eq!(first.target, "app/hook of app 123456");
+    assert_eq!(github.attempts(), vec![1005, 1006, 1007]);
+    eventually(
+        "the 3 redeliveries stored",
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        async || match server.events().len() {
+            8 => Ok(()),
+            n => Err(format!("{n} events")),
+        },
+    )
+    .await;
+    let second = reconcile(&server, "github", "").await;
+    assert_eq!((second.listed, second.resent), (0, 0), "{second:?}");
+    assert_eq!(github.attempts().len(), 3);
+    assert_eq!(github.bad_jwts(), 0, "every call carried a good JWT");
+    server.stop().await;
+
+    // Another key: GitHub refuses its JWT.
+    let (other, _) = app_key(keys.path(), "other.pem");
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(
+        &github_app_config(dir.path(), &github.url(), &other),
+        Clock::system(),
+    )
+    .await;
+    let calls = github.calls();
+    let refused = reconcile(&server, "github", "").await;
+    assert_eq!(refused.outcome, ReconcileOutcome::Refused, "{refused:?}");
+    assert_eq!(github.calls(), calls + 1, "one call a pass");
+    assert_eq!(github.bad_jwts(), 1);
     server.stop().await;
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{Ctx, SecretSetting, longest};
 use crate::config::raw::{RawReconcile, default};
-use crate::config::reconcile::{GithubHook, GitlabHook, ReconcileConfig, Target};
+use crate::config::reconcile::{AppKey, GithubHook, GitlabHook, ReconcileConfig, Target};
 use crate::config::{ConfigError, GivenSecret, Kind, Secret};
 
 /// 90 days for a first pass's lookback: longer than any provider keeps what
@@ -37,7 +37,7 @@ fn provider(kind: Kind) -> Option<Provider> {
             window: "3d",
             longest: LONGEST_LOOKBACK,
             api_base: "https://api.github.com",
-            keys: &["hook"],
+            keys: &["hook", "app_id", "private_key_file"],
         }),
         // "All events are kept for 30 days" (Stripe API, "List all events").
         Kind::Stripe => Some(Provider {
@@ -77,12 +77,14 @@ fn provider(kind: Kind) -> Option<Provider> {
 }
 
 /// Every provider-specific key of `[source.reconcile]` and whether it is set.
-fn provider_keys(raw: &RawReconcile) -> [(&'static str, bool); 4] {
+fn provider_keys(raw: &RawReconcile) -> [(&'static str, bool); 6] {
     [
         ("hook", raw.hook.is_some()),
         ("endpoint", raw.endpoint.is_some()),
         ("notification_setting", raw.notification_setting.is_some()),
         ("app", raw.app.is_some()),
+        ("app_id", raw.app_id.is_some()),
+        ("private_key_file", raw.private_key_file.is_some()),
     ]
 }
 
@@ -129,13 +131,35 @@ pub(super) fn validate_reconcile(
     for (k, set) in provider_keys(&raw) {
         refuse(cx, k, set && !provider.keys.contains(&k))?;
     }
+    if kind == Kind::Github {
+        if raw.hook.as_deref() == Some("app") {
+            return Ok(ReconcileConfig {
+                target: github_app(cx, i, &raw)?,
+                interval,
+                lookback,
+                api_base,
+            });
+        }
+        for (k, set) in [
+            ("app_id", raw.app_id.is_some()),
+            ("private_key_file", raw.private_key_file.is_some()),
+        ] {
+            if set {
+                return Err(cx.err(
+                    key(k),
+                    "applies only to hook = \"app\", a GitHub App's webhook",
+                ));
+            }
+        }
+    }
     let token = token(cx, i, &raw)?;
     let target = match kind {
         Kind::Github => {
             let hook = raw.hook.as_deref().ok_or_else(|| {
                 cx.err(
                     key("hook"),
-                    "is required for github: \"repos/OWNER/REPO/hooks/ID\" or \"orgs/ORG/hooks/ID\"",
+                    "is required for github: \"repos/OWNER/REPO/hooks/ID\", \"orgs/ORG/hooks/ID\" \
+                     or \"app\"",
                 )
             })?;
             let hook = GithubHook::parse(hook).map_err(|m| cx.err(key("hook"), m))?;
@@ -213,6 +237,47 @@ pub(super) fn validate_reconcile(
         interval,
         lookback,
         api_base,
+    })
+}
+
+/// `hook = "app"`: a GitHub App's ID and private key, the key read and
+/// checked now, so one that cannot sign is a config error, not a pass that
+/// fails. A token does not apply: the App signs its own JWT.
+fn github_app(cx: &Ctx<'_>, i: usize, raw: &RawReconcile) -> Result<Target, ConfigError> {
+    let key = |k: &str| format!("source[{i}].reconcile.{k}");
+    for (k, set) in [
+        ("token", raw.token.is_some()),
+        ("token_env", raw.token_env.is_some()),
+        ("token_file", raw.token_file.is_some()),
+    ] {
+        if set {
+            return Err(cx.err(
+                key(k),
+                "does not apply to hook = \"app\": a GitHub App's calls carry a JWT that \
+                 private_key_file signs",
+            ));
+        }
+    }
+    let app_id = raw.app_id.ok_or_else(|| {
+        cx.err(
+            key("app_id"),
+            "is required for hook = \"app\": the App's ID, on its settings page",
+        )
+    })?;
+    if app_id == 0 {
+        return Err(cx.err(key("app_id"), "must be the App's ID, a positive number"));
+    }
+    let file = raw.private_key_file.as_deref().ok_or_else(|| {
+        cx.err(
+            key("private_key_file"),
+            "is required for hook = \"app\": the App's private key (a .pem file generated \
+             on its settings page)",
+        )
+    })?;
+    let app_key = AppKey::read(&cx.path(file)).map_err(|m| cx.err(key("private_key_file"), m))?;
+    Ok(Target::GithubApp {
+        app_id,
+        key: app_key,
     })
 }
 
