@@ -372,3 +372,66 @@ fn a_github_app_key_that_cannot_sign_is_an_error_naming_its_key() {
         "private_key_file",
     );
 }
+
+/// What `config check` prints of each provider's `[source.reconcile]`
+/// reads back as the same target (secrets by where they are kept).
+#[test]
+fn config_check_output_reads_back_for_every_provider() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("app.pem");
+    openssl(&[
+        "genrsa",
+        "-traditional",
+        "-out",
+        key.to_str().unwrap(),
+        "2048",
+    ]);
+    let env = |name: &str| match name {
+        "ADMIN" => Some("the-admin-token-0123".to_owned()),
+        "SECRET" => Some("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_owned()),
+        "API" => Some("api-token-0123".to_owned()),
+        _ => None,
+    };
+    for (kind, keys) in [
+        (
+            "github",
+            "hook = \"orgs/acme/hooks/3\"\ntoken_env = \"API\"\n".to_owned(),
+        ),
+        (
+            "github",
+            format!("hook = \"app\"\napp_id = 9\nprivate_key_file = {key:?}\n"),
+        ),
+        (
+            "stripe",
+            "endpoint = \"we_1\"\ntoken_env = \"API\"\n".to_owned(),
+        ),
+        (
+            "gitlab",
+            "hook = \"groups/acme%2Fteam/hooks/3\"\ntoken_env = \"API\"\n".to_owned(),
+        ),
+        (
+            "paddle",
+            "notification_setting = \"ntfset_1\"\ntoken_env = \"API\"\n".to_owned(),
+        ),
+        (
+            "standard",
+            "app = \"app_1\"\nendpoint = \"ep_1\"\ntoken_env = \"API\"\nlookback = \"2d\"\n"
+                .to_owned(),
+        ),
+    ] {
+        let text = format!(
+            "[admin]\ntoken_env = \"ADMIN\"\n\
+             [[source]]\nname = \"s\"\nkind = \"{kind}\"\nsecret_env = \"SECRET\"\n\
+             [source.reconcile]\n{keys}"
+        );
+        let config = Config::from_toml(&text, "f.toml", None, &env).unwrap();
+        let shown = config.to_redacted_toml();
+        let again = Config::from_toml(&shown, "shown.toml", None, &env)
+            .unwrap_or_else(|e| panic!("{kind}: {e}\n{shown}"));
+        let (a, b) = (reconcile_of(&config), reconcile_of(&again));
+        assert_eq!(a.target.describe(), b.target.describe(), "{shown}");
+        assert_eq!(a.lookback, b.lookback, "{shown}");
+        assert_eq!(a.api_base, b.api_base, "{shown}");
+        assert!(!shown.contains("api-token-0123"), "{shown}");
+    }
+}

@@ -83,7 +83,8 @@ struct Notification {
     occurred_at: String,
     #[serde(default)]
     replayed_at: Option<String>,
-    payload: Payload,
+    #[serde(default)]
+    payload: Option<Payload>,
 }
 
 #[derive(Deserialize)]
@@ -162,12 +163,16 @@ impl Paddle {
         let mut events: HashMap<&str, Event<'_>> = HashMap::new();
         let mut newest = None;
         for n in &listed {
+            // Without an event id there is nothing to match or to replay.
+            let Some(payload) = &n.payload else {
+                continue;
+            };
             let at = rfc3339_ms(&n.occurred_at).ok_or_else(|| ApiError::Decode {
                 what: "a notification's occurred_at".to_owned(),
                 cause: format!("{:?} is not an RFC 3339 time", n.occurred_at),
             })?;
             newest = newest.max(Some(at));
-            let e = events.entry(n.payload.event_id.as_str()).or_default();
+            let e = events.entry(payload.event_id.as_str()).or_default();
             e.at = if e.at == 0 { at } else { e.at.min(at) };
             match n.status.as_str() {
                 "failed" if n.origin.as_deref().unwrap_or("event") == "event" => {
