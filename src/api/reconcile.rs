@@ -23,7 +23,8 @@ pub struct ReconcileQuery {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ReconcileReport {
     pub source: String,
-    /// What the pass read: `repos/acme/shop/hooks/12`, `events`.
+    /// What the pass read: `repos/acme/shop/hooks/12`, `events`,
+    /// `projects/42/hooks/7`, `notifications to ntfset_…`.
     pub target: String,
     pub started_at: Timestamp,
     pub took_ms: u64,
@@ -40,8 +41,15 @@ pub struct ReconcileReport {
     pub resent: u64,
     /// Fetched and stored (would have been, on a dry run).
     pub fetched: u64,
-    /// Not asked again: a redelivery hookinbox had refused (a bad signature
-    /// stays bad).
+    /// Requests to resend whatever failed in a span of time, for a provider
+    /// that lists nothing and does not say how many it resends (Svix):
+    /// what comes back is stored once, what hookinbox holds is a duplicate.
+    #[serde(default)]
+    pub recovers: u64,
+    /// Not asked again: a resend hookinbox had refused (a bad signature
+    /// stays bad), one the provider is still retrying by itself or has
+    /// replayed before, or one it cannot send again (it kept no body, or
+    /// refuses the resend).
     pub skipped: u64,
     /// Pages listed and calls made.
     pub pages: u32,
@@ -49,7 +57,8 @@ pub struct ReconcileReport {
     /// `false`: it stopped at its page limit; the next pass goes on.
     pub complete: bool,
     /// Whether the provider still sends here (GitHub's hook `active`,
-    /// Stripe's endpoint `enabled`); absent when not read.
+    /// Stripe's endpoint `enabled`, GitLab's hook not disabled, Paddle's
+    /// notification destination `active`); absent when not read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subscription_active: Option<bool>,
 }

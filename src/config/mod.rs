@@ -39,7 +39,7 @@ pub use destination::{
 };
 pub use error::{ConfigError, Position};
 pub use load::{OperatorView, PACKAGED_CONFIG, process_env};
-pub use reconcile::{GithubHook, ReconcileConfig, Target};
+pub use reconcile::{AppKey, GithubHook, GitlabHook, GitlabOwner, ReconcileConfig, Target};
 pub use resolve::{
     GeneratedSecret, GivenSecret, Loaded, ReadSecretError, ResolveError, Resolved, SecretPlan,
     SecretPurpose, Stage,
@@ -95,5 +95,7 @@ mod props;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod reconcile_tests;
 #[cfg(test)]
 mod users_tests;

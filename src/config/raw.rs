@@ -212,10 +212,20 @@ pub struct RawReconcile {
     pub interval: Option<String>,
     pub lookback: Option<String>,
     pub api_base: Option<String>,
-    /// GitHub: `repos/OWNER/REPO/hooks/ID` or `orgs/ORG/hooks/ID`.
+    /// GitHub: `repos/OWNER/REPO/hooks/ID` or `orgs/ORG/hooks/ID`; GitLab:
+    /// `projects/ID/hooks/ID` or `groups/ID/hooks/ID`.
     pub hook: Option<String>,
-    /// Stripe: the webhook endpoint (`we_…`) whose status is checked.
+    /// Stripe: the webhook endpoint (`we_…`) whose status is checked;
+    /// Svix (kind standard): the endpoint (`ep_…`) that sends here.
     pub endpoint: Option<String>,
+    /// Svix (kind standard): the application (`app_…`) of `endpoint`.
+    pub app: Option<String>,
+    /// GitHub App (`hook = "app"`): the App's ID, and the file of its
+    /// private key (PEM), which signs the JWT every call carries.
+    pub app_id: Option<u64>,
+    pub private_key_file: Option<String>,
+    /// Paddle: the notification destination (`ntfset_…`) that sends here.
+    pub notification_setting: Option<String>,
 }
 
 /// `destination = "…"`, or `[[source.destination]]` tables.

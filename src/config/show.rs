@@ -223,6 +223,32 @@ fn reconcile(r: &ReconcileConfig) -> RawReconcile {
             raw.endpoint = endpoint.clone();
             token
         }
+        Target::GitlabHook { hook, token } => {
+            raw.hook = Some(hook.to_string());
+            token
+        }
+        Target::Paddle {
+            token,
+            notification_setting,
+        } => {
+            raw.notification_setting = notification_setting.clone();
+            token
+        }
+        Target::Svix {
+            token,
+            app,
+            endpoint,
+        } => {
+            raw.app = Some(app.clone());
+            raw.endpoint = Some(endpoint.clone());
+            token
+        }
+        Target::GithubApp { app_id, key } => {
+            raw.hook = Some("app".to_owned());
+            raw.app_id = Some(*app_id);
+            raw.private_key_file = Some(path(key.path()));
+            return raw;
+        }
     };
     (raw.token, raw.token_env, raw.token_file) = place(token);
     raw

@@ -73,8 +73,62 @@ pub(super) async fn run(
 }
 
 fn counts(r: &api::ReconcileReport) -> String {
-    format!(
+    // A provider that lists nothing (Svix) is asked to resend what failed
+    // in a span of time, and does not say how many.
+    if r.recovers > 0 && r.listed == 0 {
+        return format!(
+            "asked {} time{} to resend what failed (the provider does not say how many)",
+            r.recovers,
+            if r.recovers == 1 { "" } else { "s" }
+        );
+    }
+    let mut text = format!(
         "{} undelivered by the provider, {} held, {} asked to resend, {} fetched",
         r.listed, r.held, r.resent, r.fetched
-    )
+    );
+    if r.skipped > 0 {
+        text.push_str(&format!(", {} not asked again", r.skipped));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counts;
+    use crate::api::{self, ReconcileOutcome, Timestamp};
+
+    fn report(listed: u64, skipped: u64, recovers: u64) -> api::ReconcileReport {
+        api::ReconcileReport {
+            source: "s".into(),
+            target: "t".into(),
+            started_at: Timestamp(0),
+            took_ms: 1,
+            outcome: ReconcileOutcome::Ok,
+            error: None,
+            dry_run: false,
+            listed,
+            held: 1,
+            resent: 2,
+            fetched: 0,
+            recovers,
+            skipped,
+            pages: 1,
+            calls: 2,
+            complete: true,
+            subscription_active: None,
+        }
+    }
+
+    #[test]
+    fn a_pass_says_what_it_asked_in_the_provider_s_terms() {
+        assert_eq!(
+            counts(&report(4, 1, 0)),
+            "4 undelivered by the provider, 1 held, 2 asked to resend, 0 fetched, \
+             1 not asked again"
+        );
+        assert_eq!(
+            counts(&report(0, 0, 1)),
+            "asked 1 time to resend what failed (the provider does not say how many)"
+        );
+    }
 }

@@ -97,6 +97,12 @@ impl Client {
         })
     }
 
+    /// A credential that changes (a GitHub App's JWT, made anew before it
+    /// expires): what the next calls carry in the same header.
+    pub fn set_auth(&mut self, value: HeaderValue) {
+        self.auth.1 = value;
+    }
+
     /// A new pass: its calls and waits counted from 0.
     pub fn begin(&mut self) {
         self.calls = 0;

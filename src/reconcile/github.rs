@@ -1,14 +1,20 @@
-//! GitHub: a repository's or organisation's webhook. GitHub never retries
-//! a failed delivery by itself, but it lists each hook's deliveries of the
-//! past 3 days and redelivers one when asked; a redelivery carries the
-//! same `X-GitHub-Delivery` (the event id hookinbox dedupes on), signed as
-//! before, and comes in through ingest.
+//! GitHub: a repository's or organisation's webhook, or a GitHub App's.
+//! GitHub never retries a failed delivery by itself, but it lists each
+//! hook's deliveries of the past 3 days and redelivers one when asked; a
+//! redelivery carries the same `X-GitHub-Delivery` (the event id hookinbox
+//! dedupes on), signed as before, and comes in through ingest.
 //!
 //! A pass lists the deliveries newer than its mark (the highest delivery
 //! id it judged), and for each delivery guid with no 2xx attempt that
 //! hookinbox does not hold, asks for its newest attempt again
-//! (`POST …/deliveries/{id}/attempts`). API: "REST API endpoints for
-//! repository webhooks" and "… organization webhooks", version 2022-11-28.
+//! (`POST …/deliveries/{id}/attempts`). A repository's or organisation's
+//! hook is read with a token, and its `active` is the subscription's
+//! health; an App's (`/app/hook/…`) as the App, with a JWT
+//! (`github_app.rs`), and its webhook has no `active` to read: a pass reads
+//! its config (`GET /app/hook/config`), which proves the JWT, and reports
+//! the health unknown. API: "REST API endpoints for repository webhooks",
+//! "… organization webhooks" and "… for GitHub App webhooks", version
+//! 2022-11-28.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -17,8 +23,10 @@ use reqwest::header::{AUTHORIZATION, HeaderValue};
 use serde::Deserialize;
 
 use super::client::{ApiError, Client};
+use super::github_app::AppJwt;
 use super::{Cursor, Pass, PassError};
-use crate::config::{GithubHook, Secret};
+use crate::clock::Clock;
+use crate::config::{AppKey, GithubHook, Secret};
 use crate::words::ReconciledHow;
 
 /// 100: the most a page of deliveries holds.
@@ -31,7 +39,10 @@ const WRITE_PACE: Duration = Duration::from_millis(800);
 
 pub(super) struct Github {
     client: Client,
-    hook: GithubHook,
+    /// `/repos/OWNER/REPO/hooks/ID`, `/orgs/ORG/hooks/ID` or `/app/hook`.
+    hook_path: String,
+    /// An App's JWT, made anew before it expires; `None` with a token.
+    app: Option<AppJwt>,
 }
 
 /// One delivery as `GET …/hooks/{id}/deliveries` lists it (the fields a
@@ -68,41 +79,69 @@ struct Hook {
 }
 
 impl Github {
+    /// A repository's or organisation's hook, read with a token.
     pub(super) fn new(
         base: reqwest::Url,
         hook: GithubHook,
         token: &Secret,
     ) -> Result<Github, ApiError> {
-        let auth = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+        let mut auth = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
             .map_err(|_| ApiError::Refused { status: 0 })?;
-        let client = Client::new(
-            base,
-            (AUTHORIZATION, auth),
-            vec![
-                ("accept", "application/vnd.github+json"),
-                ("x-github-api-version", "2022-11-28"),
-            ],
-            PACE,
-            WRITE_PACE,
-        )?;
-        Ok(Github { client, hook })
+        auth.set_sensitive(true);
+        Ok(Github {
+            client: client(base, auth)?,
+            hook_path: format!("/{hook}"),
+            app: None,
+        })
+    }
+
+    /// A GitHub App's webhook, read as the App.
+    pub(super) fn app(
+        base: reqwest::Url,
+        app_id: u64,
+        key: AppKey,
+        clock: Clock,
+    ) -> Result<Github, ApiError> {
+        let mut app = AppJwt::new(app_id, key, clock);
+        let auth = app.renew(true)?.ok_or(ApiError::Refused { status: 0 })?;
+        Ok(Github {
+            client: client(base, auth)?,
+            hook_path: "/app/hook".to_owned(),
+            app: Some(app),
+        })
     }
 
     fn hook_path(&self) -> String {
-        format!("/{}", self.hook)
+        self.hook_path.clone()
     }
 
-    /// Whether GitHub still sends to this hook (`active`).
-    /// A pass begins here.
-    pub(super) async fn active(&mut self) -> Result<bool, ApiError> {
+    /// An App's JWT made anew when `fresh` is asked or it is about to
+    /// expire; nothing for a token.
+    fn authorize(&mut self, fresh: bool) -> Result<(), ApiError> {
+        if let Some(app) = &mut self.app
+            && let Some(value) = app.renew(fresh)?
+        {
+            self.client.set_auth(value);
+        }
+        Ok(())
+    }
+
+    /// Whether GitHub still sends to this hook (`active`); `None` for an
+    /// App's, which has no such flag. A pass begins here, with a fresh JWT.
+    pub(super) async fn active(&mut self) -> Result<Option<bool>, ApiError> {
         self.client.begin();
+        self.authorize(true)?;
+        if self.app.is_some() {
+            self.client.get("/app/hook/config").await?;
+            return Ok(None);
+        }
         let path = self.hook_path();
         let answer = self.client.get(&path).await?;
         let hook: Hook = serde_json::from_slice(&answer.body).map_err(|e| ApiError::Decode {
             what: format!("GET {path}"),
             cause: e.to_string(),
         })?;
-        Ok(hook.active)
+        Ok(Some(hook.active))
     }
 
     pub(super) async fn pass(&mut self, pass: &mut Pass<'_>) -> Result<(), PassError> {
@@ -140,6 +179,7 @@ impl Github {
             }
             if !pass.dry_run {
                 let path = format!("{}/deliveries/{}/attempts", self.hook_path(), d.id);
+                self.authorize(false)?;
                 self.client.post(&path, None).await?;
                 pass.counted(ReconciledHow::Resent);
             }
@@ -173,6 +213,7 @@ impl Github {
                 pass.report.complete = false;
                 break;
             }
+            self.authorize(false)?;
             let answer = self.client.get(&path).await?;
             pass.report.pages += 1;
             let page: Vec<Delivery> =
@@ -200,6 +241,19 @@ impl Github {
         }
         Ok(out)
     }
+}
+
+fn client(base: reqwest::Url, auth: HeaderValue) -> Result<Client, ApiError> {
+    Client::new(
+        base,
+        (AUTHORIZATION, auth),
+        vec![
+            ("accept", "application/vnd.github+json"),
+            ("x-github-api-version", "2022-11-28"),
+        ],
+        PACE,
+        WRITE_PACE,
+    )
 }
 
 /// The path and query of a `Link: <…>; rel="next"` on the API's own root

@@ -4,9 +4,11 @@
 //! by hand, `POST /api/reconcile/{source}`): the provider lists what it
 //! could not deliver, each item is matched to what hookinbox holds by the
 //! event id it dedupes on, and for the rest the provider is asked to send
-//! again (GitHub: it comes back signed, through ingest) or the event is
-//! fetched and stored marked `origin = "reconciled"` (Stripe, which has no
-//! resend). A pass also reads whether the provider still sends here.
+//! again (GitHub, GitLab, Paddle: it comes back signed, through ingest) or the
+//! event is fetched and stored marked `origin = "reconciled"` (Stripe,
+//! which has no resend). Svix lists nothing: it is asked to resend whatever
+//! failed in a span of time, and what comes back dedupes. A pass also reads
+//! whether the provider still sends here.
 //!
 //! Owns the passes, their cursors (kept in the store's `meta`, so a
 //! restart resumes and fetches nothing twice) and what they count. Refuses
@@ -17,7 +19,11 @@
 
 mod client;
 mod github;
+mod github_app;
+mod gitlab;
+mod paddle;
 mod stripe;
+mod svix;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -61,6 +67,14 @@ pub(crate) enum Cursor {
         after: Option<String>,
         walk: Option<StripeWalk>,
     },
+    /// The highest hook log id judged, and the events whose resend
+    /// hookinbox refused (not asked again when listed as failed anew).
+    Gitlab { mark: u64, refused: Vec<String> },
+    /// Every notification that occurred before this (Unix ms) was
+    /// delivered, or failed and was judged.
+    Paddle { from_ms: u64 },
+    /// Where the last recovery's span ended (Unix ms).
+    Svix { until_ms: u64 },
 }
 
 /// A walk back through Stripe's events: its newest, and where it goes on.
@@ -68,6 +82,26 @@ pub(crate) enum Cursor {
 pub(crate) struct StripeWalk {
     pub top: String,
     pub next: String,
+}
+
+/// Unix ms of an RFC 3339 time with `Z` or a `±HH:MM` offset (GitLab
+/// writes times in its instance's zone; humantime reads only UTC).
+fn rfc3339_ms(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let t = text.find(['T', 't', ' '])?;
+    let (utc, offset_s) = match text[t..].rfind(['+', '-']) {
+        Some(at) => {
+            let at = t + at;
+            let (h, m) = text[at + 1..].split_once(':')?;
+            let secs = h.parse::<i64>().ok()? * 3600 + m.parse::<i64>().ok()? * 60;
+            let sign = if text[at..].starts_with('-') { -1 } else { 1 };
+            (&text[..at], sign * secs)
+        }
+        None => (text.trim_end_matches(['Z', 'z']), 0),
+    };
+    let at = humantime::parse_rfc3339_weak(utc).ok()?;
+    let ms = i64::try_from(crate::clock::unix_ms(at)).ok()? - offset_s * 1000;
+    u64::try_from(ms).ok()
 }
 
 fn encode(cursor: &Cursor) -> Vec<u8> {
@@ -112,6 +146,7 @@ pub(crate) struct Tally {
     pub resent: u64,
     pub fetched: u64,
     pub skipped: u64,
+    pub recovers: u64,
     pub pages: u32,
     pub calls: u32,
     pub complete: bool,
@@ -216,10 +251,13 @@ impl Pass<'_> {
 enum Provider {
     Github(github::Github),
     Stripe(stripe::Stripe),
+    Gitlab(gitlab::Gitlab),
+    Paddle(paddle::Paddle),
+    Svix(svix::Svix),
 }
 
 impl Provider {
-    fn new(config: &ReconcileConfig) -> Result<Provider, ApiError> {
+    fn new(config: &ReconcileConfig, clock: &Clock) -> Result<Provider, ApiError> {
         let base = config.api_base.clone();
         Ok(match &config.target {
             Target::GithubHook { hook, token } => {
@@ -228,13 +266,39 @@ impl Provider {
             Target::Stripe { token, endpoint } => {
                 Provider::Stripe(stripe::Stripe::new(base, &token.value, endpoint.clone())?)
             }
+            Target::GitlabHook { hook, token } => {
+                Provider::Gitlab(gitlab::Gitlab::new(base, hook.clone(), &token.value)?)
+            }
+            Target::Paddle {
+                token,
+                notification_setting,
+            } => Provider::Paddle(paddle::Paddle::new(
+                base,
+                &token.value,
+                notification_setting.clone(),
+            )?),
+            Target::Svix {
+                token,
+                app,
+                endpoint,
+            } => Provider::Svix(svix::Svix::new(base, &token.value, app, endpoint)?),
+            Target::GithubApp { app_id, key } => Provider::Github(github::Github::app(
+                base,
+                *app_id,
+                key.clone(),
+                clock.clone(),
+            )?),
         })
     }
 
-    async fn active(&mut self) -> Result<Option<bool>, ApiError> {
+    /// Whether the provider still sends here, read at `now_ms`.
+    async fn active(&mut self, now_ms: u64) -> Result<Option<bool>, ApiError> {
         match self {
-            Provider::Github(p) => p.active().await.map(Some),
+            Provider::Github(p) => p.active().await,
             Provider::Stripe(p) => p.active().await,
+            Provider::Gitlab(p) => p.active(now_ms).await.map(Some),
+            Provider::Paddle(p) => p.active().await,
+            Provider::Svix(p) => p.active().await.map(Some),
         }
     }
 
@@ -242,6 +306,9 @@ impl Provider {
         match self {
             Provider::Github(p) => p.pass(pass).await,
             Provider::Stripe(p) => p.pass(pass).await,
+            Provider::Gitlab(p) => p.pass(pass).await,
+            Provider::Paddle(p) => p.pass(pass).await,
+            Provider::Svix(p) => p.pass(pass).await,
         }
     }
 }
@@ -351,7 +418,7 @@ impl Reconciler {
             plans.push(Plan {
                 source: source.name.clone(),
                 config: reconcile.clone(),
-                provider: Provider::new(reconcile)?,
+                provider: Provider::new(reconcile, &clock)?,
                 next: start + reconcile.interval.min(FIRST_PASS_AFTER),
                 last_outcome: None,
                 last_active: None,
@@ -455,7 +522,7 @@ impl Reconciler {
                 ..Tally::default()
             },
         };
-        let active = plan.provider.active().await;
+        let active = plan.provider.active(started_ms).await;
         let result = match &active {
             Err(e) => Err(PassError::Api(e.clone())),
             Ok(_) => plan.provider.pass(&mut pass).await,
@@ -479,6 +546,7 @@ impl Reconciler {
             resent: tally.resent,
             fetched: tally.fetched,
             skipped: tally.skipped,
+            recovers: tally.recovers,
             pages: tally.pages,
             calls: tally.calls,
             complete: tally.complete,
@@ -571,6 +639,7 @@ fn log_pass(plan: &Plan, r: &api::ReconcileReport) {
                 source,
                 listed = r.listed,
                 held = r.held,
+                recovers = r.recovers,
                 pages = r.pages,
                 "reconcile pass: nothing missing"
             );
@@ -593,7 +662,7 @@ fn shown_source(source: &SourceConfig, r: &ReconcileConfig) -> api::ReconcileSou
 
 #[cfg(test)]
 mod tests {
-    use super::{Cursor, StripeWalk, decode, encode};
+    use super::{Cursor, StripeWalk, decode, encode, rfc3339_ms};
 
     #[test]
     fn a_kept_cursor_reads_back_and_an_unknown_version_is_none() {
@@ -606,6 +675,16 @@ mod tests {
                     next: "evt_5".into(),
                 }),
             },
+            Cursor::Gitlab {
+                mark: 7,
+                refused: vec!["3a427872-00df-429c-9bc9-a9475de2efe4".into()],
+            },
+            Cursor::Paddle {
+                from_ms: 1_716_692_597_000,
+            },
+            Cursor::Svix {
+                until_ms: 1_716_692_597_000,
+            },
         ] {
             assert_eq!(decode(&encode(&cursor)), Some(cursor));
         }
@@ -613,5 +692,33 @@ mod tests {
         other[0] = 2;
         assert_eq!(decode(&other), None);
         assert_eq!(decode(&[]), None);
+    }
+
+    /// A cursor kept before variants were appended reads back: postcard
+    /// numbers a variant by its place, so a new one goes last.
+    #[test]
+    fn cursors_kept_before_new_providers_read_back() {
+        // Cursor::Github { mark: 42 }, as the first passes kept it.
+        assert_eq!(decode(&[1, 0, 42]), Some(Cursor::Github { mark: 42 }));
+        // Cursor::Stripe { after: Some("e"), walk: None }.
+        assert_eq!(
+            decode(&[1, 1, 1, 1, b'e', 0]),
+            Some(Cursor::Stripe {
+                after: Some("e".into()),
+                walk: None
+            })
+        );
+    }
+
+    #[test]
+    fn provider_times_read_with_their_offset() {
+        let utc = rfc3339_ms("2024-05-26T03:03:17Z").unwrap();
+        assert_eq!(utc, 1_716_692_597_000);
+        assert_eq!(rfc3339_ms("2024-05-26T03:03:17.250Z"), Some(utc + 250));
+        assert_eq!(rfc3339_ms("2024-05-25T20:03:17-07:00"), Some(utc));
+        assert_eq!(rfc3339_ms("2024-05-26T05:03:17.000+02:00"), Some(utc));
+        assert_eq!(rfc3339_ms("2024-05-26T03:03:17.000+00:00"), Some(utc));
+        assert_eq!(rfc3339_ms("yesterday"), None);
+        assert_eq!(rfc3339_ms("2024-05-26T03:03:17+0x:00"), None);
     }
 }

@@ -5,12 +5,14 @@ use std::time::Duration;
 
 use super::{Ctx, SecretSetting, longest};
 use crate::config::raw::{RawReconcile, default};
-use crate::config::reconcile::{GithubHook, ReconcileConfig, Target};
+use crate::config::reconcile::{AppKey, GithubHook, GitlabHook, ReconcileConfig, Target};
 use crate::config::{ConfigError, GivenSecret, Kind, Secret};
 
 /// 90 days for a first pass's lookback: longer than any provider keeps what
 /// it could not deliver (Stripe's events, 30 days).
 const LONGEST_LOOKBACK: Duration = Duration::from_secs(90 * 86_400);
+/// 14 days: Svix refuses to recover messages older.
+const SVIX_LONGEST: Duration = Duration::from_secs(14 * 86_400);
 /// A pass at most every second: a provider's rate limit is shared with the
 /// app's own calls.
 const SHORTEST_INTERVAL: Duration = Duration::from_secs(1);
@@ -19,7 +21,12 @@ const SHORTEST_INTERVAL: Duration = Duration::from_secs(1);
 struct Provider {
     /// How long the provider lists what it could not deliver.
     window: &'static str,
+    /// How far back it can be asked at most.
+    longest: Duration,
     api_base: &'static str,
+    /// The keys of `[source.reconcile]` this provider reads, beside the
+    /// common ones; any other provider's key is refused.
+    keys: &'static [&'static str],
 }
 
 fn provider(kind: Kind) -> Option<Provider> {
@@ -28,15 +35,57 @@ fn provider(kind: Kind) -> Option<Provider> {
         // "Viewing webhook deliveries").
         Kind::Github => Some(Provider {
             window: "3d",
+            longest: LONGEST_LOOKBACK,
             api_base: "https://api.github.com",
+            keys: &["hook", "app_id", "private_key_file"],
         }),
         // "All events are kept for 30 days" (Stripe API, "List all events").
         Kind::Stripe => Some(Provider {
             window: "30d",
+            longest: LONGEST_LOOKBACK,
             api_base: "https://api.stripe.com",
+            keys: &["endpoint"],
+        }),
+        // "Get a list of events for a specific project webhook in the past
+        // 7 days from start date" (GitLab docs, "Project webhooks API": "Get
+        // a list of project webhook events"; the same for groups).
+        Kind::Gitlab => Some(Provider {
+            window: "7d",
+            longest: LONGEST_LOOKBACK,
+            api_base: "https://gitlab.com/api/v4",
+            keys: &["hook"],
+        }),
+        // "Notifications older than 90 days aren't retained" (Paddle API,
+        // "List notifications").
+        Kind::Paddle => Some(Provider {
+            window: "90d",
+            longest: LONGEST_LOOKBACK,
+            api_base: "https://api.paddle.com",
+            keys: &["notification_setting"],
+        }),
+        // A sender on Svix: "Cannot recover messages more than 14 days old"
+        // (svix-server, the recover endpoint; Svix API, "Recover Failed
+        // Webhooks", `POST /api/v1/app/{app_id}/endpoint/{endpoint_id}/recover`).
+        Kind::Standard => Some(Provider {
+            window: "14d",
+            longest: SVIX_LONGEST,
+            api_base: "https://api.svix.com",
+            keys: &["app", "endpoint"],
         }),
         _ => None,
     }
+}
+
+/// Every provider-specific key of `[source.reconcile]` and whether it is set.
+fn provider_keys(raw: &RawReconcile) -> [(&'static str, bool); 6] {
+    [
+        ("hook", raw.hook.is_some()),
+        ("endpoint", raw.endpoint.is_some()),
+        ("notification_setting", raw.notification_setting.is_some()),
+        ("app", raw.app.is_some()),
+        ("app_id", raw.app_id.is_some()),
+        ("private_key_file", raw.private_key_file.is_some()),
+    ]
 }
 
 /// `source[i].reconcile`, for a source of `kind`.
@@ -51,8 +100,8 @@ pub(super) fn validate_reconcile(
         return Err(cx.err(
             format!("source[{i}].reconcile"),
             format!(
-                "is not available for kind = \"{kind}\": hookinbox asks the APIs of github \
-                 and stripe for what never arrived"
+                "is not available for kind = \"{kind}\": hookinbox asks the APIs of github, \
+                 gitlab, paddle, stripe and svix (kind standard) for what never arrived"
             ),
         ));
     };
@@ -69,10 +118,9 @@ pub(super) fn validate_reconcile(
         &key("lookback"),
         raw.lookback.as_deref(),
         provider.window,
-        LONGEST_LOOKBACK,
+        provider.longest,
     )?;
     let api_base = api_base(cx, i, raw.api_base.as_deref().unwrap_or(provider.api_base))?;
-    let token = token(cx, i, &raw)?;
     let refuse = |cx: &Ctx<'_>, k: &str, set: bool| {
         if set {
             Err(cx.err(key(k), format!("applies to another provider, not {kind}")))
@@ -80,37 +128,107 @@ pub(super) fn validate_reconcile(
             Ok(())
         }
     };
+    for (k, set) in provider_keys(&raw) {
+        refuse(cx, k, set && !provider.keys.contains(&k))?;
+    }
+    if kind == Kind::Github {
+        if raw.hook.as_deref() == Some("app") {
+            return Ok(ReconcileConfig {
+                target: github_app(cx, i, &raw)?,
+                interval,
+                lookback,
+                api_base,
+            });
+        }
+        for (k, set) in [
+            ("app_id", raw.app_id.is_some()),
+            ("private_key_file", raw.private_key_file.is_some()),
+        ] {
+            if set {
+                return Err(cx.err(
+                    key(k),
+                    "applies only to hook = \"app\", a GitHub App's webhook",
+                ));
+            }
+        }
+    }
+    let token = token(cx, i, &raw)?;
     let target = match kind {
         Kind::Github => {
-            refuse(cx, "endpoint", raw.endpoint.is_some())?;
             let hook = raw.hook.as_deref().ok_or_else(|| {
                 cx.err(
                     key("hook"),
-                    "is required for github: \"repos/OWNER/REPO/hooks/ID\" or \"orgs/ORG/hooks/ID\"",
+                    "is required for github: \"repos/OWNER/REPO/hooks/ID\", \"orgs/ORG/hooks/ID\" \
+                     or \"app\"",
                 )
             })?;
             let hook = GithubHook::parse(hook).map_err(|m| cx.err(key("hook"), m))?;
             Target::GithubHook { hook, token }
         }
         Kind::Stripe => {
-            refuse(cx, "hook", raw.hook.is_some())?;
             let endpoint = raw
                 .endpoint
-                .map(|e| {
-                    let ok = e.starts_with("we_")
-                        && e.len() <= 64
-                        && e.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-                    if ok {
-                        Ok(e)
-                    } else {
-                        Err(cx.err(
-                            key("endpoint"),
-                            format!("{e:?} is not a Stripe webhook endpoint id (we_…)"),
-                        ))
-                    }
-                })
+                .map(|e| provider_id(cx, &key("endpoint"), e, "we_", "Stripe webhook endpoint"))
                 .transpose()?;
             Target::Stripe { token, endpoint }
+        }
+        Kind::Gitlab => {
+            let hook = raw.hook.as_deref().ok_or_else(|| {
+                cx.err(
+                    key("hook"),
+                    "is required for gitlab: \"projects/ID/hooks/ID\" or \"groups/ID/hooks/ID\"",
+                )
+            })?;
+            let hook = GitlabHook::parse(hook).map_err(|m| cx.err(key("hook"), m))?;
+            Target::GitlabHook { hook, token }
+        }
+        Kind::Paddle => {
+            let notification_setting = raw
+                .notification_setting
+                .map(|id| {
+                    provider_id(
+                        cx,
+                        &key("notification_setting"),
+                        id,
+                        "ntfset_",
+                        "Paddle notification destination",
+                    )
+                })
+                .transpose()?;
+            if notification_setting.is_none() {
+                cx.warnings.push(format!(
+                    "{}: {} is not set: a pass replays the failed notifications of every \
+                     notification destination of the Paddle account, each to its own \
+                     destination; set it to the ntfset_… that sends to this source",
+                    cx.origin,
+                    key("notification_setting")
+                ));
+            }
+            Target::Paddle {
+                token,
+                notification_setting,
+            }
+        }
+        Kind::Standard => {
+            let required = |k: &str, value: Option<String>, prefix: &str, what: &str| {
+                let value = value.ok_or_else(|| {
+                    cx.err(
+                        key(k),
+                        format!(
+                            "is required for kind = \"standard\": the Svix {what} id \
+                             ({prefix}…) that sends to this source"
+                        ),
+                    )
+                })?;
+                provider_id(cx, &key(k), value, prefix, &format!("Svix {what}"))
+            };
+            let app = required("app", raw.app, "app_", "application")?;
+            let endpoint = required("endpoint", raw.endpoint, "ep_", "endpoint")?;
+            Target::Svix {
+                token,
+                app,
+                endpoint,
+            }
         }
         _ => unreachable!("provider() answers only the kinds matched here"),
     };
@@ -120,6 +238,67 @@ pub(super) fn validate_reconcile(
         lookback,
         api_base,
     })
+}
+
+/// `hook = "app"`: a GitHub App's ID and private key, the key read and
+/// checked now, so one that cannot sign is a config error, not a pass that
+/// fails. A token does not apply: the App signs its own JWT.
+fn github_app(cx: &Ctx<'_>, i: usize, raw: &RawReconcile) -> Result<Target, ConfigError> {
+    let key = |k: &str| format!("source[{i}].reconcile.{k}");
+    for (k, set) in [
+        ("token", raw.token.is_some()),
+        ("token_env", raw.token_env.is_some()),
+        ("token_file", raw.token_file.is_some()),
+    ] {
+        if set {
+            return Err(cx.err(
+                key(k),
+                "does not apply to hook = \"app\": a GitHub App's calls carry a JWT that \
+                 private_key_file signs",
+            ));
+        }
+    }
+    let app_id = raw.app_id.ok_or_else(|| {
+        cx.err(
+            key("app_id"),
+            "is required for hook = \"app\": the App's ID, on its settings page",
+        )
+    })?;
+    if app_id == 0 {
+        return Err(cx.err(key("app_id"), "must be the App's ID, a positive number"));
+    }
+    let file = raw.private_key_file.as_deref().ok_or_else(|| {
+        cx.err(
+            key("private_key_file"),
+            "is required for hook = \"app\": the App's private key (a .pem file generated \
+             on its settings page)",
+        )
+    })?;
+    let app_key = AppKey::read(&cx.path(file)).map_err(|m| cx.err(key("private_key_file"), m))?;
+    Ok(Target::GithubApp {
+        app_id,
+        key: app_key,
+    })
+}
+
+/// An id the provider gave (`we_…`, `ntfset_…`, `app_…`): its prefix, then letters,
+/// digits and `_`, as the provider writes them.
+fn provider_id(
+    cx: &Ctx<'_>,
+    key: &str,
+    id: String,
+    prefix: &str,
+    what: &str,
+) -> Result<String, ConfigError> {
+    let ok = id.len() > prefix.len()
+        && id.starts_with(prefix)
+        && id.len() <= 64
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if ok {
+        Ok(id)
+    } else {
+        Err(cx.err(key, format!("{id:?} is not a {what} id ({prefix}…)")))
+    }
 }
 
 /// The API's root: https, or http to a loopback address only (a token is
