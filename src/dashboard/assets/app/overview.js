@@ -253,7 +253,10 @@ function reconcileSection(reconcile) {
   if (!reconcile.sources.length) return [];
   const row = (s) => {
     const r = s.last;
-    const found = r ? `${r.listed} undelivered by the provider, ${r.held} held, ${r.resent} asked again, ${r.fetched} fetched` : '—';
+    // Svix lists nothing: it is asked to recover a span, and says not how many.
+    const found = !r ? '—' : r.recovers
+      ? `asked ${r.recovers} ${r.recovers === 1 ? 'time' : 'times'} to resend what failed (the provider does not say how many)`
+      : `${r.listed} undelivered by the provider, ${r.held} held, ${r.resent} asked again, ${r.fetched} fetched`;
     const subscription = !r || r.subscription_active === undefined || r.subscription_active === null
       ? '—' : (r.subscription_active ? 'sending' : 'DISABLED by the provider');
     return h('tr', { 'data-source': s.source, class: r && r.outcome !== 'ok' ? 'reconcile-failed' : null },
