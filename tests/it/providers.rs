@@ -53,6 +53,10 @@
 //!   minutes) back; then each message whose delivery to the endpoint failed,
 //!   created in the span, is sent again, signed as Standard Webhooks with its
 //!   `webhook-id`). A bad token is 401 `authentication_failed`.
+//!
+//! GitHub's answers are also checked against GitHub's OpenAPI description
+//! itself (`@octokit/openapi`, `tests/providers/conform.mjs`:
+//! `reconcile::the_github_fake_answers_as_github_s_openapi_description_says`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -234,7 +238,7 @@ fn gh_refused() -> Response {
 
 async fn gh_hook(
     State(state): State<Arc<Mutex<GhState>>>,
-    Path((_, _, hook)): Path<(String, String, u64)>,
+    Path((owner, repo, hook)): Path<(String, String, u64)>,
     headers: HeaderMap,
 ) -> Response {
     let mut s = state.lock().unwrap();
@@ -242,11 +246,15 @@ async fn gh_hook(
     if !gh_authorized(&mut s, &headers) {
         return gh_refused();
     }
+    let url = format!("https://api.github.com/repos/{owner}/{repo}/hooks/{hook}");
     axum::Json(json!({
         "type": "Repository", "id": hook, "name": "web", "active": s.active,
         "events": ["push", "pull_request"],
         "config": {"content_type": "json", "insecure_ssl": "0", "url": "https://example.com/in/github"},
-        "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z"
+        "updated_at": "2026-01-01T00:00:00Z", "created_at": "2026-01-01T00:00:00Z",
+        "url": url, "test_url": format!("{url}/test"), "ping_url": format!("{url}/pings"),
+        "deliveries_url": format!("{url}/deliveries"),
+        "last_response": {"code": 502, "status": "failed", "message": "Invalid HTTP Response: 502"}
     }))
     .into_response()
 }

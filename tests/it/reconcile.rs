@@ -1035,3 +1035,69 @@ async fn github_app_failed_deliveries_are_redelivered_with_the_app_s_jwt() {
     assert_eq!(github.bad_jwts(), 1);
     server.stop().await;
 }
+
+/// The GitHub fake answers as GitHub's own OpenAPI description
+/// (@octokit/openapi) says each call answers: a repository hook and a page
+/// of its deliveries (a success, a failure without an answer, one with a
+/// 502; an App's deliveries are the same items). A fake that drifts from
+/// GitHub fails here, not silently in the tests that use it.
+#[tokio::test]
+async fn the_github_fake_answers_as_github_s_openapi_description_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let github = FakeGithub::start(GH_TOKEN, GH_SECRET);
+    github.delivered("guid-1", "push", &push_body(1), 200, 60);
+    github.delivered("guid-2", "push", &push_body(2), 0, 50);
+    github.delivered("guid-2", "push", &push_body(2), 502, 40);
+    let http = client();
+    let get = async |path: &str, bearer: &str| {
+        let res = http
+            .get(format!("{}{path}", github.url()))
+            .bearer_auth(bearer)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{path}");
+        res.text().await.unwrap()
+    };
+    let mut args = Vec::new();
+    let mut save = |method: &str, template: &str, body: String| {
+        let file = dir.path().join(format!("answer{}.json", args.len() / 4));
+        std::fs::write(&file, body).unwrap();
+        args.extend([
+            method.to_owned(),
+            template.to_owned(),
+            "200".to_owned(),
+            file.display().to_string(),
+        ]);
+    };
+    save(
+        "GET",
+        "/repos/{owner}/{repo}/hooks/{hook_id}",
+        get("/repos/acme/shop/hooks/7", GH_TOKEN).await,
+    );
+    save(
+        "GET",
+        "/repos/{owner}/{repo}/hooks/{hook_id}/deliveries",
+        get("/repos/acme/shop/hooks/7/deliveries?per_page=100", GH_TOKEN).await,
+    );
+    let out = std::process::Command::new("node")
+        .arg("tests/providers/conform.mjs")
+        .args(&args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap_or_else(|e| panic!("node does not run ({e}): Debian: apt-get install nodejs npm"));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{said}\n(npm ci --prefix tests/providers --no-audit --no-fund)"
+    );
+    assert_eq!(
+        said.matches("matches GitHub's description").count(),
+        args.len() / 4,
+        "{said}"
+    );
+}
