@@ -54,6 +54,9 @@
 //!   created in the span, is sent again, signed as Standard Webhooks with its
 //!   `webhook-id`). A bad token is 401 `authentication_failed`.
 //!
+//! Stripe's Event and webhook endpoint have the fields of Stripe's own
+//! example objects (`tests/providers/stripe-fixtures.json`, from
+//! stripe/openapi's fixtures: `reconcile::the_stripe_fake_s_objects_have_the_fields_of_stripe_s_fixtures`).
 //! GitHub's answers are also checked against GitHub's OpenAPI description
 //! itself (`@octokit/openapi`, `tests/providers/conform.mjs`:
 //! `reconcile::the_github_fake_answers_as_github_s_openapi_description_says`).
@@ -595,8 +598,13 @@ async fn stripe_endpoint(
     if bearer(&headers) != Some(s.key.as_str()) {
         return stripe_refused();
     }
-    axum::Json(json!({"id": id, "object": "webhook_endpoint", "status": s.endpoint_status, "url": "https://example.com/in/stripe", "enabled_events": ["*"]}))
-        .into_response()
+    axum::Json(json!({
+        "id": id, "object": "webhook_endpoint", "api_version": null, "application": null,
+        "created": 1_700_000_000, "description": "hookinbox", "enabled_events": ["*"],
+        "livemode": false, "metadata": {}, "status": s.endpoint_status,
+        "url": "https://example.com/in/stripe"
+    }))
+    .into_response()
 }
 
 async fn stripe_events(

@@ -1101,3 +1101,66 @@ async fn the_github_fake_answers_as_github_s_openapi_description_says() {
         "{said}"
     );
 }
+
+/// The field names of `value`, nested objects' as `outer.inner`, down to
+/// two levels (a Stripe Event's `data.object` is the resource's own: any).
+fn field_names(value: &serde_json::Value, prefix: &str, depth: u32, out: &mut Vec<String>) {
+    if let Some(map) = value.as_object() {
+        for (k, v) in map {
+            let name = format!("{prefix}{k}");
+            if depth > 0 && v.is_object() && name != "data.object" {
+                field_names(v, &format!("{name}."), depth - 1, out);
+            }
+            out.push(name);
+        }
+    }
+    out.sort();
+}
+
+/// The Stripe fake's Event and webhook endpoint carry exactly the fields of
+/// Stripe's own example objects (stripe/openapi's fixtures, vendored in
+/// `tests/providers/stripe-fixtures.json`), and the list around the events
+/// is Stripe's list object.
+#[tokio::test]
+async fn the_stripe_fake_s_objects_have_the_fields_of_stripe_s_fixtures() {
+    let fixtures: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/providers/stripe-fixtures.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let stripe = FakeStripe::start(STRIPE_KEY);
+    stripe.event(1, 1_700_000_000, false);
+    let get = async |path: &str| -> serde_json::Value {
+        client()
+            .get(format!("{}{path}", stripe.url()))
+            .bearer_auth(STRIPE_KEY)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    };
+    let names = |v: &serde_json::Value| {
+        let mut out = Vec::new();
+        field_names(v, "", 1, &mut out);
+        out
+    };
+    let list = get("/v1/events?delivery_success=false&limit=100").await;
+    assert_eq!(
+        names(&list),
+        ["data", "has_more", "object", "url"],
+        "{list}"
+    );
+    assert_eq!(list["object"], "list");
+    assert_eq!(names(&list["data"][0]), names(&fixtures["event"]), "{list}");
+    let endpoint = get("/v1/webhook_endpoints/we_1Fake").await;
+    assert_eq!(
+        names(&endpoint),
+        names(&fixtures["webhook_endpoint"]),
+        "{endpoint}"
+    );
+}
