@@ -21,6 +21,7 @@ mod first_use;
 mod hostile;
 mod ingest;
 mod jetstream;
+mod key_clients;
 mod keys;
 mod listen;
 mod log0;
