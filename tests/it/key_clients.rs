@@ -81,8 +81,14 @@ async fn a_key_the_python_helper_completed_stays_done_after_kill_9() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_config(dir.path(), &config(&dir.path().join("data")));
     let mut server = BinaryServer::start(&path, &[], None);
-    assert_ok(&scenario(&server.admin, "before_restart").await, "before_restart");
+    assert_ok(
+        &scenario(&server.admin, "before_restart").await,
+        "before_restart",
+    );
     server.kill9();
     let server = BinaryServer::start(&path, &[], None);
-    assert_ok(&scenario(&server.admin, "after_restart").await, "after_restart");
+    assert_ok(
+        &scenario(&server.admin, "after_restart").await,
+        "after_restart",
+    );
 }
