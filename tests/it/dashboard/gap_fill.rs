@@ -6,7 +6,7 @@
 use super::walk::assert_accessible;
 use super::{Driver, TOKEN, text_until, type_into};
 use crate::providers::FakeStripe;
-use crate::support::{BinaryServer, client, server_section, write_config};
+use crate::support::{BinaryServer, server_section, write_config};
 
 const STRIPE_KEY: &str = "rk_test_fake_dashboard";
 
@@ -42,36 +42,21 @@ api_base = "{}"
         ),
     );
     let server = BinaryServer::start(&config, &[], None);
-    let pass: serde_json::Value = client()
-        .post(format!("{}/api/reconcile/stripe", server.admin))
-        .bearer_auth(TOKEN)
-        .send()
+    let pass = server
+        .admin_ok(TOKEN, "POST", "/api/reconcile/stripe", None)
         .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .json;
     assert_eq!(pass["fetched"], 1, "{pass}");
     stripe.set_endpoint_status("disabled");
-    let pass: serde_json::Value = client()
-        .post(format!("{}/api/reconcile/stripe", server.admin))
-        .bearer_auth(TOKEN)
-        .send()
+    let pass = server
+        .admin_ok(TOKEN, "POST", "/api/reconcile/stripe", None)
         .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .json;
     assert_eq!(pass["subscription_active"], false, "{pass}");
-    let listed: serde_json::Value = client()
-        .get(format!("{}/api/events?source=stripe", server.admin))
-        .bearer_auth(TOKEN)
-        .send()
+    let listed = server
+        .admin_ok(TOKEN, "GET", "/api/events?source=stripe", None)
         .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .json;
     let id = listed["events"][0]["id"].as_str().unwrap().to_owned();
 
     let b = driver.browser().await;
