@@ -27,23 +27,34 @@ token = "{SHOP}"
     )
 }
 
-/// Runs scenario `name` against the admin API at `url`, off the test's
-/// runtime thread (an in-process server answers on it meanwhile).
-async fn scenario(url: &str, name: &str) -> Output {
-    let (url, name) = (url.to_owned(), name.to_owned());
+/// Runs scenario `name` of `clients/python/tests/{script}` against the
+/// admin API at `url`, off the test's runtime thread (an in-process server
+/// answers on it meanwhile).
+async fn python_scenario(script: &str, url: &str, name: &str) -> Output {
+    let (script, url, name) = (script.to_owned(), url.to_owned(), name.to_owned());
     tokio::task::spawn_blocking(move || {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         std::process::Command::new(python3())
-            .arg(root.join("clients/python/tests/scenarios.py"))
+            .arg(root.join("clients/python/tests").join(&script))
             .arg(&name)
             .env("PYTHONPATH", root.join("clients/python"))
             .env("HOOKINBOX_KEYS_URL", &url)
             .env("HOOKINBOX_KEYS_TOKEN", SHOP)
             .output()
-            .unwrap()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{} runs ({}): {e}",
+                    python3().display(),
+                    crate::support::PYTHON_SETUP
+                )
+            })
     })
     .await
     .unwrap()
+}
+
+async fn scenario(url: &str, name: &str) -> Output {
+    python_scenario("scenarios.py", url, name).await
 }
 
 /// Runs the Node helper's scenario `name` against `url`, off the runtime thread.
@@ -108,6 +119,150 @@ async fn a_key_the_python_helper_completed_stays_done_after_kill_9() {
     assert_ok(
         &scenario(&server.admin, "after_restart").await,
         "after_restart",
+    );
+}
+
+/// AWS Lambda Powertools' idempotency utility (the real package) with
+/// `HookinboxPersistenceLayer` in place of its DynamoDB layer: its own
+/// `idempotent_function` example runs once per order; 20 concurrent
+/// invocations of one event run the handler once; an exception releases;
+/// payload validation refuses another payload under a done key; an
+/// invocation that outlived its time is fenced out; unreachable fails closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn powertools_idempotency_on_hookinbox_keys_runs_each_key_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(&config(dir.path()), Clock::system()).await;
+    let url = server.admin_url("");
+    for name in [
+        "function",
+        "handler",
+        "exception",
+        "validation",
+        "timeout",
+        "unreachable",
+    ] {
+        assert_ok(
+            &python_scenario("powertools_scenarios.py", &url, name).await,
+            name,
+        );
+    }
+    server.stop().await;
+}
+
+/// The Python helper's type hints hold under `mypy --strict` (with the
+/// Powertools layer, against the pinned Powertools' own hints).
+#[test]
+fn the_python_helper_passes_mypy_strict() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cache = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(python3())
+        .args(["-m", "mypy", "--strict", "--cache-dir"])
+        .arg(cache.path())
+        .arg(root.join("clients/python/hookinbox_keys"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "mypy ({}): {}{}",
+        crate::support::PYTHON_SETUP,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `pip install ./clients/python` installs the package, its Powertools
+/// layer and its `py.typed` marker (built here without the network: the
+/// test venv's setuptools, into a directory of its own).
+#[test]
+fn the_python_helper_installs_with_pip() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let (source, target) = (dir.path().join("src"), dir.path().join("site"));
+    std::fs::create_dir(&source).unwrap();
+    for file in ["pyproject.toml", "README.md"] {
+        std::fs::copy(root.join("clients/python").join(file), source.join(file)).unwrap();
+    }
+    std::fs::create_dir(source.join("hookinbox_keys")).unwrap();
+    for entry in std::fs::read_dir(root.join("clients/python/hookinbox_keys")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::copy(
+                &path,
+                source
+                    .join("hookinbox_keys")
+                    .join(path.file_name().unwrap()),
+            )
+            .unwrap();
+        }
+    }
+    let out = std::process::Command::new(python3())
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+        ])
+        .arg(&target)
+        .arg(&source)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for file in ["__init__.py", "powertools.py", "py.typed"] {
+        assert!(
+            target.join("hookinbox_keys").join(file).is_file(),
+            "{file} installed"
+        );
+    }
+    let out = std::process::Command::new(python3())
+        .args([
+            "-c",
+            "import hookinbox_keys, hookinbox_keys.powertools; print(hookinbox_keys.__file__)",
+        ])
+        .env("PYTHONPATH", &target)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with(&target.display().to_string()));
+}
+
+/// `npm install ./clients/node` gets the helper and its types: the files
+/// `npm pack` would publish.
+#[test]
+fn the_node_helper_packs_its_code_and_types() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new("npm")
+        .args(["pack", "--dry-run", "--json"])
+        .current_dir(root.join("clients/node"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let packed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut files: Vec<&str> = packed[0]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    files.sort_unstable();
+    assert_eq!(
+        files,
+        ["README.md", "index.d.ts", "index.js", "package.json"]
     );
 }
 

@@ -34,7 +34,7 @@ import socket
 import threading
 import time
 import urllib.parse
-from typing import Any, Callable, Optional, TypeVar, Union
+from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, Union, cast
 
 __all__ = [
     "Keys",
@@ -185,7 +185,7 @@ class Keys:
             self._local.conn = conn
         return conn
 
-    def _call(self, method: str, key: str, action: str, body: Optional[dict]) -> _Answer:
+    def _call(self, method: str, key: str, action: str, body: Optional[Dict[str, Any]]) -> _Answer:
         path = f"{self._prefix}/api/keys/{urllib.parse.quote(key, safe='')}"
         if action:
             path += f"/{action}"
@@ -217,14 +217,14 @@ class Keys:
             raise KeysError(f"hookinbox refused the token ({res.status}): {parsed}")
         return _Answer(res.status, parsed, float(retry) if retry else None)
 
-    def get(self, key: str) -> Optional[dict]:
+    def get(self, key: str) -> Optional[Dict[str, Any]]:
         """The key's state (`GET /api/keys/{key}`), or None when it has none."""
         a = self._call("GET", key, "", None)
         if a.status == 404:
             return None
         if a.status != 200:
             raise KeysError(f"get {key!r}: {a.status} {a.body}")
-        return a.body
+        return cast(Dict[str, Any], a.body)
 
     def claim(
         self, key: str, *, lease: Union[str, float] = "30s", ttl: Optional[Union[str, float]] = None
@@ -233,7 +233,7 @@ class Keys:
         fencing token), `done` (with the stored result) or `busy`. As a
         context manager, a claimed key is released if the block raises, and
         completed with `Claim.result` (None if unset) if it does not."""
-        body: dict = {"lease": _wire(_seconds(lease))}
+        body: Dict[str, Any] = {"lease": _wire(_seconds(lease))}
         if ttl is not None:
             body["ttl"] = _wire(_seconds(ttl))
         a = self._call("POST", key, "claim", body)
@@ -316,7 +316,9 @@ class Keys:
         return decorate
 
 
-def _key_of(key: Union[str, Callable[..., str], None], fn: Callable, args: tuple, kwargs: dict) -> str:
+def _key_of(
+    key: Union[str, Callable[..., str], None], fn: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[str, Any]
+) -> str:
     if callable(key):
         return str(key(*args, **kwargs))
     if isinstance(key, str):
