@@ -81,6 +81,14 @@ doc_file docs/verify/README.md "$verify"
 install -m 0644 docs/verify/node/app.js docs/verify/node/package.json \
     docs/verify/node/package-lock.json "$verify/node/"
 install -m 0644 docs/verify/python/app.py docs/verify/python/requirements.txt "$verify/python/"
+# The keys helpers (clients/), which the examples install from
+# ../../../clients: source packages for pip and npm, so not compressed
+# (pyproject.toml names its README.md). Their tests stay in the checkout.
+clients=$stage/usr/share/doc/hookinbox/clients
+install -d "$clients/python/hookinbox_keys" "$clients/node"
+install -m 0644 clients/python/pyproject.toml clients/python/README.md "$clients/python/"
+install -m 0644 clients/python/hookinbox_keys/*.py clients/python/hookinbox_keys/py.typed "$clients/python/hookinbox_keys/"
+install -m 0644 clients/node/package.json clients/node/index.js clients/node/index.d.ts clients/node/README.md "$clients/node/"
 # The changelog's newest entry is this version, or the package says nothing true.
 changelog_version=$(sed -n '1s/^hookinbox (\([^)]*\)).*/\1/p' packaging/changelog)
 if [ "$changelog_version" != "$version" ]; then

@@ -32,7 +32,11 @@ for f in usr/share/bash-completion/completions/hookinbox usr/share/zsh/vendor-co
          usr/share/doc/hookinbox/docs/production.md.gz usr/share/doc/hookinbox/docs/dashboard-overview.png \
          usr/share/doc/hookinbox/docs/verify/node/app.js usr/share/doc/hookinbox/docs/verify/node/package.json \
          usr/share/doc/hookinbox/docs/verify/node/package-lock.json \
-         usr/share/doc/hookinbox/docs/verify/python/app.py usr/share/doc/hookinbox/docs/verify/python/requirements.txt; do
+         usr/share/doc/hookinbox/docs/verify/python/app.py usr/share/doc/hookinbox/docs/verify/python/requirements.txt \
+         usr/share/doc/hookinbox/clients/python/pyproject.toml usr/share/doc/hookinbox/clients/python/hookinbox_keys/__init__.py \
+         usr/share/doc/hookinbox/clients/python/hookinbox_keys/powertools.py usr/share/doc/hookinbox/clients/python/hookinbox_keys/py.typed \
+         usr/share/doc/hookinbox/clients/node/package.json usr/share/doc/hookinbox/clients/node/index.js \
+         usr/share/doc/hookinbox/clients/node/index.d.ts; do
     grep -q "\./$f\$" <<<"$contents" || fail "$f is not in the package"
 done
 grep -q '/node_modules/\|/\.venv/\|/__pycache__/' <<<"$contents" && fail "the package holds a checkout's node_modules, venv or __pycache__"
@@ -102,6 +106,28 @@ fi
 dpkg-deb -f "$deb" Depends | grep -Eq '^libc6 \(>= 2\.[0-9]+\), adduser' || fail "Depends has no libc6 version: $(dpkg-deb -f "$deb" Depends)"
 [ -f /etc/hookinbox/hookinbox.example.toml ] || fail "the full example is not beside the config"
 [ "$(stat -c '%a %U %G' /var/lib/hookinbox)" = "700 hookinbox hookinbox" ] || fail "data dir mode/owner"
+
+# The keys helpers install from the package as docs/verify/README.md says,
+# by a user who is not root: a copy for pip (it builds beside the source),
+# and npm links the copy into an app.
+if command -v npm >/dev/null && python3 -c 'import ensurepip, venv' 2>/dev/null; then
+    scratch=$(mktemp -d)
+    chown nobody "$scratch"
+    as_nobody() { runuser -u nobody -- env HOME="$scratch" npm_config_cache="$scratch/.npm" "$@"; }
+    as_nobody cp -r /usr/share/doc/hookinbox/clients "$scratch/hookinbox-clients"
+    as_nobody python3 -m venv "$scratch/venv"
+    as_nobody "$scratch/venv/bin/pip" install -q "$scratch/hookinbox-clients/python" \
+        || fail "pip install of the packaged clients/python failed"
+    as_nobody "$scratch/venv/bin/python" -c 'import hookinbox_keys' || fail "hookinbox_keys does not import"
+    as_nobody mkdir "$scratch/app"
+    (cd "$scratch/app" && as_nobody npm init -y >/dev/null \
+        && as_nobody npm install -q --no-audit --no-fund "$scratch/hookinbox-clients/node" >/dev/null \
+        && as_nobody node --input-type=module -e "import { Keys } from 'hookinbox-keys'; if (!Keys) process.exit(1);") \
+        || fail "npm install of the packaged clients/node failed"
+    rm -rf "$scratch"
+else
+    echo "check-deb: npm or python3-venv is not installed; skipping the keys helpers' install" >&2
+fi
 
 # The config serves as installed, and the operator commands find the server
 # with no flags. systemd is absent in CI containers: run what the unit runs.

@@ -781,6 +781,9 @@ fn start_example(
         .env("OUTBOX_FILE", outbox)
         .env("EXAMPLE_CRASH_AFTER_COMPLETE", "ord_crash")
         .env("PORT", port.to_string())
+        // The Python example's keys helper, from this checkout (Node's is
+        // linked into its node_modules by npm ci).
+        .env("PYTHONPATH", root.join("clients/python"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

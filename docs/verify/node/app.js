@@ -1,6 +1,6 @@
 // Receives hookinbox's deliveries, verifies each one with the official
 // Standard Webhooks library, and does the event's work once per webhook-id
-// with hookinbox's idempotency keys.
+// with hookinbox's idempotency keys, through the keys helper (clients/node).
 //
 //   npm ci
 //   HOOKINBOX_DESTINATION_SECRET=whsec_... \
@@ -10,58 +10,28 @@
 // The secret is the source's destination_secret (hookinbox prints a
 // generated one once, and keeps it under its data_dir/secrets/). The keys
 // URL is hookinbox's admin listener; the token is a [[keys.client]] token.
-"use strict";
-const fs = require("node:fs");
-const http = require("node:http");
-const { Webhook } = require("standardwebhooks");
+import fs from "node:fs";
+import http from "node:http";
+import { KeyBusy, Keys } from "hookinbox-keys";
+import { Webhook } from "standardwebhooks";
 
 const hook = new Webhook(process.env.HOOKINBOX_DESTINATION_SECRET);
+const keys = new Keys(); // HOOKINBOX_KEYS_URL and HOOKINBOX_KEYS_TOKEN
+const sentHere = new Set(); // for the test hook below only
 
-// --- The keys helper: Node's own fetch, nothing else. ---------------------
-const KEYS_URL = process.env.HOOKINBOX_KEYS_URL;
-const KEYS_TOKEN = process.env.HOOKINBOX_KEYS_TOKEN;
-
-// POST /api/keys/{key}/{action}: the status, the JSON answer, Retry-After.
-async function keys(key, action, body) {
-  const res = await fetch(`${KEYS_URL}/api/keys/${encodeURIComponent(key)}/${action}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${KEYS_TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, body: await res.json(), retryAfter: res.headers.get("retry-after") };
-}
-
-// Runs work() at most once per key (to completion): "done" when it was
-// done before (work() is not run), "busy" when another worker holds the
-// key now, else work()'s result, stored under the key. If work() throws,
-// the key is released for the next delivery and the error thrown on.
-async function once(key, work) {
-  const claim = await keys(key, "claim", { lease: "30s" });
-  if (claim.status === 200) return { state: "done", result: claim.body.result };
-  if (claim.status === 409) return { state: "busy", retryAfter: claim.retryAfter };
-  if (claim.status !== 201) throw new Error(`claim ${key}: ${claim.status} ${JSON.stringify(claim.body)}`);
-  const token = claim.body.token;
-  let result;
-  try {
-    result = await work();
-  } catch (e) {
-    await keys(key, "release", { token }).catch(() => {});
-    throw e;
-  }
-  const done = await keys(key, "complete", { token, result: result ?? null });
-  // 409 stale: the lease ran out mid-work and another worker took the key.
-  if (done.status !== 200) throw new Error(`complete ${key}: ${done.status} ${JSON.stringify(done.body)}`);
-  return { state: "claimed", result };
-}
-// ---------------------------------------------------------------------------
-
-// The event's side effect, standing for "send the confirmation email":
-// one line appended to OUTBOX_FILE.
-function sendEmail(webhookId, event, type) {
-  const line = `${webhookId} ${type} ${event.id ?? ""}\n`;
-  fs.appendFileSync(process.env.OUTBOX_FILE || "outbox.txt", line);
-  return { sent: event.id ?? null };
-}
+// Once per webhook-id (the first argument): done before, the stored result
+// comes back and nothing runs; another delivery of it at work now, KeyBusy
+// (answered 503, hookinbox retries); the work throwing, the key is released.
+// The event's side effect stands for "send the confirmation email": one
+// line appended to OUTBOX_FILE.
+const sendEmail = keys.idempotent(
+  async (webhookId, event, type) => {
+    fs.appendFileSync(process.env.OUTBOX_FILE || "outbox.txt", `${webhookId} ${type} ${event.id ?? ""}\n`);
+    sentHere.add(webhookId);
+    return { sent: event.id ?? null };
+  },
+  { key: (webhookId) => webhookId, onBusy: "raise" },
+);
 
 async function handle(body, headers) {
   try {
@@ -80,20 +50,18 @@ async function handle(body, headers) {
   // The same on every retry and replay of one event: the idempotency key.
   // (A business key such as `order:123:confirmation-email` works too.)
   const id = headers["webhook-id"];
-  let outcome;
   try {
-    outcome = await once(id, async () => sendEmail(id, event, headers["hookinbox-event-type"]));
+    await sendEmail(id, event, headers["hookinbox-event-type"]);
   } catch (e) {
+    if (e instanceof KeyBusy) {
+      // Another delivery of this event is at work: hookinbox retries later.
+      return [503, e.retryAfter ? { "retry-after": String(Math.ceil(e.retryAfter)) } : {}, "busy"];
+    }
     return [500, {}, `failed: ${e.message}`]; // hookinbox retries
   }
-  if (outcome.state === "busy") {
-    // Another delivery of this event is at work: hookinbox retries later.
-    return [503, outcome.retryAfter ? { "retry-after": outcome.retryAfter } : {}, "busy"];
-  }
   // Test hook only: die after complete, before answering (the crash keys fix).
-  if (outcome.state === "claimed" && event.id && event.id === process.env.EXAMPLE_CRASH_AFTER_COMPLETE) {
-    process.exit(3);
-  }
+  const crash = process.env.EXAMPLE_CRASH_AFTER_COMPLETE;
+  if (crash && event.id === crash && sentHere.has(id)) process.exit(3);
   return [204, {}, ""]; // done now, or done before: either way, taken
 }
 
