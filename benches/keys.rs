@@ -23,9 +23,20 @@
 //! is pipelined `SET … EX 2592000`. Note that the Redis pattern has no
 //! fencing: its complete is an unconditional `SET`.
 //!
+//! With `--helpers`, instead: the keys helpers' (`clients/`) cost per call
+//! over raw HTTP, pairs/s in the same run against the same server (the
+//! release binary, empty store). `benches/helpers/overhead.py` and
+//! `overhead.mjs` alternate, round by round on fresh keys: the two POSTs by
+//! hand on a kept-alive connection (`raw`), a call of a function the helper
+//! wraps (`helper`: claim, heartbeat registered, completion with the return
+//! value) and the same with `heartbeat` off; 1 and 16 clients (Python
+//! threads, Node concurrent loops). Medians of the rounds.
+//!
 //! Rerun: cargo bench --bench keys -- [--quick] [--preload 5000000]
 //!        [--seconds 10] [--clients 64] [--pairs N] [--preload-seconds S]
 //!        [--keys random|sequential] [--no-http] [--bin PATH]
+//!        cargo bench --bench keys -- --helpers [--quick] [--rounds 7]
+//!        [--helper-pairs 1000] [--bin PATH]
 
 use std::path::Path;
 use std::sync::Arc;
@@ -555,6 +566,9 @@ fn row(name: &str, m: &Measured) -> String {
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let args = args();
+    if Flags::from_env().has("--helpers") {
+        return helpers(&args);
+    }
     assert!(
         ["random", "sequential"].contains(&args.keys.as_str()),
         "--keys random|sequential"
@@ -701,5 +715,75 @@ async fn main() {
         args.pairs,
         args.keys,
         if args.bin.is_none() { " --no-http" } else { "" }
+    );
+}
+
+/// `--helpers`: each helper's driver against one server, 1 and 16 clients.
+fn helpers(args: &Args) {
+    let flags = Flags::from_env();
+    let rounds = flags.value("--rounds", 1, 7);
+    let pairs = flags.value("--helper-pairs", 200, 1_000);
+    let bin = args
+        .bin
+        .as_ref()
+        .expect("--helpers runs the binary: drop --no-http");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let server = keys_http::Server::start(bin, dir.path(), &dir.path().join("data"));
+    println!(
+        "hookinbox keys helpers bench: claim + complete per call, raw HTTP vs the helper, {rounds} rounds of at most {pairs} pairs per client (or 30 s), {} cores",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!(
+        "{:<8} {:>7} {:>20} {:>10} {:>10} {:>14} {:>22}",
+        "helper", "clients", "mode", "pairs/s", "vs raw", "µs/pair", "over raw µs/pair"
+    );
+    for clients in [1, 16] {
+        for (lang, program, script) in [
+            ("python", "python3", "benches/helpers/overhead.py"),
+            ("node", "node", "benches/helpers/overhead.mjs"),
+        ] {
+            let out = std::process::Command::new(program)
+                .arg(root.join(script))
+                .args([pairs, rounds, clients, 30].map(|n| n.to_string()))
+                .env("PYTHONPATH", root.join("clients/python"))
+                .env("HOOKINBOX_KEYS_URL", server.admin_url())
+                .env("HOOKINBOX_KEYS_TOKEN", keys_http::TOKEN)
+                .output()
+                .unwrap_or_else(|e| panic!("{program} runs: {e}"));
+            assert!(
+                out.status.success(),
+                "{script}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let mut rates: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+            for line in String::from_utf8(out.stdout).unwrap().lines() {
+                let round: serde_json::Value = serde_json::from_str(line).unwrap();
+                rates
+                    .entry(round["mode"].as_str().unwrap().to_owned())
+                    .or_default()
+                    .push(round["pairs"].as_f64().unwrap() / round["seconds"].as_f64().unwrap());
+            }
+            let median = |mode: &str| {
+                let mut v = rates[mode].clone();
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2]
+            };
+            let raw = median("raw");
+            for mode in ["raw", "helper", "helper-no-heartbeat"] {
+                let rate = median(mode);
+                println!(
+                    "{lang:<8} {clients:>7} {mode:>20} {rate:>10.0} {:>10.2} {:>14.0} {:>22.0}",
+                    rate / raw,
+                    1e6 / rate * clients as f64,
+                    (1e6 / rate - 1e6 / raw) * clients as f64,
+                );
+            }
+        }
+    }
+    server.stop();
+    println!();
+    println!(
+        "(µs/pair: each client's time per pair; rerun: cargo bench --bench keys -- --helpers)"
     );
 }

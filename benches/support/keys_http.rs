@@ -16,7 +16,7 @@ use super::drive::Cost;
 use super::support::free_port;
 use super::{Args, Measured, result, run_clients};
 
-const TOKEN: &str = "bench-keys-client-token-0123456789";
+pub const TOKEN: &str = "bench-keys-client-token-0123456789";
 const ADMIN_TOKEN: &str = "bench-admin-token-0123456789abcdef";
 
 pub struct Server {
@@ -74,6 +74,11 @@ impl Server {
         let fields: Vec<&str> = rest.split_whitespace().collect();
         let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
         ticks / 100.0
+    }
+
+    /// The admin listener's base URL, as an app's keys helper is given it.
+    pub fn admin_url(&self) -> String {
+        format!("http://{}", self.admin)
     }
 
     pub fn stop(mut self) {

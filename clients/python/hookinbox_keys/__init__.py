@@ -146,6 +146,70 @@ class _Answer:
         self.retry_after = retry_after
 
 
+class _Heartbeats:
+    """One thread per `Keys` that extends the lease of every claim running
+    work, each at half its lease: a thread started per call costs more than
+    the call's two requests when many threads call at once (each start waits
+    its turn for the GIL). An extend that hangs delays the others' beats
+    by at most the client's timeout; it fails for them all then anyway."""
+
+    def __init__(self) -> None:
+        self._pid = os.getpid()
+        self._cond = threading.Condition()
+        self._due: Dict["Claim", float] = {}
+        self._thread: Optional[threading.Thread] = None
+        # When the thread wakes next; with nothing to beat, it looks again
+        # after the last claim's interval (a claim added later than that
+        # needs no wake-up call: the common case costs no thread switch).
+        self._wake_at = 0.0
+        self._idle = 1.0
+
+    def add(self, claim: "Claim") -> None:
+        if self._pid != os.getpid():
+            # A forked child (a pre-forking server) has none of the parent's
+            # threads: start afresh.
+            self.__init__()  # type: ignore[misc]
+        due = time.monotonic() + claim._interval()
+        with self._cond:
+            self._due[claim] = due
+            self._idle = claim._interval()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="hookinbox-keys-heartbeat", daemon=True)
+                self._thread.start()
+            elif due < self._wake_at:
+                self._cond.notify()
+
+    def remove(self, claim: "Claim") -> None:
+        """Stops beating for `claim`; returns once no extend of it is in flight."""
+        with self._cond:
+            self._due.pop(claim, None)
+        with claim._beating:
+            pass
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                now = time.monotonic()
+                due = [c for c, t in self._due.items() if t <= now]
+                if not due:
+                    self._wake_at = min(self._due.values(), default=now + self._idle)
+                    self._cond.wait(self._wake_at - now)
+                    continue
+                for c in due:
+                    self._due[c] = now + c._interval()
+            for c in due:
+                with c._beating:
+                    if c.state != "claimed" or c not in self._due:
+                        continue
+                    try:
+                        c.extend()
+                    except StaleFence:
+                        with self._cond:
+                            self._due.pop(c, None)
+                    except KeysError:
+                        pass  # hookinbox unreachable now: try again at the next beat
+
+
 class Keys:
     """A `[[keys.client]]` of one hookinbox: its admin URL (or Unix socket) and token."""
 
@@ -170,6 +234,7 @@ class Keys:
         self._socket = socket_path
         self._timeout = timeout
         self._local = threading.local()
+        self._heartbeats = _Heartbeats()
 
     # -- the four calls ------------------------------------------------------
 
@@ -359,7 +424,8 @@ class Claim:
         self.result = result
         self.retry_after = retry_after
         self._lost = threading.Event()
-        self._stop = threading.Event()
+        # Held while the heartbeat extends this claim.
+        self._beating = threading.Lock()
 
     @property
     def done(self) -> bool:
@@ -400,15 +466,8 @@ class Claim:
         if a.status not in (200, 409, 404):
             raise KeysError(f"release {self.key!r}: {a.status} {a.body}")
 
-    def _beat(self) -> None:
-        interval = max(self.lease / 2, 0.05)
-        while not self._stop.wait(interval):
-            try:
-                self.extend()
-            except StaleFence:
-                return
-            except KeysError:
-                continue  # hookinbox unreachable now: try again at the next beat
+    def _interval(self) -> float:
+        return max(self.lease / 2, 0.05)
 
     def run(
         self,
@@ -421,23 +480,21 @@ class Claim:
         """Runs `work(token)` under this claim, with a heartbeat; completes
         the key with its result, or on an exception releases it (or keeps it,
         `on_error="keep"`) and raises on."""
-        beat = threading.Thread(target=self._beat, daemon=True) if heartbeat else None
-        if beat:
-            beat.start()
+        if heartbeat:
+            self.keys._heartbeats.add(self)
         try:
             result = work(self.token)
         except BaseException:
-            self._stop.set()
+            if heartbeat:
+                self.keys._heartbeats.remove(self)
             if on_error == "release":
                 try:
                     self.release()
                 except KeysError:
                     pass  # the lease runs out instead
             raise
-        finally:
-            self._stop.set()
-            if beat:
-                beat.join()
+        if heartbeat:
+            self.keys._heartbeats.remove(self)
         self.complete(result, json_default=json_default)
         return self.result
 
