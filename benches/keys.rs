@@ -4,8 +4,8 @@
 //!
 //! Twice: over **HTTP**, as an app meets it (the release binary as a child
 //! process, `POST /api/keys/{key}/claim` then `…/complete` on keep-alive
-//! loopback connections with a `[[keys.client]]` token, see
-//! `support/keys_http.rs`), and through the **Store API in-process**, as
+//! connections with a `[[keys.client]]` token, on loopback TCP and then on
+//! its `admin_socket`, see `support/keys_http.rs`), and through the **Store API in-process**, as
 //! `benches/ingest.rs` measures `Store::ingest` —
 //! `Store::key(ns, key, Claim { lease 30 s, ttl 30 d })` then
 //! `Store::key(ns, key, Complete { token, result })` — the store's share.
@@ -56,6 +56,7 @@ mod drive;
 
 #[path = "support/keys_http.rs"]
 mod keys_http;
+use keys_http::Transport;
 
 use drive::{Cost, close, file_size, open};
 use support::Flags;
@@ -588,11 +589,12 @@ async fn main() {
     println!();
 
     // HTTP, empty: a data dir of its own.
-    let mut http_empty = None;
+    let (mut http_empty, mut unix_empty) = (None, None);
     if let Some(bin) = &args.bin {
         let dir = tempfile::tempdir().unwrap();
         let server = keys_http::Server::start(bin, dir.path(), &dir.path().join("data"));
-        http_empty = Some(keys_http::pairs(&server, &args, 3).await);
+        http_empty = Some(keys_http::pairs(&server, &args, 3, Transport::Tcp).await);
+        unix_empty = Some(keys_http::pairs(&server, &args, 5, Transport::Unix).await);
         server.stop();
     }
 
@@ -617,7 +619,7 @@ async fn main() {
     let h_loaded = hookinbox_pairs(&store, &args, 2).await;
     close(store, writer).await;
     // HTTP, loaded: the binary on the store just preloaded.
-    let mut http_loaded = None;
+    let (mut http_loaded, mut unix_loaded) = (None, None);
     if let Some(bin) = &args.bin {
         let started = Instant::now();
         let server = keys_http::Server::start(bin, dir.path(), &dir.path().join("data"));
@@ -625,7 +627,8 @@ async fn main() {
             "hookinbox serving the preloaded store after {:.2} s",
             started.elapsed().as_secs_f64()
         );
-        http_loaded = Some(keys_http::pairs(&server, &args, 4).await);
+        http_loaded = Some(keys_http::pairs(&server, &args, 4, Transport::Tcp).await);
+        unix_loaded = Some(keys_http::pairs(&server, &args, 6, Transport::Unix).await);
         server.stop();
     }
     drop(dir);
@@ -671,6 +674,16 @@ async fn main() {
             row(&format!("hookinbox HTTP, {h_loaded_n} keys"), loaded)
         );
     }
+    if let (Some(empty), Some(loaded)) = (&unix_empty, &unix_loaded) {
+        println!("{}", row("hookinbox HTTP on admin_socket, empty", empty));
+        println!(
+            "{}",
+            row(
+                &format!("hookinbox HTTP on admin_socket, {h_loaded_n} keys"),
+                loaded
+            )
+        );
+    }
     println!("{}", row("hookinbox Store::key, empty", &h_empty));
     println!(
         "{}",
@@ -700,6 +713,9 @@ async fn main() {
     };
     if let (Some(empty), Some(loaded)) = (&http_empty, &http_loaded) {
         ratios("hookinbox HTTP", empty, loaded);
+    }
+    if let (Some(empty), Some(loaded)) = (&unix_empty, &unix_loaded) {
+        ratios("hookinbox HTTP on admin_socket", empty, loaded);
     }
     ratios("hookinbox Store::key", &h_empty, &h_loaded);
     println!(

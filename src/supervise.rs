@@ -22,6 +22,8 @@ use crate::store::StoreError;
 pub enum TaskName {
     Ingest,
     Admin,
+    /// The admin API on `server.admin_socket`.
+    AdminSocket,
     Scheduler,
     Sweeper,
     Alerter,
@@ -68,6 +70,7 @@ impl std::fmt::Display for TaskName {
         f.write_str(match self {
             TaskName::Ingest => "ingest listener",
             TaskName::Admin => "admin listener",
+            TaskName::AdminSocket => "admin socket listener",
             TaskName::Scheduler => "delivery scheduler",
             TaskName::Sweeper => "sweeper",
             TaskName::Drift => "drift",

@@ -306,6 +306,8 @@ words! {
     pub enum Listener {
         Ingest => "ingest",
         Admin => "admin",
+        /// The admin API on `server.admin_socket`.
+        AdminSocket => "admin_socket",
     }
 }
 

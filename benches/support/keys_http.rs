@@ -1,8 +1,9 @@
 //! The keys bench over HTTP, as an app meets them: the release binary as a
 //! child process with one `[[keys.client]]`, and `clients` keep-alive
-//! connections on loopback, each sending `POST /api/keys/{key}/claim` then
-//! `…/complete` with the client's token, one request at a time (raw
-//! HTTP/1.1, as the Redis side speaks raw RESP).
+//! connections on loopback TCP or on its `admin_socket` (a Unix domain
+//! socket), each sending `POST /api/keys/{key}/claim` then `…/complete`
+//! with the client's token, one request at a time (raw HTTP/1.1, as the
+//! Redis side speaks raw RESP).
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -22,13 +23,24 @@ const ADMIN_TOKEN: &str = "bench-admin-token-0123456789abcdef";
 pub struct Server {
     child: Child,
     admin: SocketAddr,
+    socket: std::path::PathBuf,
     pid: String,
+}
+
+/// How the bench's clients reach the admin API.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// `admin_listen`, loopback TCP.
+    Tcp,
+    /// `admin_socket`.
+    Unix,
 }
 
 impl Server {
     /// Starts `bin` on `data` (configs in `dir`) and waits for `/readyz`.
     pub fn start(bin: &Path, dir: &Path, data: &Path) -> Server {
         let (ingest, admin) = (free_port(), free_port());
+        let socket = dir.join("admin.sock");
         std::fs::write(dir.join("keys.token"), TOKEN).unwrap();
         std::fs::write(dir.join("admin.token"), ADMIN_TOKEN).unwrap();
         let config = dir.join("hookinbox.toml");
@@ -36,9 +48,10 @@ impl Server {
             &config,
             format!(
                 "[server]\nlisten = \"{ingest}\"\nadmin_listen = \"{admin}\"\ndata_dir = \"{}\"\n\
-                 [log]\nlevel = \"warn\"\n[admin]\ntoken_file = \"{}\"\n\
+                 admin_socket = \"{}\"\n[log]\nlevel = \"warn\"\n[admin]\ntoken_file = \"{}\"\n\
                  [[keys.client]]\nname = \"{}\"\ntoken_file = \"{}\"\n",
                 data.display(),
+                socket.display(),
                 dir.join("admin.token").display(),
                 super::NAMESPACE,
                 dir.join("keys.token").display(),
@@ -56,6 +69,7 @@ impl Server {
             pid: child.id().to_string(),
             child,
             admin,
+            socket,
         };
         let started = Instant::now();
         while !ready(admin) {
@@ -103,19 +117,33 @@ fn ready(admin: SocketAddr) -> bool {
         && answer.starts_with("HTTP/1.1 200")
 }
 
-/// One keep-alive connection to the admin listener.
+/// A connection's byte stream: TCP or Unix.
+trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
+
+/// One keep-alive connection to the admin API.
 struct Conn {
-    stream: BufReader<TcpStream>,
+    stream: BufReader<Box<dyn Io>>,
     host: String,
 }
 
 impl Conn {
-    async fn open(addr: SocketAddr) -> Conn {
-        let stream = TcpStream::connect(addr).await.unwrap();
-        stream.set_nodelay(true).unwrap();
+    async fn open(server: &Server, transport: Transport) -> Conn {
+        let stream: Box<dyn Io> = match transport {
+            Transport::Tcp => {
+                let stream = TcpStream::connect(server.admin).await.unwrap();
+                stream.set_nodelay(true).unwrap();
+                Box::new(stream)
+            }
+            Transport::Unix => Box::new(
+                tokio::net::UnixStream::connect(&server.socket)
+                    .await
+                    .unwrap(),
+            ),
+        };
         Conn {
             stream: BufReader::new(stream),
-            host: addr.to_string(),
+            host: server.admin.to_string(),
         }
     }
 
@@ -178,13 +206,13 @@ async fn claim_complete(conn: &mut Conn, key: &str, i: u64) {
     assert_eq!(status, 200, "complete of {key}: {body}");
 }
 
-/// `clients` connections, each claiming and completing its own fresh keys
-/// of `run`, against `server`.
-pub async fn pairs(server: &Server, args: &Args, run: u64) -> Measured {
+/// `clients` connections over `transport`, each claiming and completing its
+/// own fresh keys of `run`, against `server`.
+pub async fn pairs(server: &Server, args: &Args, run: u64, transport: Transport) -> Measured {
     let (cpu_before, disk_before) = (server.cpu_s(), Cost::of(&server.pid).disk_bytes);
     let mut conns = Vec::new();
     for _ in 0..args.clients {
-        conns.push(Conn::open(server.admin).await);
+        conns.push(Conn::open(server, transport).await);
     }
     let run = run_clients(
         args,

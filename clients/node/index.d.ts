@@ -55,7 +55,8 @@ export class Claim {
 }
 
 export class Keys {
-  constructor(options?: { url?: string; token?: string; timeoutMs?: number });
+  /** `socketPath`: call over this Unix domain socket instead of `url`'s TCP. */
+  constructor(options?: { url?: string; token?: string; socketPath?: string; timeoutMs?: number });
   get(key: string): Promise<Record<string, Json> | null>;
   claim(key: string, options?: { lease?: Duration; ttl?: Duration }): Promise<Claim>;
   /** `work(...args, ctx)` once per key: one overload per number of arguments. */

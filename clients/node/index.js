@@ -1,5 +1,5 @@
-// hookinbox's idempotency keys from Node (18+, built-in fetch only): run a
-// function once per key.
+// hookinbox's idempotency keys from Node (18+, built-ins only: fetch, and
+// node:http for a Unix domain socket): run a function once per key.
 //
 //   import { Keys } from 'hookinbox-keys';
 //   const keys = new Keys({ url: 'http://127.0.0.1:8081' }); // token: $HOOKINBOX_KEYS_TOKEN
@@ -12,6 +12,8 @@
 // or throw KeyBusy. A completion refused as stale throws StaleFence: the
 // side effect may have run twice. hookinbox unreachable: fail closed
 // (HookinboxUnavailable) unless failOpen was asked for.
+
+import http from 'node:http';
 
 export class KeysError extends Error {}
 export class HookinboxUnavailable extends KeysError {}
@@ -57,8 +59,11 @@ function pointer(doc, ptr) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 export class Keys {
-  constructor({ url, token, timeoutMs = 10_000 } = {}) {
+  constructor({ url, token, socketPath, timeoutMs = 10_000 } = {}) {
     this.url = (url || process.env.HOOKINBOX_KEYS_URL || 'http://127.0.0.1:8081').replace(/\/$/, '');
+    this.socketPath = socketPath ?? null;
+    // Kept-alive connections over the socket, as fetch keeps them over TCP.
+    this.agent = this.socketPath ? new http.Agent({ keepAlive: true }) : null;
     this.token = token ?? process.env.HOOKINBOX_KEYS_TOKEN;
     if (!this.token) throw new KeysError('no token: pass token or set HOOKINBOX_KEYS_TOKEN (a [[keys.client]] token)');
     this.timeoutMs = timeoutMs;
@@ -66,6 +71,7 @@ export class Keys {
 
   async call(method, key, action, body) {
     const path = `${this.url}/api/keys/${encodeURIComponent(key)}${action ? `/${action}` : ''}`;
+    if (this.socketPath) return this.callUnix(method, new URL(path).pathname, body);
     let res;
     try {
       res = await fetch(path, {
@@ -77,13 +83,47 @@ export class Keys {
     } catch (e) {
       throw new HookinboxUnavailable(`hookinbox cannot be reached: ${e.message}`, { cause: e });
     }
-    const text = await res.text();
+    return this.answer(res.status, await res.text(), res.headers.get('retry-after'));
+  }
+
+  /** The same call over the Unix domain socket `socketPath` (fetch has no such option; node:http has). */
+  callUnix(method, path, body) {
+    const data = body ? JSON.stringify(body) : null;
+    return new Promise((resolve, reject) => {
+      const req = http.request({
+        socketPath: this.socketPath,
+        path,
+        method,
+        agent: this.agent,
+        timeout: this.timeoutMs,
+        headers: {
+          authorization: `Bearer ${this.token}`,
+          ...(data ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } : {}),
+        },
+      }, (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          try {
+            resolve(this.answer(res.statusCode, Buffer.concat(chunks).toString('utf8'), res.headers['retry-after'] ?? null));
+          } catch (e) {
+            reject(e);
+          }
+        });
+        res.on('error', (e) => reject(new HookinboxUnavailable(`hookinbox cannot be reached: ${e.message}`, { cause: e })));
+      });
+      req.on('timeout', () => req.destroy(new Error(`no answer within ${this.timeoutMs} ms`)));
+      req.on('error', (e) => reject(new HookinboxUnavailable(`hookinbox cannot be reached: ${e.message}`, { cause: e })));
+      req.end(data ?? undefined);
+    });
+  }
+
+  answer(status, text, retry) {
     let parsed = null;
     try { parsed = text ? JSON.parse(text) : null; } catch { parsed = text; }
-    if (res.status >= 500) throw new HookinboxUnavailable(`hookinbox answered ${res.status}: ${text}`);
-    if (res.status === 401 || res.status === 403) throw new KeysError(`hookinbox refused the token (${res.status}): ${text}`);
-    const retry = res.headers.get('retry-after');
-    return { status: res.status, body: parsed, retryAfter: retry ? Number(retry) : null };
+    if (status >= 500) throw new HookinboxUnavailable(`hookinbox answered ${status}: ${text}`);
+    if (status === 401 || status === 403) throw new KeysError(`hookinbox refused the token (${status}): ${text}`);
+    return { status, body: parsed, retryAfter: retry ? Number(retry) : null };
   }
 
   /** The key's state, or null when it has none. */

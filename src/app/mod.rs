@@ -53,6 +53,8 @@ pub enum AppError {
     TaskEnded { task: TaskName, end: TaskEnd },
     #[error("ingest TLS: {0}")]
     Tls(#[from] TlsError),
+    #[error(transparent)]
+    AdminSocket(#[from] crate::listener::unix::SocketError),
     #[error("{0}")]
     Io(#[from] std::io::Error),
     #[error("replication: {0}")]
@@ -143,6 +145,19 @@ impl App {
         // A source that never sent is quiet since this moment.
         let started_ms = clock.now_ms();
         let metrics = declared_metrics(&config);
+        // Before the store opens: a socket another process serves stops the
+        // start at once.
+        let admin_socket = config
+            .server
+            .admin_socket
+            .as_ref()
+            .map(crate::listener::unix::bind)
+            .transpose()?;
+        if let Some(socket) = &config.server.admin_socket {
+            tracing::info!(path = %socket.path.display(), mode = %format!("{:04o}", socket.mode),
+                group = socket.group.as_deref().unwrap_or("(the process's)"),
+                "the admin API also listens on a Unix socket");
+        }
         let replicated = replication(&config, listeners.admin.local_addr()?, &metrics).await?;
         let (shipper, standby_of) = match &replicated {
             None => (None, None),
@@ -237,6 +252,7 @@ impl App {
             ingest_state: state,
             admin,
             admin_state,
+            admin_socket,
             serve_options: serve_options(&config),
             tls: tls.clone(),
             metrics: metrics.clone(),
@@ -455,6 +471,8 @@ struct Wiring {
     ingest_state: IngestState,
     admin: TcpListener,
     admin_state: AdminState,
+    /// `server.admin_socket`, bound: the admin API for apps on this VM.
+    admin_socket: Option<crate::listener::unix::BoundSocket>,
     serve_options: ServeOptions,
     tls: Option<Tls>,
     metrics: Metrics,
@@ -524,6 +542,7 @@ fn spawn_tasks(tasks: &mut Tasks, wiring: Wiring) {
         ingest_state,
         admin,
         admin_state,
+        admin_socket,
         serve_options,
         tls,
         metrics,
@@ -559,6 +578,25 @@ fn spawn_tasks(tasks: &mut Tasks, wiring: Wiring) {
             max_connections: admin_max_connections(&admin_state, &serve_options),
             ..serve_options
         };
+        if let Some(socket) = admin_socket {
+            let (metrics, router) = (metrics.clone(), admin::router(admin_state.clone()));
+            tasks.spawn(TaskName::AdminSocket, Tier::Front, move |stop| async move {
+                let crate::listener::unix::BoundSocket { listener, file } = socket;
+                let served = listener::serve(
+                    Listener::AdminSocket,
+                    listener,
+                    router,
+                    options,
+                    metrics,
+                    None,
+                    stop,
+                )
+                .await;
+                // Once no connection is served: a client then finds no file.
+                drop(file);
+                served
+            });
+        }
         tasks.spawn(TaskName::Admin, Tier::Front, |stop| {
             listener::serve(
                 Listener::Admin,

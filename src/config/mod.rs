@@ -46,8 +46,8 @@ pub use resolve::{
 };
 pub use secret::{Secret, SecretOrigin, generated_secret_path, load_or_generate_secret};
 pub use sections::{
-    AdminConfig, AdminUser, AdminUserToken, AlertConfig, AlertFormat, KeyClient, KeysConfig,
-    LogConfig, LogFormat, ReplicationConfig, RetentionConfig, ServerConfig,
+    AdminConfig, AdminSocket, AdminUser, AdminUserToken, AlertConfig, AlertFormat, KeyClient,
+    KeysConfig, LogConfig, LogFormat, ReplicationConfig, RetentionConfig, ServerConfig,
 };
 pub use source::{
     DEFAULT_MAX_BODY, HmacAlgorithm, HmacSpec, InvalidName, Kind, Locator, LocatorError,

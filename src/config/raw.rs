@@ -47,6 +47,9 @@ pub struct RawServer {
     pub max_buffered_body: Option<RawSize>,
     pub tls_cert_file: Option<String>,
     pub tls_key_file: Option<String>,
+    pub admin_socket: Option<String>,
+    pub admin_socket_mode: Option<String>,
+    pub admin_socket_group: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize, Serialize)]
@@ -422,6 +425,8 @@ pub mod default {
 
     pub const LISTEN: &str = "127.0.0.1:8080";
     pub const ADMIN_LISTEN: &str = "127.0.0.1:8081";
+    /// The admin socket's mode: its owner (hookinbox) and its group.
+    pub const ADMIN_SOCKET_MODE: u32 = 0o660;
     pub const DATA_DIR: &str = "./hookinbox-data";
     pub const HEADER_READ_TIMEOUT: &str = "10s";
     pub const BODY_READ_TIMEOUT: &str = "30s";

@@ -26,6 +26,20 @@ pub struct ServerConfig {
     pub max_buffered_body: usize,
     /// TLS on the ingest listener (the admin listener stays on loopback).
     pub tls: Option<crate::tls::TlsFiles>,
+    /// The admin API on a Unix domain socket too, for apps on the same VM.
+    pub admin_socket: Option<AdminSocket>,
+}
+
+/// `server.admin_socket`: a Unix domain socket that serves the admin API as
+/// `admin_listen` does (tokens and roles apply the same). Its file mode and
+/// group say who may connect at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminSocket {
+    pub path: PathBuf,
+    /// The socket file's permission bits (`admin_socket_mode`, default 0660).
+    pub mode: u32,
+    /// The socket file's group (`admin_socket_group`); `None`: the process's.
+    pub group: Option<String>,
 }
 
 #[derive(Debug, Clone)]

@@ -40,6 +40,15 @@ pub fn redacted_toml(config: &Config<Loaded>) -> String {
             max_buffered_body: Some(RawSize::Bytes(s.max_buffered_body as u64)),
             tls_cert_file: s.tls.as_ref().map(|tls| path(&tls.cert)),
             tls_key_file: s.tls.as_ref().map(|tls| path(&tls.key)),
+            admin_socket: s.admin_socket.as_ref().map(|socket| path(&socket.path)),
+            admin_socket_mode: s
+                .admin_socket
+                .as_ref()
+                .map(|socket| format!("{:04o}", socket.mode)),
+            admin_socket_group: s
+                .admin_socket
+                .as_ref()
+                .and_then(|socket| socket.group.clone()),
         },
         retention: RawRetention {
             dedupe_ttl: Some(human(r.dedupe_ttl)),

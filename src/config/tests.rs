@@ -1398,3 +1398,78 @@ fn expect_within_is_off_unless_given_and_never_zero() {
     assert_eq!(err.key, "source[0].expect_within", "{err}");
     assert!(err.message.contains("longer than 0s"), "{err}");
 }
+
+/// `server.admin_socket` takes an absolute path, a mode that leaves
+/// hookinbox's own user read and write (0660 by default) and a group; its
+/// mode and group without the socket are an error; a mode any user may
+/// connect through is allowed but named.
+#[test]
+fn the_admin_socket_needs_an_absolute_path_and_a_mode_of_permission_bits() {
+    let load =
+        |lines: &str| Config::from_toml(&format!("[server]\n{lines}"), "f.toml", None, &no_env);
+    let error = |lines: &str| load(lines).unwrap_err().to_string();
+    let socket = load("admin_socket = \"/run/hookinbox/admin.sock\"\n")
+        .unwrap()
+        .server
+        .admin_socket
+        .unwrap();
+    assert_eq!(
+        socket,
+        crate::config::AdminSocket {
+            path: "/run/hookinbox/admin.sock".into(),
+            mode: 0o660,
+            group: None,
+        }
+    );
+    let socket = load("admin_socket = \"/run/h.sock\"\nadmin_socket_mode = \"0600\"\nadmin_socket_group = \"shop\"\n")
+        .unwrap()
+        .server
+        .admin_socket
+        .unwrap();
+    assert_eq!(
+        (socket.mode, socket.group.as_deref()),
+        (0o600, Some("shop"))
+    );
+    assert!(load("").unwrap().server.admin_socket.is_none());
+
+    let e = error("admin_socket = \"admin.sock\"\n");
+    assert!(
+        e.contains("server.admin_socket") && e.contains("not an absolute path"),
+        "{e}"
+    );
+    let e = error(&format!("admin_socket = \"/{}\"\n", "a".repeat(120)));
+    assert!(e.contains("107 bytes"), "{e}");
+    let e = error("admin_socket = \"/run/h.sock\"\nadmin_socket_mode = \"0999\"\n");
+    assert!(
+        e.contains("server.admin_socket_mode") && e.contains("octal"),
+        "{e}"
+    );
+    let e = error("admin_socket = \"/run/h.sock\"\nadmin_socket_mode = \"1660\"\n");
+    assert!(e.contains("server.admin_socket_mode"), "{e}");
+    let e = error("admin_socket = \"/run/h.sock\"\nadmin_socket_mode = \"0060\"\n");
+    assert!(e.contains("read and write"), "{e}");
+    let e = error("admin_socket = \"/run/h.sock\"\nadmin_socket_group = \"\"\n");
+    assert!(
+        e.contains("server.admin_socket_group") && e.contains("empty"),
+        "{e}"
+    );
+    let e = error("admin_socket_mode = \"0660\"\n");
+    assert!(
+        e.contains("server.admin_socket_mode") && e.contains("server.admin_socket is not"),
+        "{e}"
+    );
+    let e = error("admin_socket_group = \"shop\"\n");
+    assert!(e.contains("server.admin_socket_group"), "{e}");
+
+    let warned = |mode: &str| {
+        load(&format!(
+            "admin_socket = \"/run/h.sock\"\nadmin_socket_mode = \"{mode}\"\n"
+        ))
+        .unwrap()
+        .warnings
+        .iter()
+        .any(|w| w.contains("server.admin_socket_mode") && w.contains("every user"))
+    };
+    assert!(warned("0666"));
+    assert!(!warned("0660"));
+}

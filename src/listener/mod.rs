@@ -6,6 +6,7 @@
 //! Owns the socket loop for every listener; knows nothing of routes.
 
 mod room;
+pub mod unix;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -21,7 +22,7 @@ use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use hyper_util::service::TowerToHyperService;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
@@ -49,11 +50,34 @@ pub struct ServeOptions {
     pub max_connections: usize,
 }
 
+/// A socket that accepts connections: TCP (`listen`, `admin_listen`) or a
+/// Unix domain socket (`admin_socket`).
+pub trait Accept: Send + 'static {
+    type Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static;
+    fn next_stream(&self) -> impl Future<Output = std::io::Result<Self::Io>> + Send;
+}
+
+impl Accept for TcpListener {
+    type Io = tokio::net::TcpStream;
+    async fn next_stream(&self) -> std::io::Result<Self::Io> {
+        let (stream, _peer) = self.accept().await?;
+        let _ = stream.set_nodelay(true);
+        Ok(stream)
+    }
+}
+
+impl Accept for UnixListener {
+    type Io = tokio::net::UnixStream;
+    async fn next_stream(&self) -> std::io::Result<Self::Io> {
+        Ok(self.accept().await?.0)
+    }
+}
+
 /// Serves `router` on `listener` until `shutdown` resolves, then waits (up to
 /// `shutdown_timeout`) for open connections to finish their requests.
-pub async fn serve(
+pub async fn serve<L: Accept>(
     name: Listener,
-    listener: TcpListener,
+    listener: L,
     router: axum::Router,
     options: ServeOptions,
     metrics: Metrics,
@@ -78,8 +102,8 @@ pub async fn serve(
         let stream = tokio::select! {
             biased;
             () = shutdown.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => stream,
+            accepted = listener.next_stream() => match accepted {
+                Ok(stream) => stream,
                 Err(e) => {
                     // Out of file descriptors and the like: back off instead of spinning.
                     tracing::warn!(listener = name.as_str(), error = %e, "accept failed");
@@ -95,7 +119,6 @@ pub async fn serve(
                 None => break,
             },
         };
-        let _ = stream.set_nodelay(true);
         let conn = room.admit();
         let connection = Connection {
             name,
@@ -224,7 +247,10 @@ struct Connection {
 }
 
 impl Connection {
-    async fn serve_stream(self, stream: TcpStream, tls: Option<tokio_rustls::TlsAcceptor>) {
+    async fn serve_stream<I>(self, stream: I, tls: Option<tokio_rustls::TlsAcceptor>)
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
         match tls {
             None => self.serve(stream).await,
             Some(acceptor) => self.serve_tls(acceptor, stream).await,
@@ -246,7 +272,10 @@ impl Connection {
         }
     }
 
-    async fn serve_tls(self, acceptor: tokio_rustls::TlsAcceptor, tcp: TcpStream) {
+    async fn serve_tls<I>(self, acceptor: tokio_rustls::TlsAcceptor, tcp: I)
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
         match tokio::time::timeout(self.handshake_timeout, acceptor.accept(tcp)).await {
             Ok(Ok(stream)) => self.serve(stream).await,
             Ok(Err(e)) => {

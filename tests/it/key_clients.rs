@@ -14,24 +14,34 @@ use crate::support::{BinaryServer, TestServer, python3, server_section, write_co
 const ADMIN: &str = "test-admin-token-0123456789";
 const SHOP: &str = "shop-keys-token-0123";
 
-fn config(dir: &Path) -> String {
+/// The server's config on data dir `dir`, its admin socket at `socket`
+/// (the helpers' `socket_path` / `socketPath` scenarios call over it).
+fn config(dir: &Path, socket: &Path) -> String {
     format!(
-        r#"{}[admin]
+        r#"{}admin_socket = {:?}
+
+[admin]
 token = "{ADMIN}"
 
 [[keys.client]]
 name = "shop"
 token = "{SHOP}"
 "#,
-        server_section(dir)
+        server_section(dir),
+        socket.display().to_string()
     )
 }
 
 /// Runs scenario `name` of `clients/python/tests/{script}` against the
-/// admin API at `url`, off the test's runtime thread (an in-process server
+/// server (its admin URL and socket), off the test's runtime thread (an in-process server
 /// answers on it meanwhile).
-async fn python_scenario(script: &str, url: &str, name: &str) -> Output {
-    let (script, url, name) = (script.to_owned(), url.to_owned(), name.to_owned());
+async fn python_scenario(script: &str, server: &Serving, name: &str) -> Output {
+    let (script, url, socket, name) = (
+        script.to_owned(),
+        server.url.clone(),
+        server.socket.clone(),
+        name.to_owned(),
+    );
     tokio::task::spawn_blocking(move || {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         std::process::Command::new(python3())
@@ -39,6 +49,7 @@ async fn python_scenario(script: &str, url: &str, name: &str) -> Output {
             .arg(&name)
             .env("PYTHONPATH", root.join("clients/python"))
             .env("HOOKINBOX_KEYS_URL", &url)
+            .env("HOOKINBOX_KEYS_SOCKET", &socket)
             .env("HOOKINBOX_KEYS_TOKEN", SHOP)
             .output()
             .unwrap_or_else(|e| {
@@ -53,19 +64,26 @@ async fn python_scenario(script: &str, url: &str, name: &str) -> Output {
     .unwrap()
 }
 
-async fn scenario(url: &str, name: &str) -> Output {
-    python_scenario("scenarios.py", url, name).await
+async fn scenario(server: &Serving, name: &str) -> Output {
+    python_scenario("scenarios.py", server, name).await
+}
+
+/// Where a scenario finds the server: its admin URL and admin socket.
+struct Serving {
+    url: String,
+    socket: std::path::PathBuf,
 }
 
 /// Runs the Node helper's scenario `name` against `url`, off the runtime thread.
-async fn node_scenario(url: &str, name: &str) -> Output {
-    let (url, name) = (url.to_owned(), name.to_owned());
+async fn node_scenario(server: &Serving, name: &str) -> Output {
+    let (url, socket, name) = (server.url.clone(), server.socket.clone(), name.to_owned());
     tokio::task::spawn_blocking(move || {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         std::process::Command::new("node")
             .arg(root.join("clients/node/test/scenarios.mjs"))
             .arg(&name)
             .env("HOOKINBOX_KEYS_URL", &url)
+            .env("HOOKINBOX_KEYS_SOCKET", &socket)
             .env("HOOKINBOX_KEYS_TOKEN", SHOP)
             .output()
             .unwrap_or_else(|e| panic!("node does not run ({e}): Debian: apt-get install nodejs"))
@@ -87,8 +105,15 @@ fn assert_ok(out: &Output, name: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_helper_runs_each_key_once_fences_a_late_worker_and_keeps_leases_alive() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(&config(dir.path()), Clock::system()).await;
-    let url = server.admin_url("");
+    let server = TestServer::start(
+        &config(dir.path(), &dir.path().join("admin.sock")),
+        Clock::system(),
+    )
+    .await;
+    let url = Serving {
+        url: server.admin_url(""),
+        socket: dir.path().join("admin.sock"),
+    };
     for name in [
         "concurrent",
         "stale",
@@ -97,6 +122,7 @@ async fn the_python_helper_runs_each_key_once_fences_a_late_worker_and_keeps_lea
         "busy_raise",
         "context",
         "unreachable",
+        "unix_socket",
     ] {
         assert_ok(&scenario(&url, name).await, name);
     }
@@ -108,17 +134,28 @@ async fn the_python_helper_runs_each_key_once_fences_a_late_worker_and_keeps_lea
 #[tokio::test]
 async fn a_key_the_python_helper_completed_stays_done_after_kill_9() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write_config(dir.path(), &config(&dir.path().join("data")));
+    let socket = dir.path().join("admin.sock");
+    let path = write_config(dir.path(), &config(&dir.path().join("data"), &socket));
     let mut server = BinaryServer::start(&path, &[], None);
+    let serving = |server: &BinaryServer| Serving {
+        url: server.admin.clone(),
+        socket: socket.clone(),
+    };
     assert_ok(
-        &scenario(&server.admin, "before_restart").await,
+        &scenario(&serving(&server), "before_restart").await,
         "before_restart",
     );
     server.kill9();
+    // The killed run's socket file is still there: the restart takes it over.
+    assert!(socket.exists());
     let server = BinaryServer::start(&path, &[], None);
     assert_ok(
-        &scenario(&server.admin, "after_restart").await,
+        &scenario(&serving(&server), "after_restart").await,
         "after_restart",
+    );
+    assert_ok(
+        &scenario(&serving(&server), "unix_socket").await,
+        "unix_socket",
     );
 }
 
@@ -131,8 +168,15 @@ async fn a_key_the_python_helper_completed_stays_done_after_kill_9() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn powertools_idempotency_on_hookinbox_keys_runs_each_key_once() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(&config(dir.path()), Clock::system()).await;
-    let url = server.admin_url("");
+    let server = TestServer::start(
+        &config(dir.path(), &dir.path().join("admin.sock")),
+        Clock::system(),
+    )
+    .await;
+    let url = Serving {
+        url: server.admin_url(""),
+        socket: dir.path().join("admin.sock"),
+    };
     for name in [
         "function",
         "handler",
@@ -269,8 +313,15 @@ fn the_node_helper_packs_its_code_and_types() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_node_helper_runs_each_key_once_fences_a_late_worker_and_aborts_its_signal() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(&config(dir.path()), Clock::system()).await;
-    let url = server.admin_url("");
+    let server = TestServer::start(
+        &config(dir.path(), &dir.path().join("admin.sock")),
+        Clock::system(),
+    )
+    .await;
+    let url = Serving {
+        url: server.admin_url(""),
+        socket: dir.path().join("admin.sock"),
+    };
     for name in [
         "concurrent",
         "stale",
@@ -279,6 +330,7 @@ async fn the_node_helper_runs_each_key_once_fences_a_late_worker_and_aborts_its_
         "aborted",
         "busy",
         "unreachable",
+        "unix_socket",
     ] {
         assert_ok(&node_scenario(&url, name).await, name);
     }
@@ -297,12 +349,13 @@ fn the_node_helper_s_types_compile() {
         format!(
             r#"import {{ Keys, KeyBusy, StaleFence, HookinboxUnavailable, seconds, type WorkContext }} from "{}";
 const keys = new Keys({{ url: "http://127.0.0.1:8081", token: "t" }});
+const local = new Keys({{ socketPath: "/run/hookinbox/admin.sock", token: "t", timeoutMs: 5000 }});
 const charge = keys.idempotent(async (event: {{ id: string }}, ctx: WorkContext) => ({{ id: event.id, token: ctx.token, aborted: ctx.signal.aborted }}), {{ key: "json:/id", lease: "30s", onBusy: "wait" }});
 async function main(): Promise<void> {{
   const result = await charge({{ id: "evt_1" }});
   const claim = await keys.claim("k", {{ lease: 30 }});
   if (claim.state === "claimed") await claim.complete({{ ok: true }});
-  console.log(result, seconds("5m"), KeyBusy.name, StaleFence.name, HookinboxUnavailable.name);
+  console.log(result, await local.get("k"), seconds("5m"), KeyBusy.name, StaleFence.name, HookinboxUnavailable.name);
 }}
 void main();
 "#,

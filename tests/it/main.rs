@@ -4,6 +4,7 @@
 //! the compiler does not: that the code says what each part owns.
 
 mod admin;
+mod admin_socket;
 mod alerts;
 mod attempts;
 mod audit;

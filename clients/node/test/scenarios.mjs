@@ -111,6 +111,17 @@ const scenarios = {
     const opened = down.idempotent(async () => 'ran without a key', { key: 'k-down', failOpen: true });
     assert.equal(await opened(), 'ran without a key');
   },
+
+  // socketPath: the calls go over hookinbox's admin socket (the URL names
+  // a port nobody listens on, so nothing goes over TCP).
+  async unix_socket() {
+    const local = new Keys({ url: 'http://127.0.0.1:9', socketPath: process.env.HOOKINBOX_KEYS_SOCKET });
+    const once = local.idempotent(async () => ({ over: 'unix' }), { key: 'k-node-unix' });
+    assert.deepEqual(await once(), { over: 'unix' });
+    assert.deepEqual(await once(), { over: 'unix' });
+    assert.equal((await keys.get('k-node-unix')).state, 'done');
+    local.agent.destroy();
+  },
 };
 
 const name = process.argv[2];

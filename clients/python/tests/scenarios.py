@@ -7,6 +7,7 @@ Each scenario asserts what it promises and prints "ok SCENARIO" at the end.
 """
 
 import dataclasses
+import os
 import sys
 import threading
 import time
@@ -180,6 +181,20 @@ def unreachable() -> None:
         return "ran without a key"
 
     assert opened() == "ran without a key"
+
+
+def unix_socket() -> None:
+    """`socket_path`: the calls go over hookinbox's admin socket (the URL
+    names a port nobody listens on, so nothing goes over TCP)."""
+    local = Keys("http://127.0.0.1:9", socket_path=os.environ["HOOKINBOX_KEYS_SOCKET"])
+
+    @local.idempotent(key="k-unix")
+    def once():
+        return {"over": "unix"}
+
+    assert once() == {"over": "unix"}
+    assert once() == {"over": "unix"}
+    assert keys.get("k-unix")["state"] == "done"
 
 
 if __name__ == "__main__":

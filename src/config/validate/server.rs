@@ -6,12 +6,13 @@ use std::path::PathBuf;
 
 use super::{Ctx, longest};
 use crate::config::raw::{RawRetention, RawServer, default};
-use crate::config::{ConfigError, RetentionConfig, ServerConfig};
+use crate::config::{AdminSocket, ConfigError, RetentionConfig, ServerConfig};
 
 /// Past this, one process runs out of file descriptors long before.
 const MAX_CONNECTIONS_LIMIT: u64 = 1_000_000;
 
 pub(super) fn validate_server(cx: &mut Ctx<'_>, s: RawServer) -> Result<ServerConfig, ConfigError> {
+    let admin_socket = admin_socket(cx, &s)?;
     let addr = |key: &str, value: Option<&str>, default: &str| {
         let text = value.unwrap_or(default);
         text.parse().map_err(|_| {
@@ -91,6 +92,7 @@ pub(super) fn validate_server(cx: &mut Ctx<'_>, s: RawServer) -> Result<ServerCo
         max_connections,
         max_buffered_body,
         tls,
+        admin_socket,
     };
     if server.listen == server.admin_listen && server.listen.port() != 0 {
         return Err(cx.err("server.admin_listen", "must differ from server.listen"));
@@ -103,6 +105,71 @@ pub(super) fn validate_server(cx: &mut Ctx<'_>, s: RawServer) -> Result<ServerCo
         ));
     }
     Ok(server)
+}
+
+/// `server.admin_socket` with its mode and group: an absolute path (the
+/// service's working directory is no place to look for it), a mode of
+/// permission bits only, a group name. Whether the group exists is found
+/// out at start, where the socket is made.
+fn admin_socket(cx: &mut Ctx<'_>, s: &RawServer) -> Result<Option<AdminSocket>, ConfigError> {
+    let Some(path) = s.admin_socket.as_deref() else {
+        for (key, value) in [
+            ("server.admin_socket_mode", &s.admin_socket_mode),
+            ("server.admin_socket_group", &s.admin_socket_group),
+        ] {
+            if value.is_some() {
+                return Err(cx.err(key, "is set but server.admin_socket is not"));
+            }
+        }
+        return Ok(None);
+    };
+    let path = PathBuf::from(path);
+    if !path.is_absolute() {
+        return Err(cx.err(
+            "server.admin_socket",
+            format!(
+                "{:?} is not an absolute path like /run/hookinbox/admin.sock",
+                path.display().to_string()
+            ),
+        ));
+    }
+    // sun_path holds 108 bytes with its terminating NUL.
+    if path.as_os_str().len() > 107 {
+        return Err(cx.err(
+            "server.admin_socket",
+            "is longer than a Unix socket's 107 bytes",
+        ));
+    }
+    let mode = match s.admin_socket_mode.as_deref() {
+        None => default::ADMIN_SOCKET_MODE,
+        Some(text) => match u32::from_str_radix(text.trim_start_matches("0o"), 8) {
+            Ok(mode) if mode <= 0o777 && mode & 0o600 == 0o600 => mode,
+            Ok(mode) if mode <= 0o777 => {
+                return Err(cx.err(
+                    "server.admin_socket_mode",
+                    format!("{text:?} does not let hookinbox's own user read and write it (0600 at least)"),
+                ));
+            }
+            _ => {
+                return Err(cx.err(
+                    "server.admin_socket_mode",
+                    format!("{text:?} is not permission bits in octal like \"0660\""),
+                ));
+            }
+        },
+    };
+    if mode & 0o006 != 0 {
+        cx.warnings.push(format!(
+            "{}: server.admin_socket_mode {mode:04o} lets every user of the machine connect to {}: the admin token is then the only guard; 0660 with admin_socket_group names who may",
+            cx.origin,
+            path.display()
+        ));
+    }
+    let group = match s.admin_socket_group.as_deref() {
+        Some("") => return Err(cx.err("server.admin_socket_group", "is empty")),
+        group => group.map(str::to_owned),
+    };
+    Ok(Some(AdminSocket { path, mode, group }))
 }
 
 pub(super) fn validate_retention(

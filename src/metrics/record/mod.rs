@@ -357,6 +357,7 @@ mod tests {
             lines(&text, "hookinbox_open_connections{"),
             [
                 "hookinbox_open_connections{listener=\"admin\"} 0",
+                "hookinbox_open_connections{listener=\"admin_socket\"} 0",
                 "hookinbox_open_connections{listener=\"ingest\"} 0",
             ]
         );
