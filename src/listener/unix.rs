@@ -4,7 +4,7 @@
 
 use std::io;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use tokio::net::UnixListener;
 
@@ -87,9 +87,4 @@ fn group_id(name: &str) -> Result<u32, SocketError> {
             group: name.to_owned(),
         }),
     }
-}
-
-/// Whether `path` is a socket file now (for the tests and `config check`).
-pub fn is_socket(path: &Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket())
 }
