@@ -610,9 +610,9 @@ async fn main() {
     );
     println!();
     println!(
-        "| conns | dup % | stored before | events/s | p50 ms | p99 ms | max ms | longest pause ms | batch | disk B/event | write amp. | writer µs/event | file disk B/event | RSS MiB |"
+        "| conns | dup % | stored before | events/s | p50 ms | p99 ms | max ms | longest pause ms | batch | disk B/event | write amp. | writer µs/event | file disk B/event | RSS MiB | server CPU µs/event |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut server = Server::start(&args.bin, scratch.path(), &data);
     server.wait_ready(Instant::now());
     let run_tag = unix_now();
@@ -644,9 +644,10 @@ async fn main() {
                 stored += r.created as usize;
                 let disk = cost1.disk_bytes.saturating_sub(cost0.disk_bytes) as f64;
                 let cpu = cost1.writer_cpu_ns.saturating_sub(cost0.writer_cpu_ns) as f64;
+                let process_cpu = cost1.process_cpu_ns.saturating_sub(cost0.process_cpu_ns) as f64;
                 let acked = r.acked.max(1) as f64;
                 println!(
-                    "| {conns} | {dup} | {before} | {:.0}{} | {} | {} | {} | {} | {:.0} | {:.0} | {:.2} | {:.1} | {:.0} | {:.0} |",
+                    "| {conns} | {dup} | {before} | {:.0}{} | {} | {} | {} | {} | {:.0} | {:.0} | {:.2} | {:.1} | {:.0} | {:.0} | {:.1} |",
                     r.rate(),
                     if r.failed > 0 {
                         format!(
@@ -669,6 +670,7 @@ async fn main() {
                     cpu / 1e3 / acked,
                     file_size(&data) as f64 / stored.max(1) as f64,
                     server.rss_mib(),
+                    process_cpu / 1e3 / acked,
                 );
                 summary.push((conns, dup, r.rate()));
             }

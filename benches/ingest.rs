@@ -15,6 +15,7 @@ use hookinbox::store::MAX_BATCH;
 
 #[path = "support/mod.rs"]
 mod support;
+#[allow(dead_code)]
 #[path = "support/drive.rs"]
 mod drive;
 

@@ -115,6 +115,9 @@ pub struct Cost {
     pub writer_cpu_ns: u64,
     /// `write_bytes` of `/proc/<pid>/io`: what the process made the kernel write.
     pub disk_bytes: u64,
+    /// User and system CPU of the whole process, threads that ended
+    /// included (`/proc/<pid>/stat`, in clock ticks of 10 ms, as ns).
+    pub process_cpu_ns: u64,
 }
 
 impl Cost {
@@ -147,9 +150,24 @@ impl Cost {
             .find_map(|l| l.strip_prefix("write_bytes: "))
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0);
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // After the command's closing parenthesis, utime and stime are the
+        // 12th and 13th fields.
+        let ticks: u64 = stat
+            .rfind(')')
+            .map(|at| &stat[at + 1..])
+            .map(|rest| {
+                rest.split_whitespace()
+                    .skip(11)
+                    .take(2)
+                    .filter_map(|v| v.parse::<u64>().ok())
+                    .sum()
+            })
+            .unwrap_or(0);
         Cost {
             writer_cpu_ns,
             disk_bytes,
+            process_cpu_ns: ticks * 10_000_000,
         }
     }
 
