@@ -55,7 +55,7 @@ export class Claim {
 }
 
 export class Keys {
-  /** `socketPath`: call over this Unix domain socket instead of `url`'s TCP. */
+  /** `socketPath` (default: $HOOKINBOX_KEYS_SOCKET): call over this Unix domain socket instead of `url`'s TCP. */
   constructor(options?: { url?: string; token?: string; socketPath?: string; timeoutMs?: number });
   get(key: string): Promise<Record<string, Json> | null>;
   claim(key: string, options?: { lease?: Duration; ttl?: Duration }): Promise<Claim>;

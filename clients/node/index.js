@@ -61,7 +61,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export class Keys {
   constructor({ url, token, socketPath, timeoutMs = 10_000 } = {}) {
     this.url = (url || process.env.HOOKINBOX_KEYS_URL || 'http://127.0.0.1:8081').replace(/\/$/, '');
-    this.socketPath = socketPath ?? null;
+    this.socketPath = socketPath ?? (process.env.HOOKINBOX_KEYS_SOCKET || null);
     // Kept-alive connections over the socket, as fetch keeps them over TCP.
     this.agent = this.socketPath ? new http.Agent({ keepAlive: true }) : null;
     this.token = token ?? process.env.HOOKINBOX_KEYS_TOKEN;

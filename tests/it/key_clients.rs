@@ -49,7 +49,10 @@ async fn python_scenario(script: &str, server: &Serving, name: &str) -> Output {
             .arg(&name)
             .env("PYTHONPATH", root.join("clients/python"))
             .env("HOOKINBOX_KEYS_URL", &url)
-            .env("HOOKINBOX_KEYS_SOCKET", &socket)
+            // Only the socket's own scenario is told of it: the others go
+            // over TCP.
+            .env_remove("HOOKINBOX_KEYS_SOCKET")
+            .envs((name == "unix_socket").then_some(("HOOKINBOX_KEYS_SOCKET", &socket)))
             .env("HOOKINBOX_KEYS_TOKEN", SHOP)
             .output()
             .unwrap_or_else(|e| {
@@ -83,7 +86,10 @@ async fn node_scenario(server: &Serving, name: &str) -> Output {
             .arg(root.join("clients/node/test/scenarios.mjs"))
             .arg(&name)
             .env("HOOKINBOX_KEYS_URL", &url)
-            .env("HOOKINBOX_KEYS_SOCKET", &socket)
+            // Only the socket's own scenario is told of it: the others go
+            // over TCP.
+            .env_remove("HOOKINBOX_KEYS_SOCKET")
+            .envs((name == "unix_socket").then_some(("HOOKINBOX_KEYS_SOCKET", &socket)))
             .env("HOOKINBOX_KEYS_TOKEN", SHOP)
             .output()
             .unwrap_or_else(|e| panic!("node does not run ({e}): Debian: apt-get install nodejs"))

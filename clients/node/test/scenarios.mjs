@@ -112,15 +112,19 @@ const scenarios = {
     assert.equal(await opened(), 'ran without a key');
   },
 
-  // socketPath: the calls go over hookinbox's admin socket (the URL names
-  // a port nobody listens on, so nothing goes over TCP).
+  // The calls go over hookinbox's admin socket, named by
+  // HOOKINBOX_KEYS_SOCKET (the URL names a port nobody listens on, so
+  // nothing goes over TCP); `socketPath` names it the same way.
   async unix_socket() {
-    const local = new Keys({ url: 'http://127.0.0.1:9', socketPath: process.env.HOOKINBOX_KEYS_SOCKET });
+    const local = new Keys({ url: 'http://127.0.0.1:9' });
+    assert.equal(local.socketPath, process.env.HOOKINBOX_KEYS_SOCKET);
     const once = local.idempotent(async () => ({ over: 'unix' }), { key: 'k-node-unix' });
     assert.deepEqual(await once(), { over: 'unix' });
     assert.deepEqual(await once(), { over: 'unix' });
-    assert.equal((await keys.get('k-node-unix')).state, 'done');
+    const named = new Keys({ url: 'http://127.0.0.1:9', socketPath: local.socketPath });
+    assert.equal((await named.get('k-node-unix')).state, 'done');
     local.agent.destroy();
+    named.agent.destroy();
   },
 };
 

@@ -50,6 +50,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: hookinbox's admin API: the token of a `[[keys.client]]`.
 TOKEN_ENV = "HOOKINBOX_KEYS_TOKEN"
 URL_ENV = "HOOKINBOX_KEYS_URL"
+#: hookinbox's `server.admin_socket`: when set, calls go over it, not TCP.
+SOCKET_ENV = "HOOKINBOX_KEYS_SOCKET"
 
 
 class KeysError(Exception):
@@ -223,6 +225,7 @@ class Keys:
     ) -> None:
         url = url or os.environ.get(URL_ENV) or "http://127.0.0.1:8081"
         token = token if token is not None else os.environ.get(TOKEN_ENV)
+        socket_path = socket_path if socket_path is not None else os.environ.get(SOCKET_ENV) or None
         if not token:
             raise KeysError(f"no token: pass token= or set {TOKEN_ENV} (a [[keys.client]] token)")
         parsed = urllib.parse.urlsplit(url)

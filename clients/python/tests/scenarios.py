@@ -184,9 +184,11 @@ def unreachable() -> None:
 
 
 def unix_socket() -> None:
-    """`socket_path`: the calls go over hookinbox's admin socket (the URL
-    names a port nobody listens on, so nothing goes over TCP)."""
-    local = Keys("http://127.0.0.1:9", socket_path=os.environ["HOOKINBOX_KEYS_SOCKET"])
+    """The calls go over hookinbox's admin socket, named by
+    HOOKINBOX_KEYS_SOCKET (the URL names a port nobody listens on, so
+    nothing goes over TCP); `socket_path=` names it the same way."""
+    local = Keys("http://127.0.0.1:9")
+    assert local._socket == os.environ["HOOKINBOX_KEYS_SOCKET"]
 
     @local.idempotent(key="k-unix")
     def once():
@@ -194,7 +196,7 @@ def unix_socket() -> None:
 
     assert once() == {"over": "unix"}
     assert once() == {"over": "unix"}
-    assert keys.get("k-unix")["state"] == "done"
+    assert Keys("http://127.0.0.1:9", socket_path=local._socket).get("k-unix")["state"] == "done"
 
 
 if __name__ == "__main__":
