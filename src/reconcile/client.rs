@@ -48,6 +48,28 @@ pub struct Answer {
     pub body: Bytes,
 }
 
+impl Answer {
+    /// The body as `T` (borrowing from it where `T` does); `what` names the
+    /// call in the error, formatted only then.
+    pub fn json<'a, T: serde::Deserialize<'a>>(
+        &'a self,
+        what: impl std::fmt::Display,
+    ) -> Result<T, ApiError> {
+        serde_json::from_slice(&self.body).map_err(|e| ApiError::Decode {
+            what: what.to_string(),
+            cause: e.to_string(),
+        })
+    }
+}
+
+/// A credential as a header value, marked sensitive: never shown by a
+/// debug print of the request.
+pub fn credential(text: &str) -> Result<HeaderValue, ApiError> {
+    let mut value = HeaderValue::from_str(text).map_err(|_| ApiError::Refused { status: 0 })?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
 /// A provider API with its credential: every call of a pass goes through
 /// one, so the pace and the waits are the pass's.
 pub struct Client {

@@ -85,9 +85,7 @@ impl Github {
         hook: GithubHook,
         token: &Secret,
     ) -> Result<Github, ApiError> {
-        let mut auth = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
-            .map_err(|_| ApiError::Refused { status: 0 })?;
-        auth.set_sensitive(true);
+        let auth = super::client::credential(&format!("Bearer {}", token.expose()))?;
         Ok(Github {
             client: client(base, auth)?,
             hook_path: format!("/{hook}"),
@@ -137,10 +135,7 @@ impl Github {
         }
         let path = self.hook_path();
         let answer = self.client.get(&path).await?;
-        let hook: Hook = serde_json::from_slice(&answer.body).map_err(|e| ApiError::Decode {
-            what: format!("GET {path}"),
-            cause: e.to_string(),
-        })?;
+        let hook: Hook = answer.json(format_args!("GET {path}"))?;
         Ok(Some(hook.active))
     }
 
@@ -217,10 +212,7 @@ impl Github {
             let answer = self.client.get(&path).await?;
             pass.report.pages += 1;
             let page: Vec<Delivery> =
-                serde_json::from_slice(&answer.body).map_err(|e| ApiError::Decode {
-                    what: format!("GET {}/deliveries", self.hook_path()),
-                    cause: e.to_string(),
-                })?;
+                answer.json(format_args!("GET {}/deliveries", self.hook_path()))?;
             let mut reached_end = page.is_empty();
             for d in page {
                 let at = humantime::parse_rfc3339_weak(&d.delivered_at)

@@ -56,9 +56,7 @@ impl AppJwt {
             // The key passed ring's checks at load; signing fails only if
             // the system's random source does (ring blinds with it).
             .ok_or(ApiError::Refused { status: 0 })?;
-        let mut value = HeaderValue::from_str(&format!("Bearer {jwt}"))
-            .map_err(|_| ApiError::Refused { status: 0 })?;
-        value.set_sensitive(true);
+        let value = super::client::credential(&format!("Bearer {jwt}"))?;
         self.expires_s = expires_s;
         Ok(Some(value))
     }

@@ -28,7 +28,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use reqwest::header::{HeaderName, HeaderValue};
+use reqwest::header::HeaderName;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -135,9 +135,7 @@ impl Gitlab {
         hook: GitlabHook,
         token: &Secret,
     ) -> Result<Gitlab, ApiError> {
-        let mut value =
-            HeaderValue::from_str(token.expose()).map_err(|_| ApiError::Refused { status: 0 })?;
-        value.set_sensitive(true);
+        let value = super::client::credential(token.expose())?;
         let client = Client::new(
             base,
             (HeaderName::from_static("private-token"), value),
@@ -159,10 +157,7 @@ impl Gitlab {
         self.client.begin();
         let path = self.hook_path();
         let answer = self.client.get(&path).await?;
-        let hook: Hook = serde_json::from_slice(&answer.body).map_err(|e| ApiError::Decode {
-            what: format!("GET {path}"),
-            cause: e.to_string(),
-        })?;
+        let hook: Hook = answer.json(format_args!("GET {path}"))?;
         let disabled = matches!(
             hook.alert_status.as_deref(),
             Some("disabled" | "temporarily_disabled")
@@ -282,10 +277,7 @@ impl Gitlab {
             match self.client.post(&path, None).await {
                 Ok(answer) => {
                     let resent: Resent =
-                        serde_json::from_slice(&answer.body).map_err(|e| ApiError::Decode {
-                            what: format!("POST {}/events/…/resend", self.hook_path()),
-                            cause: e.to_string(),
-                        })?;
+                        answer.json(format_args!("POST {}/events/…/resend", self.hook_path()))?;
                     refused_now = refused(status_code(&resent.response_status));
                 }
                 // 404: the log is gone; 422: GitLab would not send it (the
@@ -333,10 +325,7 @@ impl Gitlab {
             let answer = self.client.get(&path).await?;
             pass.report.pages += 1;
             let logs: Vec<HookLog> =
-                serde_json::from_slice(&answer.body).map_err(|e| ApiError::Decode {
-                    what: format!("GET {}/events", self.hook_path()),
-                    cause: e.to_string(),
-                })?;
+                answer.json(format_args!("GET {}/events", self.hook_path()))?;
             let mut reached_end = logs.is_empty();
             for log in logs {
                 let at = match &log.created_at {

@@ -29,7 +29,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use reqwest::header::{AUTHORIZATION, HeaderValue};
+use reqwest::header::AUTHORIZATION;
 use serde::Deserialize;
 
 use super::client::{ApiError, Client};
@@ -121,9 +121,7 @@ impl Paddle {
         token: &Secret,
         setting: Option<String>,
     ) -> Result<Paddle, ApiError> {
-        let mut auth = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
-            .map_err(|_| ApiError::Refused { status: 0 })?;
-        auth.set_sensitive(true);
+        let auth = super::client::credential(&format!("Bearer {}", token.expose()))?;
         let client = Client::new(
             base,
             (AUTHORIZATION, auth),
@@ -145,10 +143,7 @@ impl Paddle {
             .client
             .get(&format!("/notification-settings/{setting}"))
             .await?;
-        let s: Setting = serde_json::from_slice(&answer.body).map_err(|e| ApiError::Decode {
-            what: "GET /notification-settings".to_owned(),
-            cause: e.to_string(),
-        })?;
+        let s: Setting = answer.json("GET /notification-settings")?;
         Ok(Some(s.data.active))
     }
 
@@ -268,11 +263,7 @@ impl Paddle {
             }
             let answer = self.client.get(&path).await?;
             pass.report.pages += 1;
-            let page: Page =
-                serde_json::from_slice(&answer.body).map_err(|e| ApiError::Decode {
-                    what: "GET /notifications".to_owned(),
-                    cause: e.to_string(),
-                })?;
+            let page: Page = answer.json("GET /notifications")?;
             let more = page.meta.pagination.has_more && !page.data.is_empty();
             out.extend(page.data);
             match page.meta.pagination.next.filter(|_| more) {

@@ -16,7 +16,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::header::{AUTHORIZATION, HeaderValue};
+use reqwest::header::AUTHORIZATION;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -62,8 +62,7 @@ impl Stripe {
         token: &Secret,
         endpoint: Option<String>,
     ) -> Result<Stripe, ApiError> {
-        let auth = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
-            .map_err(|_| ApiError::Refused { status: 0 })?;
+        let auth = super::client::credential(&format!("Bearer {}", token.expose()))?;
         let client = Client::new(base, (AUTHORIZATION, auth), Vec::new(), PACE, PACE)?;
         Ok(Stripe { client, endpoint })
     }
@@ -77,10 +76,7 @@ impl Stripe {
         };
         let path = format!("/v1/webhook_endpoints/{endpoint}");
         let answer = self.client.get(&path).await?;
-        let e: Endpoint = serde_json::from_slice(&answer.body).map_err(|e| ApiError::Decode {
-            what: "GET /v1/webhook_endpoints".to_owned(),
-            cause: e.to_string(),
-        })?;
+        let e: Endpoint = answer.json("GET /v1/webhook_endpoints")?;
         Ok(Some(e.status == "enabled"))
     }
 
@@ -191,8 +187,7 @@ impl Stripe {
             what: "GET /v1/events".to_owned(),
             cause,
         };
-        let page: Page<'_> =
-            serde_json::from_slice(&answer.body).map_err(|e| decode(e.to_string()))?;
+        let page: Page<'_> = answer.json("GET /v1/events")?;
         let request_id = answer
             .headers
             .get("request-id")

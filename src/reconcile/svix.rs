@@ -22,7 +22,7 @@
 
 use std::time::Duration;
 
-use reqwest::header::{AUTHORIZATION, HeaderValue};
+use reqwest::header::AUTHORIZATION;
 use serde::Deserialize;
 
 use super::client::{ApiError, Client};
@@ -57,9 +57,7 @@ impl Svix {
         app: &str,
         endpoint: &str,
     ) -> Result<Svix, ApiError> {
-        let mut auth = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
-            .map_err(|_| ApiError::Refused { status: 0 })?;
-        auth.set_sensitive(true);
+        let auth = super::client::credential(&format!("Bearer {}", token.expose()))?;
         let client = Client::new(
             base,
             (AUTHORIZATION, auth),
@@ -78,10 +76,7 @@ impl Svix {
     pub(super) async fn active(&mut self) -> Result<bool, ApiError> {
         self.client.begin();
         let answer = self.client.get(&self.endpoint_path).await?;
-        let e: Endpoint = serde_json::from_slice(&answer.body).map_err(|e| ApiError::Decode {
-            what: "GET /api/v1/app/…/endpoint/…".to_owned(),
-            cause: e.to_string(),
-        })?;
+        let e: Endpoint = answer.json("GET /api/v1/app/…/endpoint/…")?;
         Ok(!e.disabled)
     }
 

@@ -32,58 +32,55 @@ token = "{SHOP}"
     )
 }
 
-/// Runs scenario `name` of `clients/python/tests/{script}` against the
-/// server (its admin URL and socket), off the test's runtime thread (an in-process server
-/// answers on it meanwhile).
-async fn python_scenario(script: &str, server: &Serving, name: &str) -> Output {
-    let (script, url, socket, name) = (
-        script.to_owned(),
-        server.url.clone(),
-        server.socket.clone(),
-        name.to_owned(),
-    );
-    tokio::task::spawn_blocking(move || {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        std::process::Command::new(python3())
-            .arg(root.join("clients/python/tests").join(&script))
-            .arg(&name)
-            .env("PYTHONPATH", root.join("clients/python"))
-            .env("HOOKINBOX_KEYS_URL", &url)
-            // Only the socket's own scenario is told of it: the others go
-            // over TCP.
-            .env_remove("HOOKINBOX_KEYS_SOCKET")
-            .envs((name == "unix_socket").then_some(("HOOKINBOX_KEYS_SOCKET", &socket)))
-            .env("HOOKINBOX_KEYS_TOKEN", SHOP)
-            .output()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "{} runs ({}): {e}",
-                    python3().display(),
-                    crate::support::PYTHON_SETUP
-                )
-            })
-    })
-    .await
-    .unwrap()
-}
-
-async fn scenario(server: &Serving, name: &str) -> Output {
-    python_scenario("scenarios.py", server, name).await
-}
-
 /// Where a scenario finds the server: its admin URL and admin socket.
 struct Serving {
     url: String,
     socket: std::path::PathBuf,
 }
 
-/// Runs the Node helper's scenario `name` against `url`, off the runtime thread.
-async fn node_scenario(server: &Serving, name: &str) -> Output {
+/// An in-process server on a data dir of its own, its admin socket in it.
+async fn serve() -> (tempfile::TempDir, TestServer, Serving) {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("admin.sock");
+    let server = TestServer::start(&config(dir.path(), &socket), Clock::system()).await;
+    let serving = Serving {
+        url: server.admin_url(""),
+        socket,
+    };
+    (dir, server, serving)
+}
+
+/// The helper a scenario script exercises.
+#[derive(Clone, Copy)]
+enum Helper {
+    /// `clients/python/tests/{script}`, under the test's Python with the
+    /// helper on its path.
+    Python(&'static str),
+    /// `clients/node/test/scenarios.mjs`, under node.
+    Node,
+}
+
+/// Runs scenario `name` of `helper` against the server, off the test's
+/// runtime thread (an in-process server answers on it meanwhile).
+async fn run(helper: Helper, server: &Serving, name: &str) -> Output {
     let (url, socket, name) = (server.url.clone(), server.socket.clone(), name.to_owned());
     tokio::task::spawn_blocking(move || {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        std::process::Command::new("node")
-            .arg(root.join("clients/node/test/scenarios.mjs"))
+        let (mut command, setup) = match helper {
+            Helper::Python(script) => {
+                let mut command = std::process::Command::new(python3());
+                command
+                    .arg(root.join("clients/python/tests").join(script))
+                    .env("PYTHONPATH", root.join("clients/python"));
+                (command, crate::support::PYTHON_SETUP)
+            }
+            Helper::Node => {
+                let mut command = std::process::Command::new("node");
+                command.arg(root.join("clients/node/test/scenarios.mjs"));
+                (command, "Debian: apt-get install nodejs")
+            }
+        };
+        command
             .arg(&name)
             .env("HOOKINBOX_KEYS_URL", &url)
             // Only the socket's own scenario is told of it: the others go
@@ -92,10 +89,14 @@ async fn node_scenario(server: &Serving, name: &str) -> Output {
             .envs((name == "unix_socket").then_some(("HOOKINBOX_KEYS_SOCKET", &socket)))
             .env("HOOKINBOX_KEYS_TOKEN", SHOP)
             .output()
-            .unwrap_or_else(|e| panic!("node does not run ({e}): Debian: apt-get install nodejs"))
+            .unwrap_or_else(|e| panic!("{:?} does not run ({setup}): {e}", command.get_program()))
     })
     .await
     .unwrap()
+}
+
+async fn scenario(server: &Serving, name: &str) -> Output {
+    run(Helper::Python("scenarios.py"), server, name).await
 }
 
 fn assert_ok(out: &Output, name: &str) {
@@ -110,16 +111,7 @@ fn assert_ok(out: &Output, name: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_helper_runs_each_key_once_fences_a_late_worker_and_keeps_leases_alive() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(
-        &config(dir.path(), &dir.path().join("admin.sock")),
-        Clock::system(),
-    )
-    .await;
-    let url = Serving {
-        url: server.admin_url(""),
-        socket: dir.path().join("admin.sock"),
-    };
+    let (_dir, server, url) = serve().await;
     for name in [
         "concurrent",
         "stale",
@@ -173,16 +165,7 @@ async fn a_key_the_python_helper_completed_stays_done_after_kill_9() {
 /// invocation that outlived its time is fenced out; unreachable fails closed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn powertools_idempotency_on_hookinbox_keys_runs_each_key_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(
-        &config(dir.path(), &dir.path().join("admin.sock")),
-        Clock::system(),
-    )
-    .await;
-    let url = Serving {
-        url: server.admin_url(""),
-        socket: dir.path().join("admin.sock"),
-    };
+    let (_dir, server, url) = serve().await;
     for name in [
         "function",
         "handler",
@@ -192,7 +175,7 @@ async fn powertools_idempotency_on_hookinbox_keys_runs_each_key_once() {
         "unreachable",
     ] {
         assert_ok(
-            &python_scenario("powertools_scenarios.py", &url, name).await,
+            &run(Helper::Python("powertools_scenarios.py"), &url, name).await,
             name,
         );
     }
@@ -318,16 +301,7 @@ fn the_node_helper_packs_its_code_and_types() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_node_helper_runs_each_key_once_fences_a_late_worker_and_aborts_its_signal() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(
-        &config(dir.path(), &dir.path().join("admin.sock")),
-        Clock::system(),
-    )
-    .await;
-    let url = Serving {
-        url: server.admin_url(""),
-        socket: dir.path().join("admin.sock"),
-    };
+    let (_dir, server, url) = serve().await;
     for name in [
         "concurrent",
         "stale",
@@ -338,7 +312,7 @@ async fn the_node_helper_runs_each_key_once_fences_a_late_worker_and_aborts_its_
         "unreachable",
         "unix_socket",
     ] {
-        assert_ok(&node_scenario(&url, name).await, name);
+        assert_ok(&run(Helper::Node, &url, name).await, name);
     }
     server.stop().await;
 }
