@@ -323,6 +323,19 @@ words! {
     }
 }
 
+words! {
+    /// How a primary's log frames are compressed in the replication stream
+    /// (`[replication] compression`, and a message's `Hookinbox-Codec`).
+    pub enum FrameCodec {
+        /// zstd at level 1, whole frames: similar events shrink several
+        /// times over, for a few µs per event.
+        Zstd => "zstd",
+        /// As the log holds them: for standbys of builds before 0.3.0's
+        /// compression, until they are upgraded.
+        Plain => "none",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -352,5 +365,6 @@ mod tests {
         check(KeyClaimOutcome::ALL, KeyClaimOutcome::as_str);
         check(Listener::ALL, Listener::as_str);
         check(ReplicationRole::ALL, ReplicationRole::as_str);
+        check(FrameCodec::ALL, FrameCodec::as_str);
     }
 }

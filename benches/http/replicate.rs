@@ -3,18 +3,22 @@
 //! one node, R1, with `--replicas 1`),
 //! against none, alternating in one run, each with its jobs per commit
 //! and commits per second (a commit is a frame: one message of the
-//! stream); then a primary and its standby:
+//! stream) and the bytes a frame holds and goes to the stream as, per
+//! event; with `--compression zstd,none`, each codec in turn in one run
+//! (the before and after of frame compression); then a primary and its
+//! standby:
 //! a new standby's catch-up from the newest snapshot and the stream after
 //! `--catch-up` events, and its takeover after the primary is killed with
 //! SIGKILL under load.
 //!
 //! Rerun: cargo bench --bench http -- --replicate [--quick] [--seconds 20]
 //!        [--runs 3] [--connections 128] [--catch-up 1000000] [--replicas 1]
+//!        [--compression zstd,none]
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::{Args, Server, get, load, ms, prepare, requests, support, unix_now};
+use super::{Args, Cost, Server, get, load, ms, prepare, requests, support, unix_now};
 
 #[path = "../support/nats.rs"]
 mod nats;
@@ -24,10 +28,23 @@ const LEASE_SECONDS: u64 = 5;
 
 /// A node's `[replication]`; `snapshots`: its `snapshot_interval`.
 fn section(urls: &str, stream: &str, role: &str, node: &str, snapshots: &str) -> String {
+    section_with(urls, stream, role, node, snapshots, "zstd")
+}
+
+/// [`section`] with its frames' `compression`.
+fn section_with(
+    urls: &str,
+    stream: &str,
+    role: &str,
+    node: &str,
+    snapshots: &str,
+    compression: &str,
+) -> String {
     let replicas = REPLICAS.load(std::sync::atomic::Ordering::Relaxed);
     format!(
         "[replication]\nurl = \"{urls}\"\nstream = \"{stream}\"\nreplicas = {replicas}\nrole = \"{role}\"\n\
-         node = \"{node}\"\nlease = \"{LEASE_SECONDS}s\"\nsnapshot_interval = \"{snapshots}\"\n"
+         node = \"{node}\"\nlease = \"{LEASE_SECONDS}s\"\nsnapshot_interval = \"{snapshots}\"\n\
+         compression = \"{compression}\"\n"
     )
 }
 
@@ -47,78 +64,116 @@ pub(super) async fn run(args: &Args, catch_up: usize) {
         args.runs
     );
     println!();
+    let flags = support::Flags::from_env();
+    let codecs: Vec<String> = flags
+        .text("--compression")
+        .unwrap_or("zstd")
+        .split(',')
+        .map(str::to_owned)
+        .collect();
     println!(
-        "| conns | log replicated | events/s | p50 ms | p99 ms | max ms | longest pause ms | failed | jobs/commit | commits/s |"
+        "| conns | log replicated | events/s | p50 ms | p99 ms | max ms | longest pause ms | failed | jobs/commit | commits/s | frame B/event | sent B/event | server CPU µs/event |"
     );
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let tag = unix_now();
-    let ratios = super::paired(args, async |conns, run, m| {
-        let replicated = m == 1;
-        let dir = scratch.path().join(format!("ratio-{conns}-{run}-{m}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let extra = if replicated {
-            // No snapshot during a run: one copies the whole database
-            // (measured on its own below).
-            section(
-                &nats.urls,
-                &format!("ratio_{conns}_{run}"),
-                "primary",
-                "a",
-                "1h",
-            )
-        } else {
-            String::new()
-        };
-        let server = Server::start_with(&args.bin, &dir, &dir.join("data"), &extra);
-        server.wait_ready(Instant::now());
-        let reqs = requests(
-            &server,
-            &format!("r{tag}_{conns}_{run}_{m}"),
-            conns,
-            args.seconds,
-            0,
-        );
-        let before = server.batches();
-        let r = load(server.ingest, reqs, args.seconds).await;
-        let after = server.batches();
-        // A commit is a frame: with replication, a message each.
-        let commits = after.1 - before.1;
-        println!(
-            "| {conns} | {} | {:.0} | {} | {} | {} | {} | {} | {:.1} | {:.0} |",
-            if replicated {
-                format!("R{replicas}")
-            } else {
-                "no".into()
-            },
-            r.rate(),
-            ms(r.p50),
-            ms(r.p99),
-            ms(r.max),
-            r.stall.as_millis(),
-            r.failed,
-            (after.0 - before.0) / commits.max(1.0),
-            commits / args.seconds as f64,
-        );
-        server.stop();
-        r.rate()
-    })
-    .await;
+    // (conns, codec, replicated / not) for each run.
+    let mut ratios: Vec<(usize, String, f64)> = Vec::new();
+    for &conns in &args.connections {
+        for run in 0..args.runs {
+            let mut without = 0.0;
+            for (m, codec) in std::iter::once(None)
+                .chain(codecs.iter().map(Some))
+                .enumerate()
+            {
+                let dir = scratch.path().join(format!("ratio-{conns}-{run}-{m}"));
+                std::fs::create_dir_all(&dir).unwrap();
+                // No snapshot during a run: one copies the whole database
+                // (measured on its own below).
+                let extra = codec.map_or_else(String::new, |codec| {
+                    section_with(
+                        &nats.urls,
+                        &format!("ratio_{conns}_{run}_{m}"),
+                        "primary",
+                        "a",
+                        "1h",
+                        codec,
+                    )
+                });
+                let server = Server::start_with(&args.bin, &dir, &dir.join("data"), &extra);
+                server.wait_ready(Instant::now());
+                let reqs = requests(
+                    &server,
+                    &format!("r{tag}_{conns}_{run}_{m}"),
+                    conns,
+                    args.seconds,
+                    0,
+                );
+                let before = server.batches();
+                let shipped_before = shipped(&server);
+                let cost_before = Cost::of(&server.pid);
+                let r = load(server.ingest, reqs, args.seconds).await;
+                let cpu = Cost::of(&server.pid)
+                    .process_cpu_ns
+                    .saturating_sub(cost_before.process_cpu_ns);
+                let after = server.batches();
+                let shipped_after = shipped(&server);
+                // A commit is a frame: with replication, a message each.
+                let commits = after.1 - before.1;
+                let events = r.created.max(1) as f64;
+                println!(
+                    "| {conns} | {} | {:.0} | {} | {} | {} | {} | {} | {:.1} | {:.0} | {:.0} | {:.0} | {:.1} |",
+                    codec.map_or_else(|| "no".to_owned(), |c| format!("R{replicas} {c}")),
+                    r.rate(),
+                    ms(r.p50),
+                    ms(r.p99),
+                    ms(r.max),
+                    r.stall.as_millis(),
+                    r.failed,
+                    (after.0 - before.0) / commits.max(1.0),
+                    commits / args.seconds as f64,
+                    (shipped_after.0 - shipped_before.0) / events,
+                    (shipped_after.1 - shipped_before.1) / events,
+                    cpu as f64 / 1e3 / events,
+                );
+                server.stop();
+                match codec {
+                    None => without = r.rate(),
+                    Some(codec) => ratios.push((conns, codec.clone(), r.rate() / without.max(1.0))),
+                }
+            }
+        }
+    }
     println!();
-    for (conns, ratio) in &ratios {
-        println!("{conns} connections: replicated / not, events/s: {ratio:.2}");
+    for (conns, codec, ratio) in &ratios {
+        println!("{conns} connections, frames {codec}: replicated / not, events/s: {ratio:.2}");
     }
     catch_up_and_take_over(args, &nats.urls, scratch.path(), catch_up).await;
     println!();
     println!(
-        "rerun: cargo bench --bench http -- --replicate --seconds {} --runs {} --connections {} --catch-up {catch_up} --replicas {replicas}",
+        "rerun: cargo bench --bench http -- --replicate --seconds {} --runs {} --connections {} --catch-up {catch_up} --replicas {replicas} --compression {}",
         args.seconds,
         args.runs,
         args.connections
             .iter()
             .map(usize::to_string)
             .collect::<Vec<_>>()
-            .join(",")
+            .join(","),
+        codecs.join(",")
     );
+}
+
+/// (frame bytes, sent bytes) the server has shipped to the stream so far.
+fn shipped(server: &Server) -> (f64, f64) {
+    let (_, text) = get(server.admin, "/metrics").expect("metrics");
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (
+        value("hookinbox_replication_frame_bytes_total"),
+        value("hookinbox_replication_sent_bytes_total"),
+    )
 }
 
 /// `GET /api/replication` of a server: (last frame, role).
@@ -186,6 +241,7 @@ async fn catch_up_and_take_over(args: &Args, urls: &str, scratch: &Path, events:
         ack_timeout: Duration::from_secs(2),
         budget: Duration::from_secs(10),
         max_part: None,
+        compression: hookinbox::words::FrameCodec::Zstd,
     };
     let snapshots = hookinbox::replicate::Snapshots::connect(&settings)
         .await

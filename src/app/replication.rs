@@ -125,6 +125,7 @@ pub(super) async fn replication(
         ack_timeout: Duration::from_secs(2),
         budget: r.lease,
         max_part: None,
+        compression: r.compression,
     };
     let failed = |e: &dyn std::fmt::Display| AppError::Replication(e.to_string());
     let lease = Arc::new(

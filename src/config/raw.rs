@@ -130,6 +130,8 @@ pub struct RawReplication {
     pub lease: Option<String>,
     pub node: Option<String>,
     pub snapshot_interval: Option<String>,
+    /// How frames are compressed in the stream: "zstd" or "none".
+    pub compression: Option<String>,
     pub creds_file: Option<String>,
     /// A NATS server's `authorization { token }`, sent on connect.
     pub token: Option<String>,

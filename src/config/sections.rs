@@ -155,6 +155,8 @@ pub struct ReplicationConfig {
     pub node: String,
     /// How often a primary snapshots its database for new standbys.
     pub snapshot_interval: Duration,
+    /// How a primary compresses its frames in the stream.
+    pub compression: crate::words::FrameCodec,
     pub creds_file: Option<std::path::PathBuf>,
     /// The token of a NATS server's `authorization { token }`, if it has one.
     pub token: Option<super::GivenSecret<super::Secret>>,

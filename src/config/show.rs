@@ -119,6 +119,7 @@ pub fn redacted_toml(config: &Config<Loaded>) -> String {
             lease: Some(human(r.lease)),
             node: Some(r.node.clone()),
             snapshot_interval: Some(human(r.snapshot_interval)),
+            compression: Some(r.compression.as_str().to_owned()),
             creds_file: r.creds_file.as_deref().map(path),
             token: r.token.as_ref().and_then(|t| place(t).0),
             token_env: r.token.as_ref().and_then(|t| place(t).1),

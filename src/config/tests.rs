@@ -1224,7 +1224,9 @@ fn replication_takes_its_servers_role_and_lease() {
     );
     assert_eq!(r.lease, Duration::from_secs(10));
     assert_eq!(r.snapshot_interval, Duration::from_secs(3600));
+    assert_eq!(r.compression, crate::words::FrameCodec::Zstd);
     let shown = config.to_redacted_toml();
+    assert!(shown.contains("compression = \"zstd\""), "{shown}");
     assert!(!shown.contains("u:secret"), "{shown}");
     assert!(shown.contains("nats://[redacted]@10.0.0.2:4222"), "{shown}");
     assert!(shown.contains("role = \"standby\""), "{shown}");
@@ -1232,14 +1234,19 @@ fn replication_takes_its_servers_role_and_lease() {
     let text = "[admin]\ntoken = \"0123456789abcdef0123\"\n\
                 [replication]\nurl = \"nats://127.0.0.1:4222\"\nrole = \"primary\"\n\
                 stream = \"shop_inbox\"\nreplicas = 3\nlease = \"5s\"\n\
-                snapshot_interval = \"10m\"\n";
+                snapshot_interval = \"10m\"\ncompression = \"none\"\n";
     let r = Config::from_toml(text, "f.toml", None, &no_env)
         .unwrap()
         .replication
         .unwrap();
     assert_eq!(
-        (r.replicas, r.lease, r.snapshot_interval),
-        (3, Duration::from_secs(5), Duration::from_secs(600))
+        (r.replicas, r.lease, r.snapshot_interval, r.compression),
+        (
+            3,
+            Duration::from_secs(5),
+            Duration::from_secs(600),
+            crate::words::FrameCodec::Plain
+        )
     );
     assert!(!r.node.is_empty());
 }
@@ -1294,6 +1301,11 @@ fn replication_refusals_name_the_key_and_the_problem() {
             &format!("{base}snapshot_interval = \"5s\"\n"),
             "replication.snapshot_interval",
             "at least 10s",
+        ),
+        (
+            &format!("{base}compression = \"lz4\"\n"),
+            "replication.compression",
+            "\"zstd\" or \"none\"",
         ),
         (
             &format!("{base}node = \" \"\n"),

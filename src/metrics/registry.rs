@@ -199,6 +199,10 @@ impl Metrics {
                 => "replication_snapshot_interval_seconds", "[replication] snapshot_interval: how often the primary snapshots its database";
             replication_publish_failures: Counter
                 => "replication_publish_failures", "Frames the stream did not take when shipped (its servers did not answer in time, or another writer appended): those batches were answered 503";
+            replication_frame_bytes: Counter
+                => "replication_frame_bytes", "Bytes of the frames the primary shipped to the stream, as its log holds them (a frame sent again after a failure counts again)";
+            replication_sent_bytes: Counter
+                => "replication_sent_bytes", "Bytes of those frames as published, after [replication] compression: with replication_frame_bytes, the compression ratio";
             replication_follow_failures: Counter
                 => "replication_follow_failures", "Times a standby's following of the stream failed and was started again (its servers did not answer)";
         }
@@ -257,6 +261,8 @@ impl Metrics {
                 replication_snapshot_ok,
                 replication_snapshot_interval,
                 replication_publish_failures,
+                replication_frame_bytes,
+                replication_sent_bytes,
                 replication_follow_failures,
                 dedupe_memory_bytes,
                 event_streams,

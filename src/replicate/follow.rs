@@ -14,7 +14,8 @@ use async_nats::jetstream::stream;
 use futures_util::StreamExt;
 
 use super::publish::{
-    ConnectError, LSN_HEADER, PART_HEADER, StreamSettings, connect, header, subject_of,
+    CODEC_HEADER, ConnectError, DecodeError, LSN_HEADER, PART_HEADER, StreamSettings, connect,
+    decode, header, subject_of,
 };
 use crate::store::{Store, StoreError};
 
@@ -32,6 +33,12 @@ pub enum FollowError {
         "message {sequence} of the replication stream is not a frame of database {tag:08x} (message id {id:?})"
     )]
     Foreign { sequence: u64, id: String, tag: u32 },
+    #[error("frame {frame} (message {sequence}) of the replication stream cannot be read: {why}")]
+    Undecodable {
+        frame: u64,
+        sequence: u64,
+        why: DecodeError,
+    },
     #[error("applying the replication stream's frames failed")]
     Apply(#[from] StoreError),
 }
@@ -224,7 +231,21 @@ impl Follower {
                     if index == count
                         && let Some(done) = partial.take_if(|p| p.lsn == frame && p.next > count)
                     {
-                        group.push((frame, done.bytes));
+                        let bytes = match decode(&header(&headers, CODEC_HEADER), done.bytes) {
+                            Ok(bytes) => bytes,
+                            Err(why) => {
+                                // The frames before it are applied; none after.
+                                if !group.is_empty() {
+                                    store.apply_frames(group, applied_seq).await?;
+                                }
+                                return Err(FollowError::Undecodable {
+                                    frame,
+                                    sequence,
+                                    why,
+                                });
+                            }
+                        };
+                        group.push((frame, bytes));
                         lsn = frame;
                         applied_seq = sequence;
                     }

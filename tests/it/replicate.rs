@@ -11,6 +11,7 @@ use std::time::Duration;
 use async_nats::jetstream;
 use hookinbox::replicate::{Publisher, StreamSettings, publish::subject_of};
 use hookinbox::store::{KeyAnswer, KeyOp, Store, StoreError, StoreOptions, WriterHandle};
+use hookinbox::words::FrameCodec;
 
 use crate::nats::NatsServer;
 use crate::support::REPLICATION_ADMIN;
@@ -28,6 +29,7 @@ fn settings(url: &str) -> StreamSettings {
         ack_timeout: Duration::from_secs(1),
         budget: Duration::from_secs(3),
         max_part: None,
+        compression: FrameCodec::Zstd,
     }
 }
 
@@ -270,24 +272,150 @@ async fn without_the_stream_an_answer_is_503_and_its_frame_ships_when_it_returns
     assert_eq!(lsns, (1..=lsns.len() as u64).collect::<Vec<_>>());
 }
 
+/// A primary upgraded in place: frames as the log holds them, then
+/// compressed ones, in one stream. A new standby applies both; a frame in
+/// a codec it does not know stops it, naming the frame, with nothing of
+/// it applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_and_compressed_frames_in_one_stream_are_followed_and_an_unknown_codec_stops() {
+    use hookinbox::replicate::publish::DecodeError;
+    use hookinbox::replicate::{FollowError, Follower};
+
+    let dir = tempfile::tempdir().unwrap();
+    let nats = NatsServer::start(&dir.path().join("nats"));
+    let primary_dir = dir.path().join("primary");
+    let mut records = Vec::new();
+    for (phase, compression) in [FrameCodec::Plain, FrameCodec::Zstd]
+        .into_iter()
+        .enumerate()
+    {
+        let publisher = Publisher::connect(&StreamSettings {
+            compression,
+            ..settings(&nats.url())
+        })
+        .await
+        .unwrap();
+        let (store, writer) = Store::open(StoreOptions {
+            shipper: Some(Arc::new(publisher)),
+            ..StoreOptions::new(&primary_dir, Duration::from_secs(3600))
+        })
+        .unwrap();
+        for i in phase * 10..phase * 10 + 10 {
+            claim(&store, &long_key(i)).await.unwrap();
+            records.push(store.key_record("app", &long_key(i), 1_000).unwrap());
+        }
+        close(store, writer).await;
+    }
+    let codecs = codecs(&nats.url()).await;
+    let first_compressed = codecs
+        .iter()
+        .position(|c| c.is_some())
+        .expect("compressed frames");
+    assert!(first_compressed >= 10, "{codecs:?}");
+    assert!(
+        codecs[first_compressed..]
+            .iter()
+            .filter(|c| c.is_some())
+            .count()
+            >= 10
+    );
+
+    // A frame after them in a codec no build knows.
+    let ids = frames(&nats.url()).await;
+    let (last_id, last_lsn) = ids.last().unwrap().clone();
+    let tag = last_id.split('-').next().unwrap().to_owned();
+    let client = async_nats::connect(nats.url()).await.unwrap();
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Nats-Msg-Id", format!("{tag}-{}-0", last_lsn + 1).as_str());
+    headers.insert("Hookinbox-Lsn", (last_lsn + 1).to_string().as_str());
+    headers.insert("Hookinbox-Codec", "brotli");
+    jetstream::new(client)
+        .publish_with_headers(subject_of(STREAM), headers, "?".into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+
+    let follower = Follower::connect(&settings(&nats.url())).await.unwrap();
+    let tag = follower.tag().await.unwrap().unwrap();
+    let (standby, standby_writer) = Store::open(StoreOptions {
+        standby: true,
+        tag: Some(tag),
+        ..StoreOptions::new(dir.path().join("standby"), Duration::from_secs(3600))
+    })
+    .unwrap();
+    let end = follower.end().await.unwrap();
+    let stopped = follower
+        .follow(&standby, tag, Some(end), std::future::pending())
+        .await;
+    match stopped {
+        Err(FollowError::Undecodable {
+            frame,
+            why: DecodeError::Unknown(codec),
+            ..
+        }) => {
+            assert_eq!((frame, codec.as_str()), (last_lsn + 1, "brotli"));
+        }
+        other => panic!("{other:?}"),
+    }
+    for (i, record) in records.iter().enumerate() {
+        assert_eq!(
+            &standby.key_record("app", &long_key(i), 1_000).unwrap(),
+            record,
+            "k{i}"
+        );
+    }
+    assert_eq!(standby.last_frame().unwrap().0, last_lsn);
+    close(standby, standby_writer).await;
+}
+
 /// A standby follows the stream as the primary answers; the primary's
 /// machine is lost (its data dir deleted); the standby applies the rest,
 /// is promoted, and goes on: every answered key is there, a resent claim
 /// finds its key, and its new frames continue the stream. Once with each
 /// frame one message, once with frames cut in parts of 16 bytes (as a
-/// frame larger than the server's `max_payload` is).
+/// frame larger than the server's `max_payload` is), both compressed; and
+/// once with frames as the log holds them (`compression = "none"`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standby_follows_and_takes_over_with_every_answered_change() {
-    for max_part in [None, Some(16)] {
-        follows_and_takes_over(max_part).await;
+    for (max_part, compression) in [
+        (None, FrameCodec::Zstd),
+        (Some(16), FrameCodec::Zstd),
+        (None, FrameCodec::Plain),
+    ] {
+        follows_and_takes_over(max_part, compression).await;
     }
 }
 
-async fn follows_and_takes_over(max_part: Option<usize>) {
+/// A key long and repetitive enough that its frame compresses.
+fn long_key(i: usize) -> String {
+    format!("k{i}-{}", "order-reference-".repeat(8))
+}
+
+/// The `Hookinbox-Codec` of every message of the stream, in order.
+async fn codecs(url: &str) -> Vec<Option<String>> {
+    let client = async_nats::connect(url).await.unwrap();
+    let stream = jetstream::new(client).get_stream(STREAM).await.unwrap();
+    let mut out = Vec::new();
+    let mut seq = 1;
+    while let Ok(message) = stream.get_raw_message(seq).await {
+        out.push(
+            message
+                .headers
+                .get("Hookinbox-Codec")
+                .map(|v| v.as_str().to_owned()),
+        );
+        seq += 1;
+    }
+    out
+}
+
+async fn follows_and_takes_over(max_part: Option<usize>, compression: FrameCodec) {
     use hookinbox::replicate::Follower;
 
     let settings = |url: &str| StreamSettings {
         max_part,
+        compression,
         ..settings(url)
     };
     let primary = async |dir: &Path, url: &str| {
@@ -333,13 +461,13 @@ async fn follows_and_takes_over(max_part: Option<usize>) {
     };
     let mut tokens = Vec::new();
     for i in 0..30 {
-        match claim(&store, &format!("k{i}")).await.unwrap() {
+        match claim(&store, &long_key(i)).await.unwrap() {
             KeyAnswer::Claimed { token, .. } => tokens.push(token),
             other => panic!("{other:?}"),
         }
     }
     let answered: Vec<_> = (0..30)
-        .map(|i| store.key_record("app", &format!("k{i}"), 1_000).unwrap())
+        .map(|i| store.key_record("app", &long_key(i), 1_000).unwrap())
         .collect();
     // The primary's machine is lost.
     close(store, writer).await;
@@ -356,13 +484,13 @@ async fn follows_and_takes_over(max_part: Option<usize>) {
     standby.promote().await.unwrap();
     for (i, record) in answered.iter().enumerate() {
         assert_eq!(
-            &standby.key_record("app", &format!("k{i}"), 1_000).unwrap(),
+            &standby.key_record("app", &long_key(i), 1_000).unwrap(),
             record,
             "k{i}"
         );
     }
     assert!(matches!(
-        claim(&standby, "k7").await.unwrap(),
+        claim(&standby, &long_key(7)).await.unwrap(),
         KeyAnswer::Busy { .. }
     ));
     match claim(&standby, "after").await.unwrap() {
@@ -379,6 +507,15 @@ async fn follows_and_takes_over(max_part: Option<usize>) {
         lsns.dedup();
     }
     assert_eq!(lsns, (1..=lsns.len() as u64).collect::<Vec<_>>());
+    let codecs = codecs(&nats.url()).await;
+    let compressed = codecs
+        .iter()
+        .filter(|c| c.as_deref() == Some("zstd"))
+        .count();
+    match compression {
+        FrameCodec::Zstd => assert!(compressed >= 30, "{codecs:?}"),
+        FrameCodec::Plain => assert_eq!(codecs, vec![None; codecs.len()]),
+    }
 }
 
 /// The lease: one holder at a time; renewals keep it; without them it
@@ -589,8 +726,10 @@ async fn lost_under_load(dir: &Path, urls: &str, replicas: usize) {
     use std::time::Instant;
 
     // The app behind both nodes: slow enough that deliveries are in flight
-    // at the kill.
-    let app = Destination::start(Mode::Slow(Duration::from_millis(50))).await;
+    // at the kill, fast enough to take every answered event within the
+    // wait below (4 at a time: 400 a second; compressed frames let a
+    // primary answer ≈ 4,000 events a second here, ≈ 8,000 before the kill).
+    let app = Destination::start(Mode::Slow(Duration::from_millis(10))).await;
     let section = |data: &str, node: &str, role: &str| {
         format!(
             "{}{REPLICATION_ADMIN}[replication]\nurl = \"{urls}\"\nstream = \"{STREAM}\"\nreplicas = {replicas}\nrole = \"{role}\"\nnode = \"{node}\"\nlease = \"3s\"\n\n{}destination = \"{}\"\ndestination_secret = \"{STANDARD_SECRET}\"\nmax_concurrency = 4\ninitial_interval = \"50ms\"\n",

@@ -468,6 +468,15 @@ async fn replication_metrics_say_role_holder_lag_and_publish_failures() {
         metric(&primary, "hookinbox_replication_publish_failures_total"),
         Some(0.0)
     );
+    // The bytes shipped: as the log holds them, and as sent (compressed,
+    // never larger); a standby ships none.
+    let frame = metric(&primary, "hookinbox_replication_frame_bytes_total").unwrap();
+    let sent = metric(&primary, "hookinbox_replication_sent_bytes_total").unwrap();
+    assert!(sent > 0.0 && sent <= frame, "sent {sent} of {frame}");
+    assert_eq!(
+        metric(&standby, "hookinbox_replication_sent_bytes_total"),
+        Some(0.0)
+    );
 
     // The stream gone: the next event is not taken, answered 503, counted.
     nats.stop();

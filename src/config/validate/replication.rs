@@ -101,6 +101,14 @@ pub(super) fn validate_replication(
             "must be at least 10s: each snapshot copies the whole database",
         ));
     }
+    let compression = match rr.compression.as_deref() {
+        None => crate::words::FrameCodec::Zstd,
+        Some(text) => crate::words::FrameCodec::ALL
+            .iter()
+            .copied()
+            .find(|c| c.as_str() == text)
+            .ok_or_else(|| cx.err(key("compression"), "must be \"zstd\" or \"none\""))?,
+    };
     if node.trim().is_empty() {
         return Err(cx.err(key("node"), "is empty: name this node"));
     }
@@ -132,6 +140,7 @@ pub(super) fn validate_replication(
         lease,
         node,
         snapshot_interval,
+        compression,
         creds_file: readable("creds_file", rr.creds_file)?,
         token,
         ca_file: readable("ca_file", rr.ca_file)?,

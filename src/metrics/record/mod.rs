@@ -105,6 +105,8 @@ pub(super) struct Inner {
     pub(super) replication_snapshot_ok: Gauge,
     pub(super) replication_snapshot_interval: Gauge,
     pub(super) replication_publish_failures: Counter,
+    pub(super) replication_frame_bytes: Counter,
+    pub(super) replication_sent_bytes: Counter,
     pub(super) replication_follow_failures: Counter,
     pub(super) dedupe_memory_bytes: Gauge,
     pub(super) event_streams: Gauge,

@@ -78,6 +78,13 @@ impl Metrics {
         self.inner.replication_publish_failures.inc();
     }
 
+    /// A group of frames went to the stream: `plain` bytes as the log holds
+    /// them, `sent` as published.
+    pub fn frames_shipped(&self, plain: u64, sent: u64) {
+        self.inner.replication_frame_bytes.inc_by(plain);
+        self.inner.replication_sent_bytes.inc_by(sent);
+    }
+
     pub fn follow_failed(&self) {
         self.inner.replication_follow_failures.inc();
     }
