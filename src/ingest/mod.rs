@@ -347,7 +347,8 @@ pub fn router(state: IngestState) -> Router {
                 ),
             )
         })
-        .with_state(state)
+        // One Arc: the router clones its state for each request.
+        .with_state(Arc::new(state))
 }
 
 /// Why a request got no 2xx. [`IngestError::into_response`] is the one place
@@ -446,7 +447,7 @@ impl IngestError {
     }
 }
 
-async fn receive(State(state): State<IngestState>, request: Request) -> Response {
+async fn receive(State(state): State<Arc<IngestState>>, request: Request) -> Response {
     let started = Instant::now();
     let (parts, body) = request.into_parts();
     let (source, rest) = match state.source_of(parts.uri.path()) {
@@ -531,7 +532,7 @@ fn answer_handshake(source: &SourceName, handshake: Handshake) -> Response {
 
 /// `GET /in/{source}`: Meta's subscription check, for a source that holds a
 /// verify token; any other source has nothing to answer.
-async fn subscribe(State(state): State<IngestState>, request: Request) -> Response {
+async fn subscribe(State(state): State<Arc<IngestState>>, request: Request) -> Response {
     let (source, _) = match state.source_of(request.uri().path()) {
         Ok(found) => found,
         Err(e) => return e.into_response(None, None, &state.metrics),
