@@ -214,16 +214,21 @@ impl Server {
 
     /// (sum, count) of the commit batch size histogram.
     fn batches(&self) -> (f64, f64) {
+        let [sum, count] = self.metrics([
+            "hookinbox_commit_batch_size_sum",
+            "hookinbox_commit_batch_size_count",
+        ]);
+        (sum, count)
+    }
+
+    /// The values of unlabelled series, from one scrape (0 for one absent).
+    fn metrics<const N: usize>(&self, names: [&str; N]) -> [f64; N] {
         let (_, text) = get(self.admin, "/metrics").expect("metrics");
-        let value = |name: &str| {
+        names.map(|name| {
             text.lines()
                 .find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
                 .unwrap_or(0.0)
-        };
-        (
-            value("hookinbox_commit_batch_size_sum"),
-            value("hookinbox_commit_batch_size_count"),
-        )
+        })
     }
 
     fn rss_mib(&self) -> f64 {

@@ -36,6 +36,11 @@ macro_rules! words {
                     $($name::$variant => $text,)+
                 }
             }
+
+            /// The variant whose text is `text`, if any.
+            pub fn parse(text: &str) -> Option<$name> {
+                $name::ALL.iter().copied().find(|v| v.as_str() == text)
+            }
         }
 
         impl utoipa::PartialSchema for $name {
@@ -58,18 +63,14 @@ macro_rules! words {
         impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                 let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
-                $name::ALL
-                    .iter()
-                    .copied()
-                    .find(|v| v.as_str() == text)
-                    .ok_or_else(|| {
-                        let expected: Vec<&str> = $name::ALL.iter().map(|v| v.as_str()).collect();
-                        serde::de::Error::custom(format!(
-                            "unknown {} {text:?}, expected one of {}",
-                            stringify!($name),
-                            expected.join(", ")
-                        ))
-                    })
+                $name::parse(&text).ok_or_else(|| {
+                    let expected: Vec<&str> = $name::ALL.iter().map(|v| v.as_str()).collect();
+                    serde::de::Error::custom(format!(
+                        "unknown {} {text:?}, expected one of {}",
+                        stringify!($name),
+                        expected.join(", ")
+                    ))
+                })
             }
         }
     };

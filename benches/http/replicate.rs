@@ -164,16 +164,11 @@ pub(super) async fn run(args: &Args, catch_up: usize) {
 
 /// (frame bytes, sent bytes) the server has shipped to the stream so far.
 fn shipped(server: &Server) -> (f64, f64) {
-    let (_, text) = get(server.admin, "/metrics").expect("metrics");
-    let value = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (
-        value("hookinbox_replication_frame_bytes_total"),
-        value("hookinbox_replication_sent_bytes_total"),
-    )
+    let [frame, sent] = server.metrics([
+        "hookinbox_replication_frame_bytes_total",
+        "hookinbox_replication_sent_bytes_total",
+    ]);
+    (frame, sent)
 }
 
 /// `GET /api/replication` of a server: (last frame, role).

@@ -59,19 +59,21 @@ async fn close(store: Store, writer: WriterHandle) {
 
 /// (message id, Hookinbox-Lsn) of every message of the stream, in order.
 pub(crate) async fn frames(url: &str) -> Vec<(String, u64)> {
+    headers_of_each(url, ["Nats-Msg-Id", "Hookinbox-Lsn"])
+        .await
+        .into_iter()
+        .map(|[id, lsn]| (id.unwrap(), lsn.unwrap().parse().unwrap()))
+        .collect()
+}
+
+/// The headers `names` of every message of the stream, in order.
+async fn headers_of_each<const N: usize>(url: &str, names: [&str; N]) -> Vec<[Option<String>; N]> {
     let client = async_nats::connect(url).await.unwrap();
     let stream = jetstream::new(client).get_stream(STREAM).await.unwrap();
     let mut out = Vec::new();
     let mut seq = 1;
-    loop {
-        let Ok(message) = stream.get_raw_message(seq).await else {
-            break;
-        };
-        let header = |name: &str| message.headers.get(name).map(|v| v.as_str().to_owned());
-        out.push((
-            header("Nats-Msg-Id").unwrap(),
-            header("Hookinbox-Lsn").unwrap().parse().unwrap(),
-        ));
+    while let Ok(message) = stream.get_raw_message(seq).await {
+        out.push(names.map(|name| message.headers.get(name).map(|v| v.as_str().to_owned())));
         seq += 1;
     }
     out
@@ -394,20 +396,8 @@ fn long_key(i: usize) -> String {
 
 /// The `Hookinbox-Codec` of every message of the stream, in order.
 async fn codecs(url: &str) -> Vec<Option<String>> {
-    let client = async_nats::connect(url).await.unwrap();
-    let stream = jetstream::new(client).get_stream(STREAM).await.unwrap();
-    let mut out = Vec::new();
-    let mut seq = 1;
-    while let Ok(message) = stream.get_raw_message(seq).await {
-        out.push(
-            message
-                .headers
-                .get("Hookinbox-Codec")
-                .map(|v| v.as_str().to_owned()),
-        );
-        seq += 1;
-    }
-    out
+    let each = headers_of_each(url, ["Hookinbox-Codec"]).await;
+    each.into_iter().map(|[codec]| codec).collect()
 }
 
 async fn follows_and_takes_over(max_part: Option<usize>, compression: FrameCodec) {

@@ -82,16 +82,12 @@ fn validate_user(
         ));
     }
     let role = match ru.role.as_deref() {
-        Some(text) => Role::ALL
-            .iter()
-            .copied()
-            .find(|r| r.as_str() == text)
-            .ok_or_else(|| {
-                cx.err(
-                    at("role"),
-                    format!("{text:?} is not a role: viewer, operator or admin"),
-                )
-            })?,
+        Some(text) => Role::parse(text).ok_or_else(|| {
+            cx.err(
+                at("role"),
+                format!("{text:?} is not a role: viewer, operator or admin"),
+            )
+        })?,
         None => {
             return Err(cx.err(at("role"), "is missing: viewer, operator or admin"));
         }

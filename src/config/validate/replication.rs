@@ -103,10 +103,7 @@ pub(super) fn validate_replication(
     }
     let compression = match rr.compression.as_deref() {
         None => crate::words::FrameCodec::Zstd,
-        Some(text) => crate::words::FrameCodec::ALL
-            .iter()
-            .copied()
-            .find(|c| c.as_str() == text)
+        Some(text) => crate::words::FrameCodec::parse(text)
             .ok_or_else(|| cx.err(key("compression"), "must be \"zstd\" or \"none\""))?,
     };
     if node.trim().is_empty() {
