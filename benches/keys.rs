@@ -5,7 +5,9 @@
 //! Twice: over **HTTP**, as an app meets it (the release binary as a child
 //! process, `POST /api/keys/{key}/claim` then `…/complete` on keep-alive
 //! connections with a `[[keys.client]]` token, on loopback TCP and then on
-//! its `admin_socket`, see `support/keys_http.rs`), and through the **Store API in-process**, as
+//! its `admin_socket`, see `support/keys_http.rs`; on the socket also two
+//! `GET /api/keys/{key}` a pair, the same HTTP path without the writer),
+//! and through the **Store API in-process**, as
 //! `benches/ingest.rs` measures `Store::ingest` —
 //! `Store::key(ns, key, Claim { lease 30 s, ttl 30 d })` then
 //! `Store::key(ns, key, Complete { token, result })` — the store's share.
@@ -20,7 +22,9 @@
 //! always --save ""` (every write in the AOF and fsynced before its reply,
 //! the durable equivalent), 64 connections speaking RESP by hand, each pair
 //! `SET key token NX EX 300` then `SET key result EX 2592000`. Its preload
-//! is pipelined `SET … EX 2592000`. Note that the Redis pattern has no
+//! is pipelined `SET … EX 2592000`. Each Redis run goes on loopback TCP,
+//! then on its Unix socket (as an app on the same VM would reach either).
+//! Note that the Redis pattern has no
 //! fencing: its complete is an unconditional `SET`.
 //!
 //! With `--helpers`, instead: the keys helpers' (`clients/`) cost per call
@@ -56,7 +60,7 @@ mod drive;
 
 #[path = "support/keys_http.rs"]
 mod keys_http;
-use keys_http::Transport;
+use keys_http::{Transport, Work};
 
 use drive::{Cost, close, file_size, open};
 use support::Flags;
@@ -69,6 +73,7 @@ const PRELOAD_TASKS: usize = 512;
 const REDIS_PRELOAD_CONNS: usize = 8;
 const REDIS_PIPELINE: usize = 1_000;
 
+#[derive(Clone)]
 struct Args {
     clients: usize,
     /// How long each measured run lasts at most.
@@ -301,6 +306,9 @@ struct Redis {
     dir: tempfile::TempDir,
 }
 
+/// Redis's Unix domain socket, in its data dir.
+const REDIS_SOCKET: &str = "redis.sock";
+
 impl Redis {
     fn start() -> Option<Redis> {
         let dir = tempfile::tempdir().unwrap();
@@ -321,6 +329,9 @@ impl Redis {
             ])
             .arg("--dir")
             .arg(dir.path())
+            .arg("--unixsocket")
+            .arg(dir.path().join(REDIS_SOCKET))
+            .args(["--unixsocketperm", "700"])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -357,8 +368,23 @@ impl Redis {
     }
 
     async fn connect(&self) -> Resp {
-        let stream = TcpStream::connect(("127.0.0.1", self.port)).await.unwrap();
-        stream.set_nodelay(true).unwrap();
+        self.connect_over(Transport::Tcp).await
+    }
+
+    /// A connection on loopback TCP, or on its Unix socket.
+    async fn connect_over(&self, transport: Transport) -> Resp {
+        let stream: Box<dyn keys_http::Io> = match transport {
+            Transport::Tcp => {
+                let stream = TcpStream::connect(("127.0.0.1", self.port)).await.unwrap();
+                stream.set_nodelay(true).unwrap();
+                Box::new(stream)
+            }
+            Transport::Unix => Box::new(
+                tokio::net::UnixStream::connect(self.dir.path().join(REDIS_SOCKET))
+                    .await
+                    .unwrap(),
+            ),
+        };
         Resp {
             io: BufReader::new(stream),
             out: Vec::with_capacity(256),
@@ -407,7 +433,7 @@ impl Drop for Redis {
 
 /// A Redis connection: commands written as RESP arrays, replies read back.
 struct Resp {
-    io: BufReader<TcpStream>,
+    io: BufReader<Box<dyn keys_http::Io>>,
     out: Vec<u8>,
     line: String,
 }
@@ -483,11 +509,12 @@ async fn redis_pair(c: &mut Resp, key: &str, token: &str, result: &str) {
     }
 }
 
-/// `clients` connections, each claiming and completing its own fresh keys of `run`.
-async fn redis_pairs(redis: &Redis, args: &Args, run: u64) -> Measured {
+/// `clients` connections over `transport`, each claiming and completing its
+/// own fresh keys of `run`.
+async fn redis_pairs(redis: &Redis, args: &Args, run: u64, transport: Transport) -> Measured {
     let mut conns = Vec::new();
     for _ in 0..args.clients {
-        conns.push(redis.connect().await);
+        conns.push(redis.connect_over(transport).await);
     }
     let (cpu_before, disk_before) = (redis.cpu_s().await, Cost::of(&redis.pid()).disk_bytes);
     let run = run_clients(
@@ -551,6 +578,67 @@ async fn redis_preload(redis: &Redis, args: &Args) -> usize {
 
 // --------------------------------------------------------------------- main
 
+/// One run against each server (empty, then preloaded).
+struct ServerRun {
+    name: &'static str,
+    transport: Transport,
+    work: Work,
+    /// The run whose keys it uses on the empty server, and on the loaded one.
+    runs: [u64; 2],
+}
+
+/// What runs against each server, in order. The reads use the keys the
+/// socket's pairs wrote.
+const SERVER_RUNS: [ServerRun; 4] = [
+    ServerRun {
+        name: "hookinbox HTTP",
+        transport: Transport::Tcp,
+        work: Work::ClaimComplete,
+        runs: [3, 4],
+    },
+    ServerRun {
+        name: "hookinbox HTTP on admin_socket",
+        transport: Transport::Unix,
+        work: Work::ClaimComplete,
+        runs: [5, 6],
+    },
+    ServerRun {
+        name: "hookinbox admin_socket, two reads a pair",
+        transport: Transport::Unix,
+        work: Work::ReadTwice,
+        runs: [5, 6],
+    },
+    ServerRun {
+        name: "hookinbox admin_socket, two whoami a pair",
+        transport: Transport::Unix,
+        work: Work::WhoamiTwice,
+        runs: [5, 6],
+    },
+];
+
+/// [`SERVER_RUNS`] against `server` (`loaded`: the preloaded one). A read
+/// run reads at most 4/5 of the pairs its keys' run wrote, so that every
+/// key it reads is there (each client of a run writes about as many as the
+/// others, not exactly as many).
+async fn server_runs(server: &keys_http::Server, args: &Args, loaded: bool) -> Vec<Measured> {
+    let mut measured: Vec<Measured> = Vec::new();
+    for (i, r) in SERVER_RUNS.iter().enumerate() {
+        let run = r.runs[loaded as usize];
+        let mut args = args.clone();
+        if r.work == Work::ReadTwice {
+            let wrote: usize = SERVER_RUNS[..i]
+                .iter()
+                .zip(&measured)
+                .filter(|(w, _)| w.runs[loaded as usize] == run && w.work == Work::ClaimComplete)
+                .map(|(_, m)| m.run.pairs)
+                .sum();
+            args.pairs = wrote * 4 / 5;
+        }
+        measured.push(keys_http::pairs(server, &args, run, r.transport, r.work).await);
+    }
+    measured
+}
+
 fn row(name: &str, m: &Measured) -> String {
     format!(
         "| {name} | {:.0} | {} | {} | {} | {} | {:.1} | {:.0} |",
@@ -589,12 +677,11 @@ async fn main() {
     println!();
 
     // HTTP, empty: a data dir of its own.
-    let (mut http_empty, mut unix_empty) = (None, None);
+    let mut http_empty = Vec::new();
     if let Some(bin) = &args.bin {
         let dir = tempfile::tempdir().unwrap();
         let server = keys_http::Server::start(bin, dir.path(), &dir.path().join("data"));
-        http_empty = Some(keys_http::pairs(&server, &args, 3, Transport::Tcp).await);
-        unix_empty = Some(keys_http::pairs(&server, &args, 5, Transport::Unix).await);
+        http_empty = server_runs(&server, &args, false).await;
         server.stop();
     }
 
@@ -619,7 +706,7 @@ async fn main() {
     let h_loaded = hookinbox_pairs(&store, &args, 2).await;
     close(store, writer).await;
     // HTTP, loaded: the binary on the store just preloaded.
-    let (mut http_loaded, mut unix_loaded) = (None, None);
+    let mut http_loaded = Vec::new();
     if let Some(bin) = &args.bin {
         let started = Instant::now();
         let server = keys_http::Server::start(bin, dir.path(), &dir.path().join("data"));
@@ -627,8 +714,7 @@ async fn main() {
             "hookinbox serving the preloaded store after {:.2} s",
             started.elapsed().as_secs_f64()
         );
-        http_loaded = Some(keys_http::pairs(&server, &args, 4, Transport::Tcp).await);
-        unix_loaded = Some(keys_http::pairs(&server, &args, 6, Transport::Unix).await);
+        http_loaded = server_runs(&server, &args, true).await;
         server.stop();
     }
     drop(dir);
@@ -636,7 +722,8 @@ async fn main() {
     // Redis: the same.
     let redis = match Redis::start() {
         Some(redis) => {
-            let empty = redis_pairs(&redis, &args, 1).await;
+            let empty = redis_pairs(&redis, &args, 1, Transport::Tcp).await;
+            let unix_empty = redis_pairs(&redis, &args, 3, Transport::Unix).await;
             let started = Instant::now();
             let n = redis_preload(&redis, &args).await;
             let time = started.elapsed();
@@ -651,9 +738,10 @@ async fn main() {
                 memory / (n + empty.run.pairs).max(1) as f64,
                 files as f64 / (1 << 20) as f64,
             );
-            let loaded = redis_pairs(&redis, &args, 2).await;
+            let loaded = redis_pairs(&redis, &args, 2, Transport::Tcp).await;
+            let unix_loaded = redis_pairs(&redis, &args, 4, Transport::Unix).await;
             drop(redis);
-            Some((empty, n, loaded))
+            Some((empty, n, loaded, unix_empty, unix_loaded))
         }
         None => {
             println!("Redis: skipped (redis-server is not installed)");
@@ -667,22 +755,9 @@ async fn main() {
         args.clients
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-    if let (Some(empty), Some(loaded)) = (&http_empty, &http_loaded) {
-        println!("{}", row("hookinbox HTTP, empty", empty));
-        println!(
-            "{}",
-            row(&format!("hookinbox HTTP, {h_loaded_n} keys"), loaded)
-        );
-    }
-    if let (Some(empty), Some(loaded)) = (&unix_empty, &unix_loaded) {
-        println!("{}", row("hookinbox HTTP on admin_socket, empty", empty));
-        println!(
-            "{}",
-            row(
-                &format!("hookinbox HTTP on admin_socket, {h_loaded_n} keys"),
-                loaded
-            )
-        );
+    for (r, (empty, loaded)) in SERVER_RUNS.iter().zip(http_empty.iter().zip(&http_loaded)) {
+        println!("{}", row(&format!("{}, empty", r.name), empty));
+        println!("{}", row(&format!("{}, {h_loaded_n} keys", r.name), loaded));
     }
     println!("{}", row("hookinbox Store::key, empty", &h_empty));
     println!(
@@ -692,9 +767,14 @@ async fn main() {
             &h_loaded
         )
     );
-    if let Some((empty, n, loaded)) = &redis {
+    if let Some((empty, n, loaded, unix_empty, unix_loaded)) = &redis {
         println!("{}", row("Redis, empty", empty));
         println!("{}", row(&format!("Redis, {n} keys"), loaded));
+        println!("{}", row("Redis on its Unix socket, empty", unix_empty));
+        println!(
+            "{}",
+            row(&format!("Redis on its Unix socket, {n} keys"), unix_loaded)
+        );
     }
     println!();
     let ratios = |name: &str, empty: &Measured, loaded: &Measured| {
@@ -703,19 +783,20 @@ async fn main() {
             loaded.run.rate() / empty.run.rate(),
             loaded.run.p99.as_secs_f64() / empty.run.p99.as_secs_f64()
         );
-        if let Some((r_empty, _, r_loaded)) = &redis {
+        if let Some((r_empty, _, r_loaded, u_empty, u_loaded)) = &redis {
             println!(
-                "{name} / Redis pairs/s: empty {:.2}, loaded {:.2}",
+                "{name} / Redis pairs/s: empty {:.2}, loaded {:.2}; / Redis on its socket: empty {:.2}, loaded {:.2}",
                 empty.run.rate() / r_empty.run.rate(),
-                loaded.run.rate() / r_loaded.run.rate()
+                loaded.run.rate() / r_loaded.run.rate(),
+                empty.run.rate() / u_empty.run.rate(),
+                loaded.run.rate() / u_loaded.run.rate()
             );
         }
     };
-    if let (Some(empty), Some(loaded)) = (&http_empty, &http_loaded) {
-        ratios("hookinbox HTTP", empty, loaded);
-    }
-    if let (Some(empty), Some(loaded)) = (&unix_empty, &unix_loaded) {
-        ratios("hookinbox HTTP on admin_socket", empty, loaded);
+    for (r, (empty, loaded)) in SERVER_RUNS.iter().zip(http_empty.iter().zip(&http_loaded)) {
+        if r.work == Work::ClaimComplete {
+            ratios(r.name, empty, loaded);
+        }
     }
     ratios("hookinbox Store::key", &h_empty, &h_loaded);
     println!(

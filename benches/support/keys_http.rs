@@ -118,7 +118,7 @@ fn ready(admin: SocketAddr) -> bool {
 }
 
 /// A connection's byte stream: TCP or Unix.
-trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+pub trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
 
 /// One keep-alive connection to the admin API.
@@ -155,6 +155,20 @@ impl Conn {
             self.host,
             body.len()
         );
+        self.exchange(&request).await
+    }
+
+    /// GETs `path` with `token`; returns the status and the answer's body.
+    async fn get(&mut self, path: &str, token: &str) -> (u16, String) {
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\r\n",
+            self.host,
+        );
+        self.exchange(&request).await
+    }
+
+    /// Sends one request; reads its answer's status and body.
+    async fn exchange(&mut self, request: &str) -> (u16, String) {
         self.stream
             .get_mut()
             .write_all(request.as_bytes())
@@ -206,9 +220,45 @@ async fn claim_complete(conn: &mut Conn, key: &str, i: u64) {
     assert_eq!(status, 200, "complete of {key}: {body}");
 }
 
-/// `clients` connections over `transport`, each claiming and completing its
-/// own fresh keys of `run`, against `server`.
-pub async fn pairs(server: &Server, args: &Args, run: u64, transport: Transport) -> Measured {
+/// Two reads of `key` (`GET /api/keys/{key}`), a key a run before wrote:
+/// the same path as a claim and a complete (HTTP, the token, JSON, the
+/// key's index and row), without the writer.
+async fn read_twice(conn: &mut Conn, key: &str) {
+    for _ in 0..2 {
+        let (status, body) = conn.get(&format!("/api/keys/{key}"), TOKEN).await;
+        assert_eq!(status, 200, "read of {key}: {body}");
+    }
+}
+
+/// Two `GET /api/whoami` with the admin token: the admin listener's path
+/// (HTTP, the token check, a JSON answer) with nothing behind it.
+async fn whoami_twice(conn: &mut Conn) {
+    for _ in 0..2 {
+        let (status, body) = conn.get("/api/whoami", ADMIN_TOKEN).await;
+        assert_eq!(status, 200, "whoami: {body}");
+    }
+}
+
+/// What each client does for one "pair" of a run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Work {
+    /// Claim then complete a fresh key: two durable changes.
+    ClaimComplete,
+    /// Read a key twice: two requests that reach no writer.
+    ReadTwice,
+    /// Ask who the token is, twice: two requests that reach no store.
+    WhoamiTwice,
+}
+
+/// `clients` connections over `transport`, each doing `work` on its own
+/// keys of `run`, against `server`.
+pub async fn pairs(
+    server: &Server,
+    args: &Args,
+    run: u64,
+    transport: Transport,
+    work: Work,
+) -> Measured {
     let (cpu_before, disk_before) = (server.cpu_s(), Cost::of(&server.pid).disk_bytes);
     let mut conns = Vec::new();
     for _ in 0..args.clients {
@@ -218,8 +268,12 @@ pub async fn pairs(server: &Server, args: &Args, run: u64, transport: Transport)
         args,
         run,
         conns,
-        |mut conn: Conn, key: String, i| async move {
-            claim_complete(&mut conn, &key, i).await;
+        move |mut conn: Conn, key: String, i| async move {
+            match work {
+                Work::ClaimComplete => claim_complete(&mut conn, &key, i).await,
+                Work::ReadTwice => read_twice(&mut conn, &key).await,
+                Work::WhoamiTwice => whoami_twice(&mut conn).await,
+            }
             conn
         },
     )
