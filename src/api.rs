@@ -306,6 +306,13 @@ pub struct EventDetail {
     pub headers: Vec<(String, String)>,
     pub payload: Payload,
     pub attempt_history: Vec<AttemptRecord>,
+    /// The event's trace (32 hex digits), with `[telemetry]` when the event
+    /// is sampled; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+    /// `[telemetry] trace_url` with the trace's id in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_url: Option<String>,
 }
 
 /// What an older server's event detail, which says no origin, means.

@@ -29,6 +29,7 @@ pub mod api;
 pub mod admin;
 pub mod dashboard;
 pub mod metrics;
+pub mod telemetry;
 pub mod logs;
 pub mod supervise;
 pub mod systemd;

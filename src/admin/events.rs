@@ -140,6 +140,7 @@ pub(super) async fn show_event(
     }
     attempt_history.sort_by_key(|a| a.started_at);
     let payload = payload_of(&e.record.body);
+    let trace = state.telemetry.trace_of(&e.id);
     Ok(Json(api::EventDetail {
         summary: summary(&e),
         origin: match crate::standard_webhooks::origin_of(&e.record.headers) {
@@ -150,6 +151,8 @@ pub(super) async fn show_event(
         headers: e.record.headers.clone(),
         payload,
         attempt_history,
+        trace_id: trace.as_ref().map(|t| t.trace_id.clone()),
+        trace_url: trace.and_then(|t| t.url),
     }))
 }
 

@@ -104,6 +104,8 @@ pub struct AdminContext {
     pub stopping: tokio_util::sync::CancellationToken,
     /// The one reader of new events for every open event stream.
     pub streams: stream::Streams,
+    /// Names each event's trace (`[telemetry]`).
+    pub telemetry: crate::telemetry::Telemetry,
 }
 
 pub fn router(state: AdminState) -> Router {

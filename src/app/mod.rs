@@ -45,6 +45,8 @@ pub enum AppError {
     Destination(#[from] crate::deliver::SetupError),
     #[error(transparent)]
     Alerts(#[from] crate::alert::ClientError),
+    #[error(transparent)]
+    Telemetry(#[from] crate::telemetry::TelemetryError),
     #[error("reconcile: {0}")]
     Reconcile(#[from] crate::reconcile::ApiError),
     #[error(
@@ -145,6 +147,7 @@ impl App {
         // A source that never sent is quiet since this moment.
         let started_ms = clock.now_ms();
         let metrics = declared_metrics(&config);
+        let telemetry = crate::telemetry::Telemetry::start(config.telemetry.as_ref(), &metrics)?;
         // Before the store opens: a socket another process serves stops the
         // start at once.
         let admin_socket = config
@@ -183,6 +186,7 @@ impl App {
             clock.clone(),
             destinations,
             &paused_states,
+            telemetry.clone(),
         );
         let (sweeper, sweep) = Sweeper::new(
             store.clone(),
@@ -197,6 +201,7 @@ impl App {
             metrics.clone(),
             replication.as_ref().map(|r| r.control.lease.primary()),
             drift,
+            telemetry.clone(),
         )?;
         let (reconciler, reconcile) = crate::reconcile::Reconciler::new(
             &config,
@@ -242,6 +247,7 @@ impl App {
             replication: replication.as_ref().map(|r| r.control.clone()),
             stopping: front,
             streams,
+            telemetry: telemetry.clone(),
         });
         log_receiving(&config, ingest_addr, admin_addr, store.is_standby());
 
@@ -267,6 +273,7 @@ impl App {
             hub,
             learner,
             reconciler,
+            telemetry,
         };
         let task = tokio::spawn(run(wiring, writer, shutdown, tasks));
         Ok(App {
@@ -492,6 +499,8 @@ struct Wiring {
     learner: crate::drift::Learner,
     /// Every reconciled source's passes.
     reconciler: crate::reconcile::Reconciler,
+    /// Flushed once every task has stopped: the last attempts' spans.
+    telemetry: crate::telemetry::Telemetry,
 }
 
 /// The app's life after `start`: starts every task, runs until `shutdown`
@@ -505,6 +514,7 @@ async fn run(
     mut tasks: Tasks,
 ) -> Result<(), AppError> {
     let lease = wiring.replication.as_ref().map(|r| r.control.lease.clone());
+    let telemetry = wiring.telemetry.clone();
     spawn_tasks(&mut tasks, wiring);
 
     // Every task runs until shutdown. One that ends first (a panic,
@@ -528,6 +538,8 @@ async fn run(
     if let Some(lease) = lease {
         lease.depart().await;
     }
+    // Bounded by the exporter's timeout; a panic there loses only spans.
+    let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
     stopped
 }
 
@@ -557,6 +569,7 @@ fn spawn_tasks(tasks: &mut Tasks, wiring: Wiring) {
         hub,
         learner,
         reconciler,
+        telemetry: _,
     } = wiring;
     {
         let metrics = metrics.clone();

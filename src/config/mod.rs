@@ -48,12 +48,13 @@ pub use secret::{Secret, SecretOrigin, generated_secret_path, load_or_generate_s
 pub use sections::{
     AdminConfig, AdminSocket, AdminUser, AdminUserToken, AlertConfig, AlertFormat, KeyClient,
     KeysConfig, LogConfig, LogFormat, ReplicationConfig, RetentionConfig, ServerConfig,
+    TelemetryConfig,
 };
 pub use source::{
     DEFAULT_MAX_BODY, HmacAlgorithm, HmacSpec, InvalidName, Kind, Locator, LocatorError,
     PayloadPart, SignatureEncoding, SourceConfig, SourceName,
 };
-pub use validate::{ADMIN_NAME, LONGEST_LEASE, LONGEST_TTL};
+pub use validate::{ADMIN_NAME, LONGEST_LEASE, LONGEST_TTL, TRACE_ID_FIELD};
 pub use values::{ValueError, parse_duration, parse_size, redact_url};
 
 /// The embedded default configuration: it serves with no file at all.
@@ -79,6 +80,8 @@ pub struct Config<S: Stage = Resolved> {
     pub replication: Option<ReplicationConfig>,
     /// `None`: no alert URL configured (metrics and logs still tell).
     pub alerts: Option<AlertConfig>,
+    /// `None`: no traces (`[telemetry]` absent).
+    pub telemetry: Option<TelemetryConfig>,
     pub sources: Vec<SourceConfig<S>>,
     /// Non-fatal findings (inline secrets, …) to log at start.
     pub warnings: Vec<String>,

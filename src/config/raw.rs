@@ -30,6 +30,7 @@ pub struct RawConfig {
     pub admin: Option<RawAdmin>,
     pub keys: Option<RawKeys>,
     pub replication: Option<RawReplication>,
+    pub telemetry: Option<RawTelemetry>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub source: Vec<RawSource>,
 }
@@ -81,6 +82,18 @@ pub struct RawAlerts {
     pub format: Option<AlertFormat>,
     pub host: Option<String>,
     pub dashboard_url: Option<String>,
+}
+
+/// `[telemetry]`: traces over OTLP/HTTP.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTelemetry {
+    pub endpoint: Option<String>,
+    pub service_name: Option<String>,
+    pub sample_ratio: Option<f64>,
+    pub trace_url: Option<String>,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub resource: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default, Deserialize, Serialize)]
@@ -612,6 +625,8 @@ mod tests {
             "[log]\n"
         } else if takes::<RawAlerts>(setting) {
             "[alerts]\nurl = \"http://127.0.0.1:9/\"\n"
+        } else if takes::<RawTelemetry>(setting) {
+            "[telemetry]\n"
         } else if takes::<RawKeys>(setting) {
             "[keys]\n"
         } else if takes::<RawReplication>(setting) {

@@ -214,6 +214,7 @@ impl Config<Loaded> {
             keys: self.keys,
             replication: self.replication,
             alerts: self.alerts,
+            telemetry: self.telemetry,
             sources,
             warnings: self.warnings,
         };

@@ -54,6 +54,26 @@ pub struct RetentionConfig {
     pub sweep_interval: Duration,
 }
 
+/// `[telemetry]`: a trace per event, exported over OTLP/HTTP (protobuf)
+/// from the SDK's batch thread. Absent: nothing is traced or exported.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TelemetryConfig {
+    /// The OTLP/HTTP receiver; traces are POSTed to `{endpoint}/v1/traces`.
+    /// `None`: the `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` variable, else `http://localhost:4318`.
+    pub endpoint: Option<reqwest::Url>,
+    /// `service.name`; `None`: `OTEL_SERVICE_NAME`, else `hookinbox`.
+    pub service_name: Option<String>,
+    /// The share of events traced, 0 to 1, decided by the trace id (so an
+    /// event's ingest and every attempt are traced or none is).
+    pub sample_ratio: f64,
+    /// A link to a trace, `{trace_id}` in it replaced (Tempo, Jaeger,
+    /// Honeycomb): the event page shows it.
+    pub trace_url: Option<String>,
+    /// Resource attributes beside `OTEL_RESOURCE_ATTRIBUTES`'s (these win).
+    pub resource: std::collections::BTreeMap<String, String>,
+}
+
 /// Where and when to post alerts.
 #[derive(Debug, Clone)]
 pub struct AlertConfig {

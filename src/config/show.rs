@@ -14,7 +14,7 @@ use std::time::Duration;
 use super::raw::{
     CodeOrText, OneOrMany, RawAdmin, RawAdminUser, RawAlerts, RawConfig, RawDestination,
     RawDestinations, RawKeyClient, RawKeys, RawLog, RawReconcile, RawReplication, RawRetention,
-    RawServer, RawSize, RawSource,
+    RawServer, RawSize, RawSource, RawTelemetry,
 };
 use super::{
     AdminUser, AdminUserToken, Config, DeliveryConfig, GivenSecret, Loaded, Locator, PayloadPart,
@@ -125,6 +125,13 @@ pub fn redacted_toml(config: &Config<Loaded>) -> String {
             token_env: r.token.as_ref().and_then(|t| place(t).1),
             token_file: r.token.as_ref().and_then(|t| place(t).2),
             ca_file: r.ca_file.as_deref().map(path),
+        }),
+        telemetry: config.telemetry.as_ref().map(|t| RawTelemetry {
+            endpoint: t.endpoint.as_ref().map(redact_url),
+            service_name: t.service_name.clone(),
+            sample_ratio: Some(t.sample_ratio),
+            trace_url: t.trace_url.clone(),
+            resource: t.resource.clone(),
         }),
         source: config.sources.iter().map(source).collect(),
     };

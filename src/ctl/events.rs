@@ -228,6 +228,12 @@ fn event_detail(e: &api::EventDetail) -> String {
     if let Some(dead) = &s.dead_letter {
         out.push_str(&format!("{:<16}{}\n", "dead_letter", dead.reason));
     }
+    if let Some(trace) = &e.trace_id {
+        out.push_str(&format!("{:<16}{trace}\n", "trace_id"));
+    }
+    if let Some(url) = &e.trace_url {
+        out.push_str(&format!("{:<16}{url}\n", "trace_url"));
+    }
     if let Some(note) = &s.note {
         out.push_str(&format!("{:<16}{}\n", "note", note.text));
     }

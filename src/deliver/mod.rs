@@ -183,12 +183,15 @@ impl Destination {
 
     /// The headers of one attempt at `started_ms`, the same on an HTTP
     /// request and a JetStream message: the contract's, then the provider's
-    /// it forwards; and how many are the contract's.
+    /// it forwards, then the attempt's trace context (`trace`: none without
+    /// `[telemetry]`), which replaces a forwarded one of the same name; and
+    /// how many are the contract's. The signature covers none of them.
     fn contract_headers(
         &self,
         event: &StoredEvent,
         attempt: u32,
         started_ms: u64,
+        trace: Vec<(String, String)>,
     ) -> (Vec<(String, String)>, usize) {
         let rec = &event.record;
         let message = Message {
@@ -212,21 +215,27 @@ impl Destination {
                 headers.push((name.clone(), value.clone()));
             }
         }
+        if !trace.is_empty() {
+            headers.retain(|(name, _)| !trace.iter().any(|(t, _)| t.eq_ignore_ascii_case(name)));
+            headers.extend(trace);
+        }
         (headers, contract)
     }
 
-    /// Sends `event` once. Returns what happened and, on 429/503, the wait the
+    /// Sends `event` once, with `trace`'s headers (the attempt's trace
+    /// context). Returns what happened and, on 429/503, the wait the
     /// destination asked for.
     pub async fn attempt(
         &self,
         event: &StoredEvent,
         attempt: u32,
         clock: &Clock,
+        trace: Vec<(String, String)>,
     ) -> (Attempt, Option<Duration>) {
         let started_ms = clock.now_ms();
         let timer = Instant::now();
         let rec = &event.record;
-        let (headers, contract) = self.contract_headers(event, attempt, started_ms);
+        let (headers, contract) = self.contract_headers(event, attempt, started_ms, trace);
         let client = match &self.transport {
             Transport::Http(client) => client,
             Transport::JetStream(link) => {

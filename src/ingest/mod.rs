@@ -157,6 +157,8 @@ pub struct IngestState {
     primary: Option<crate::replicate::PrimaryWatch>,
     /// Each new event is offered to the payload drift watch (it never waits).
     drift: crate::drift::Watch,
+    /// Each stored event's receipt becomes a span (`[telemetry]`).
+    telemetry: crate::telemetry::Telemetry,
 }
 
 /// How long a request waits for room in the body budget before it gets 503.
@@ -227,6 +229,7 @@ impl IngestState {
         metrics: Metrics,
         primary: Option<crate::replicate::PrimaryWatch>,
         drift: crate::drift::Watch,
+        telemetry: crate::telemetry::Telemetry,
     ) -> Result<IngestState, UnusableSecret> {
         let mut sources = HashMap::new();
         for s in &config.sources {
@@ -259,6 +262,7 @@ impl IngestState {
             budget: BodyBudget::new(config.server.max_buffered_body),
             primary,
             drift,
+            telemetry,
         })
     }
 }
@@ -502,12 +506,36 @@ async fn receive(State(state): State<Arc<IngestState>>, request: Request) -> Res
         Err(rejection) => return reject(rejection.into(), None),
     };
 
+    let verified = Instant::now();
     let event_id = event.event_id().as_str().to_owned();
+    let event_type = state
+        .telemetry
+        .is_on()
+        .then(|| event.event_type().map(str::to_owned))
+        .flatten();
     let (id, duplicate) = match state.keep(source, event, &event_id, started).await {
         Ok(Ingested::New { id }) => (id, false),
         Ok(Ingested::Duplicate { id }) => (id, true),
         Err(e) => return reject(e.into(), Some(&event_id)),
     };
+    if state.telemetry.is_on() {
+        // The span is recorded now, with the times each step was passed:
+        // its ids are the event's, known once it is stored.
+        let (now, answered) = (Instant::now(), std::time::SystemTime::now());
+        let at = |t: Instant| answered - now.duration_since(t);
+        state.telemetry.received(crate::telemetry::Receipt {
+            id: &id,
+            source: source.name.as_str(),
+            event_id: &event_id,
+            event_type: event_type.as_deref(),
+            duplicate,
+            headers: &parts.headers,
+            started: at(started),
+            verified: at(verified),
+            stored: answered,
+            answered,
+        });
+    }
     let mut answer = json!({"received": true, "id": id});
     if duplicate {
         answer["duplicate"] = serde_json::Value::Bool(true);

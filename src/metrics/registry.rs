@@ -205,6 +205,12 @@ impl Metrics {
                 => "replication_sent_bytes", "Bytes of those frames as published, after [replication] compression: with replication_frame_bytes, the compression ratio";
             replication_follow_failures: Counter
                 => "replication_follow_failures", "Times a standby's following of the stream failed and was started again (its servers did not answer)";
+            telemetry_spans_ended: Counter
+                => "telemetry_spans_ended", "Spans [telemetry] recorded (sampled ones only), queued for the exporter";
+            telemetry_spans_exported: Counter
+                => "telemetry_spans_exported", "Spans the OTLP receiver took";
+            telemetry_spans_failed: Counter
+                => "telemetry_spans_failed", "Spans lost: the OTLP receiver could not be reached or refused them. Ended minus exported minus failed is what is queued, or was dropped when the queue was full";
         }
         Metrics {
             inner: Arc::new(Inner {
@@ -264,6 +270,9 @@ impl Metrics {
                 replication_frame_bytes,
                 replication_sent_bytes,
                 replication_follow_failures,
+                telemetry_spans_ended,
+                telemetry_spans_exported,
+                telemetry_spans_failed,
                 dedupe_memory_bytes,
                 event_streams,
                 totals: Totals::default(),

@@ -13,6 +13,7 @@ use crate::deliver::{Destination, policy};
 use crate::metrics::{DestinationLabel, Metrics};
 use crate::store::schema::AttemptClass;
 use crate::store::{Finish, Next, Store, StoreError};
+use crate::words::AttemptOutcome;
 
 /// How an attempt of a due event ended, for its lane.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +51,8 @@ pub(super) struct Attempt {
     pub(super) lane: usize,
     pub(super) seq: u64,
     pub(super) done: mpsc::UnboundedSender<Done>,
+    /// Each attempt is a span of its event's trace (`[telemetry]`).
+    pub(super) telemetry: crate::telemetry::Telemetry,
 }
 
 impl Attempt {
@@ -83,9 +86,12 @@ impl Attempt {
         let Some(claimed) = self.store.claim(self.seq, started_ms).await? else {
             return Ok(Ended::NotAttempted);
         };
+        let span =
+            self.telemetry
+                .attempt(&event.id, destination, claimed.attempt, event.state.replays);
         let (attempt, retry_after) = self
             .destination
-            .attempt(&event, claimed.attempt, &self.clock)
+            .attempt(&event, claimed.attempt, &self.clock, span.headers())
             .await;
         let now_ms = self.clock.now_ms();
         let draw: f64 = rand::rng().random();
@@ -110,6 +116,11 @@ impl Attempt {
             Duration::from_millis(attempt.latency_ms),
         );
         let outcome = policy::describe(&attempt);
+        span.end(
+            attempt.status,
+            AttemptOutcome::from(attempt.class).as_str(),
+            (attempt.class != AttemptClass::Delivered).then_some(outcome.as_str()),
+        );
         match &next {
             Next::Delivered { .. } => {
                 self.metrics.delivered(

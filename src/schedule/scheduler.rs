@@ -30,6 +30,7 @@ pub struct Scheduler {
     wake: Arc<Notify>,
     published: Arc<std::sync::Mutex<Vec<LaneStatus>>>,
     alive: Arc<AtomicBool>,
+    telemetry: crate::telemetry::Telemetry,
 }
 
 /// At most this many due events waiting for their ordering key are stepped
@@ -43,12 +44,14 @@ pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 impl Scheduler {
     /// `paused_states`: pauses kept by the store, which win over the
     /// config's `paused` (the config is the state before any pause/resume).
+    /// Each attempt is a span of its event's trace in `telemetry`.
     pub fn new(
         store: Store,
         metrics: Metrics,
         clock: Clock,
         destinations: Vec<Destination>,
         paused_states: &HashMap<String, bool>,
+        telemetry: crate::telemetry::Telemetry,
     ) -> (Scheduler, DeliveryHandle) {
         let wake = Arc::new(Notify::new());
         let mut paused = HashMap::new();
@@ -81,6 +84,7 @@ impl Scheduler {
             wake,
             published,
             alive,
+            telemetry,
         };
         scheduler.publish();
         (scheduler, handle)
@@ -208,6 +212,7 @@ impl Scheduler {
                     lane: index,
                     seq: entry.seq,
                     done: done_tx.clone(),
+                    telemetry: self.telemetry.clone(),
                 };
                 tasks.spawn(task.run());
             }

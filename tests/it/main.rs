@@ -42,6 +42,7 @@ mod snapshots;
 mod stream;
 mod support;
 mod systemd;
+mod telemetry;
 mod tidy;
 mod tls;
 mod upgrade;

@@ -7,7 +7,7 @@
 //!
 //! This file holds the entry points ([`validate`], [`validate_operator`]),
 //! `Ctx` and the secret reader; each section's checks are in its own file:
-//! `server.rs` (with `[retention]` and `[log]`), `admin.rs`, `keys.rs`, `replication.rs`, `alerts.rs`,
+//! `server.rs` (with `[retention]` and `[log]`), `admin.rs`, `keys.rs`, `replication.rs`, `alerts.rs`, `telemetry.rs`,
 //! `source.rs`, `destination.rs` and `reconcile.rs`.
 
 use std::path::{Path, PathBuf};
@@ -16,6 +16,7 @@ use std::time::Duration;
 use super::raw::{RawConfig, RawSize, default};
 pub use admin::ADMIN_NAME;
 pub use keys::{LONGEST_LEASE, LONGEST_TTL};
+pub use telemetry::TRACE_ID_FIELD;
 
 use super::{
     AdminConfig, Config, ConfigError, Loaded, LogConfig, SecretOrigin, ServerConfig, SourceConfig,
@@ -27,9 +28,11 @@ use keys::validate_keys;
 use replication::validate_replication;
 use server::{log_level, validate_retention, validate_server};
 use source::validate_source;
+use telemetry::validate_telemetry;
 
 mod admin;
 mod alerts;
+mod telemetry;
 mod destination;
 mod keys;
 mod reconcile;
@@ -289,6 +292,10 @@ pub fn validate(
     let admin = validate_admin(&mut cx, raw.admin.unwrap_or_default(), true)?;
     let keys = validate_keys(&mut cx, raw.keys.unwrap_or_default(), &admin)?;
     let alerts = raw.alerts.map(|ra| validate_alerts(&cx, ra)).transpose()?;
+    let telemetry = raw
+        .telemetry
+        .map(|rt| validate_telemetry(&cx, rt))
+        .transpose()?;
     let replication = raw
         .replication
         .map(|rr| validate_replication(&mut cx, rr))
@@ -352,6 +359,7 @@ pub fn validate(
         keys,
         replication,
         alerts,
+        telemetry,
         sources,
         warnings: cx.warnings,
     })

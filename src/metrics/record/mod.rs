@@ -9,8 +9,8 @@
 //! This file holds the handle, the series declared at start, the totals and
 //! the encoding; the typed methods are in one file per area of the product:
 //! `listener`, `ingest`, `delivery`, `store` (with the sweeper) and
-//! `operations` (alerts, replays, ignores, admin refusals) and `keys`
-//! (idempotency keys).
+//! `operations` (alerts, replays, ignores, admin refusals), `keys`
+//! (idempotency keys) and `telemetry` (the trace exporter).
 
 mod delivery;
 mod ingest;
@@ -21,6 +21,7 @@ pub use operations::StreamOpen;
 mod replication;
 pub use replication::StandbyLag;
 mod store;
+mod telemetry;
 
 use std::sync::{Arc, Mutex};
 
@@ -108,6 +109,9 @@ pub(super) struct Inner {
     pub(super) replication_frame_bytes: Counter,
     pub(super) replication_sent_bytes: Counter,
     pub(super) replication_follow_failures: Counter,
+    pub(super) telemetry_spans_ended: Counter,
+    pub(super) telemetry_spans_exported: Counter,
+    pub(super) telemetry_spans_failed: Counter,
     pub(super) dedupe_memory_bytes: Gauge,
     pub(super) event_streams: Gauge,
     /// Sums over every source, for the log's periodic summary.

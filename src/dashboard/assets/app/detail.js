@@ -186,6 +186,8 @@ async function detail(id) {
     ['Origin', originText(ev)],
     ...delivery,
     ['Payload deleted', ev.erased ? `${ev.erased.text} (${fmtTime(ev.erased.at)})` : null],
+    // Its trace ([telemetry]): the id, a link when trace_url is set.
+    ['Trace', ev.trace_url ? h('a', { id: 'trace', href: ev.trace_url, rel: 'noopener', text: ev.trace_id }) : ev.trace_id],
   ].filter(([, v]) => v !== null && v !== undefined);
   const text = payloadText(ev);
   fill(view,
@@ -218,7 +220,8 @@ async function detail(id) {
           'Delete payload', async (note) => { await api('DELETE', path, { note }); return `Deleted the payload of ${ev.event_id}.`; },
           { note: 'Why (required)', danger: true }),
       })),
-    h('dl', { class: 'facts' }, facts.flatMap(([k, v]) => [h('dt', { text: k }), h('dd', { text: v })])),
+    h('dl', { class: 'facts' }, facts.flatMap(([k, v]) => [h('dt', { text: k }),
+      v instanceof Node ? h('dd', {}, v) : h('dd', { text: v })])),
     ...deliveriesSection(ev, path, act),
     h('h2', { text: 'Payload' }),
     h('div', { class: 'actions' },

@@ -1,0 +1,331 @@
+//! Traces (`[telemetry]`) against a loopback OTLP/HTTP receiver that
+//! decodes what the exporter sends (protobuf, `opentelemetry-proto`): one
+//! trace per event, from the provider's request to the app's answer, the
+//! app's requests carrying it; nothing traced, sent or added without the
+//! section; and a receiver that is down costs ingest nothing and is counted.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
+use prost::Message;
+
+use crate::destination::{Destination, Mode};
+use crate::support::{
+    BinaryServer, client, eventually, free_port, post, sample, server_section, standard_headers,
+    standard_source, write_config,
+};
+
+/// The batch thread's wait between exports, shortened so spans arrive in
+/// the test's time.
+const BATCH_DELAY: (&str, &str) = ("OTEL_BSP_SCHEDULE_DELAY", "100");
+/// What a sender's own trace context says, to be linked.
+const SENDER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const SENDER_SPAN: &str = "00f067aa0ba902b7";
+const ADMIN_TOKEN: &str = "telemetry-admin-token-0123456789";
+
+/// A span as received, with its resource's `service.name`.
+#[derive(Debug, Clone)]
+struct Got {
+    service: String,
+    span: Span,
+}
+
+impl Got {
+    fn trace_id(&self) -> String {
+        hex::encode(&self.span.trace_id)
+    }
+
+    fn span_id(&self) -> String {
+        hex::encode(&self.span.span_id)
+    }
+
+    fn parent(&self) -> String {
+        hex::encode(&self.span.parent_span_id)
+    }
+
+    /// An attribute's value as text (ints and bools printed).
+    fn attr(&self, key: &str) -> Option<String> {
+        self.span
+            .attributes
+            .iter()
+            .find(|kv| kv.key == key)
+            .and_then(|kv| kv.value.as_ref()?.value.as_ref())
+            .map(|v| match v {
+                Value::StringValue(s) => s.clone(),
+                Value::IntValue(i) => i.to_string(),
+                Value::BoolValue(b) => b.to_string(),
+                other => format!("{other:?}"),
+            })
+    }
+}
+
+/// The loopback OTLP/HTTP receiver: every span of every export, and how
+/// many requests came.
+#[derive(Clone, Default)]
+struct Receiver {
+    spans: Arc<Mutex<Vec<Got>>>,
+    requests: Arc<Mutex<usize>>,
+}
+
+impl Receiver {
+    async fn start() -> (Receiver, SocketAddr) {
+        let receiver = Receiver::default();
+        let app = axum::Router::new()
+            .route("/v1/traces", axum::routing::post(take))
+            .with_state(receiver.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (receiver, addr)
+    }
+
+    fn spans(&self) -> Vec<Got> {
+        self.spans.lock().unwrap().clone()
+    }
+
+    fn requests(&self) -> usize {
+        *self.requests.lock().unwrap()
+    }
+}
+
+async fn take(State(receiver): State<Receiver>, body: Bytes) -> &'static str {
+    *receiver.requests.lock().unwrap() += 1;
+    let request = ExportTraceServiceRequest::decode(body).expect("an OTLP trace export");
+    let mut spans = receiver.spans.lock().unwrap();
+    for resource_spans in request.resource_spans {
+        let service = resource_spans
+            .resource
+            .iter()
+            .flat_map(|r| &r.attributes)
+            .find(|kv| kv.key == "service.name")
+            .and_then(|kv| match kv.value.as_ref()?.value.as_ref()? {
+                Value::StringValue(s) => Some(s.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        for scope in resource_spans.scope_spans {
+            for span in scope.spans {
+                spans.push(Got {
+                    service: service.clone(),
+                    span,
+                });
+            }
+        }
+    }
+    ""
+}
+
+fn config(dir: &std::path::Path, telemetry: &str, app: &str) -> String {
+    format!(
+        "{}[admin]\ntoken = \"{ADMIN_TOKEN}\"\n\n{telemetry}{}destination = \"{app}\"\n\
+         initial_interval = \"50ms\"\nmax_interval = \"100ms\"\n",
+        server_section(dir),
+        standard_source("shop"),
+    )
+}
+
+/// Sends one signed event with the sender's trace context; its public id.
+async fn send(server: &BinaryServer, event_id: &str) -> String {
+    let body = format!(r#"{{"type":"order.paid","id":"{event_id}"}}"#).into_bytes();
+    let mut headers = standard_headers(event_id, &body);
+    headers.push((
+        "traceparent".into(),
+        format!("00-{SENDER_TRACE}-{SENDER_SPAN}-01"),
+    ));
+    let answer = post(&client(), &server.url("/in/shop"), &headers, body).await;
+    assert_eq!(answer.status, 200, "{:?}", answer.json);
+    answer.id().to_owned()
+}
+
+async fn scrape(server: &BinaryServer) -> String {
+    client()
+        .get(format!("{}/metrics", server.admin))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_event_delivered_after_two_failures_is_one_trace_that_reaches_the_app() {
+    let (receiver, otlp) = Receiver::start().await;
+    let app = Destination::start(Mode::Status(500, "boom")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let telemetry = format!(
+        "[telemetry]\nendpoint = \"http://{otlp}\"\nservice_name = \"hookinbox-test\"\n\
+         trace_url = \"http://tempo.example/trace/{{trace_id}}\"\n\n"
+    );
+    let path = write_config(dir.path(), &config(dir.path(), &telemetry, &app.url()));
+    let server = BinaryServer::start(&path, &[BATCH_DELAY], None);
+    let id = send(&server, "ord_traced").await;
+    app.wait_for(2, Duration::from_secs(10)).await;
+    app.set(Mode::Ok);
+    let requests = app.wait_for(3, Duration::from_secs(10)).await;
+
+    let spans = eventually(
+        "the receipt and three attempts are exported",
+        Duration::from_secs(20),
+        Duration::from_millis(50),
+        async || match receiver.spans() {
+            spans if spans.len() >= 4 => Ok(spans),
+            spans => Err(format!("{spans:#?}")),
+        },
+    )
+    .await;
+    assert_eq!(spans.len(), 4, "{spans:#?}");
+    assert!(spans.iter().all(|s| s.service == "hookinbox-test"));
+    let trace = spans[0].trace_id();
+    assert!(spans.iter().all(|s| s.trace_id() == trace), "{spans:#?}");
+
+    // The receipt: the trace's root, linked to the sender's context.
+    let receipt: Vec<&Got> = spans
+        .iter()
+        .filter(|s| s.span.kind == SpanKind::Server as i32)
+        .collect();
+    assert_eq!(receipt.len(), 1, "{spans:#?}");
+    let receipt = receipt[0];
+    assert_eq!(receipt.span.name, "POST /in/shop");
+    assert!(receipt.span.parent_span_id.is_empty(), "{receipt:#?}");
+    assert_eq!(receipt.attr("hookinbox.id").as_deref(), Some(id.as_str()));
+    assert_eq!(
+        receipt.attr("hookinbox.event_id").as_deref(),
+        Some("ord_traced")
+    );
+    assert_eq!(
+        receipt.attr("hookinbox.duplicate").as_deref(),
+        Some("false")
+    );
+    let events: Vec<&str> = receipt
+        .span
+        .events
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    assert_eq!(events, ["verified", "durable"]);
+    assert_eq!(receipt.span.links.len(), 1, "{receipt:#?}");
+    assert_eq!(hex::encode(&receipt.span.links[0].trace_id), SENDER_TRACE);
+    assert_eq!(hex::encode(&receipt.span.links[0].span_id), SENDER_SPAN);
+
+    // Three attempts, each a child of the receipt, the app's requests each
+    // carrying its attempt's context.
+    let mut attempts: Vec<&Got> = spans
+        .iter()
+        .filter(|s| s.span.kind == SpanKind::Client as i32)
+        .collect();
+    attempts.sort_by_key(|s| s.attr("hookinbox.attempt"));
+    assert_eq!(attempts.len(), 3, "{spans:#?}");
+    for (n, (span, request)) in attempts.iter().zip(&requests).enumerate() {
+        assert_eq!(span.parent(), receipt.span_id(), "{span:#?}");
+        assert_eq!(span.attr("hookinbox.attempt"), Some((n + 1).to_string()));
+        assert_eq!(
+            request.header("traceparent"),
+            format!("00-{trace}-{}-01", span.span_id()),
+            "attempt {}",
+            n + 1
+        );
+        let status = if n < 2 { "500" } else { "200" };
+        assert_eq!(
+            span.attr("http.response.status_code").as_deref(),
+            Some(status)
+        );
+        // An error status for the failures (code 2), unset for the delivery.
+        let code = span.span.status.as_ref().map_or(0, |s| s.code);
+        assert_eq!(code, if n < 2 { 2 } else { 0 }, "{span:#?}");
+    }
+
+    // The event's page gives the trace and its link.
+    let token = ADMIN_TOKEN;
+    let event = server
+        .admin_ok(token, "GET", &format!("/api/events/{id}"), None)
+        .await;
+    assert_eq!(event.json["trace_id"], trace.as_str(), "{:?}", event.json);
+    assert_eq!(
+        event.json["trace_url"],
+        format!("http://tempo.example/trace/{trace}").as_str()
+    );
+
+    let metrics = scrape(&server).await;
+    assert!(sample(&metrics, "hookinbox_telemetry_spans_exported_total") >= 4.0);
+    assert_eq!(
+        sample(&metrics, "hookinbox_telemetry_spans_failed_total"),
+        0.0
+    );
+}
+
+#[tokio::test]
+async fn without_telemetry_nothing_is_traced_sent_or_added() {
+    let (receiver, otlp) = Receiver::start().await;
+    let app = Destination::start(Mode::Ok).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), &config(dir.path(), "", &app.url()));
+    // The variables alone do not turn traces on.
+    let endpoint = format!("http://{otlp}");
+    let server = BinaryServer::start(
+        &path,
+        &[BATCH_DELAY, ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)],
+        None,
+    );
+    let id = send(&server, "ord_plain").await;
+    let got = app.wait_for(1, Duration::from_secs(10)).await;
+    assert!(
+        got[0].headers.get("traceparent").is_none(),
+        "{:?}",
+        got[0].headers
+    );
+    let token = ADMIN_TOKEN;
+    let event = server
+        .admin_ok(token, "GET", &format!("/api/events/{id}"), None)
+        .await;
+    assert!(event.json.get("trace_id").is_none(), "{:?}", event.json);
+    // Ten batch delays: anything queued would have gone.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(receiver.requests(), 0);
+}
+
+#[tokio::test]
+async fn a_receiver_that_is_down_costs_ingest_nothing_and_its_losses_are_counted() {
+    let app = Destination::start(Mode::Ok).await;
+    let dir = tempfile::tempdir().unwrap();
+    // A port nothing listens on: every export is refused at once.
+    let telemetry = format!(
+        "[telemetry]\nendpoint = \"http://127.0.0.1:{}\"\n\n",
+        free_port()
+    );
+    let path = write_config(dir.path(), &config(dir.path(), &telemetry, &app.url()));
+    let server = BinaryServer::start(&path, &[BATCH_DELAY], None);
+    for n in 0..20 {
+        send(&server, &format!("ord_{n}")).await;
+    }
+    app.wait_for(20, Duration::from_secs(10)).await;
+    let got = app.received();
+    assert!(
+        got.iter()
+            .all(|r| r.header("traceparent").starts_with("00-"))
+    );
+    eventually(
+        "the lost spans are counted",
+        Duration::from_secs(20),
+        Duration::from_millis(100),
+        async || {
+            let metrics = scrape(&server).await;
+            let failed = sample(&metrics, "hookinbox_telemetry_spans_failed_total");
+            let ended = sample(&metrics, "hookinbox_telemetry_spans_ended_total");
+            if ended == 40.0 && failed == 40.0 {
+                Ok(())
+            } else {
+                Err(format!("ended {ended}, failed {failed}"))
+            }
+        },
+    )
+    .await;
+}
