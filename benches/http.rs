@@ -21,12 +21,15 @@
 //! file's disk and length. With `--replicate`, the log replicated to a local NATS
 //! JetStream cluster against none, a standby's catch-up and its takeover
 //! (`http/replicate.rs`). With `--listeners N`, N event streams open
-//! against none (`http/listeners.rs`).
+//! against none (`http/listeners.rs`). With `--telemetry R`, the server
+//! traces events (`[telemetry]`, `sample_ratio = R`) to an OTLP sink in
+//! this process that answers 200 and reads nothing.
 //!
 //! Rerun: cargo bench --bench http -- [--quick] [--seconds 20] [--runs 3]
 //!        [--connections 64,128] [--dup 0,10] [--preload 5000000 --data DIR]
 //!        [--crash] [--space] [--http-only] [--bin target/release/hookinbox]
 //!        [--replicate [--catch-up 1000000]] [--listeners 10 [--payload]]
+//!        [--telemetry 1.0]
 //! `--data DIR` keeps the store (preloaded once, topped up to `--preload`).
 
 use std::io::{Read, Write};
@@ -174,7 +177,7 @@ fn write_config(
 
 impl Server {
     fn start(bin: &Path, dir: &Path, data: &Path) -> Server {
-        Server::start_with(bin, dir, data, "")
+        Server::start_with(bin, dir, data, TELEMETRY.get().map_or("", String::as_str))
     }
 
     /// With `extra` at the end of its config (a section of its own).
@@ -250,6 +253,53 @@ impl Server {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
     }
+}
+
+/// `[telemetry]` for every server `Server::start` starts (`--telemetry R`).
+static TELEMETRY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// An OTLP/HTTP sink on a free loopback port: every request is read (its
+/// head and `Content-Length` bytes) and answered 200, on a thread per
+/// connection, until the bench ends. Returns its port.
+fn otlp_sink() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = std::io::BufReader::new(conn);
+                loop {
+                    let mut length = 0usize;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        match std::io::BufRead::read_line(&mut reader, &mut line) {
+                            Ok(0) | Err(_) => return,
+                            Ok(_) => {}
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if let Some((name, value)) = line.split_once(':')
+                            && name.eq_ignore_ascii_case("content-length")
+                        {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err()
+                        || reader
+                            .get_mut()
+                            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                            .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
 }
 
 /// One admin GET with `Connection: close`: (status, body).
@@ -584,6 +634,15 @@ async fn preload(data: &Path, target: usize, verifier: &Verifier) -> usize {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args = args();
+    if let Some(ratio) = Flags::from_env().text("--telemetry") {
+        let ratio: f64 = ratio.parse().expect("--telemetry takes a ratio, 0 to 1");
+        let section = format!(
+            "[telemetry]\nendpoint = \"http://127.0.0.1:{}\"\nsample_ratio = {ratio:?}\n",
+            otlp_sink()
+        );
+        TELEMETRY.set(section).unwrap();
+        println!("traced: [telemetry] sample_ratio = {ratio}, to an OTLP sink on loopback");
+    }
     if args.replicate {
         replicate::run(&args, args.catch_up).await;
         return;

@@ -329,3 +329,64 @@ async fn a_receiver_that_is_down_costs_ingest_nothing_and_its_losses_are_counted
     )
     .await;
 }
+
+#[tokio::test]
+async fn a_jetstream_message_carries_its_attempt_s_trace_context() {
+    use futures_util::StreamExt;
+    let (receiver, otlp) = Receiver::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let nats = crate::nats::NatsServer::start(&dir.path().join("nats"));
+    let (js, _) = nats.stream().await;
+    let telemetry = format!("[telemetry]\nendpoint = \"http://{otlp}\"\n\n");
+    let path = write_config(
+        dir.path(),
+        &format!(
+            "{}[admin]\ntoken = \"{ADMIN_TOKEN}\"\n\n{telemetry}{}destination = \"{}\"\n",
+            server_section(&dir.path().join("data")),
+            standard_source("shop"),
+            nats.url()
+        ),
+    );
+    let server = BinaryServer::start(&path, &[BATCH_DELAY], None);
+    let id = send(&server, "ord_streamed").await;
+    let consumer = js
+        .get_stream("HOOKS")
+        .await
+        .unwrap()
+        .create_consumer(async_nats::jetstream::consumer::pull::Config::default())
+        .await
+        .unwrap();
+    let mut messages = consumer.messages().await.unwrap();
+    let message = tokio::time::timeout(Duration::from_secs(10), messages.next())
+        .await
+        .expect("a message within 10 s")
+        .unwrap()
+        .unwrap();
+    let headers = message.headers.as_ref().unwrap();
+    assert_eq!(headers.get("webhook-id").unwrap().as_str(), id);
+    let traceparent = headers.get("traceparent").unwrap().as_str().to_owned();
+    let spans = eventually(
+        "the receipt and the attempt are exported",
+        Duration::from_secs(20),
+        Duration::from_millis(50),
+        async || match receiver.spans() {
+            spans if spans.len() >= 2 => Ok(spans),
+            spans => Err(format!("{spans:#?}")),
+        },
+    )
+    .await;
+    let attempt = spans
+        .iter()
+        .find(|s| s.span.kind == SpanKind::Client as i32)
+        .expect("an attempt span");
+    assert_eq!(
+        traceparent,
+        format!("00-{}-{}-01", attempt.trace_id(), attempt.span_id())
+    );
+    assert_eq!(
+        attempt.trace_id(),
+        hookinbox::telemetry::EventTrace::of(&id)
+            .trace_id
+            .to_string()
+    );
+}
