@@ -93,6 +93,20 @@ impl Receiver {
     fn requests(&self) -> usize {
         *self.requests.lock().unwrap()
     }
+
+    /// Every span received once there are at least `n`, within 20 s.
+    async fn wait_for(&self, n: usize) -> Vec<Got> {
+        eventually(
+            &format!("{n} spans are exported"),
+            Duration::from_secs(20),
+            Duration::from_millis(50),
+            async || match self.spans() {
+                spans if spans.len() >= n => Ok(spans),
+                spans => Err(format!("{spans:#?}")),
+            },
+        )
+        .await
+    }
 }
 
 async fn take(State(receiver): State<Receiver>, body: Bytes) -> &'static str {
@@ -145,15 +159,8 @@ async fn send(server: &BinaryServer, event_id: &str) -> String {
 }
 
 async fn scrape(server: &BinaryServer) -> String {
-    client()
-        .get(format!("{}/metrics", server.admin))
-        .bearer_auth(ADMIN_TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
+    let answer = server.admin_ok(ADMIN_TOKEN, "GET", "/metrics", None).await;
+    answer.json.as_str().expect("the text format").to_owned()
 }
 
 #[tokio::test]
@@ -172,16 +179,8 @@ async fn an_event_delivered_after_two_failures_is_one_trace_that_reaches_the_app
     app.set(Mode::Ok);
     let requests = app.wait_for(3, Duration::from_secs(10)).await;
 
-    let spans = eventually(
-        "the receipt and three attempts are exported",
-        Duration::from_secs(20),
-        Duration::from_millis(50),
-        async || match receiver.spans() {
-            spans if spans.len() >= 4 => Ok(spans),
-            spans => Err(format!("{spans:#?}")),
-        },
-    )
-    .await;
+    // The receipt and three attempts.
+    let spans = receiver.wait_for(4).await;
     assert_eq!(spans.len(), 4, "{spans:#?}");
     assert!(spans.iter().all(|s| s.service == "hookinbox-test"));
     let trace = spans[0].trace_id();
@@ -365,16 +364,8 @@ async fn a_jetstream_message_carries_its_attempt_s_trace_context() {
     let headers = message.headers.as_ref().unwrap();
     assert_eq!(headers.get("webhook-id").unwrap().as_str(), id);
     let traceparent = headers.get("traceparent").unwrap().as_str().to_owned();
-    let spans = eventually(
-        "the receipt and the attempt are exported",
-        Duration::from_secs(20),
-        Duration::from_millis(50),
-        async || match receiver.spans() {
-            spans if spans.len() >= 2 => Ok(spans),
-            spans => Err(format!("{spans:#?}")),
-        },
-    )
-    .await;
+    // The receipt and the attempt.
+    let spans = receiver.wait_for(2).await;
     let attempt = spans
         .iter()
         .find(|s| s.span.kind == SpanKind::Client as i32)
