@@ -194,6 +194,7 @@ impl App {
             config.retention.sweep_interval,
             clock.clone(),
         );
+        let sweeper = sweeper.traced(telemetry.clone());
         let state = IngestState::new(
             &config,
             store.clone(),

@@ -306,9 +306,15 @@ impl IngestState {
             duplicate,
             filtered,
             ack_ms = ack.as_secs_f64() * 1e3,
+            trace_id = self.telemetry.trace_of(id).map(|t| t.trace_id),
             "stored"
         );
         Ok(ingested)
+    }
+
+    /// Where receipts are traced, for the reconcile passes' own spans.
+    pub fn telemetry(&self) -> &crate::telemetry::Telemetry {
+        &self.telemetry
     }
 
     /// Stores an event a reconcile pass fetched from its provider's API,
@@ -320,7 +326,26 @@ impl IngestState {
             return Ok(false);
         };
         let event_id = event.event_id().as_str().to_owned();
+        let event_type = event.event_type().map(str::to_owned);
+        let started = std::time::SystemTime::now();
         let ingested = self.keep(source, event, &event_id, Instant::now()).await?;
+        if let Ingested::New { id } = &ingested {
+            // A fetched event's trace starts at the pass that found it.
+            let stored = std::time::SystemTime::now();
+            self.telemetry.received(crate::telemetry::Receipt {
+                id,
+                source: source.name.as_str(),
+                event_id: &event_id,
+                event_type: event_type.as_deref(),
+                duplicate: false,
+                fetched: true,
+                headers: &http::HeaderMap::new(),
+                started,
+                verified: started,
+                stored,
+                answered: stored,
+            });
+        }
         Ok(matches!(ingested, Ingested::New { .. }))
     }
 
@@ -529,6 +554,7 @@ async fn receive(State(state): State<Arc<IngestState>>, request: Request) -> Res
             event_id: &event_id,
             event_type: event_type.as_deref(),
             duplicate,
+            fetched: false,
             headers: &parts.headers,
             started: at(started),
             verified: at(verified),

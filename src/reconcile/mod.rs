@@ -498,6 +498,10 @@ impl Reconciler {
         let timer = std::time::Instant::now();
         let plan = &mut self.plans[i];
         let source = plan.source.clone();
+        let mut span = self
+            .ingest
+            .telemetry()
+            .task("reconcile pass", &[("hookinbox.source", source.as_str())]);
         let cursor = match self.store.reconcile_state(source.as_str()) {
             Ok(kept) => kept.as_deref().and_then(decode),
             Err(e) => {
@@ -552,6 +556,11 @@ impl Reconciler {
             complete: tally.complete,
             subscription_active: active,
         };
+        span.count("hookinbox.reconcile.listed", report.listed);
+        span.count("hookinbox.reconcile.resent", report.resent);
+        span.count("hookinbox.reconcile.fetched", report.fetched);
+        span.count("hookinbox.reconcile.calls", u64::from(report.calls));
+        span.end(report.error.as_deref());
         self.metrics.reconcile_run(source.as_str(), outcome);
         if let Some(active) = active {
             self.metrics.subscription_active(source.as_str(), active);

@@ -86,9 +86,13 @@ impl Attempt {
         let Some(claimed) = self.store.claim(self.seq, started_ms).await? else {
             return Ok(Ended::NotAttempted);
         };
-        let span =
-            self.telemetry
-                .attempt(&event.id, destination, claimed.attempt, event.state.replays);
+        let span = self.telemetry.attempt(crate::telemetry::AttemptOf {
+            id: &event.id,
+            route: destination,
+            attempt: claimed.attempt,
+            round: event.state.replays,
+            round_started_ms: claimed.round_started_ms,
+        });
         let (attempt, retry_after) = self
             .destination
             .attempt(&event, claimed.attempt, &self.clock, span.headers())
@@ -116,6 +120,12 @@ impl Attempt {
             Duration::from_millis(attempt.latency_ms),
         );
         let outcome = policy::describe(&attempt);
+        // The attempt's log lines name its span ([telemetry]).
+        let ids = span.ids();
+        let (trace_id, span_id) = (
+            ids.as_ref().map(|i| i.0.as_str()),
+            ids.as_ref().map(|i| i.1.as_str()),
+        );
         span.end(
             attempt.status,
             AttemptOutcome::from(attempt.class).as_str(),
@@ -127,16 +137,16 @@ impl Attempt {
                     &self.label,
                     Duration::from_millis(now_ms.saturating_sub(claimed.round_started_ms)),
                 );
-                tracing::debug!(source, destination, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, latency_ms = attempt.latency_ms, "delivered");
+                tracing::debug!(source, destination, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, latency_ms = attempt.latency_ms, trace_id, span_id, "delivered");
             }
             Next::RetryAt { due_ms } => tracing::debug!(
                 source, destination, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt,
-                latency_ms = attempt.latency_ms, %outcome,
+                latency_ms = attempt.latency_ms, %outcome, trace_id, span_id,
                 retry_in_ms = due_ms.saturating_sub(now_ms), "attempt failed; will retry"
             ),
             Next::Dead { reason, .. } => {
                 let loud = self.metrics.dead_lettered(&self.label);
-                crate::loud_or_debug!(loud, warn, source, destination, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, %reason, "dead-lettered");
+                crate::loud_or_debug!(loud, warn, source, destination, id = %event.id, event_id = %event.record.event_id, attempt = claimed.attempt, %reason, trace_id, span_id, "dead-lettered");
             }
         }
         let attempt_class = attempt.class;

@@ -62,6 +62,8 @@ pub struct Sweeper {
     interval: Duration,
     clock: Clock,
     requests: mpsc::Receiver<oneshot::Sender<Result<SweepTotals, StoreError>>>,
+    /// Each sweep is a span (`[telemetry]`).
+    telemetry: crate::telemetry::Telemetry,
 }
 
 impl Sweeper {
@@ -79,9 +81,15 @@ impl Sweeper {
                 interval,
                 clock,
                 requests: rx,
+                telemetry: crate::telemetry::Telemetry::off(),
             },
             SweepHandle { requests: tx },
         )
+    }
+
+    /// Each sweep a span of `telemetry`'s.
+    pub fn traced(self, telemetry: crate::telemetry::Telemetry) -> Sweeper {
+        Sweeper { telemetry, ..self }
     }
 
     /// Sweeps every interval and on request until `shutdown` is cancelled.
@@ -106,6 +114,24 @@ impl Sweeper {
     }
 
     async fn sweep(&self) -> Result<SweepTotals, StoreError> {
+        let mut span = self.telemetry.task("sweep", &[]);
+        let swept = self.sweep_steps().await;
+        match &swept {
+            Ok(totals) => {
+                span.count("hookinbox.swept.delivered", totals.delivered);
+                span.count("hookinbox.swept.dead_or_ignored", totals.dead_or_ignored);
+                span.count("hookinbox.swept.dedupe_keys", totals.dedupe_keys);
+                span.count("hookinbox.swept.keys", totals.keys);
+                span.count("hookinbox.swept.audit", totals.audit);
+                span.count("hookinbox.sweep.steps", totals.steps);
+                span.end(None);
+            }
+            Err(e) => span.end(Some(&e.to_string())),
+        }
+        swept
+    }
+
+    async fn sweep_steps(&self) -> Result<SweepTotals, StoreError> {
         let started = Instant::now();
         let mut totals = SweepTotals::default();
         loop {

@@ -20,21 +20,45 @@ use sha2::{Digest, Sha256};
 const DOMAIN: &[u8] = b"hookinbox trace v1\0";
 
 /// The trace of an event's delivery round 0 (received, then attempted),
-/// and the id of the span its receipt is.
+/// and the id of the span its receipt is; or of a replay's round (the
+/// replay, then its attempts), and the id of the replay's span.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventTrace {
     pub trace_id: TraceId,
-    /// The ingest span: the root of the trace, the parent of every attempt.
+    /// The root of the trace (the receipt, or the replay), the parent of
+    /// every attempt of its round.
     pub root: SpanId,
 }
 
 impl EventTrace {
     /// The trace of the event whose public id is `id`.
     pub fn of(id: &str) -> EventTrace {
-        let digest = Sha256::new()
-            .chain_update(DOMAIN)
-            .chain_update(id.as_bytes())
-            .finalize();
+        EventTrace::derived(
+            Sha256::new()
+                .chain_update(DOMAIN)
+                .chain_update(id.as_bytes()),
+        )
+    }
+
+    /// The trace of round `round` (1 for the first replay) of the event's
+    /// delivery to `route`: a trace of its own, as each replay is a new
+    /// start; round 0 is the event's.
+    pub fn of_round(id: &str, route: &str, round: u32) -> EventTrace {
+        if round == 0 {
+            return EventTrace::of(id);
+        }
+        EventTrace::derived(
+            Sha256::new()
+                .chain_update(DOMAIN)
+                .chain_update(id.as_bytes())
+                .chain_update(b"\0")
+                .chain_update(route.as_bytes())
+                .chain_update(round.to_be_bytes()),
+        )
+    }
+
+    fn derived(hash: Sha256) -> EventTrace {
+        let digest = hash.finalize();
         let mut trace = [0u8; 16];
         trace.copy_from_slice(&digest[..16]);
         let mut span = [0u8; 8];
@@ -103,6 +127,12 @@ mod tests {
         let b = EventTrace::of("evt_1a2b.43");
         assert_ne!(a.trace_id, b.trace_id);
         assert_ne!(a.root, b.root);
+        assert_eq!(EventTrace::of_round("evt_1a2b.42", "shop", 0), a);
+        let replay = EventTrace::of_round("evt_1a2b.42", "shop", 1);
+        assert_ne!(replay.trace_id, a.trace_id);
+        assert_eq!(replay, EventTrace::of_round("evt_1a2b.42", "shop", 1));
+        assert_ne!(replay, EventTrace::of_round("evt_1a2b.42", "shop", 2));
+        assert_ne!(replay, EventTrace::of_round("evt_1a2b.42", "shop.crm", 1));
         assert_ne!(a.trace_id, TraceId::INVALID);
         assert_ne!(a.root, SpanId::INVALID);
     }

@@ -173,21 +173,42 @@ impl Telemetry {
             return;
         };
         let trace = EventTrace::of(receipt.id);
+        // Decided before anything is built: most events are not traced at
+        // a low ratio, and a duplicate's span follows its event's verdict.
+        if !inner.sampled(trace) {
+            return;
+        }
         let sender = TraceContextPropagator::new().extract(&Headers(receipt.headers));
         let links = match sender.span().span_context() {
             sc if sc.is_valid() => vec![Link::with_context(sc.clone())],
             _ => Vec::new(),
         };
-        let builder = inner
-            .tracer
-            .span_builder(format!("POST /in/{}", receipt.source))
-            .with_kind(SpanKind::Server)
-            .with_start_time(receipt.started)
-            .with_links(links)
-            .with_attributes([
+        let (name, kind, http) = if receipt.fetched {
+            // Fetched by a reconcile pass from the provider's API.
+            (
+                format!("reconcile {}", receipt.source),
+                SpanKind::Internal,
+                Vec::new(),
+            )
+        } else {
+            let http = vec![
                 KeyValue::new("http.request.method", "POST"),
                 KeyValue::new("http.route", "/in/{source}"),
                 KeyValue::new("http.response.status_code", 200),
+            ];
+            (
+                format!("POST /in/{}", receipt.source),
+                SpanKind::Server,
+                http,
+            )
+        };
+        let builder = inner
+            .tracer
+            .span_builder(name)
+            .with_kind(kind)
+            .with_start_time(receipt.started)
+            .with_links(links)
+            .with_attributes(http.into_iter().chain([
                 KeyValue::new("hookinbox.source", receipt.source.to_owned()),
                 KeyValue::new("hookinbox.id", receipt.id.to_owned()),
                 KeyValue::new("hookinbox.event_id", receipt.event_id.to_owned()),
@@ -196,7 +217,7 @@ impl Telemetry {
                     receipt.event_type.unwrap_or_default().to_owned(),
                 ),
                 KeyValue::new("hookinbox.duplicate", receipt.duplicate),
-            ]);
+            ]));
         let mut span = if receipt.duplicate {
             // A child of the event's receipt: the provider's retry, seen.
             inner
@@ -225,13 +246,26 @@ impl Telemetry {
     }
 
     /// The span of one delivery attempt of event `id`, started now, a child
-    /// of the event's receipt: its `traceparent` goes on the request.
-    /// Empty without `[telemetry]`.
-    pub fn attempt(&self, id: &str, route: &str, attempt: u32, round: u32) -> AttemptSpan {
+    /// of the root of its round's trace: the event's receipt (round 0), or
+    /// the replay that began round `round` at `round_started_ms`, whose
+    /// span the round's first attempt records (linked to the receipt). Its
+    /// `traceparent` goes on the request. Empty without `[telemetry]`.
+    pub fn attempt(&self, at: AttemptOf<'_>) -> AttemptSpan {
         let Some(inner) = &self.inner else {
             return AttemptSpan { span: None };
         };
-        let parent = inner.event_parent(EventTrace::of(id));
+        let AttemptOf {
+            id,
+            route,
+            attempt,
+            round,
+            round_started_ms,
+        } = at;
+        let trace = EventTrace::of_round(id, route, round);
+        if round > 0 && attempt == 1 {
+            inner.replayed(id, route, round, round_started_ms, trace);
+        }
+        let parent = inner.event_parent(trace);
         let builder = inner
             .tracer
             .span_builder(format!("deliver {route}"))
@@ -250,7 +284,91 @@ impl Telemetry {
     }
 }
 
+impl Telemetry {
+    /// The span of a task's run (a sweep, a reconcile pass), started now:
+    /// a trace of its own, sampled at the ratio. `attributes` are text.
+    pub fn task(&self, name: &'static str, attributes: &[(&'static str, &str)]) -> TaskSpan {
+        let Some(inner) = &self.inner else {
+            return TaskSpan { span: None };
+        };
+        let builder = inner
+            .tracer
+            .span_builder(name)
+            .with_kind(SpanKind::Internal)
+            .with_attributes(
+                attributes
+                    .iter()
+                    .map(|(k, v)| KeyValue::new(*k, (*v).to_owned())),
+            );
+        let span = inner.tracer.build_with_context(builder, &Context::new());
+        TaskSpan {
+            span: span.is_recording().then(|| (span, inner.metrics.clone())),
+        }
+    }
+}
+
+/// A task's run as a span; empty when not traced.
+pub struct TaskSpan {
+    span: Option<(opentelemetry_sdk::trace::Span, Metrics)>,
+}
+
+impl TaskSpan {
+    /// A count the run came to (`hookinbox.swept.delivered`, …).
+    pub fn count(&mut self, key: &'static str, value: u64) {
+        if let Some((span, _)) = &mut self.span {
+            span.set_attribute(KeyValue::new(key, value as i64));
+        }
+    }
+
+    /// Ends the span now, with an error status when the run failed.
+    pub fn end(self, failure: Option<&str>) {
+        let Some((mut span, metrics)) = self.span else {
+            return;
+        };
+        if let Some(failure) = failure {
+            span.set_status(Status::error(failure.to_owned()));
+        }
+        span.end();
+        metrics.span_ended();
+    }
+}
+
 impl Inner {
+    /// Records the span of the replay that began round `round` of `id`'s
+    /// delivery to `route` at `started_ms`: the root of the round's trace,
+    /// linked to the event's receipt.
+    fn replayed(&self, id: &str, route: &str, round: u32, started_ms: u64, trace: EventTrace) {
+        if !self.sampled(trace) {
+            return;
+        }
+        let receipt = EventTrace::of(id);
+        let first = SpanContext::new(
+            receipt.trace_id,
+            receipt.root,
+            TraceFlags::default(),
+            true,
+            TraceState::default(),
+        );
+        let builder = self
+            .tracer
+            .span_builder(format!("replay {route}"))
+            .with_kind(SpanKind::Internal)
+            .with_start_time(crate::clock::from_unix_ms(started_ms))
+            .with_links(vec![Link::with_context(first)])
+            .with_attributes([
+                KeyValue::new("hookinbox.id", id.to_owned()),
+                KeyValue::new("hookinbox.route", route.to_owned()),
+                KeyValue::new("hookinbox.round", i64::from(round)),
+            ]);
+        let mut span = ids::with_ids(trace, || {
+            self.tracer.build_with_context(builder, &Context::new())
+        });
+        if span.is_recording() {
+            span.end();
+            self.metrics.span_ended();
+        }
+    }
+
     /// Whether the event of `trace` is traced: the ratio sampler's verdict
     /// on its trace id, the same every time it is asked.
     fn sampled(&self, trace: EventTrace) -> bool {
@@ -288,6 +406,19 @@ pub struct TraceLink {
     pub url: Option<String>,
 }
 
+/// Which attempt of which event an attempt span is.
+pub struct AttemptOf<'a> {
+    /// The event's public id.
+    pub id: &'a str,
+    pub route: &'a str,
+    /// 1 for the round's first.
+    pub attempt: u32,
+    /// 0 until the delivery is replayed.
+    pub round: u32,
+    /// When the round began (the replay's time for a replayed round).
+    pub round_started_ms: u64,
+}
+
 /// What the receipt of one event was, for its span.
 pub struct Receipt<'a> {
     pub id: &'a str,
@@ -295,6 +426,8 @@ pub struct Receipt<'a> {
     pub event_id: &'a str,
     pub event_type: Option<&'a str>,
     pub duplicate: bool,
+    /// Fetched from the provider's API by a reconcile pass, not received.
+    pub fetched: bool,
     /// The request's headers: a sender's `traceparent` is linked.
     pub headers: &'a http::HeaderMap,
     pub started: SystemTime,
@@ -309,6 +442,15 @@ pub struct AttemptSpan {
 }
 
 impl AttemptSpan {
+    /// The span's trace id and span id in hex, for the attempt's log lines;
+    /// `None` when empty.
+    pub fn ids(&self) -> Option<(String, String)> {
+        self.span.as_ref().map(|(span, _)| {
+            let sc = span.span_context();
+            (sc.trace_id().to_string(), sc.span_id().to_string())
+        })
+    }
+
     /// The trace context headers for the attempt's request or message
     /// (`traceparent`, and `tracestate` when there is one); none when empty.
     pub fn headers(&self) -> Vec<(String, String)> {

@@ -136,6 +136,37 @@ async fn take(State(receiver): State<Receiver>, body: Bytes) -> &'static str {
     ""
 }
 
+/// The spans of one trace as a tree, children under their parent in the
+/// order they started: name, start after the root's (ms), duration (ms).
+/// Printed by the tests (`--nocapture`); docs/operating.md shows one.
+fn render(spans: &[Got]) -> String {
+    fn walk(spans: &[Got], parent: &str, root_start: u64, depth: usize, out: &mut String) {
+        let mut children: Vec<&Got> = spans.iter().filter(|s| s.parent() == parent).collect();
+        children.sort_by_key(|s| s.span.start_time_unix_nano);
+        for s in children {
+            let at = (s.span.start_time_unix_nano - root_start) as f64 / 1e6;
+            let took = (s.span.end_time_unix_nano - s.span.start_time_unix_nano) as f64 / 1e6;
+            let status = s.attr("http.response.status_code").unwrap_or_default();
+            out.push_str(&format!(
+                "{:indent$}{} [{}] +{at:.1} ms, {took:.1} ms {status}\n",
+                "",
+                s.span.name,
+                s.service,
+                indent = depth * 2
+            ));
+            walk(spans, &s.span_id(), root_start, depth + 1, out);
+        }
+    }
+    let start = spans
+        .iter()
+        .map(|s| s.span.start_time_unix_nano)
+        .min()
+        .unwrap_or(0);
+    let mut out = String::new();
+    walk(spans, "", start, 0, &mut out);
+    out
+}
+
 fn config(dir: &std::path::Path, telemetry: &str, app: &str) -> String {
     format!(
         "{}[admin]\ntoken = \"{ADMIN_TOKEN}\"\n\n{telemetry}{}destination = \"{app}\"\n\
@@ -182,6 +213,7 @@ async fn an_event_delivered_after_two_failures_is_one_trace_that_reaches_the_app
     // The receipt and three attempts.
     let spans = receiver.wait_for(4).await;
     assert_eq!(spans.len(), 4, "{spans:#?}");
+    println!("{}", render(&spans));
     assert!(spans.iter().all(|s| s.service == "hookinbox-test"));
     let trace = spans[0].trace_id();
     assert!(spans.iter().all(|s| s.trace_id() == trace), "{spans:#?}");
@@ -380,4 +412,137 @@ async fn a_jetstream_message_carries_its_attempt_s_trace_context() {
             .trace_id
             .to_string()
     );
+}
+
+#[tokio::test]
+async fn a_replay_is_a_new_trace_linked_to_the_first_and_a_sweep_has_its_own() {
+    let (receiver, otlp) = Receiver::start().await;
+    let app = Destination::start(Mode::Ok).await;
+    let dir = tempfile::tempdir().unwrap();
+    let telemetry = format!("[telemetry]\nendpoint = \"http://{otlp}\"\n\n");
+    let path = write_config(dir.path(), &config(dir.path(), &telemetry, &app.url()));
+    let server = BinaryServer::start(&path, &[BATCH_DELAY], None);
+    let id = send(&server, "ord_replayed").await;
+    server
+        .delivered(ADMIN_TOKEN, "shop", "ord_replayed", Duration::from_secs(10))
+        .await;
+    server
+        .admin_ok(
+            ADMIN_TOKEN,
+            "POST",
+            &format!("/api/events/{id}/replay"),
+            None,
+        )
+        .await;
+    let requests = app.wait_for(2, Duration::from_secs(10)).await;
+    server
+        .admin_ok(ADMIN_TOKEN, "POST", "/api/sweep", None)
+        .await;
+
+    // The receipt and its attempt, the replay and its attempt, the sweep.
+    let spans = receiver.wait_for(5).await;
+    let named =
+        |name: &str| -> Vec<&Got> { spans.iter().filter(|s| s.span.name == name).collect() };
+    let receipt = named("POST /in/shop")[0];
+    let replay = named("replay shop");
+    assert_eq!(replay.len(), 1, "{spans:#?}");
+    let replay = replay[0];
+    assert_ne!(replay.trace_id(), receipt.trace_id(), "a trace of its own");
+    assert!(
+        replay.span.parent_span_id.is_empty(),
+        "the root of its trace"
+    );
+    assert_eq!(replay.span.links.len(), 1, "{replay:#?}");
+    assert_eq!(
+        hex::encode(&replay.span.links[0].trace_id),
+        receipt.trace_id()
+    );
+    assert_eq!(
+        hex::encode(&replay.span.links[0].span_id),
+        receipt.span_id()
+    );
+    assert_eq!(replay.attr("hookinbox.round").as_deref(), Some("1"));
+
+    let attempts = named("deliver shop");
+    assert_eq!(attempts.len(), 2, "{spans:#?}");
+    let first = attempts
+        .iter()
+        .find(|s| s.trace_id() == receipt.trace_id())
+        .unwrap();
+    let again = attempts
+        .iter()
+        .find(|s| s.trace_id() == replay.trace_id())
+        .unwrap();
+    assert_eq!(first.parent(), receipt.span_id());
+    assert_eq!(again.parent(), replay.span_id());
+    assert_eq!(
+        requests[1].header("traceparent"),
+        format!("00-{}-{}-01", again.trace_id(), again.span_id())
+    );
+    // Same webhook-id: the app dedupes the replay as ever.
+    assert_eq!(
+        requests[0].header("webhook-id"),
+        requests[1].header("webhook-id")
+    );
+
+    let sweep = named("sweep");
+    assert_eq!(sweep.len(), 1, "{spans:#?}");
+    assert_eq!(sweep[0].attr("hookinbox.sweep.steps").as_deref(), Some("1"));
+}
+
+/// The app of `docs/verify/python/traced.py`, with the official
+/// OpenTelemetry SDK, exporting to the same receiver: its span is a child of
+/// the attempt that delivered to it, in the event's trace.
+#[tokio::test]
+async fn the_python_example_app_continues_the_trace_with_the_official_sdk() {
+    const DEST_SECRET: &str = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
+    let (receiver, otlp) = Receiver::start().await;
+    let port = free_port();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut app = std::process::Command::new(crate::support::python3())
+        .arg(root.join("docs/verify/python/traced.py"))
+        .env("HOOKINBOX_DESTINATION_SECRET", DEST_SECRET)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{otlp}"))
+        .env("OTEL_SERVICE_NAME", "shop-app")
+        .env(BATCH_DELAY.0, BATCH_DELAY.1)
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("python3 runs docs/verify/python/traced.py");
+    crate::support::eventually_sync(
+        "traced.py listens",
+        Duration::from_secs(15),
+        Duration::from_millis(50),
+        || {
+            std::net::TcpStream::connect(("127.0.0.1", port))
+                .map(|_| ())
+                .map_err(|e| format!("{e} (its libraries: {})", crate::support::PYTHON_SETUP))
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let telemetry = format!("[telemetry]\nendpoint = \"http://{otlp}\"\n\n");
+    let text = config(dir.path(), &telemetry, &format!("http://127.0.0.1:{port}/"))
+        + &format!("destination_secret = \"{DEST_SECRET}\"\n");
+    let server = BinaryServer::start(&write_config(dir.path(), &text), &[BATCH_DELAY], None);
+    send(&server, "ord_app").await;
+    server
+        .delivered(ADMIN_TOKEN, "shop", "ord_app", Duration::from_secs(10))
+        .await;
+
+    // The receipt, the attempt and the app's span.
+    let spans = receiver.wait_for(3).await;
+    let _ = app.kill();
+    let _ = app.wait();
+    println!("{}", render(&spans));
+    let theirs: Vec<&Got> = spans.iter().filter(|s| s.service == "shop-app").collect();
+    assert_eq!(theirs.len(), 1, "{spans:#?}");
+    let attempt = spans
+        .iter()
+        .find(|s| s.span.kind == SpanKind::Client as i32)
+        .expect("the attempt's span");
+    assert_eq!(theirs[0].span.name, "handle webhook");
+    assert_eq!(theirs[0].trace_id(), attempt.trace_id());
+    assert_eq!(theirs[0].parent(), attempt.span_id());
+    assert_eq!(theirs[0].attr("order.id").as_deref(), Some("ord_app"));
 }
