@@ -167,7 +167,8 @@ impl App {
             Some(Replicated::Primary { shipper, .. }) => (Some(shipper.clone()), None),
             Some(Replicated::Standby { shipper, tag, .. }) => (Some(shipper.clone()), Some(*tag)),
         };
-        let (store, writer) = open_store(&config, &metrics, shipper, standby_of).await?;
+        let (store, writer) =
+            open_store(&config, &metrics, &telemetry, shipper, standby_of).await?;
         let replication = match (replicated, &config.replication) {
             (Some(replicated), Some(r)) => {
                 Some(replication_tasks(replicated, r, &config.server.data_dir, &store).await?)
@@ -356,12 +357,18 @@ fn declared_metrics(config: &Config) -> Metrics {
 async fn open_store(
     config: &Config,
     metrics: &Metrics,
+    telemetry: &crate::telemetry::Telemetry,
     shipper: Option<Arc<dyn crate::store::Shipper>>,
     standby_of: Option<u32>,
 ) -> Result<(Store, WriterHandle), AppError> {
     let commits = metrics.clone();
+    // Each checkpoint a span of its own ([telemetry]).
+    let checkpoints = telemetry.clone();
     let options = StoreOptions {
         on_commit: Some(Arc::new(move |jobs, took| commits.commit(jobs, took))),
+        on_checkpoint: telemetry.is_on().then(|| -> crate::store::CheckpointHook {
+            Arc::new(move |c| checkpoints.checkpoint(c))
+        }),
         shipper,
         standby: standby_of.is_some(),
         tag: standby_of,

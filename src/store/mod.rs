@@ -68,7 +68,9 @@ pub use error::{Report, StoreError, WriteError};
 pub use handle::{Store, WriterHandle};
 pub use open::{DB_FILE, standby_dir};
 pub use ops::PROBE_EVERY;
-pub use options::{CHECKPOINT_EVERY, CommitHook, MAX_BATCH, StoreOptions};
+pub use options::{
+    CHECKPOINT_EVERY, CheckpointHook, Checkpointed, CommitHook, MAX_BATCH, StoreOptions,
+};
 pub use payload::PayloadMatch;
 pub use read::{Counts, MAX_KEYS_EXAMINED, NO_TYPE, RouteStats, SourceStats};
 pub use ship::{ShipError, ShippedFrame, Shipper};

@@ -41,6 +41,9 @@ pub struct StoreOptions {
     pub dedupe_seal_keys: usize,
     /// Told of every successful commit: jobs in it, and how long it took.
     pub on_commit: Option<CommitHook>,
+    /// Told of every checkpoint when it ends (from the writer's thread or
+    /// the checkpoint's: it must not block).
+    pub on_checkpoint: Option<CheckpointHook>,
     /// Where each batch's frame goes before the batch is answered
     /// (replication); `None`: the local disk alone.
     pub shipper: Option<Arc<dyn Shipper>>,
@@ -67,6 +70,7 @@ impl StoreOptions {
             checkpoint_every: CHECKPOINT_EVERY,
             dedupe_seal_keys: super::dedupe::SEAL_KEYS,
             on_commit: None,
+            on_checkpoint: None,
             shipper: None,
             standby: false,
             tag: None,
@@ -76,3 +80,18 @@ impl StoreOptions {
 
 /// See [`StoreOptions::on_commit`].
 pub type CommitHook = Arc<dyn Fn(usize, Duration) + Send + Sync>;
+
+/// See [`StoreOptions::on_checkpoint`].
+pub type CheckpointHook = Arc<dyn Fn(&Checkpointed) + Send + Sync>;
+
+/// A checkpoint that ended: every frame up to `lsn` durable in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpointed {
+    pub lsn: u64,
+    pub took: Duration,
+    /// On its own thread while the writer went on (else the writer's own
+    /// commit made it).
+    pub beside: bool,
+    /// Why it failed (the database is reopened), if it did.
+    pub failure: Option<String>,
+}

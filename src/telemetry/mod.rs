@@ -307,6 +307,35 @@ impl Telemetry {
     }
 }
 
+impl Telemetry {
+    /// Records a checkpoint that just ended (`checkpointed.took` ago to
+    /// now) as a span of its own. Called from the store's threads.
+    pub fn checkpoint(&self, checkpointed: &crate::store::Checkpointed) {
+        let Some(inner) = &self.inner else {
+            return;
+        };
+        let ended = SystemTime::now();
+        let builder = inner
+            .tracer
+            .span_builder("checkpoint")
+            .with_kind(SpanKind::Internal)
+            .with_start_time(ended - checkpointed.took)
+            .with_attributes([
+                KeyValue::new("hookinbox.lsn", checkpointed.lsn as i64),
+                KeyValue::new("hookinbox.checkpoint.beside", checkpointed.beside),
+            ]);
+        let mut span = inner.tracer.build_with_context(builder, &Context::new());
+        if !span.is_recording() {
+            return;
+        }
+        if let Some(failure) = &checkpointed.failure {
+            span.set_status(Status::error(failure.clone()));
+        }
+        span.end_with_timestamp(ended);
+        inner.metrics.span_ended();
+    }
+}
+
 /// A task's run as a span; empty when not traced.
 pub struct TaskSpan {
     span: Option<(opentelemetry_sdk::trace::Span, Metrics)>,

@@ -284,6 +284,10 @@ role = "operator"
 token = "{EXPIRED_TOKEN}"
 expires = "2020-01-01T00:00:00Z"
 
+[telemetry]
+endpoint = "http://127.0.0.1:{}"
+trace_url = "http://tempo.example/trace/{{trace_id}}"
+
 [[source]]
 name = "shop"
 kind = "standard"
@@ -292,6 +296,9 @@ destination = "{}"
 
 "#,
                 server_section(&dir.path().join("data")),
+                // Traces go nowhere (a port nothing listens on): the page
+                // links them all the same.
+                crate::support::free_port(),
                 dest.url()
             ),
         );
@@ -478,6 +485,17 @@ async fn an_event_page_says_why_it_died_and_replays_ignores_and_erases_after_a_y
     .await;
     text_until(b, "#attempts", |t| t.contains("amount must be positive")).await;
     text_until(b, "#payload", |t| t.contains("\"customer\": \"cus_alpha\"")).await;
+    // Its trace, linked as [telemetry] trace_url says.
+    let trace = admin_get(server, &format!("/api/events/{}", ids[0])).await["trace_id"]
+        .as_str()
+        .expect("a trace id")
+        .to_owned();
+    text_until(b, "#trace", |t| t == trace).await;
+    let link = b.find(Locator::Css("#trace")).await.unwrap();
+    assert_eq!(
+        link.attr("href").await.unwrap().as_deref(),
+        Some(format!("http://tempo.example/trace/{trace}").as_str())
+    );
     screenshot(b, "event-dead").await;
 
     // The app is fixed: replay it, after saying yes, and see it delivered.

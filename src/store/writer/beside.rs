@@ -179,6 +179,14 @@ impl Writer {
             return;
         };
         let frozen = running.frozen;
+        if let Some(hook) = &self.options.on_checkpoint {
+            hook(&super::super::Checkpointed {
+                lsn: running.lsn,
+                took: running.started.elapsed(),
+                beside: true,
+                failure: result.as_ref().err().map(|e| Report(e).to_string()),
+            });
+        }
         match result {
             Ok(()) => {
                 tracing::debug!(

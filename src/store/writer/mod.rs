@@ -387,7 +387,17 @@ impl Writer {
         // A standby numbers nothing itself: only its primary's frames move it.
         let logs = applied.is_some() || (!self.standby && (durable || self.wal.has_entries()));
         let committed = if durable {
-            commit_checkpoint(txn)
+            let started = Instant::now();
+            let committed = commit_checkpoint(txn);
+            if let Some(hook) = &self.options.on_checkpoint {
+                hook(&super::Checkpointed {
+                    lsn,
+                    took: started.elapsed(),
+                    beside: false,
+                    failure: committed.as_ref().err().map(|e| e.to_string()),
+                });
+            }
+            committed
         } else {
             txn.set_durability(Durability::None)
                 .map_err(WriteError::from)
