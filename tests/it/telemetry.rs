@@ -216,7 +216,12 @@ async fn an_event_delivered_after_two_failures_is_one_trace_that_reaches_the_app
          trace_url = \"http://tempo.example/trace/{{trace_id}}\"\n\n"
     );
     let path = write_config(dir.path(), &config(dir.path(), &telemetry, &app.url()));
-    let server = BinaryServer::start(&path, &[BATCH_DELAY], None);
+    // At debug, each event's own lines are logged: they name their spans.
+    let server = BinaryServer::start(
+        &path,
+        &[BATCH_DELAY, ("HOOKINBOX_LOG_LEVEL", "debug")],
+        None,
+    );
     let id = send(&server, "ord_traced").await;
     app.wait_for(2, Duration::from_secs(10)).await;
     app.set(Mode::Ok);
@@ -295,6 +300,40 @@ async fn an_event_delivered_after_two_failures_is_one_trace_that_reaches_the_app
     assert_eq!(
         event.json["trace_url"],
         format!("http://tempo.example/trace/{trace}").as_str()
+    );
+
+    // `events show` prints them.
+    let shown = std::process::Command::new(env!("CARGO_BIN_EXE_hookinbox"))
+        .args(["events", "show", &id, "--admin", &server.admin])
+        .env("HOOKINBOX_ADMIN_TOKEN", ADMIN_TOKEN)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8(shown.stdout).unwrap();
+    assert!(
+        shown.contains(&format!("trace_id        {trace}\n")),
+        "{shown}"
+    );
+    assert!(shown.contains(&format!(
+        "trace_url       http://tempo.example/trace/{trace}\n"
+    )));
+
+    // The log lines of the event and of its attempts name their spans.
+    let stored = server.log_record("stored").expect("the stored line");
+    assert_eq!(stored["trace_id"], trace.as_str(), "{stored}");
+    let failed = server
+        .log_record("attempt failed; will retry")
+        .expect("a retry line");
+    assert_eq!(failed["trace_id"], trace.as_str(), "{failed}");
+    assert_eq!(
+        failed["span_id"],
+        attempts[0].span_id().as_str(),
+        "{failed}"
+    );
+    let delivered = server.log_record("delivered").expect("the delivered line");
+    assert_eq!(
+        delivered["span_id"],
+        attempts[2].span_id().as_str(),
+        "{delivered}"
     );
 
     let metrics = scrape(&server).await;
@@ -582,4 +621,71 @@ async fn the_python_example_app_continues_the_trace_with_the_official_sdk() {
     assert_eq!(theirs[0].trace_id(), attempt.trace_id());
     assert_eq!(theirs[0].parent(), attempt.span_id());
     assert_eq!(theirs[0].attr("order.id").as_deref(), Some("ord_app"));
+}
+
+/// A pass that fetches an event Stripe could not deliver is a span, and
+/// the fetched event's trace starts at `reconcile stripe`, its attempt a
+/// child of that.
+#[tokio::test]
+async fn a_reconcile_pass_is_a_span_and_a_fetched_event_s_trace_starts_at_it() {
+    const KEY: &str = "rk_test_fake_0123456789";
+    let (receiver, otlp) = Receiver::start().await;
+    let stripe = crate::providers::FakeStripe::start(KEY);
+    let app = Destination::start(Mode::Ok).await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let lost = stripe.event(0, now - 60, false);
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{}[admin]\ntoken = \"{ADMIN_TOKEN}\"\n\n[telemetry]\nendpoint = \"http://{otlp}\"\n\n\
+         [[source]]\nname = \"stripe\"\nkind = \"stripe\"\nsecret = \"whsec_stripe_endpoint_secret\"\n\
+         destination = \"{}\"\n\n[source.reconcile]\ntoken = \"{KEY}\"\nendpoint = \"we_1Fake\"\n\
+         interval = \"1h\"\napi_base = \"{}\"\n",
+        server_section(dir.path()),
+        app.url(),
+        stripe.url()
+    );
+    let server = BinaryServer::start(&write_config(dir.path(), &text), &[BATCH_DELAY], None);
+    let report = server
+        .admin_ok(ADMIN_TOKEN, "POST", "/api/reconcile/stripe", None)
+        .await;
+    assert_eq!(report.json["fetched"], 1, "{:?}", report.json);
+    app.wait_for(1, Duration::from_secs(10)).await;
+
+    let spans = receiver.wait_for(2).await;
+    let fetched = spans
+        .iter()
+        .find(|s| s.span.name == "reconcile stripe")
+        .expect("the fetched event's root");
+    assert!(fetched.span.parent_span_id.is_empty());
+    assert_eq!(
+        fetched.attr("hookinbox.event_id").as_deref(),
+        Some(lost.id.as_str())
+    );
+    let attempt = spans
+        .iter()
+        .find(|s| s.span.name == "deliver stripe")
+        .expect("its attempt");
+    assert_eq!(attempt.parent(), fetched.span_id());
+    assert_eq!(attempt.trace_id(), fetched.trace_id());
+    let pass = eventually(
+        "the pass's span is exported",
+        Duration::from_secs(20),
+        Duration::from_millis(50),
+        async || {
+            let all = receiver.all();
+            match all.into_iter().find(|s| s.span.name == "reconcile pass") {
+                Some(pass) => Ok(pass),
+                None => Err("no reconcile pass span yet".to_owned()),
+            }
+        },
+    )
+    .await;
+    assert_eq!(pass.attr("hookinbox.source").as_deref(), Some("stripe"));
+    assert_eq!(
+        pass.attr("hookinbox.reconcile.fetched").as_deref(),
+        Some("1")
+    );
 }
