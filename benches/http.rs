@@ -23,13 +23,14 @@
 //! (`http/replicate.rs`). With `--listeners N`, N event streams open
 //! against none (`http/listeners.rs`). With `--telemetry R`, the server
 //! traces events (`[telemetry]`, `sample_ratio = R`) to an OTLP sink in
-//! this process that answers 200 and reads nothing.
+//! this process that answers 200 and reads nothing (`--otlp-down`: to a
+//! port nothing listens on, every export refused).
 //!
 //! Rerun: cargo bench --bench http -- [--quick] [--seconds 20] [--runs 3]
 //!        [--connections 64,128] [--dup 0,10] [--preload 5000000 --data DIR]
 //!        [--crash] [--space] [--http-only] [--bin target/release/hookinbox]
 //!        [--replicate [--catch-up 1000000]] [--listeners 10 [--payload]]
-//!        [--telemetry 1.0]
+//!        [--telemetry 1.0 [--otlp-down]]
 //! `--data DIR` keeps the store (preloaded once, topped up to `--preload`).
 
 use std::io::{Read, Write};
@@ -636,12 +637,21 @@ async fn main() {
     let args = args();
     if let Some(ratio) = Flags::from_env().text("--telemetry") {
         let ratio: f64 = ratio.parse().expect("--telemetry takes a ratio, 0 to 1");
+        // `--otlp-down`: a port nothing listens on, every export refused.
+        let down = std::env::args().any(|a| a == "--otlp-down");
+        let port = if down { free_port().port() } else { otlp_sink() };
         let section = format!(
-            "[telemetry]\nendpoint = \"http://127.0.0.1:{}\"\nsample_ratio = {ratio:?}\n",
-            otlp_sink()
+            "[telemetry]\nendpoint = \"http://127.0.0.1:{port}\"\nsample_ratio = {ratio:?}\n"
         );
         TELEMETRY.set(section).unwrap();
-        println!("traced: [telemetry] sample_ratio = {ratio}, to an OTLP sink on loopback");
+        println!(
+            "traced: [telemetry] sample_ratio = {ratio}, to {}",
+            if down {
+                "a loopback port nothing listens on"
+            } else {
+                "an OTLP sink on loopback"
+            }
+        );
     }
     if args.replicate {
         replicate::run(&args, args.catch_up).await;
