@@ -639,7 +639,11 @@ async fn main() {
         let ratio: f64 = ratio.parse().expect("--telemetry takes a ratio, 0 to 1");
         // `--otlp-down`: a port nothing listens on, every export refused.
         let down = std::env::args().any(|a| a == "--otlp-down");
-        let port = if down { free_port().port() } else { otlp_sink() };
+        let port = if down {
+            free_port().port()
+        } else {
+            otlp_sink()
+        };
         let section = format!(
             "[telemetry]\nendpoint = \"http://127.0.0.1:{port}\"\nsample_ratio = {ratio:?}\n"
         );
