@@ -1,9 +1,11 @@
 //! Traces (`[telemetry]`): a trace per event, from the provider's request
 //! to the app's answer, exported over OTLP/HTTP. Owns the SDK's provider
 //! (its batch thread sends with a blocking client, off the runtime) and
-//! the spans hookinbox records: the receipt of an event (`ingest`), a span
-//! per delivery attempt as its child, and the `traceparent` each attempt
-//! carries to the app.
+//! the spans hookinbox records: the receipt of an event (`ingest`, or a
+//! reconcile pass's fetch), a span per delivery attempt as its child, the
+//! replay that starts a round's trace of its own, the `traceparent` each
+//! attempt carries to the app, and the runs of the tasks (sweeps,
+//! reconcile passes, checkpoints), each a trace of its own.
 //!
 //! Without `[telemetry]` the handle is empty: no span is built, no header
 //! added, no thread started, no connection made.
