@@ -243,8 +243,7 @@ impl Telemetry {
             receipt.stored,
             Vec::new(),
         );
-        span.end_with_timestamp(receipt.answered);
-        inner.metrics.span_ended();
+        finish(span, &inner.metrics, None, Some(receipt.answered));
     }
 
     /// The span of one delivery attempt of event `id`, started now, a child
@@ -326,15 +325,16 @@ impl Telemetry {
                 KeyValue::new("hookinbox.lsn", checkpointed.lsn as i64),
                 KeyValue::new("hookinbox.checkpoint.beside", checkpointed.beside),
             ]);
-        let mut span = inner.tracer.build_with_context(builder, &Context::new());
+        let span = inner.tracer.build_with_context(builder, &Context::new());
         if !span.is_recording() {
             return;
         }
-        if let Some(failure) = &checkpointed.failure {
-            span.set_status(Status::error(failure.clone()));
-        }
-        span.end_with_timestamp(ended);
-        inner.metrics.span_ended();
+        finish(
+            span,
+            &inner.metrics,
+            checkpointed.failure.as_deref(),
+            Some(ended),
+        );
     }
 }
 
@@ -353,15 +353,28 @@ impl TaskSpan {
 
     /// Ends the span now, with an error status when the run failed.
     pub fn end(self, failure: Option<&str>) {
-        let Some((mut span, metrics)) = self.span else {
-            return;
-        };
-        if let Some(failure) = failure {
-            span.set_status(Status::error(failure.to_owned()));
+        if let Some((span, metrics)) = self.span {
+            finish(span, &metrics, failure, None);
         }
-        span.end();
-        metrics.span_ended();
     }
+}
+
+/// Ends a recording `span` (at `at`, else now), with an error status
+/// saying `failure` if there is one, and counts it.
+fn finish(
+    mut span: opentelemetry_sdk::trace::Span,
+    metrics: &Metrics,
+    failure: Option<&str>,
+    at: Option<SystemTime>,
+) {
+    if let Some(failure) = failure {
+        span.set_status(Status::error(failure.to_owned()));
+    }
+    match at {
+        Some(at) => span.end_with_timestamp(at),
+        None => span.end(),
+    }
+    metrics.span_ended();
 }
 
 impl Inner {
@@ -391,12 +404,11 @@ impl Inner {
                 KeyValue::new("hookinbox.route", route.to_owned()),
                 KeyValue::new("hookinbox.round", i64::from(round)),
             ]);
-        let mut span = ids::with_ids(trace, || {
+        let span = ids::with_ids(trace, || {
             self.tracer.build_with_context(builder, &Context::new())
         });
         if span.is_recording() {
-            span.end();
-            self.metrics.span_ended();
+            finish(span, &self.metrics, None, None);
         }
     }
 
@@ -506,11 +518,7 @@ impl AttemptSpan {
             ));
         }
         span.set_attribute(KeyValue::new("hookinbox.outcome", outcome.to_owned()));
-        if let Some(failure) = failure {
-            span.set_status(Status::error(failure.to_owned()));
-        }
-        span.end();
-        metrics.span_ended();
+        finish(span, &metrics, failure, None);
     }
 }
 

@@ -106,6 +106,26 @@ impl Receiver {
         *self.requests.lock().unwrap()
     }
 
+    /// Every span received, tasks' too, once there is one of each of
+    /// `names`, within 20 s.
+    async fn wait_for_named(&self, names: &[&str]) -> Vec<Got> {
+        eventually(
+            &format!("spans named {names:?} are exported"),
+            Duration::from_secs(20),
+            Duration::from_millis(50),
+            async || {
+                let all = self.all();
+                let has = |name: &&str| all.iter().any(|s| s.span.name == *name);
+                if names.iter().all(has) {
+                    Ok(all)
+                } else {
+                    Err(format!("{all:#?}"))
+                }
+            },
+        )
+        .await
+    }
+
     /// Every span received once there are at least `n`, within 20 s.
     async fn wait_for(&self, n: usize) -> Vec<Got> {
         eventually(
@@ -493,21 +513,7 @@ async fn a_replay_is_a_new_trace_linked_to_the_first_and_sweeps_and_checkpoints_
 
     // The receipt and its attempt, the replay and its attempt.
     receiver.wait_for(4).await;
-    let spans = eventually(
-        "the sweep's and a checkpoint's spans are exported",
-        Duration::from_secs(20),
-        Duration::from_millis(50),
-        async || {
-            let all = receiver.all();
-            let has = |name: &str| all.iter().any(|s| s.span.name == name);
-            if has("sweep") && has("checkpoint") {
-                Ok(all)
-            } else {
-                Err(format!("{all:#?}"))
-            }
-        },
-    )
-    .await;
+    let spans = receiver.wait_for_named(&["sweep", "checkpoint"]).await;
     let named =
         |name: &str| -> Vec<&Got> { spans.iter().filter(|s| s.span.name == name).collect() };
     let receipt = named("POST /in/shop")[0];
@@ -670,19 +676,11 @@ async fn a_reconcile_pass_is_a_span_and_a_fetched_event_s_trace_starts_at_it() {
         .expect("its attempt");
     assert_eq!(attempt.parent(), fetched.span_id());
     assert_eq!(attempt.trace_id(), fetched.trace_id());
-    let pass = eventually(
-        "the pass's span is exported",
-        Duration::from_secs(20),
-        Duration::from_millis(50),
-        async || {
-            let all = receiver.all();
-            match all.into_iter().find(|s| s.span.name == "reconcile pass") {
-                Some(pass) => Ok(pass),
-                None => Err("no reconcile pass span yet".to_owned()),
-            }
-        },
-    )
-    .await;
+    let spans = receiver.wait_for_named(&["reconcile pass"]).await;
+    let pass = spans
+        .iter()
+        .find(|s| s.span.name == "reconcile pass")
+        .unwrap();
     assert_eq!(pass.attr("hookinbox.source").as_deref(), Some("stripe"));
     assert_eq!(
         pass.attr("hookinbox.reconcile.fetched").as_deref(),
