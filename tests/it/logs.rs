@@ -4,7 +4,9 @@
 //! and a periodic summary at info, so a flood of traffic or of bad requests
 //! writes a bounded number of lines.
 
+use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -22,7 +24,16 @@ struct Journaled {
 }
 
 impl Journaled {
+    /// With `journal`, stderr is the journal's stream and journald's
+    /// native socket does not answer: lines go to the stream.
     fn start(dir: &std::path::Path, config: &str, journal: bool) -> Journaled {
+        let socket = journal.then(|| dir.join("no-journald.socket"));
+        Journaled::start_with(dir, config, socket.as_deref())
+    }
+
+    /// stderr is the journal's stream, and journald's native socket is
+    /// `socket` (the process sends there when it answers).
+    fn start_with(dir: &std::path::Path, config: &str, socket: Option<&Path>) -> Journaled {
         let path = write_config(dir, config);
         let log = dir.join("stderr.log");
         let file = std::fs::File::create(&log).unwrap();
@@ -35,8 +46,9 @@ impl Journaled {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(file);
-        if journal {
-            cmd.env("JOURNAL_STREAM", format!("{}:{}", meta.dev(), meta.ino()));
+        if let Some(socket) = socket {
+            cmd.env("JOURNAL_STREAM", format!("{}:{}", meta.dev(), meta.ino()))
+                .env("HOOKINBOX_JOURNAL_SOCKET", socket);
         } else {
             cmd.env_remove("JOURNAL_STREAM");
         }
@@ -83,6 +95,95 @@ impl Journaled {
             String::from_utf8_lossy(&out.stdout).into_owned(),
         )
     }
+}
+
+/// A stand-in for journald's native socket: a datagram socket at a path,
+/// each datagram parsed as sd_journal_sendv(3) frames it.
+struct FakeJournald {
+    socket: tokio::net::UnixDatagram,
+    entries: Vec<HashMap<String, Vec<u8>>>,
+}
+
+impl FakeJournald {
+    fn bind(path: &Path) -> FakeJournald {
+        let socket = tokio::net::UnixDatagram::bind(path).unwrap();
+        FakeJournald {
+            socket,
+            entries: Vec::new(),
+        }
+    }
+
+    /// Reads entries until a line's message is `text` (30 s at most); that
+    /// entry.
+    async fn wait_for(&mut self, text: &str) -> HashMap<String, Vec<u8>> {
+        // The text format: `LEVEL target: message fields…`.
+        let text = &format!(": {text}");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            if let Some(e) = self.entries.iter().find(|e| {
+                e.get("MESSAGE")
+                    .is_some_and(|m| String::from_utf8_lossy(m).contains(text))
+            }) {
+                return e.clone();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no entry with {text:?} in {:#?}",
+                self.entries.iter().map(text_of).collect::<Vec<_>>()
+            );
+            let recv = self.socket.recv(&mut buf);
+            if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(50), recv).await {
+                // The process's probe at start is an empty datagram.
+                if n > 0 {
+                    self.entries.push(parse_entry(&buf[..n]));
+                }
+            }
+        }
+    }
+}
+
+/// An entry's fields, as text, for a failure's message.
+fn text_of(entry: &HashMap<String, Vec<u8>>) -> HashMap<String, String> {
+    entry
+        .iter()
+        .map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned()))
+        .collect()
+}
+
+/// `NAME=value\n`, or `NAME\n` + u64 LE length + value + `\n`.
+fn parse_entry(mut data: &[u8]) -> HashMap<String, Vec<u8>> {
+    let mut fields = HashMap::new();
+    while !data.is_empty() {
+        let end = data
+            .iter()
+            .position(|b| *b == b'\n')
+            .expect("a field's end");
+        let line = &data[..end];
+        if let Some(eq) = line.iter().position(|b| *b == b'=') {
+            let name = String::from_utf8(line[..eq].to_vec()).unwrap();
+            fields.insert(name, line[eq + 1..].to_vec());
+            data = &data[end + 1..];
+        } else {
+            let name = String::from_utf8(line.to_vec()).unwrap();
+            let rest = &data[end + 1..];
+            let len = u64::from_le_bytes(rest[..8].try_into().unwrap()) as usize;
+            fields.insert(name, rest[8..8 + len].to_vec());
+            assert_eq!(rest[8 + len], b'\n', "a framed value's end");
+            data = &rest[8 + len + 1..];
+        }
+    }
+    for name in fields.keys() {
+        assert!(
+            !name.is_empty()
+                && !name.starts_with('_')
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'),
+            "journald refuses the field name {name:?}"
+        );
+    }
+    fields
 }
 
 /// The `<N>` priority and the JSON object of each line of the log at
@@ -318,4 +419,103 @@ fn under_journald_a_fatal_error_at_start_is_filed_at_err() {
             assert!(line.starts_with(want), "want {want:?}: {line}");
         }
     }
+}
+
+/// Under systemd each line is a native journal entry: the line as
+/// `MESSAGE`, its priority, and what it names as fields of their own, so
+/// `journalctl TRACE_ID=…` finds an event's lines. When journald's socket
+/// goes away, the lines go to the stream, prefixed, and none is lost.
+#[tokio::test]
+async fn under_journald_lines_are_native_entries_whose_fields_name_the_event_and_its_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = Destination::start(Mode::FailEvery(2)).await;
+    // A receiver nothing listens on: the trace ids are the point, not the
+    // export.
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = nobody.local_addr().unwrap();
+    drop(nobody);
+    let config = format!(
+        "{}[log]\nlevel = \"debug\"\n\n[telemetry]\nendpoint = \"http://{dead}\"\n\n\
+         [[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
+         destination = \"{}\"\ninitial_interval = \"50ms\"\nmax_interval = \"100ms\"\n",
+        server_section(dir.path()),
+        app.url()
+    );
+    let socket = dir.path().join("journal.socket");
+    let mut journald = FakeJournald::bind(&socket);
+    let server = Journaled::start_with(dir.path(), &config, Some(&socket));
+    let start = journald.wait_for("hookinbox is receiving webhooks").await;
+    let start = text_of(&start);
+    let base = format!("http://{}", start["LISTEN"]);
+    assert_eq!(start["PRIORITY"], "6");
+    assert_eq!(start["SYSLOG_IDENTIFIER"], "hookinbox");
+
+    let http = client();
+    let body = br#"{"type":"order.paid"}"#.to_vec();
+    let headers = standard_headers("evt_journal_1", &body);
+    let answer = crate::support::post(&http, &format!("{base}/in/shop"), &headers, body).await;
+    assert_eq!(answer.status, 200);
+    let id = answer.id().to_owned();
+    let trace = hookinbox::telemetry::EventTrace::of(&id)
+        .trace_id
+        .to_string();
+
+    let stored = text_of(&journald.wait_for("stored").await);
+    assert_eq!(stored["ID"], id);
+    assert_eq!(stored["EVENT_ID"], "evt_journal_1");
+    assert_eq!(stored["SOURCE"], "shop");
+    assert_eq!(stored["TRACE_ID"], trace);
+    assert_eq!(stored["PRIORITY"], "7");
+    assert!(stored["TARGET"].starts_with("hookinbox::"), "{stored:?}");
+    // MESSAGE is the line the stream had: the text format without its time.
+    assert!(
+        stored["MESSAGE"].starts_with("DEBUG hookinbox::") && stored["MESSAGE"].contains(&trace),
+        "{stored:?}"
+    );
+
+    // The first attempt fails, the second delivers: each line names its
+    // own attempt's span in the event's trace.
+    let failed = text_of(&journald.wait_for("attempt failed; will retry").await);
+    let delivered = text_of(&journald.wait_for("delivered").await);
+    for line in [&failed, &delivered] {
+        assert_eq!(line["TRACE_ID"], trace, "{line:?}");
+        assert_eq!(line["SPAN_ID"].len(), 16, "{line:?}");
+        assert_eq!(line["ID"], id);
+    }
+    assert_ne!(failed["SPAN_ID"], delivered["SPAN_ID"]);
+    assert_eq!(delivered["ATTEMPT"], "2");
+
+    // A refusal at warn: `journalctl -p warning` shows it.
+    let mut forged = standard_headers("evt_forged", b"{}");
+    for (name, value) in forged.iter_mut() {
+        if name == "webhook-signature" {
+            *value = "v1,c2lnbmF0dXJlLW1hcmtlcg==".to_owned();
+        }
+    }
+    let refused =
+        crate::support::post(&http, &format!("{base}/in/shop"), &forged, b"{}".to_vec()).await;
+    assert_eq!(refused.status, 401);
+    let rejected = text_of(&journald.wait_for("ingest rejected").await);
+    assert_eq!(rejected["PRIORITY"], "4", "{rejected:?}");
+    assert_eq!(rejected["SOURCE"], "shop", "{rejected:?}");
+
+    // Nothing went to the stream while journald took the entries.
+    let streamed = server.lines();
+    assert!(
+        !streamed.iter().any(|l| l.contains("delivered")),
+        "{streamed:?}"
+    );
+
+    // journald gone: the next lines go to the stream, with priorities.
+    drop(journald);
+    std::fs::remove_file(&socket).unwrap();
+    let body = br#"{"type":"order.paid"}"#.to_vec();
+    let headers = standard_headers("evt_journal_2", &body);
+    let answer = crate::support::post(&http, &format!("{base}/in/shop"), &headers, body).await;
+    assert_eq!(answer.status, 200);
+    let lines = server.wait_for("evt_journal_2");
+    let line = lines.iter().find(|l| l.contains("evt_journal_2")).unwrap();
+    assert!(line.starts_with("<7>DEBUG hookinbox::"), "{line}");
+    let (status, _) = server.stop();
+    assert!(status.success());
 }

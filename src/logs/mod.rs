@@ -1,8 +1,11 @@
 //! Logs: where the lines go, at which priority, and how many there are.
 //!
 //! Owns the subscriber (text or JSON on stderr; under systemd each line
-//! carries the `<N>` priority prefix journald reads, so `journalctl -p
-//! warning` finds the warnings), the periodic summary line, and
+//! goes to journald's native socket with its priority and its fields as
+//! journal fields, so `journalctl -p warning` finds the warnings and
+//! `journalctl TRACE_ID=…` an event's attempts, or, when that socket does
+//! not answer, to the stream with the `<N>` priority prefix journald reads),
+//! the periodic summary line, and
 //! `loud_or_debug!`, which logs at warn within the per-minute [`Budget`]
 //! and at debug past it (the budget is `metrics`', which holds and counts
 //! it beside the counter it bounds). Per-event lines (stored, delivered,
@@ -27,6 +30,9 @@ pub use crate::metrics::{Budget, LOUD_PER_MINUTE};
 use crate::metrics::{Metrics, Tally};
 use crate::supervise::TaskError;
 
+mod journal;
+use journal::{Entry, Fields, Journal};
+
 /// The log filter (`log.level`) did not parse.
 #[derive(Debug, thiserror::Error)]
 #[error("log.level: {level:?} is not a level or filter: {source}")]
@@ -36,7 +42,9 @@ pub struct FilterError {
 }
 
 /// Installs the process's subscriber: `log`'s level and format on stderr,
-/// with journald priorities when stderr is the journal. Once per process.
+/// or, when stderr is the journal, as native journal entries (the stream
+/// with priority prefixes when journald's socket does not answer). Once per
+/// process.
 pub fn init(log: &LogConfig) -> Result<(), FilterError> {
     let filter =
         tracing_subscriber::EnvFilter::try_new(&log.level).map_err(|source| FilterError {
@@ -44,6 +52,13 @@ pub fn init(log: &LogConfig) -> Result<(), FilterError> {
             source,
         })?;
     let journal = crate::systemd::stderr_is_the_journal();
+    let sink = || {
+        if journal {
+            Journal::open().map_or(Sink::Stream, Sink::Native)
+        } else {
+            Sink::Stderr
+        }
+    };
     // Colour only on a terminal: journald and log files get plain text.
     let ansi = !journal && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
@@ -54,15 +69,15 @@ pub fn init(log: &LogConfig) -> Result<(), FilterError> {
         // The time stays in JSON: shippers read it from the object.
         LogFormat::Json => builder
             .fmt_fields(format::JsonFields::new())
-            .event_format(Prefixed {
-                journal,
+            .event_format(Journaled {
+                sink: sink(),
                 inner: format().json().flatten_event(true),
             })
             .init(),
         // journald stamps each line itself.
         LogFormat::Text if journal => builder
-            .event_format(Prefixed {
-                journal,
+            .event_format(Journaled {
+                sink: sink(),
                 inner: format().without_time(),
             })
             .init(),
@@ -75,11 +90,24 @@ fn format() -> format::Format<format::Full, SystemTime> {
     format::Format::default()
 }
 
-/// A formatter that starts each line with its syslog priority when stderr is
-/// the journal: journald (`SyslogLevelPrefix=yes`, its default) strips the
-/// prefix and files the line at that priority instead of the stream's.
-struct Prefixed<F> {
-    journal: bool,
+/// Where a formatted line goes.
+enum Sink {
+    /// stderr as it is: a terminal, a file, a pipe.
+    Stderr,
+    /// stderr is the journal's stream, its native socket did not answer:
+    /// each line starts with its syslog priority, which journald
+    /// (`SyslogLevelPrefix=yes`, its default) strips and files the line at.
+    Stream,
+    /// journald's native socket: the line as `MESSAGE`, with `PRIORITY`,
+    /// `SYSLOG_IDENTIFIER`, `TARGET` and the event's fields beside it.
+    Native(Journal),
+}
+
+/// A formatter that sends each line where [`Sink`] says: it formats with
+/// `inner`, then writes the line to stderr or sends it to journald itself
+/// (writing nothing to stderr then).
+struct Journaled<F> {
+    sink: Sink,
     inner: F,
 }
 
@@ -93,7 +121,7 @@ fn priority(level: Level) -> u8 {
     }
 }
 
-impl<S, N, F> FormatEvent<S, N> for Prefixed<F>
+impl<S, N, F> FormatEvent<S, N> for Journaled<F>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
     N: for<'a> FormatFields<'a> + 'static,
@@ -105,10 +133,39 @@ where
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> std::fmt::Result {
-        if self.journal {
-            write!(writer, "<{}>", priority(*event.metadata().level()))?;
+        let priority = priority(*event.metadata().level());
+        let journal = match &self.sink {
+            Sink::Stderr => return self.inner.format_event(ctx, writer, event),
+            Sink::Stream => {
+                write!(writer, "<{priority}>")?;
+                return self.inner.format_event(ctx, writer, event);
+            }
+            Sink::Native(journal) => journal,
+        };
+        let mut line = String::new();
+        self.inner
+            .format_event(ctx, Writer::new(&mut line), event)?;
+        let mut entry = Entry::default();
+        // The text format pads the level to five columns: " INFO".
+        entry.field("MESSAGE", line.trim().as_bytes());
+        entry.field("PRIORITY", priority.to_string().as_bytes());
+        entry.field("SYSLOG_IDENTIFIER", b"hookinbox");
+        let mut fields = Fields {
+            entry: &mut entry,
+            log_target: None,
+        };
+        event.record(&mut fields);
+        let target = fields
+            .log_target
+            .take()
+            .unwrap_or_else(|| event.metadata().target().to_owned());
+        entry.field("TARGET", target.as_bytes());
+        match journal.send(&entry) {
+            Ok(()) => Ok(()),
+            // journald restarting, or an entry too large for a datagram:
+            // the stream still takes the line.
+            Err(_) => write!(writer, "<{priority}>{line}"),
         }
-        self.inner.format_event(ctx, writer, event)
     }
 }
 
