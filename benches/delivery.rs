@@ -20,15 +20,23 @@
 //!    each destination's share when half of all deliveries are done, and
 //!    when each finished.
 //!
+//! `--telemetry [--rounds N]` instead measures what tracing costs a
+//! delivery (`delivery/traced.rs`).
+//!
 //! Everything runs in this process (and the NATS server) on loopback: the
 //! destination competes with hookinbox for the same 2 cores, as it would on
 //! a small VM.
 //!
 //! Rerun: cargo bench --bench delivery -- [--quick] [--backlog N] [--rate R] [--seconds S]
+//!        cargo bench --bench delivery -- --telemetry [--backlog N] [--rounds N]
 
 #[allow(dead_code)]
 #[path = "support/mod.rs"]
 mod support;
+#[path = "support/otlp.rs"]
+mod otlp;
+#[path = "delivery/traced.rs"]
+mod traced;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -142,6 +150,12 @@ impl Drop for NatsServer {
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let args = args();
+    if Flags::from_env().has("--telemetry") {
+        println!("hookinbox delivery bench: what traces cost a delivery");
+        let rounds = Flags::from_env().value("--rounds", 1, 2);
+        traced::run(&args, rounds).await;
+        return;
+    }
     println!(
         "hookinbox delivery bench: body ≈{} B, max_concurrency {CONCURRENCY}, {} cores",
         stripe_like_body(&event_id(0), 0).len(),
