@@ -22,8 +22,8 @@ mod reconcile;
 mod shapes;
 
 pub use crate::words::{
-    AdminReason as ErrorCode, AttemptOutcome, AuditAction, Circuit, EventOrigin, ReconcileOutcome,
-    ReconciledHow, RejectReason, Role,
+    AdminReason as ErrorCode, AttemptOutcome, AuditAction, Circuit, ConfigChange, EventOrigin,
+    ReconcileOutcome, ReconciledHow, RejectReason, Role,
 };
 pub use activity::{Activity, ActivityQuery, DestinationMinute, MinuteCounts};
 pub use audit::{AuditEntry, AuditOutcome, AuditPage, AuditQuery};
@@ -554,6 +554,30 @@ pub struct ReplicationStatus {
     pub shipped_frame: u64,
     /// The stream sequence of the last frame applied (a standby).
     pub applied_sequence: u64,
+}
+
+/// `POST /api/reload`: the config and its secret files re-read, and what
+/// that changed. Each part is named as the config names it: `server`,
+/// `source.stripe`, `destination.stripe.app`, `admin.token`,
+/// `admin.user.ana`, `keys.client.billing`, `keys`, `alerts`, …
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Reloaded {
+    /// The file read, or `(embedded)`.
+    pub origin: String,
+    /// What changed and is in force now, for requests from now on
+    /// (requests and attempts in flight finish as they started).
+    pub applied: Vec<PartChanged>,
+    /// What changed but only a restart takes; each is left as it was.
+    pub needs_restart: Vec<PartChanged>,
+    /// The new config's non-fatal findings (inline secrets, …).
+    pub warnings: Vec<String>,
+}
+
+/// One part of the config a reload found changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PartChanged {
+    pub part: String,
+    pub change: ConfigChange,
 }
 
 /// `POST /api/sweep`.

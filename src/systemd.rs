@@ -23,6 +23,17 @@ pub fn ready() {
     ]);
 }
 
+/// Tells the service manager that a reload has begun; [`ready`] says it
+/// ended (with `Type=notify`, `systemctl status` shows "reloading" between;
+/// `Type=notify-reload` would also send the SIGHUP).
+pub fn reloading() {
+    let mut states = vec![NotifyState::Reloading];
+    if let Ok(now) = NotifyState::monotonic_usec_now() {
+        states.push(now);
+    }
+    notify(&states);
+}
+
 /// Tells the service manager that a graceful stop has begun.
 pub fn stopping() {
     notify(&[

@@ -111,6 +111,8 @@ words! {
         KeyChange => "key_change",
         /// A reconcile pass run by hand (`hookinbox reconcile`).
         Reconcile => "reconcile",
+        /// The config re-read (`POST /api/reload`).
+        Reload => "reload",
         Other => "other",
     }
 }
@@ -277,6 +279,18 @@ words! {
         InternalError => "internal_error",
         /// A replication standby: the primary serves the keys API.
         Standby => "standby",
+        /// A reload's config does not pass `config check`: nothing of it
+        /// was taken.
+        ConfigInvalid => "config_invalid",
+    }
+}
+
+words! {
+    /// What a reload found changed in one part of the config.
+    pub enum ConfigChange {
+        Added => "added",
+        Removed => "removed",
+        Changed => "changed",
     }
 }
 

@@ -45,11 +45,14 @@ pub(super) struct Who<'a> {
     pub role: Role,
 }
 
-/// Whether `action` is recorded before it runs. A backup and a promotion
-/// are recorded after: a standby, which writes nothing of its own, serves
-/// both.
+/// Whether `action` is recorded before it runs. A backup, a promotion and
+/// a reload are recorded after: a standby, which writes nothing of its
+/// own, serves them.
 fn recorded_before(action: AuditAction) -> bool {
-    !matches!(action, AuditAction::Backup | AuditAction::Promote)
+    !matches!(
+        action,
+        AuditAction::Backup | AuditAction::Promote | AuditAction::Reload
+    )
 }
 
 /// A bulk change's counts, left on its response for the trail.

@@ -70,8 +70,9 @@ fn identify(state: &AdminState, headers: &HeaderMap) -> Found {
         .and_then(bearer_credentials)
         .unwrap_or("")
         .as_bytes();
+    let access = state.access();
     let mut found = None;
-    if bool::from(presented.ct_eq(state.token.expose().as_bytes())) {
+    if bool::from(presented.ct_eq(access.token.expose().as_bytes())) {
         found = Some(Caller::Person(Person {
             name: ADMIN_NAME.to_owned(),
             role: Role::Admin,
@@ -79,7 +80,7 @@ fn identify(state: &AdminState, headers: &HeaderMap) -> Found {
         }));
     }
     let hash: [u8; 32] = Sha256::digest(presented).into();
-    for user in &state.users {
+    for user in &access.users {
         if bool::from(hash.ct_eq(&user.token_sha256)) {
             found = Some(Caller::Person(Person {
                 name: user.name.clone(),
@@ -88,7 +89,7 @@ fn identify(state: &AdminState, headers: &HeaderMap) -> Found {
             }));
         }
     }
-    for client in &state.keys.clients {
+    for client in &access.keys.clients {
         if bool::from(presented.ct_eq(client.token.value.expose().as_bytes())) {
             found = Some(Caller::Client {
                 name: client.name.clone(),

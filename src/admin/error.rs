@@ -35,6 +35,10 @@ pub(super) enum AdminError {
     BadRequest(String),
     #[error("{0}")]
     Conflict(String),
+    /// A reload's config does not pass `config check`; the running one
+    /// stays.
+    #[error("{0}")]
+    ConfigInvalid(String),
     #[error("{0}")]
     TooLarge(String),
     /// Not now, for a reason the message gives: retry.
@@ -78,6 +82,9 @@ impl IntoResponse for AdminError {
             AdminError::NotFound(_) => (StatusCode::NOT_FOUND, ErrorCode::NotFound),
             AdminError::BadRequest(_) => (StatusCode::BAD_REQUEST, ErrorCode::BadRequest),
             AdminError::Conflict(_) => (StatusCode::CONFLICT, ErrorCode::Conflict),
+            AdminError::ConfigInvalid(_) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::ConfigInvalid)
+            }
             AdminError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::PayloadTooLarge),
             AdminError::Unavailable(_) => {
                 (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::StoreUnavailable)

@@ -74,7 +74,8 @@ fn admin_namespace(state: &AdminState, asked: Option<String>) -> Result<String, 
     let asked = asked.filter(|n| !n.is_empty()).ok_or_else(|| {
         AdminError::BadRequest("give ?namespace=…: the admin token reaches every namespace".into())
     })?;
-    let clients = &state.keys.clients;
+    let access = state.access();
+    let clients = &access.keys.clients;
     if clients.iter().any(|c| c.namespace == asked) {
         return Ok(asked);
     }
@@ -227,10 +228,15 @@ pub(super) async fn claim(
     let lease_ms = duration_ms(
         "lease",
         request.lease.as_deref(),
-        state.keys.lease,
+        state.access().keys.lease,
         LONGEST_LEASE,
     )?;
-    let ttl_ms = duration_ms("ttl", request.ttl.as_deref(), state.keys.ttl, LONGEST_TTL)?;
+    let ttl_ms = duration_ms(
+        "ttl",
+        request.ttl.as_deref(),
+        state.access().keys.ttl,
+        LONGEST_TTL,
+    )?;
     let now_ms = state.clock.now_ms();
     let got = state
         .store
@@ -366,7 +372,7 @@ pub(super) async fn extend(
     let lease_ms = duration_ms(
         "lease",
         request.lease.as_deref(),
-        state.keys.lease,
+        state.access().keys.lease,
         LONGEST_LEASE,
     )?;
     let op = KeyOp::Extend {
@@ -425,7 +431,7 @@ fn view_of(record: &KeyRecord) -> KeyView {
               Unauthorized, Forbidden))]
 pub(super) async fn namespaces(State(state): State<AdminState>) -> Json<api::KeyNamespaces> {
     let mut by_namespace = std::collections::BTreeMap::<String, Vec<String>>::new();
-    for client in &state.keys.clients {
+    for client in &state.access().keys.clients {
         by_namespace
             .entry(client.namespace.clone())
             .or_default()

@@ -28,6 +28,7 @@ mod replication;
 mod routes;
 mod scrape;
 mod reconcile;
+mod reload;
 mod shapes;
 mod stats;
 mod stream;
@@ -39,6 +40,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use axum::middleware;
 
 use crate::clock::Clock;
@@ -49,6 +51,7 @@ use crate::store::Store;
 use crate::sweep::SweepHandle;
 
 use error::AdminError;
+pub use reload::log as log_reload;
 pub use routes::openapi;
 pub use routes::{Gate, ROUTES, Route, Verb};
 pub use stream::{HubReader, Streams};
@@ -79,20 +82,16 @@ pub struct AdminContext {
     pub metrics: Metrics,
     pub delivery: DeliveryHandle,
     pub sweep: SweepHandle,
-    pub token: Secret,
-    /// The people with tokens of their own (`[[admin.user]]`).
-    pub users: Vec<crate::config::AdminUser>,
-    /// Idempotency keys' defaults and the apps whose tokens reach them.
-    pub keys: KeysConfig,
+    /// The tokens, the keys' clients and the configured sources, swapped
+    /// whole by a reload.
+    pub access: Arc<ArcSwap<Access>>,
+    /// `POST /api/reload`.
+    pub reload: Reload,
     /// Stamps changes and judges ages, as every task does.
     pub clock: Clock,
-    /// Every configured source, so stats list quiet ones too.
-    pub sources: Vec<String>,
     /// When hookinbox started (unix ms): a source that never sent is quiet
     /// since then.
     pub started_ms: u64,
-    /// The sources that set `expect_within`, and what they set.
-    pub expect_within: BTreeMap<String, Duration>,
     /// What the payload drift watch learned (`GET /api/shapes`).
     pub shapes: Arc<std::sync::Mutex<crate::drift::Learned>>,
     /// Each source's reconcile passes, and a pass by hand.
@@ -106,6 +105,40 @@ pub struct AdminContext {
     pub streams: stream::Streams,
     /// Names each event's trace (`[telemetry]`).
     pub telemetry: crate::telemetry::Telemetry,
+}
+
+/// What a reload may change of who reaches the admin API and what it
+/// lists: read per request, swapped whole.
+pub struct Access {
+    pub token: Secret,
+    /// The people with tokens of their own (`[[admin.user]]`).
+    pub users: Vec<crate::config::AdminUser>,
+    /// Idempotency keys' defaults and the apps whose tokens reach them.
+    pub keys: KeysConfig,
+    /// Every configured source, so stats list quiet ones too.
+    pub sources: Vec<String>,
+    /// The sources that set `expect_within`, and what they set.
+    pub expect_within: BTreeMap<String, Duration>,
+}
+
+impl AdminContext {
+    /// The access in force now.
+    fn access(&self) -> Arc<Access> {
+        self.access.load_full()
+    }
+}
+
+/// Reads the config again and takes what may change live (the app's
+/// reloader; blocking).
+pub type Reload = Arc<dyn Fn() -> Result<crate::api::Reloaded, ReloadRefused> + Send + Sync>;
+
+/// Why a reload took nothing.
+#[derive(Debug)]
+pub enum ReloadRefused {
+    /// The config does not pass its checks: the running one stays.
+    Invalid(String),
+    /// Not now (the store could not be read): try again.
+    Unavailable(String),
 }
 
 pub fn router(state: AdminState) -> Router {

@@ -12,7 +12,7 @@ use axum::http::Method;
 use axum::routing::{any, delete, get, post};
 
 use super::{
-    AdminState, audit, auth, backup, bulk, destinations, events, health, keys, reconcile,
+    AdminState, audit, auth, backup, bulk, destinations, events, health, keys, reconcile, reload,
     replication, scrape, shapes, stats, stream, sweep,
 };
 use crate::api::{AuditAction, Role};
@@ -204,6 +204,7 @@ routes! {
         get "/api/key-namespaces" => keys::namespaces, Person(Viewer), None;
         get "/api/replication" => replication::status, Person(Viewer), None;
         post "/api/replication/promote" => replication::promote, Person(Admin), Some(A::Promote);
+        post "/api/reload" => reload::reload, Person(Admin), Some(A::Reload);
         get "/api/whoami" => auth::whoami, Person(Viewer), None;
         get "/api/audit" => audit::audit_trail, Person(Viewer), None;
     }

@@ -31,7 +31,7 @@ pub(super) async fn metrics(State(state): State<AdminState>, headers: HeaderMap)
         }
         if let Ok(held) = stats {
             let now = state.clock.now_ms();
-            for name in &state.sources {
+            for name in &state.access().sources {
                 let s = held.get(name).cloned().unwrap_or_default();
                 let oldest = s.oldest_pending_ms.map_or(0, |t| now.saturating_sub(t));
                 let gauges = SourceGauges {

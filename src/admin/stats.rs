@@ -22,7 +22,7 @@ pub(super) async fn stats(State(state): State<AdminState>) -> Result<Json<api::S
     let store = state.store.clone();
     let held = tokio::task::spawn_blocking(move || store.stats()).await??;
     let now = state.clock.now_ms();
-    let mut names: Vec<String> = state.sources.clone();
+    let mut names: Vec<String> = state.access().sources.clone();
     for name in held.keys() {
         if !names.contains(name) {
             names.push(name.clone());
@@ -42,7 +42,7 @@ pub(super) async fn stats(State(state): State<AdminState>) -> Result<Json<api::S
     let mut sources = std::collections::BTreeMap::new();
     for name in names {
         let s = held.get(&name).cloned().unwrap_or_default();
-        let expect_within = state.expect_within.get(&name).copied();
+        let expect_within = state.access().expect_within.get(&name).copied();
         let finished = s.counts.delivered + s.counts.dead;
         // Every destination of the source, quiet ones too, and any route
         // the store still holds deliveries of.

@@ -30,8 +30,10 @@ use crate::sweep::Sweeper;
 use crate::tls::{Tls, TlsError};
 use crate::words::Listener;
 
+mod reload;
 mod replication;
 
+pub use reload::{ReloadError, Reloader};
 use replication::{LeaseTask, Replicated, ReplicationTasks, replication, replication_tasks};
 
 #[derive(Debug, thiserror::Error)]
@@ -128,6 +130,7 @@ pub struct App {
     admin_addr: SocketAddr,
     delivery: DeliveryHandle,
     tls: Option<Tls>,
+    reloader: Reloader,
     task: tokio::task::JoinHandle<Result<(), AppError>>,
 }
 
@@ -232,18 +235,36 @@ impl App {
         let tasks = Tasks::default();
         let front = tasks.stopping(Tier::Front);
         let (streams, hub) = crate::admin::Streams::new(store.clone());
+        let tls = config.server.tls.clone().map(Tls::new).transpose()?;
+        let access = Arc::new(arc_swap::ArcSwap::from_pointee(reload::access_of(&config)));
+        let reloader = Reloader::new(
+            config.clone(),
+            state.clone(),
+            delivery.clone(),
+            access.clone(),
+            metrics.clone(),
+            store.clone(),
+            tls.clone(),
+        );
         let admin_state = AdminState::new(AdminContext {
             store: store.clone(),
             metrics: metrics.clone(),
             delivery: delivery.clone(),
             sweep,
-            sources: config.sources.iter().map(|s| s.name.to_string()).collect(),
-            token: config.admin.token.clone(),
-            users: config.admin.users.clone(),
-            keys: config.keys.clone(),
+            access,
+            reload: {
+                let reloader = reloader.clone();
+                Arc::new(move || {
+                    reloader.reload().map_err(|e| match e {
+                        ReloadError::Invalid(why) => admin::ReloadRefused::Invalid(why),
+                        e @ ReloadError::Store(_) => {
+                            admin::ReloadRefused::Unavailable(e.to_string())
+                        }
+                    })
+                })
+            },
             clock,
             started_ms,
-            expect_within: expected_within(&config),
             shapes: learned,
             reconcile,
             replication: replication.as_ref().map(|r| r.control.clone()),
@@ -253,7 +274,6 @@ impl App {
         });
         log_receiving(&config, ingest_addr, admin_addr, store.is_standby());
 
-        let tls = config.server.tls.clone().map(Tls::new).transpose()?;
         let (writer, writer_exited) = writer.with_exit_signal();
         let wiring = Wiring {
             ingest,
@@ -285,6 +305,7 @@ impl App {
             admin_addr,
             delivery,
             tls,
+            reloader,
             task,
         })
     }
@@ -316,9 +337,14 @@ impl App {
         &self.delivery
     }
 
-    /// The ingest listener's TLS, to reload on SIGHUP; `None` without TLS.
+    /// The ingest listener's TLS; `None` without TLS.
     pub fn tls(&self) -> Option<Tls> {
         self.tls.clone()
+    }
+
+    /// Reads the config again and takes what may change live (SIGHUP).
+    pub fn reloader(&self) -> Reloader {
+        self.reloader.clone()
     }
 
     /// Waits until the app has shut down and the database is closed.
@@ -336,6 +362,13 @@ impl App {
 /// share clones of it.
 fn declared_metrics(config: &Config) -> Metrics {
     let metrics = Metrics::new();
+    declare(&metrics, config);
+    metrics
+}
+
+/// Declares every series `config` names (at zero until counted): at start
+/// and on each reload, for what it added.
+fn declare(metrics: &Metrics, config: &Config) {
     let declared: Vec<Declared<'_>> = config
         .sources
         .iter()
@@ -348,7 +381,6 @@ fn declared_metrics(config: &Config) -> Metrics {
         .collect();
     metrics.declare(&declared);
     metrics.declare_key_namespaces(config.keys.clients.iter().map(|c| c.namespace.as_str()));
-    metrics
 }
 
 /// Opens the store on a blocking thread (recovery may replay the log), each
@@ -447,7 +479,7 @@ fn alerter(config: &Config, watched: Watched, clock: &Clock) -> Result<Option<Al
 /// apps claim idempotency keys there (one connection per busy worker), the
 /// ingest listener's cap, which `server.max_connections` sets.
 fn admin_max_connections(admin: &AdminState, ingest: &ServeOptions) -> usize {
-    if admin.keys.clients.is_empty() {
+    if admin.access.load().keys.clients.is_empty() {
         ADMIN_MAX_CONNECTIONS
     } else {
         ingest.max_connections.max(ADMIN_MAX_CONNECTIONS)

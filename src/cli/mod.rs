@@ -412,25 +412,26 @@ async fn serve(config: Config<Loaded>, file: Option<&std::path::Path>) -> Result
     }
 }
 
-/// Runs one app until it ends: its TLS reloaded on SIGHUP, the systemd
-/// watchdog fed while it is alive.
+/// Runs one app until it ends: its config (and TLS) reloaded on SIGHUP,
+/// the systemd watchdog fed while it is alive.
 async fn run_app(
     app: App,
     mut hangups: tokio::signal::unix::Signal,
     stopping: &tokio_util::sync::CancellationToken,
 ) -> Result<(), crate::app::AppError> {
-    let tls = app.tls();
-    let reloader = tokio::spawn(async move {
+    let reloader = app.reloader();
+    let reloads = tokio::spawn(async move {
         while hangups.recv().await.is_some() {
-            match &tls {
-                None => tracing::info!("SIGHUP: nothing to reload (no TLS configured)"),
-                Some(tls) => match tls.reload() {
-                    Ok(()) => tracing::info!("SIGHUP: reloaded the ingest TLS certificate and key"),
-                    Err(e) => {
-                        tracing::error!(error = %crate::store::Report(&e), "SIGHUP: cannot reload TLS; keeping the certificate in use")
-                    }
-                },
+            crate::systemd::reloading();
+            let reloader = reloader.clone();
+            match tokio::task::spawn_blocking(move || reloader.reload()).await {
+                Ok(Ok(reloaded)) => crate::admin::log_reload(&reloaded),
+                Ok(Err(e)) => {
+                    tracing::error!(error = %e, "SIGHUP: reload refused; the running config stays")
+                }
+                Err(e) => tracing::error!(error = %e, "SIGHUP: the reload stopped unexpectedly"),
             }
+            crate::systemd::ready();
         }
     });
     let watchdog = tokio::spawn(crate::systemd::watchdog(
@@ -442,7 +443,7 @@ async fn run_app(
     ));
     let result = app.wait().await;
     watchdog.abort();
-    reloader.abort();
+    reloads.abort();
     result
 }
 

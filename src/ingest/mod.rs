@@ -9,6 +9,8 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+
+use arc_swap::ArcSwap;
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -146,7 +148,9 @@ fn ordering_key(body: &[u8], pointer: &str) -> Option<String> {
 
 #[derive(Clone)]
 pub struct IngestState {
-    sources: Arc<HashMap<String, Source>>,
+    /// Swapped whole by a reload ([`IngestState::reconfigure`]): a request
+    /// sees the sources before or after, never a mix.
+    sources: Arc<ArcSwap<HashMap<String, Arc<Source>>>>,
     store: Store,
     clock: Clock,
     metrics: Metrics,
@@ -231,30 +235,8 @@ impl IngestState {
         drift: crate::drift::Watch,
         telemetry: crate::telemetry::Telemetry,
     ) -> Result<IngestState, UnusableSecret> {
-        let mut sources = HashMap::new();
-        for s in &config.sources {
-            let verifier = Verifier::new(s)?;
-            let destinations = s
-                .destinations
-                .iter()
-                .map(|d| Destination {
-                    route: d.route.clone(),
-                    ordering_key: d.ordering.as_ref().map(|o| o.pointer.clone()),
-                    filter: d.filter.as_ref().map(Filter::new),
-                })
-                .collect();
-            sources.insert(
-                s.name.as_str().to_owned(),
-                Source {
-                    name: s.name.clone(),
-                    verifier,
-                    max_body: s.max_body,
-                    destinations,
-                },
-            );
-        }
         Ok(IngestState {
-            sources: Arc::new(sources),
+            sources: Arc::new(ArcSwap::from_pointee(sources_of(config)?)),
             store,
             clock,
             metrics,
@@ -265,6 +247,41 @@ impl IngestState {
             telemetry,
         })
     }
+
+    /// Takes `config`'s sources from the next request on: their secrets,
+    /// routes, filters and limits, sources added and removed. A request
+    /// already verified finishes with the sources it started with.
+    pub fn reconfigure(&self, config: &Config) -> Result<(), UnusableSecret> {
+        self.sources.store(Arc::new(sources_of(config)?));
+        Ok(())
+    }
+}
+
+/// Every source's verifier and routes; fails on a secret the kind cannot use.
+fn sources_of(config: &Config) -> Result<HashMap<String, Arc<Source>>, UnusableSecret> {
+    let mut sources = HashMap::new();
+    for s in &config.sources {
+        let verifier = Verifier::new(s)?;
+        let destinations = s
+            .destinations
+            .iter()
+            .map(|d| Destination {
+                route: d.route.clone(),
+                ordering_key: d.ordering.as_ref().map(|o| o.pointer.clone()),
+                filter: d.filter.as_ref().map(Filter::new),
+            })
+            .collect();
+        sources.insert(
+            s.name.as_str().to_owned(),
+            Arc::new(Source {
+                name: s.name.clone(),
+                verifier,
+                max_body: s.max_body,
+                destinations,
+            }),
+        );
+    }
+    Ok(sources)
 }
 
 impl IngestState {
@@ -321,14 +338,14 @@ impl IngestState {
     /// as a received one is stored (routed, counted, deduped on its id).
     /// Whether it was new.
     pub async fn store_fetched(&self, event: verify::VerifiedEvent) -> Result<bool, StoreError> {
-        let Some(source) = self.sources.get(event.source().as_str()) else {
+        let Some(source) = self.sources.load().get(event.source().as_str()).cloned() else {
             // The reconciler runs passes of configured sources only.
             return Ok(false);
         };
         let event_id = event.event_id().as_str().to_owned();
         let event_type = event.event_type().map(str::to_owned);
         let started = std::time::SystemTime::now();
-        let ingested = self.keep(source, event, &event_id, Instant::now()).await?;
+        let ingested = self.keep(&source, event, &event_id, Instant::now()).await?;
         if let Ingested::New { id } = &ingested {
             // A fetched event's trace starts at the pass that found it.
             let stored = std::time::SystemTime::now();
@@ -351,14 +368,14 @@ impl IngestState {
 
     /// The source a path names, and the rest of the path after it. The path
     /// is /in/{source} or /in/{source}/{*rest}: the router guarantees the prefix.
-    fn source_of<'p>(&self, path: &'p str) -> Result<(&Source, &'p str), IngestError> {
+    fn source_of<'p>(&self, path: &'p str) -> Result<(Arc<Source>, &'p str), IngestError> {
         let path = path.strip_prefix("/in/").unwrap_or_default();
         let (name, rest) = match path.find('/') {
             Some(i) => (&path[..i], &path[i..]),
             None => (path, ""),
         };
-        match self.sources.get(name) {
-            Some(source) => Ok((source, rest)),
+        match self.sources.load().get(name) {
+            Some(source) => Ok((source.clone(), rest)),
             None => Err(IngestError::UnknownSource(truncate_for_log(name))),
         }
     }
@@ -538,7 +555,7 @@ async fn receive(State(state): State<Arc<IngestState>>, request: Request) -> Res
         .is_on()
         .then(|| event.event_type().map(str::to_owned))
         .flatten();
-    let (id, duplicate) = match state.keep(source, event, &event_id, started).await {
+    let (id, duplicate) = match state.keep(&source, event, &event_id, started).await {
         Ok(Ingested::New { id }) => (id, false),
         Ok(Ingested::Duplicate { id }) => (id, true),
         Err(e) => return reject(e.into(), Some(&event_id)),

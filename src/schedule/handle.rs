@@ -4,10 +4,12 @@
 //! lane itself: the scheduler publishes them here.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc};
+
+use crate::deliver::Destination;
 
 use crate::deliver::breaker::CircuitState;
 use crate::store::{Store, StoreError};
@@ -16,10 +18,22 @@ use crate::store::{Store, StoreError};
 #[derive(Clone)]
 pub struct DeliveryHandle {
     pub(super) store: Store,
-    pub(super) paused: Arc<HashMap<String, Arc<AtomicBool>>>,
+    /// Each configured destination's pause flag (a reload adds and
+    /// removes them).
+    pub(super) paused: Arc<RwLock<HashMap<String, Arc<AtomicBool>>>>,
+    /// The destinations a reload configured, to the scheduler's loop.
+    pub(super) reconfigure: mpsc::UnboundedSender<Reconfigure>,
     pub(super) wake: Arc<Notify>,
     pub(super) lanes: Arc<std::sync::Mutex<Vec<LaneStatus>>>,
     pub(super) alive: Arc<AtomicBool>,
+}
+
+/// A reload's destinations, every one the config now has.
+pub struct Reconfigure {
+    pub destinations: Vec<Destination>,
+    /// Pauses kept by the store, which win over a new destination's
+    /// `paused` (as at start).
+    pub paused_states: HashMap<String, bool>,
 }
 
 /// What the scheduler knows of one destination right now.
@@ -77,15 +91,28 @@ impl DeliveryHandle {
     }
 
     pub fn is_paused(&self, destination: &str) -> Option<bool> {
+        self.flag(destination).map(|p| p.load(Ordering::Relaxed))
+    }
+
+    /// Delivers to `destinations` from the scheduler's next look on: a
+    /// new one gets its lane, a changed one its new settings, one no
+    /// longer there stops starting attempts. `false`: the scheduler is not
+    /// running.
+    pub fn reconfigure(&self, reconfigure: Reconfigure) -> bool {
+        self.reconfigure.send(reconfigure).is_ok()
+    }
+
+    fn flag(&self, destination: &str) -> Option<Arc<AtomicBool>> {
         self.paused
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
             .get(destination)
-            .map(|p| p.load(Ordering::Relaxed))
+            .cloned()
     }
 
     async fn set_paused(&self, destination: &str, paused: bool) -> Result<(), PauseError> {
         let flag = self
-            .paused
-            .get(destination)
+            .flag(destination)
             .ok_or_else(|| PauseError::UnknownDestination(destination.to_owned()))?;
         // Durable first: a pause the store could not keep is not reported done.
         self.store.set_paused(destination, paused).await?;

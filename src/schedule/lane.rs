@@ -65,6 +65,10 @@ pub(super) struct Lane {
     /// After the store failed an attempt (it could not read the event or
     /// commit the lease), the lane waits until then instead of spinning.
     pub(super) store_retry_at: Option<Instant>,
+    /// Taken out of the config by a reload: it starts no attempt and is
+    /// not listed; its attempts in flight still end here. Kept, not
+    /// removed, so every lane keeps its index.
+    pub(super) retired: bool,
 }
 
 /// How many attempts a lane may start now, and when to look again.
@@ -95,7 +99,26 @@ impl Lane {
             last_failure: None,
             store_retry_at: None,
             destination: Arc::new(destination),
+            retired: false,
         }
+    }
+
+    /// The same destination as a reload configured it: attempts from now
+    /// on use it (those in flight end with the one they started with). The
+    /// circuit and the rate keep their state unless their settings
+    /// changed.
+    pub(super) fn reconfigure(&mut self, destination: Destination) {
+        let (old, new) = (&self.destination.config, &destination.config);
+        if (old.breaker_failures, old.breaker_cooldown)
+            != (new.breaker_failures, new.breaker_cooldown)
+        {
+            self.breaker = Breaker::new(new.breaker_failures, new.breaker_cooldown);
+        }
+        if old.max_rate != new.max_rate {
+            self.rate = new.max_rate.map(Rate::new);
+        }
+        self.destination = Arc::new(destination);
+        self.retired = false;
     }
 
     /// How many attempts may go out at `now`: none while paused or after a
@@ -107,7 +130,7 @@ impl Lane {
             again,
             circuit,
         };
-        if self.paused.load(Ordering::Relaxed) {
+        if self.retired || self.paused.load(Ordering::Relaxed) {
             return none(None, None);
         }
         if let Some(at) = self.store_retry_at {

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::attempt::{Attempt, Done};
-use super::handle::{AliveGuard, DeliveryHandle, LaneStatus};
+use super::handle::{AliveGuard, DeliveryHandle, LaneStatus, Reconfigure};
 use super::lane::{Lane, STORE_RETRY};
 use crate::clock::Clock;
 use crate::deliver::Destination;
@@ -31,6 +31,9 @@ pub struct Scheduler {
     published: Arc<std::sync::Mutex<Vec<LaneStatus>>>,
     alive: Arc<AtomicBool>,
     telemetry: crate::telemetry::Telemetry,
+    /// The handle's pause flags, which a reload's new lanes join.
+    paused: Arc<std::sync::RwLock<HashMap<String, Arc<AtomicBool>>>>,
+    reconfigured: mpsc::UnboundedReceiver<Reconfigure>,
 }
 
 /// At most this many due events waiting for their ordering key are stepped
@@ -69,12 +72,15 @@ impl Scheduler {
             .collect();
         let published = Arc::new(std::sync::Mutex::new(Vec::new()));
         let alive = Arc::new(AtomicBool::new(true));
+        let paused = Arc::new(std::sync::RwLock::new(paused));
+        let (reconfigure, reconfigured) = mpsc::unbounded_channel();
         let handle = DeliveryHandle {
             store: store.clone(),
-            paused: Arc::new(paused),
+            paused: paused.clone(),
             wake: wake.clone(),
             lanes: published.clone(),
             alive: alive.clone(),
+            reconfigure,
         };
         let scheduler = Scheduler {
             store,
@@ -85,6 +91,8 @@ impl Scheduler {
             published,
             alive,
             telemetry,
+            paused,
+            reconfigured,
         };
         scheduler.publish();
         (scheduler, handle)
@@ -115,6 +123,7 @@ impl Scheduler {
                         self.settle(done);
                     }
                 }
+                Some(reconfigure) = self.reconfigured.recv() => self.reconfigure(reconfigure),
                 () = sleep => {}
                 // Reap finished tasks so the set does not grow.
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
@@ -138,11 +147,63 @@ impl Scheduler {
         Ok(())
     }
 
+    /// Takes a reload's destinations: each lane whose destination is still
+    /// there gets its new settings, a new one gets a lane (paused as the
+    /// store or its config says), and a lane whose destination is gone is
+    /// retired.
+    fn reconfigure(&mut self, reconfigure: Reconfigure) {
+        let Reconfigure {
+            destinations,
+            paused_states,
+        } = reconfigure;
+        let mut wanted: Vec<Option<Destination>> = destinations.into_iter().map(Some).collect();
+        let mut flags = self.paused.write().unwrap_or_else(|p| p.into_inner());
+        for lane in &mut self.lanes {
+            let name = lane.destination.name().to_owned();
+            match wanted
+                .iter_mut()
+                .find(|d| d.as_ref().is_some_and(|d| d.name() == name))
+                .and_then(Option::take)
+            {
+                Some(destination) => {
+                    lane.reconfigure(destination);
+                    flags.insert(name, lane.paused.clone());
+                }
+                None if !lane.retired => {
+                    lane.retired = true;
+                    flags.remove(&name);
+                    tracing::info!(
+                        destination = name,
+                        in_flight = lane.in_flight.len(),
+                        "reload: destination removed; its attempts in flight finish, its due events wait in the store"
+                    );
+                }
+                None => {}
+            }
+        }
+        for destination in wanted.into_iter().flatten() {
+            let name = destination.name().to_owned();
+            let initial = paused_states
+                .get(&name)
+                .copied()
+                .unwrap_or(destination.config.paused);
+            let flag = Arc::new(AtomicBool::new(initial));
+            flags.insert(name.clone(), flag.clone());
+            tracing::info!(
+                destination = name,
+                paused = initial,
+                "reload: destination added"
+            );
+            self.lanes.push(Lane::new(destination, flag));
+        }
+    }
+
     /// Shares each destination's state with the admin surfaces.
     fn publish(&self) {
         let statuses = self
             .lanes
             .iter()
+            .filter(|lane| !lane.retired)
             .map(|lane| {
                 let d = &lane.destination;
                 LaneStatus {

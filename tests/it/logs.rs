@@ -118,28 +118,33 @@ impl FakeJournald {
     async fn wait_for(&mut self, text: &str) -> HashMap<String, Vec<u8>> {
         // The text format: `LEVEL target: message fields…`.
         let text = &format!(": {text}");
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
         let mut buf = vec![0u8; 1 << 16];
-        loop {
-            if let Some(e) = self.entries.iter().find(|e| {
-                e.get("MESSAGE")
-                    .is_some_and(|m| String::from_utf8_lossy(m).contains(text))
-            }) {
-                return e.clone();
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "no entry with {text:?} in {:#?}",
-                self.entries.iter().map(text_of).collect::<Vec<_>>()
-            );
-            let recv = self.socket.recv(&mut buf);
-            if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(50), recv).await {
-                // The process's probe at start is an empty datagram.
-                if n > 0 {
-                    self.entries.push(parse_entry(&buf[..n]));
+        eventually(
+            &format!("an entry with {text:?}"),
+            Duration::from_secs(30),
+            Duration::from_millis(1),
+            async || {
+                // Every datagram waiting, each parsed (the process's probe
+                // at start is an empty one).
+                while let Ok(n) = self.socket.try_recv(&mut buf) {
+                    if n > 0 {
+                        self.entries.push(parse_entry(&buf[..n]));
+                    }
                 }
-            }
-        }
+                let found = self.entries.iter().find(|e| {
+                    e.get("MESSAGE")
+                        .is_some_and(|m| String::from_utf8_lossy(m).contains(text))
+                });
+                match found {
+                    Some(entry) => Ok(entry.clone()),
+                    None => Err(format!(
+                        "{:#?}",
+                        self.entries.iter().map(text_of).collect::<Vec<_>>()
+                    )),
+                }
+            },
+        )
+        .await
     }
 }
 

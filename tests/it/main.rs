@@ -32,6 +32,7 @@ mod monitoring;
 mod nats;
 mod providers;
 mod reconcile;
+mod reload;
 mod replicate;
 mod replicate_drills;
 mod replicate_nodes;

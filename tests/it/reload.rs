@@ -1,0 +1,308 @@
+//! A reload (`POST /api/reload`, SIGHUP) of the real binary: what may change
+//! live is taken between two requests with none refused or dropped, what
+//! only a restart takes is named and left as it was, and a config that
+//! fails its checks is refused whole while the running one serves.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+
+use hookinbox::verify::sign::{Signing, sign};
+
+use crate::destination::{Destination, Mode};
+use crate::support::{
+    BinaryServer, STANDARD_SECRET, client, eventually, post, server_section, write_config,
+};
+
+const ADMIN_TOKEN: &str = "reload-admin-token-0123456789abcdef";
+/// The secret a provider rotates to.
+const NEW_SECRET: &str = "whsec_bmV3LXNlY3JldC1mb3ItdGhlLXJlbG9hZC10ZXN0";
+
+/// Standard Webhooks headers for `body`, signed with `secret` now.
+fn signed(secret: &str, id: &str, body: &[u8]) -> Vec<(String, String)> {
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    sign(&Signing {
+        kind: hookinbox::config::Kind::Standard,
+        secret,
+        body,
+        event_id: id,
+        event_type: None,
+        timestamp: now,
+        url: "",
+        content_type: "application/json",
+        hmac: None,
+    })
+    .unwrap()
+}
+
+fn source(name: &str, secret: &str, app: Option<&str>) -> String {
+    let mut s =
+        format!("[[source]]\nname = \"{name}\"\nkind = \"standard\"\nsecret = \"{secret}\"\n");
+    if let Some(app) = app {
+        s.push_str(&format!(
+            "destination = \"{app}\"\ninitial_interval = \"50ms\"\nmax_interval = \"100ms\"\n"
+        ));
+    }
+    s.push('\n');
+    s
+}
+
+fn config(dir: &std::path::Path, rest: &str) -> String {
+    format!(
+        "{}[admin]\ntoken = \"{ADMIN_TOKEN}\"\n\n{rest}",
+        server_section(dir)
+    )
+}
+
+async fn send(server: &BinaryServer, source: &str, secret: &str, id: &str) -> u16 {
+    let body = format!(r#"{{"type":"order.paid","id":"{id}"}}"#).into_bytes();
+    post(
+        &client(),
+        &server.url(&format!("/in/{source}")),
+        &signed(secret, id, &body),
+        body,
+    )
+    .await
+    .status
+}
+
+fn parts(answer: &serde_json::Value, list: &str) -> Vec<String> {
+    answer[list]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {list} in {answer}"))
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {}",
+                p["part"].as_str().unwrap(),
+                p["change"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_reload_takes_a_rotated_secret_a_new_source_and_destination_and_names_what_needs_a_restart()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let shop_app = Destination::start(Mode::Ok).await;
+    let billing_app = Destination::start(Mode::Ok).await;
+    let old = Destination::start(Mode::Ok).await;
+    let path = write_config(
+        dir.path(),
+        &config(
+            dir.path(),
+            &format!(
+                "{}{}",
+                source("shop", STANDARD_SECRET, Some(&shop_app.url())),
+                source("gone", STANDARD_SECRET, Some(&old.url()))
+            ),
+        ),
+    );
+    let server = BinaryServer::start(&path, &[], None);
+    assert_eq!(send(&server, "shop", STANDARD_SECRET, "evt_1").await, 200);
+    assert_eq!(send(&server, "shop", NEW_SECRET, "evt_2").await, 401);
+
+    // The provider rotates: both secrets for the overlap, the old one in a
+    // file. A new source with its own destination; "gone" removed; and a
+    // listen address changed, which only a restart takes.
+    let old_secret = dir.path().join("shop-old.secret");
+    std::fs::write(&old_secret, STANDARD_SECRET).unwrap();
+    let text = config(
+        dir.path(),
+        &format!(
+            "{}{}",
+            source("shop", NEW_SECRET, Some(&shop_app.url())).replace(
+                "secret = ",
+                &format!("secret_file = {old_secret:?}\nsecret = ")
+            ),
+            source("billing", NEW_SECRET, Some(&billing_app.url()))
+        ),
+    )
+    .replacen("listen = \"127.0.0.1:0\"", "listen = \"127.0.0.1:1\"", 1);
+    std::fs::write(&path, text).unwrap();
+    let answer = server
+        .admin_ok(ADMIN_TOKEN, "POST", "/api/reload", None)
+        .await
+        .json;
+    let applied = parts(&answer, "applied");
+    for want in [
+        "source.shop changed",
+        "source.billing added",
+        "source.gone removed",
+        "destination.billing added",
+        "destination.gone removed",
+    ] {
+        assert!(applied.contains(&want.to_owned()), "{want}: {answer}");
+    }
+    assert_eq!(
+        parts(&answer, "needs_restart"),
+        ["server changed"],
+        "{answer}"
+    );
+
+    // Both verify while the provider switches.
+    assert_eq!(send(&server, "shop", NEW_SECRET, "evt_3").await, 200);
+    assert_eq!(send(&server, "shop", STANDARD_SECRET, "evt_4").await, 200);
+    assert_eq!(send(&server, "billing", NEW_SECRET, "evt_5").await, 200);
+    assert_eq!(send(&server, "gone", STANDARD_SECRET, "evt_6").await, 404);
+    eventually(
+        "each app receives its events",
+        Duration::from_secs(30),
+        Duration::from_millis(20),
+        async || match (shop_app.count(), billing_app.count()) {
+            (3, 1) => Ok(()),
+            counts => Err(format!("{counts:?}")),
+        },
+    )
+    .await;
+    let listed = server
+        .admin_ok(ADMIN_TOKEN, "GET", "/api/destinations", None)
+        .await
+        .json
+        .to_string();
+    assert!(
+        listed.contains("billing") && !listed.contains("gone"),
+        "{listed}"
+    );
+
+    // The reload is in the audit trail, by the admin.
+    let trail = server
+        .admin_ok(ADMIN_TOKEN, "GET", "/api/audit?action=reload", None)
+        .await
+        .json;
+    assert_eq!(trail["entries"][0]["action"], "reload", "{trail}");
+    assert_eq!(trail["entries"][0]["person"], "admin", "{trail}");
+}
+
+#[tokio::test]
+async fn a_config_that_fails_its_checks_is_refused_whole_and_the_running_one_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = Destination::start(Mode::Ok).await;
+    let path = write_config(
+        dir.path(),
+        &config(
+            dir.path(),
+            &source("shop", STANDARD_SECRET, Some(&app.url())),
+        ),
+    );
+    let server = BinaryServer::start(&path, &[], None);
+    // A rotated secret beside a destination URL that is not one.
+    let bad = config(
+        dir.path(),
+        &format!(
+            "{}{}",
+            source("shop", NEW_SECRET, Some(&app.url())),
+            source("billing", NEW_SECRET, Some("ftp://127.0.0.1/hook"))
+        ),
+    );
+    std::fs::write(&path, bad).unwrap();
+    let refused = server
+        .admin("POST", "/api/reload", Some(ADMIN_TOKEN), None)
+        .await;
+    assert_eq!(refused.status, 422, "{:?}", refused.json);
+    assert_eq!(refused.json["error"], "config_invalid");
+    let reason = refused.json["reason"].as_str().unwrap();
+    assert!(reason.contains("billing"), "{reason}");
+    assert!(
+        !reason.contains(NEW_SECRET),
+        "a secret in the answer: {reason}"
+    );
+    // Nothing of it was taken.
+    assert_eq!(send(&server, "shop", STANDARD_SECRET, "evt_1").await, 200);
+    assert_eq!(send(&server, "shop", NEW_SECRET, "evt_2").await, 401);
+    assert_eq!(send(&server, "billing", NEW_SECRET, "evt_3").await, 404);
+
+    // Not without a token.
+    let denied = server.admin("POST", "/api/reload", None, None).await;
+    assert_eq!(denied.status, 401);
+
+    // SIGHUP, once the file is good again.
+    std::fs::write(
+        &path,
+        config(dir.path(), &source("shop", NEW_SECRET, Some(&app.url()))),
+    )
+    .unwrap();
+    server.signal(libc::SIGHUP);
+    eventually(
+        "SIGHUP takes the rotated secret",
+        Duration::from_secs(30),
+        Duration::from_millis(50),
+        async || match send(&server, "shop", NEW_SECRET, "evt_4").await {
+            200 => Ok(()),
+            status => Err(format!("{status}")),
+        },
+    )
+    .await;
+    assert_eq!(send(&server, "shop", STANDARD_SECRET, "evt_5").await, 401);
+}
+
+/// Providers keep sending while the config changes under them: every
+/// request valid before and after is taken and delivered.
+#[tokio::test]
+async fn reloads_under_load_refuse_and_drop_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = Destination::start(Mode::Ok).await;
+    let second = Destination::start(Mode::Ok).await;
+    let base = source("shop", STANDARD_SECRET, Some(&app.url()));
+    let path = write_config(dir.path(), &config(dir.path(), &base));
+    let server = Arc::new(BinaryServer::start(&path, &[], None));
+    const SENDERS: usize = 8;
+    const EACH: usize = 250;
+    let refused = Arc::new(AtomicUsize::new(0));
+    let mut senders = Vec::new();
+    for sender in 0..SENDERS {
+        let (server, refused) = (server.clone(), refused.clone());
+        senders.push(tokio::spawn(async move {
+            for i in 0..EACH {
+                let status = send(
+                    &server,
+                    "shop",
+                    STANDARD_SECRET,
+                    &format!("evt_{sender}_{i}"),
+                )
+                .await;
+                if status != 200 {
+                    refused.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    // Reloads while they send: a second source comes and goes.
+    let with_billing = format!(
+        "{base}{}",
+        source("billing", NEW_SECRET, Some(&second.url()))
+    );
+    let mut reloads = 0;
+    while !senders.iter().all(|s| s.is_finished()) && reloads < 200 {
+        let text = if reloads % 2 == 0 {
+            &with_billing
+        } else {
+            &base
+        };
+        std::fs::write(&path, config(dir.path(), text)).unwrap();
+        server
+            .admin_ok(ADMIN_TOKEN, "POST", "/api/reload", None)
+            .await;
+        reloads += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for s in senders {
+        s.await.unwrap();
+    }
+    assert!(reloads >= 2, "the senders finished before a reload");
+    assert_eq!(refused.load(Ordering::Relaxed), 0);
+    eventually(
+        "every event is delivered",
+        Duration::from_secs(60),
+        Duration::from_millis(50),
+        async || match app.count() {
+            n if n >= SENDERS * EACH => Ok(()),
+            n => Err(format!("{n} of {}", SENDERS * EACH)),
+        },
+    )
+    .await;
+}
