@@ -97,6 +97,14 @@ pub enum Command {
     },
     /// Sweep expired data now.
     Sweep(Remote),
+    /// Make the server read its config and secret files again (as
+    /// `systemctl reload` does) and say what changed.
+    ///
+    /// Sources, destinations, tokens and keys' clients change in place;
+    /// what only a restart takes is listed and left as it was. A config
+    /// that fails `config check` is refused whole (exit 1, the reason
+    /// printed) and the running one stays.
+    Reload(Remote),
     /// Ask a source's provider API for the events that never arrived, now.
     ///
     /// Runs one pass of the source's [source.reconcile] and prints what it
@@ -222,6 +230,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Destinations { remote, command } => ops(remote, OpsCommand::Destinations(command)),
         Command::Keys { remote, command } => ops(remote, OpsCommand::Keys(command)),
         Command::Sweep(remote) => ops(remote, OpsCommand::Sweep),
+        Command::Reload(remote) => ops(remote, OpsCommand::Reload),
         Command::Reconcile {
             remote,
             source,

@@ -27,6 +27,7 @@ mod listen;
 mod output;
 mod query;
 mod reconcile;
+mod reload;
 mod replication;
 mod stats;
 mod sweep;
@@ -73,6 +74,8 @@ pub enum OpsCommand {
     Keys(KeysCommand),
     /// Sweep expired data now.
     Sweep,
+    /// Read the config again and take what may change live.
+    Reload,
     /// One reconcile pass of a source now, or each source's last pass.
     Reconcile {
         source: Option<String>,
@@ -108,6 +111,7 @@ pub async fn run(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
         OpsCommand::Destinations(command) => destinations::run(&client, command, json).await,
         OpsCommand::Keys(command) => keys::run(&client, command, json).await,
         OpsCommand::Sweep => sweep::run(&client, json).await,
+        OpsCommand::Reload => reload::run(&client, json).await,
         OpsCommand::Reconcile {
             source,
             since,

@@ -30,10 +30,27 @@ pub struct DeliveryHandle {
 
 /// A reload's destinations, every one the config now has.
 pub struct Reconfigure {
-    pub destinations: Vec<Destination>,
+    pub destinations: Vec<Wanted>,
     /// Pauses kept by the store, which win over a new destination's
     /// `paused` (as at start).
     pub paused_states: HashMap<String, bool>,
+}
+
+/// One destination a reload keeps or sets.
+pub enum Wanted {
+    /// Configured as before (by its route): its lane goes on as it is.
+    Unchanged(String),
+    /// New, or configured anew: built for this reload.
+    Set(Box<Destination>),
+}
+
+impl Wanted {
+    pub fn name(&self) -> &str {
+        match self {
+            Wanted::Unchanged(name) => name,
+            Wanted::Set(destination) => destination.name(),
+        }
+    }
 }
 
 /// What the scheduler knows of one destination right now.

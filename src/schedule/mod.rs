@@ -25,5 +25,5 @@ mod handle;
 mod lane;
 mod scheduler;
 
-pub use handle::{DeliveryHandle, LaneStatus, PauseError, Reconfigure};
+pub use handle::{DeliveryHandle, LaneStatus, PauseError, Reconfigure, Wanted};
 pub use scheduler::{DRAIN_TIMEOUT, Scheduler};

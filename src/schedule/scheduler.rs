@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::attempt::{Attempt, Done};
-use super::handle::{AliveGuard, DeliveryHandle, LaneStatus, Reconfigure};
+use super::handle::{AliveGuard, DeliveryHandle, LaneStatus, Reconfigure, Wanted};
 use super::lane::{Lane, STORE_RETRY};
 use crate::clock::Clock;
 use crate::deliver::Destination;
@@ -156,17 +156,20 @@ impl Scheduler {
             destinations,
             paused_states,
         } = reconfigure;
-        let mut wanted: Vec<Option<Destination>> = destinations.into_iter().map(Some).collect();
+        let mut wanted: Vec<Option<Wanted>> = destinations.into_iter().map(Some).collect();
         let mut flags = self.paused.write().unwrap_or_else(|p| p.into_inner());
         for lane in &mut self.lanes {
             let name = lane.destination.name().to_owned();
             match wanted
                 .iter_mut()
-                .find(|d| d.as_ref().is_some_and(|d| d.name() == name))
+                .find(|w| w.as_ref().is_some_and(|w| w.name() == name))
                 .and_then(Option::take)
             {
-                Some(destination) => {
-                    lane.reconfigure(destination);
+                Some(wanted) => {
+                    if let Wanted::Set(destination) = wanted {
+                        lane.reconfigure(*destination);
+                    }
+                    lane.retired = false;
                     flags.insert(name, lane.paused.clone());
                 }
                 None if !lane.retired => {
@@ -181,7 +184,11 @@ impl Scheduler {
                 None => {}
             }
         }
-        for destination in wanted.into_iter().flatten() {
+        for wanted in wanted.into_iter().flatten() {
+            // A destination the reloader took as unchanged has a lane.
+            let Wanted::Set(destination) = wanted else {
+                continue;
+            };
             let name = destination.name().to_owned();
             let initial = paused_states
                 .get(&name)
@@ -194,7 +201,7 @@ impl Scheduler {
                 paused = initial,
                 "reload: destination added"
             );
-            self.lanes.push(Lane::new(destination, flag));
+            self.lanes.push(Lane::new(*destination, flag));
         }
     }
 

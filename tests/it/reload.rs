@@ -216,6 +216,14 @@ async fn a_config_that_fails_its_checks_is_refused_whole_and_the_running_one_ser
     assert_eq!(send(&server, "shop", NEW_SECRET, "evt_2").await, 401);
     assert_eq!(send(&server, "billing", NEW_SECRET, "evt_3").await, 404);
 
+    // The CLI says the same, and fails.
+    let (code, _, stderr) = crate::cli::ops(&server.admin, ADMIN_TOKEN, &["reload".into()]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("billing") && stderr.contains("422"),
+        "{stderr}"
+    );
+
     // Not without a token.
     let denied = server.admin("POST", "/api/reload", None, None).await;
     assert_eq!(denied.status, 401);
@@ -238,71 +246,94 @@ async fn a_config_that_fails_its_checks_is_refused_whole_and_the_running_one_ser
     )
     .await;
     assert_eq!(send(&server, "shop", STANDARD_SECRET, "evt_5").await, 401);
+    // Again, with nothing changed since: the CLI says so.
+    let (code, stdout, stderr) = crate::cli::ops(&server.admin, ADMIN_TOKEN, &["reload".into()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("\nnothing changed\n"), "{stdout}");
 }
 
-/// Providers keep sending while the config changes under them: every
-/// request valid before and after is taken and delivered.
+/// Providers keep sending while the config changes under them: 10,000
+/// signed events while it gains a source, a second destination and a
+/// rotated secret (beside the one they sign with), and loses them again,
+/// reload after reload. Every request valid before and after is taken,
+/// and every event reaches the destination that was there throughout.
 #[tokio::test]
 async fn reloads_under_load_refuse_and_drop_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let app = Destination::start(Mode::Ok).await;
     let second = Destination::start(Mode::Ok).await;
+    let billing = Destination::start(Mode::Ok).await;
     let base = source("shop", STANDARD_SECRET, Some(&app.url()));
+    let rotated = dir.path().join("shop-new.secret");
+    std::fs::write(&rotated, NEW_SECRET).unwrap();
+    let grown = format!(
+        "[[source]]\nname = \"shop\"\nkind = \"standard\"\nsecret = \"{STANDARD_SECRET}\"\n\
+         secret_file = {rotated:?}\n\n\
+         [[source.destination]]\nurl = \"{}\"\n\n\
+         [[source.destination]]\nname = \"audit\"\nurl = \"{}\"\n\n{}",
+        app.url(),
+        second.url(),
+        source("billing", NEW_SECRET, Some(&billing.url()))
+    );
     let path = write_config(dir.path(), &config(dir.path(), &base));
     let server = Arc::new(BinaryServer::start(&path, &[], None));
     const SENDERS: usize = 8;
-    const EACH: usize = 250;
+    const EACH: usize = 1_250;
     let refused = Arc::new(AtomicUsize::new(0));
     let mut senders = Vec::new();
     for sender in 0..SENDERS {
         let (server, refused) = (server.clone(), refused.clone());
         senders.push(tokio::spawn(async move {
             for i in 0..EACH {
-                let status = send(
-                    &server,
-                    "shop",
-                    STANDARD_SECRET,
-                    &format!("evt_{sender}_{i}"),
-                )
-                .await;
+                let id = format!("evt_{sender}_{i}");
+                let status = send(&server, "shop", STANDARD_SECRET, &id).await;
                 if status != 200 {
                     refused.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }));
     }
-    // Reloads while they send: a second source comes and goes.
-    let with_billing = format!(
-        "{base}{}",
-        source("billing", NEW_SECRET, Some(&second.url()))
-    );
-    let mut reloads = 0;
-    while !senders.iter().all(|s| s.is_finished()) && reloads < 200 {
-        let text = if reloads % 2 == 0 {
-            &with_billing
-        } else {
-            &base
-        };
+    let mut reloads: usize = 0;
+    while !senders.iter().all(|s| s.is_finished()) && reloads < 1_000 {
+        let text = if reloads % 2 == 0 { &grown } else { &base };
         std::fs::write(&path, config(dir.path(), text)).unwrap();
         server
             .admin_ok(ADMIN_TOKEN, "POST", "/api/reload", None)
             .await;
         reloads += 1;
+        if reloads % 2 == 1 {
+            // While grown: the new source and the rotated secret verify.
+            let id = format!("evt_billing_{reloads}");
+            assert_eq!(send(&server, "billing", NEW_SECRET, &id).await, 200);
+            let id = format!("evt_rotated_{reloads}");
+            assert_eq!(send(&server, "shop", NEW_SECRET, &id).await, 200);
+        }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     for s in senders {
         s.await.unwrap();
     }
-    assert!(reloads >= 2, "the senders finished before a reload");
+    assert!(reloads >= 4, "the senders finished after {reloads} reloads");
     assert_eq!(refused.load(Ordering::Relaxed), 0);
+    // Grown at the end: what waited for a removed destination goes out
+    // when it is back.
+    std::fs::write(&path, config(dir.path(), &grown)).unwrap();
+    server
+        .admin_ok(ADMIN_TOKEN, "POST", "/api/reload", None)
+        .await;
+    let (sent, grown_sent) = (SENDERS * EACH, reloads.div_ceil(2));
     eventually(
-        "every event is delivered",
+        "every event reaches its destinations",
         Duration::from_secs(60),
         Duration::from_millis(50),
-        async || match app.count() {
-            n if n >= SENDERS * EACH => Ok(()),
-            n => Err(format!("{n} of {}", SENDERS * EACH)),
+        async || match (app.count(), billing.count()) {
+            (a, b) if a == sent + grown_sent && b == grown_sent => Ok(()),
+            counts => Err(format!(
+                "{counts:?} of ({}, {grown_sent})",
+                sent + grown_sent
+            )),
         },
     )
     .await;
+    assert!(second.count() > 0, "the added destination got nothing");
 }
