@@ -23,7 +23,7 @@ use crate::admin::Access;
 use crate::api::{self, ConfigChange, PartChanged};
 use crate::config::{self, Config, SourceConfig};
 use crate::deliver::Destination;
-use crate::ingest::IngestState;
+use crate::ingest::{IngestState, Sources};
 use crate::metrics::Metrics;
 use crate::schedule::{DeliveryHandle, Reconfigure, Wanted};
 use crate::store::Store;
@@ -104,6 +104,8 @@ impl Reloader {
         // Everything that can fail, before anything is taken.
         let destinations = wanted(&running, &next)?;
         let paused_states = inner.store.paused_states()?;
+        let sources = Sources::of(&next).map_err(|e| ReloadError::Invalid(e.to_string()))?;
+        // Last of what can fail: it swaps the certificate as it succeeds.
         if let Some(tls) = &inner.tls {
             tls.reload().map_err(|e| {
                 ReloadError::Invalid(format!(
@@ -113,11 +115,8 @@ impl Reloader {
             })?;
             tracing::info!("reload: reloaded the ingest TLS certificate and key");
         }
-        inner
-            .ingest
-            .reconfigure(&next)
-            .map_err(|e| ReloadError::Invalid(e.to_string()))?;
         // Taken: from here nothing refuses.
+        inner.ingest.reconfigure(sources);
         super::declare(&inner.metrics, &next);
         inner.delivery.reconfigure(Reconfigure {
             destinations,
@@ -199,44 +198,21 @@ fn merged(running: &Config, read: Config) -> Merged {
 /// The parts `read` changes that only a restart takes.
 fn needs_restart(running: &Config, read: &Config) -> Vec<PartChanged> {
     let mut parts = Vec::new();
-    let mut section = |part: &str, before: String, after: String| {
-        if before != after {
+    // A section's Debug form hides its secrets, and none of these holds
+    // one a reload could take anyway.
+    macro_rules! sections {
+        ($($field:ident),*) => {
+            [$((stringify!($field), format!("{:?}", running.$field) != format!("{:?}", read.$field))),*]
+        };
+    }
+    for (part, changed) in sections!(server, retention, log, replication, alerts, telemetry) {
+        if changed {
             parts.push(PartChanged {
                 part: part.to_owned(),
                 change: ConfigChange::Changed,
             });
         }
-    };
-    section(
-        "server",
-        format!("{:?}", running.server),
-        format!("{:?}", read.server),
-    );
-    section(
-        "retention",
-        format!("{:?}", running.retention),
-        format!("{:?}", read.retention),
-    );
-    section(
-        "log",
-        format!("{:?}", running.log),
-        format!("{:?}", read.log),
-    );
-    section(
-        "replication",
-        format!("{:?}", running.replication),
-        format!("{:?}", read.replication),
-    );
-    section(
-        "alerts",
-        format!("{:?}", running.alerts),
-        format!("{:?}", read.alerts),
-    );
-    section(
-        "telemetry",
-        format!("{:?}", running.telemetry),
-        format!("{:?}", read.telemetry),
-    );
+    }
     let names: std::collections::BTreeSet<&str> = running
         .sources
         .iter()

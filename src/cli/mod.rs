@@ -97,8 +97,7 @@ pub enum Command {
     },
     /// Sweep expired data now.
     Sweep(Remote),
-    /// Make the server read its config and secret files again (as
-    /// `systemctl reload` does) and say what changed.
+    /// Make the server read its config and secrets again, as `systemctl reload` does
     ///
     /// Sources, destinations, tokens and keys' clients change in place;
     /// what only a restart takes is listed and left as it was. A config

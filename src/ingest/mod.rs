@@ -248,12 +248,22 @@ impl IngestState {
         })
     }
 
-    /// Takes `config`'s sources from the next request on: their secrets,
-    /// routes, filters and limits, sources added and removed. A request
-    /// already verified finishes with the sources it started with.
-    pub fn reconfigure(&self, config: &Config) -> Result<(), UnusableSecret> {
-        self.sources.store(Arc::new(sources_of(config)?));
-        Ok(())
+    /// Takes `sources` from the next request on: their secrets, routes,
+    /// filters and limits, sources added and removed. A request already
+    /// verified finishes with the sources it started with.
+    pub fn reconfigure(&self, sources: Sources) {
+        self.sources.store(Arc::new(sources.0));
+    }
+}
+
+/// Every source of a config as ingest holds it, built
+/// ([`Sources::of`]) before a reload takes anything.
+pub struct Sources(HashMap<String, Arc<Source>>);
+
+impl Sources {
+    /// Fails on a secret a source's kind cannot use.
+    pub fn of(config: &Config) -> Result<Sources, UnusableSecret> {
+        sources_of(config).map(Sources)
     }
 }
 

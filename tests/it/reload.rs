@@ -5,38 +5,17 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, SystemTime};
-
-use hookinbox::verify::sign::{Signing, sign};
+use std::time::Duration;
 
 use crate::destination::{Destination, Mode};
 use crate::support::{
-    BinaryServer, STANDARD_SECRET, client, eventually, post, server_section, write_config,
+    BinaryServer, STANDARD_SECRET, client, eventually, post, server_section, standard_headers_with,
+    write_config,
 };
 
 const ADMIN_TOKEN: &str = "reload-admin-token-0123456789abcdef";
 /// The secret a provider rotates to.
 const NEW_SECRET: &str = "whsec_bmV3LXNlY3JldC1mb3ItdGhlLXJlbG9hZC10ZXN0";
-
-/// Standard Webhooks headers for `body`, signed with `secret` now.
-fn signed(secret: &str, id: &str, body: &[u8]) -> Vec<(String, String)> {
-    let now = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64;
-    sign(&Signing {
-        kind: hookinbox::config::Kind::Standard,
-        secret,
-        body,
-        event_id: id,
-        event_type: None,
-        timestamp: now,
-        url: "",
-        content_type: "application/json",
-        hmac: None,
-    })
-    .unwrap()
-}
 
 fn source(name: &str, secret: &str, app: Option<&str>) -> String {
     let mut s =
@@ -62,7 +41,7 @@ async fn send(server: &BinaryServer, source: &str, secret: &str, id: &str) -> u1
     post(
         &client(),
         &server.url(&format!("/in/{source}")),
-        &signed(secret, id, &body),
+        &standard_headers_with(secret, id, &body),
         body,
     )
     .await

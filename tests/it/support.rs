@@ -118,13 +118,18 @@ pub async fn answer(res: reqwest::Response) -> Answer {
 
 /// Standard Webhooks headers for `body` with provider id `id`, signed now.
 pub fn standard_headers(id: &str, body: &[u8]) -> Vec<(String, String)> {
+    standard_headers_with(STANDARD_SECRET, id, body)
+}
+
+/// [`standard_headers`] signed with `secret` (a rotated one, another source's).
+pub fn standard_headers_with(secret: &str, id: &str, body: &[u8]) -> Vec<(String, String)> {
     let now = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap()
         .as_secs() as i64;
     sign(&Signing {
         kind: hookinbox::config::Kind::Standard,
-        secret: STANDARD_SECRET,
+        secret,
         body,
         event_id: id,
         event_type: None,
