@@ -205,7 +205,17 @@ fn needs_restart(running: &Config, read: &Config) -> Vec<PartChanged> {
             [$((stringify!($field), format!("{:?}", running.$field) != format!("{:?}", read.$field))),*]
         };
     }
-    for (part, changed) in sections!(server, retention, log, replication, alerts, telemetry) {
+    // The admin listener's connection cap rises once apps use keys there
+    // (`admin_max_connections`): the listener took it at start.
+    let keys_clients = |c: &Config| !c.keys.clients.is_empty();
+    let cap = (
+        "admin_connection_cap",
+        keys_clients(running) != keys_clients(read),
+    );
+    for (part, changed) in sections!(server, retention, log, replication, alerts, telemetry)
+        .into_iter()
+        .chain([cap])
+    {
         if changed {
             parts.push(PartChanged {
                 part: part.to_owned(),
@@ -421,6 +431,23 @@ mod tests {
                 "destination.old removed",
                 "admin.user.ana added",
             ]
+        );
+    }
+
+    #[test]
+    fn the_first_keys_client_names_the_admin_connection_cap_too() {
+        let before = config(&source("shop", SECRET));
+        let after = config(&format!(
+            "{}[[keys.client]]\nname = \"billing\"\ntoken = \"billing-token-0123456789abcdef\"\n",
+            source("shop", SECRET)
+        ));
+        assert_eq!(
+            named(&applied(&before, &after)),
+            ["keys.client.billing added"]
+        );
+        assert_eq!(
+            named(&needs_restart(&before, &after)),
+            ["admin_connection_cap changed"]
         );
     }
 
