@@ -225,18 +225,9 @@ pub(super) async fn claim(
     let namespace = client_namespace(&caller, scope, "a claim")?;
     let key = key_of(path)?;
     let request: api::ClaimRequest = body_of(body, Some(Default::default()))?;
-    let lease_ms = duration_ms(
-        "lease",
-        request.lease.as_deref(),
-        state.access().keys.lease,
-        LONGEST_LEASE,
-    )?;
-    let ttl_ms = duration_ms(
-        "ttl",
-        request.ttl.as_deref(),
-        state.access().keys.ttl,
-        LONGEST_TTL,
-    )?;
+    let keys = &state.access().keys;
+    let lease_ms = duration_ms("lease", request.lease.as_deref(), keys.lease, LONGEST_LEASE)?;
+    let ttl_ms = duration_ms("ttl", request.ttl.as_deref(), keys.ttl, LONGEST_TTL)?;
     let now_ms = state.clock.now_ms();
     let got = state
         .store

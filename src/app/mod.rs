@@ -6,7 +6,6 @@
 //! their durable answer → the writer commits what is queued → the database
 //! closes cleanly.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,10 +18,9 @@ use crate::admin::{self, AdminContext, AdminState};
 use crate::alert::{Alerter, Watched};
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::deliver::Destination;
 use crate::ingest::{self, IngestState};
 use crate::listener::{self, ServeOptions};
-use crate::metrics::{Declared, Metrics};
+use crate::metrics::Metrics;
 use crate::schedule::{DeliveryHandle, Scheduler};
 use crate::store::{Store, StoreError, StoreOptions, WriterHandle};
 use crate::supervise::{TaskEnd, TaskError, TaskName, Tasks, Tier};
@@ -30,9 +28,14 @@ use crate::sweep::Sweeper;
 use crate::tls::{Tls, TlsError};
 use crate::words::Listener;
 
+mod parts;
 mod reload;
 mod replication;
 
+use parts::{
+    admin_max_connections, alerter, declare, declared_metrics, destinations, expected_within,
+    serve_options,
+};
 pub use reload::{ReloadError, Reloader};
 use replication::{LeaseTask, Replicated, ReplicationTasks, replication, replication_tasks};
 
@@ -112,10 +115,6 @@ impl AppError {
 /// How long a stopping node waits for its lease task to give the lease up:
 /// a release is one key-value call (2 s to answer at most), tried once.
 const LEASE_RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// The admin listener's connection cap: a handful of operators, scrapers
-/// and the dashboard; an ingest flood never takes these slots.
-const ADMIN_MAX_CONNECTIONS: usize = 64;
 
 /// The sockets the app serves on; the caller binds them (tests use port 0).
 pub struct Listeners {
@@ -357,32 +356,6 @@ impl App {
     }
 }
 
-/// Creates the metrics with every source and destination declared, so each
-/// series exists from the start. Owns nothing else: the app and its tasks
-/// share clones of it.
-fn declared_metrics(config: &Config) -> Metrics {
-    let metrics = Metrics::new();
-    declare(&metrics, config);
-    metrics
-}
-
-/// Declares every series `config` names (at zero until counted): at start
-/// and on each reload, for what it added.
-fn declare(metrics: &Metrics, config: &Config) {
-    let declared: Vec<Declared<'_>> = config
-        .sources
-        .iter()
-        .map(|s| Declared {
-            name: s.name.as_str(),
-            destinations: s.destinations.iter().map(|d| d.route.as_str()).collect(),
-            expect_within: s.expect_within,
-            reconciled: s.reconcile.is_some(),
-        })
-        .collect();
-    metrics.declare(&declared);
-    metrics.declare_key_namespaces(config.keys.clients.iter().map(|c| c.namespace.as_str()));
-}
-
 /// Opens the store on a blocking thread (recovery may replay the log), each
 /// commit counted in `metrics`. Starts the writer thread, which the returned
 /// handle owns and `run` drains last.
@@ -417,20 +390,6 @@ async fn open_store(
         })??)
 }
 
-/// Every source's destinations, ready to attempt deliveries; the scheduler
-/// will own them.
-fn destinations(config: &Config) -> Result<Vec<Destination>, AppError> {
-    config
-        .sources
-        .iter()
-        .flat_map(|s| {
-            s.destinations
-                .iter()
-                .map(|dl| Destination::new(s.name.clone(), dl.clone()).map_err(AppError::from))
-        })
-        .collect::<Result<Vec<_>, _>>()
-}
-
 /// Probes the store once with an event of the largest `max_body`, and
 /// returns that size for the prober task to keep using. Starts nothing.
 async fn probe_largest_event(store: &Store, config: &Config) -> usize {
@@ -453,47 +412,6 @@ async fn probe_largest_event(store: &Store, config: &Config) -> usize {
         tracing::error!(error = %e.report(), bytes = probe_bytes, "the store cannot write an event this large; not ready until it can");
     }
     probe_bytes
-}
-
-/// The sources that set `expect_within`, and what they set.
-fn expected_within(config: &Config) -> BTreeMap<String, Duration> {
-    config
-        .sources
-        .iter()
-        .filter_map(|s| Some((s.name.to_string(), s.expect_within?)))
-        .collect()
-}
-
-/// The alerter, when `[alerts]` names a URL, watching the store, the
-/// metrics, the destinations and the drift watch; `run` starts its task,
-/// which owns it.
-fn alerter(config: &Config, watched: Watched, clock: &Clock) -> Result<Option<Alerter>, AppError> {
-    let alerter = match config.alerts.clone() {
-        Some(alerts) => Some(Alerter::new(alerts, watched, clock.clone())?),
-        None => None,
-    };
-    Ok(alerter)
-}
-
-/// The admin listener's connection cap: [`ADMIN_MAX_CONNECTIONS`], or, once
-/// apps claim idempotency keys there (one connection per busy worker), the
-/// ingest listener's cap, which `server.max_connections` sets.
-fn admin_max_connections(admin: &AdminState, ingest: &ServeOptions) -> usize {
-    if admin.access.load().keys.clients.is_empty() {
-        ADMIN_MAX_CONNECTIONS
-    } else {
-        ingest.max_connections.max(ADMIN_MAX_CONNECTIONS)
-    }
-}
-
-/// The ingest listener's options; the admin listener takes the same with
-/// its own connection cap.
-fn serve_options(config: &Config) -> ServeOptions {
-    ServeOptions {
-        header_read_timeout: config.server.header_read_timeout,
-        shutdown_timeout: config.server.shutdown_timeout,
-        max_connections: config.server.max_connections,
-    }
 }
 
 /// The one line that says the app is up, and where: receiving webhooks,
