@@ -37,6 +37,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -168,8 +169,25 @@ fn default_dashboard(admin: SocketAddr, host: &str) -> reqwest::Url {
         .expect("a loopback URL parses")
 }
 
+/// The host alerts name and where their links point, as `alerts` sets them.
+fn links_of(alerts: Option<&AlertConfig>, admin: SocketAddr) -> (String, Links) {
+    let host = alerts
+        .and_then(|a| a.host.clone())
+        .unwrap_or_else(host_name);
+    let mut dashboard = alerts
+        .and_then(|a| a.dashboard_url.clone())
+        .unwrap_or_else(|| default_dashboard(admin, &host));
+    if !dashboard.path().ends_with('/') {
+        let path = format!("{}/", dashboard.path());
+        dashboard.set_path(&path);
+    }
+    (host, Links { dashboard })
+}
+
 pub struct Alerter {
-    config: AlertConfig,
+    /// `None` while `[alerts]` is absent: the task then only waits for a
+    /// reload that sets it.
+    config: Option<AlertConfig>,
     store: Store,
     metrics: Metrics,
     delivery: DeliveryHandle,
@@ -178,17 +196,24 @@ pub struct Alerter {
     expect_within: BTreeMap<String, Duration>,
     /// When hookinbox started: a source that never sent is quiet since then.
     started_ms: u64,
+    /// When a reload added each source that was not there at start: it is
+    /// quiet since then.
+    added_ms: HashMap<String, u64>,
     /// What the drift watch learned: its departures, per source.
     drift: Arc<Mutex<Learned>>,
     /// Each reconciled source's passes.
     reconcile: crate::reconcile::ReconcileHandle,
     client: reqwest::Client,
     clock: Clock,
+    admin: SocketAddr,
     host: String,
     links: Links,
     firing: HashMap<(AlertKind, String), Firing>,
     /// The week before each quiet spell, read once when it began.
     histories: HashMap<String, quiet::History>,
+    /// What a reload changes; closed once its sender is gone.
+    settings: watch::Receiver<Settings>,
+    settings_open: bool,
 }
 
 /// What the alerter watches.
@@ -196,9 +221,6 @@ pub struct Watched {
     pub store: Store,
     pub metrics: Metrics,
     pub delivery: DeliveryHandle,
-    pub sources: Vec<String>,
-    /// The sources that set `expect_within`, and what they set.
-    pub expect_within: BTreeMap<String, Duration>,
     /// When hookinbox started (unix ms, by the app's clock).
     pub started_ms: u64,
     /// The admin listener's address, for links when no `dashboard_url` is set.
@@ -209,6 +231,15 @@ pub struct Watched {
     pub reconcile: crate::reconcile::ReconcileHandle,
 }
 
+/// What the config says of alerts, which a reload changes in place: the
+/// `[alerts]` section, the sources and their `expect_within`.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub alerts: Option<AlertConfig>,
+    pub sources: Vec<String>,
+    pub expect_within: BTreeMap<String, Duration>,
+}
+
 /// The alerter's HTTP client (its TLS backend) cannot be built.
 #[derive(Debug, thiserror::Error)]
 #[error("alerts: cannot build the HTTP client: {0}")]
@@ -216,8 +247,8 @@ pub struct ClientError(#[source] reqwest::Error);
 
 impl Alerter {
     pub fn new(
-        config: AlertConfig,
         watched: Watched,
+        settings: watch::Receiver<Settings>,
         clock: Clock,
     ) -> Result<Alerter, ClientError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -226,43 +257,99 @@ impl Alerter {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(ClientError)?;
-        let host = config.host.clone().unwrap_or_else(host_name);
-        let mut dashboard = config
-            .dashboard_url
-            .clone()
-            .unwrap_or_else(|| default_dashboard(watched.admin, &host));
-        if !dashboard.path().ends_with('/') {
-            let path = format!("{}/", dashboard.path());
-            dashboard.set_path(&path);
-        }
+        let first = settings.borrow().clone();
+        let (host, links) = links_of(first.alerts.as_ref(), watched.admin);
         Ok(Alerter {
-            config,
+            config: first.alerts,
             store: watched.store,
             metrics: watched.metrics,
             delivery: watched.delivery,
-            sources: watched.sources,
-            expect_within: watched.expect_within,
+            sources: first.sources,
+            expect_within: first.expect_within,
             started_ms: watched.started_ms,
+            added_ms: HashMap::new(),
             drift: watched.drift,
             reconcile: watched.reconcile,
             client,
             clock,
+            admin: watched.admin,
             host,
-            links: Links { dashboard },
+            links,
             firing: HashMap::new(),
             histories: HashMap::new(),
+            settings,
+            settings_open: true,
         })
     }
 
-    /// Checks every `check_interval` until `shutdown` is cancelled.
+    /// Checks every `check_interval` until `shutdown` is cancelled, taking
+    /// each reload's settings as it comes; with no `[alerts]`, only waits
+    /// for one.
     pub async fn run(mut self, shutdown: CancellationToken) -> Result<(), TaskError> {
+        let mut next = self
+            .config
+            .as_ref()
+            .map(|c| Instant::now() + c.check_interval);
         loop {
+            let due = async {
+                match next {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 biased;
                 () = shutdown.cancelled() => return Ok(()),
-                () = tokio::time::sleep(self.config.check_interval) => self.check().await,
+                changed = self.settings.changed(), if self.settings_open => match changed {
+                    Ok(()) => {
+                        let interval = self.config.as_ref().map(|c| c.check_interval);
+                        self.take_settings();
+                        let now = self.config.as_ref().map(|c| c.check_interval);
+                        if now != interval {
+                            next = now.map(|every| Instant::now() + every);
+                        }
+                    }
+                    Err(_) => self.settings_open = false,
+                },
+                () = due => {
+                    self.check().await;
+                    next = self.config.as_ref().map(|c| Instant::now() + c.check_interval);
+                }
             }
         }
+    }
+
+    /// A reload's settings: the alert URL, thresholds and format, and the
+    /// sources watched. Conditions already firing stay firing (their
+    /// repeats and "resolved" go to the new URL); with `[alerts]` gone,
+    /// they are forgotten unposted.
+    fn take_settings(&mut self) {
+        let Settings {
+            alerts,
+            sources,
+            expect_within,
+        } = self.settings.borrow_and_update().clone();
+        let now_ms = self.clock.now_ms();
+        for name in &sources {
+            if !self.sources.contains(name) {
+                self.added_ms.insert(name.clone(), now_ms);
+            }
+        }
+        self.added_ms.retain(|name, _| sources.contains(name));
+        (self.host, self.links) = links_of(alerts.as_ref(), self.admin);
+        if alerts.is_none() {
+            self.firing.clear();
+            self.histories.clear();
+        }
+        self.config = alerts;
+        self.sources = sources;
+        self.expect_within = expect_within;
+    }
+
+    /// Since when `name` counts as quiet if it never sent: the start, or
+    /// the reload that added it.
+    fn watched_since(&self, name: &str) -> u64 {
+        self.added_ms.get(name).copied().unwrap_or(self.started_ms)
     }
 
     /// What the store holds per source, or `None` when it cannot be read
@@ -282,6 +369,7 @@ impl Alerter {
     /// Every condition, firing or not, with what it measures now.
     fn findings(
         &self,
+        config: &AlertConfig,
         held: &BTreeMap<String, SourceStats>,
         lanes: &[LaneStatus],
     ) -> Vec<(bool, Finding)> {
@@ -290,7 +378,7 @@ impl Alerter {
         for name in &self.sources {
             let s = held.get(name).cloned().unwrap_or_default();
             let dead = s.counts.dead;
-            let over = dead > self.config.dlq_threshold;
+            let over = dead > config.dlq_threshold;
             let reason = if over {
                 self.newest_dead_reason(name)
             } else {
@@ -299,13 +387,13 @@ impl Alerter {
             let summary = if over {
                 format!(
                     "source {name} has {dead} dead-lettered events (threshold {}); latest: {}",
-                    self.config.dlq_threshold,
+                    config.dlq_threshold,
                     reason.as_deref().unwrap_or("unknown")
                 )
             } else {
                 format!(
                     "source {name} has {dead} dead-lettered events, within the threshold ({})",
-                    self.config.dlq_threshold
+                    config.dlq_threshold
                 )
             };
             out.push((
@@ -321,8 +409,8 @@ impl Alerter {
             let age = s
                 .oldest_pending_ms
                 .map(|t| Duration::from_millis(now.saturating_sub(t)));
-            let late = age.is_some_and(|age| age > self.config.pending_age);
-            let limit = humantime::format_duration(self.config.pending_age);
+            let late = age.is_some_and(|age| age > config.pending_age);
+            let limit = humantime::format_duration(config.pending_age);
             let summary = match age {
                 Some(age) if late => format!(
                     "source {name} has {} pending events, the oldest waiting {} (limit {limit})",
@@ -377,9 +465,13 @@ impl Alerter {
         }
         for (name, &within) in &self.expect_within {
             let s = held.get(name).cloned().unwrap_or_default();
-            let quiet = quiet::quiet_for(s.newest_received_ms, self.started_ms, now);
+            let quiet = quiet::quiet_for(s.newest_received_ms, self.watched_since(name), now);
             let history = self.histories.get(name).copied();
-            let (firing, summary) = quiet::judge(name, &s, within, quiet, history);
+            let since = match self.added_ms.contains_key(name) {
+                true => quiet::Since::Reload,
+                false => quiet::Since::Start,
+            };
+            let (firing, summary) = quiet::judge(name, &s, within, (quiet, since), history);
             out.push((
                 firing,
                 Finding {
@@ -440,18 +532,20 @@ impl Alerter {
         let mut begun = Vec::new();
         for (name, &within) in &self.expect_within {
             let newest = held.get(name).and_then(|s| s.newest_received_ms);
-            let quiet = quiet::quiet_for(newest, self.started_ms, now_ms) > within;
+            let quiet = quiet::quiet_for(newest, self.watched_since(name), now_ms) > within;
             if quiet && !self.histories.contains_key(name) {
                 begun.push((name.clone(), newest));
             }
         }
         let firing = &self.firing;
         let expect_within = &self.expect_within;
+        let (added_ms, started_ms) = (&self.added_ms, self.started_ms);
         self.histories.retain(|name, _| {
             let newest = held.get(name).and_then(|s| s.newest_received_ms);
+            let since = added_ms.get(name).copied().unwrap_or(started_ms);
             let quiet = expect_within
                 .get(name)
-                .is_some_and(|&w| quiet::quiet_for(newest, self.started_ms, now_ms) > w);
+                .is_some_and(|&w| quiet::quiet_for(newest, since, now_ms) > w);
             quiet || firing.contains_key(&(AlertKind::Quiet, name.clone()))
         });
         if begun.is_empty() {
@@ -491,18 +585,21 @@ impl Alerter {
     /// Posts each condition that started firing, repeats those still firing
     /// after `min_interval`, and resolves those that cleared.
     pub async fn check(&mut self) {
+        let Some(config) = self.config.clone() else {
+            return;
+        };
         let Some(held) = self.snapshot().await else {
             return;
         };
         let lanes = self.delivery.destinations();
         let now_ms = self.clock.now_ms();
         self.remember_histories(&held, now_ms).await;
-        for (firing, finding) in self.findings(&held, &lanes) {
+        for (firing, finding) in self.findings(&config, &held, &lanes) {
             let key = (finding.kind, finding.name.clone());
             // What to post, and since when the condition fires.
             let post = match (firing, self.firing.get(&key)) {
                 (true, None) => Some((AlertStatus::Firing, now_ms, None)),
-                (true, Some(f)) if f.last_sent.elapsed() >= self.config.min_interval => {
+                (true, Some(f)) if f.last_sent.elapsed() >= config.min_interval => {
                     Some((AlertStatus::Firing, f.started_ms, None))
                 }
                 (false, Some(f)) => Some((AlertStatus::Resolved, f.started_ms, Some(now_ms))),
@@ -511,7 +608,10 @@ impl Alerter {
             let Some((status, started_ms, resolved_ms)) = post else {
                 continue;
             };
-            if !self.post(status, &finding, started_ms, resolved_ms).await {
+            if !self
+                .post(&config, status, &finding, started_ms, resolved_ms)
+                .await
+            {
                 continue;
             }
             match status {
@@ -561,13 +661,14 @@ impl Alerter {
     /// Posts one notice; whether the receiver took it.
     async fn post(
         &self,
+        config: &AlertConfig,
         status: AlertStatus,
         finding: &Finding,
         started_ms: u64,
         resolved_ms: Option<u64>,
     ) -> bool {
         let notice = self.notice(status, finding, started_ms, resolved_ms);
-        let body = match self.config.format {
+        let body = match config.format {
             AlertFormat::Json => serde_json::to_value(&notice),
             AlertFormat::Slack => serde_json::to_value(&notice).map(
                 |object| serde_json::json!({"text": slack_text(&notice), "hookinbox": object}),
@@ -576,7 +677,7 @@ impl Alerter {
         .expect("a notice serialises");
         let sent = self
             .client
-            .post(self.config.url.clone())
+            .post(config.url.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body.to_string())
             .send()

@@ -67,13 +67,22 @@ pub fn human(d: Duration) -> String {
     humantime::format_duration(Duration::from_secs(shown)).to_string()
 }
 
+/// Since when a source that never sent has been watched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Since {
+    /// hookinbox's start.
+    Start,
+    /// The reload that added it.
+    Reload,
+}
+
 /// Whether `source` is quiet, and the sentence that says so or says it
 /// sends again.
 pub fn judge(
     source: &str,
     held: &SourceStats,
     within: Duration,
-    quiet: Duration,
+    (quiet, since): (Duration, Since),
     history: Option<History>,
 ) -> (bool, String) {
     let limit = human(within);
@@ -92,7 +101,11 @@ pub fn judge(
             human(quiet)
         ),
         None => format!(
-            "no event from {source} since hookinbox started {} ago (expected within {limit})",
+            "no event from {source} since {} {} ago (expected within {limit})",
+            match since {
+                Since::Start => "hookinbox started",
+                Since::Reload => "a reload added it",
+            },
             human(quiet)
         ),
     };
@@ -162,13 +175,25 @@ mod tests {
             received: 2000,
             every: Some(Duration::from_secs(245)),
         };
-        let (quiet, text) = judge("stripe", &held, 6 * hour, 7 * hour, Some(history));
+        let (quiet, text) = judge(
+            "stripe",
+            &held,
+            6 * hour,
+            (7 * hour, Since::Start),
+            Some(history),
+        );
         assert!(quiet);
         assert_eq!(
             text,
             "no event from stripe for 7h (expected within 6h); it usually sends every 4m"
         );
-        let (quiet, text) = judge("stripe", &held, 6 * hour, Duration::from_secs(90), None);
+        let (quiet, text) = judge(
+            "stripe",
+            &held,
+            6 * hour,
+            (Duration::from_secs(90), Since::Start),
+            None,
+        );
         assert!(!quiet);
         assert_eq!(
             text,
@@ -179,7 +204,7 @@ mod tests {
             "new",
             &never,
             hour,
-            2 * hour,
+            (2 * hour, Since::Start),
             Some(History {
                 received: 0,
                 every: None,
@@ -188,6 +213,11 @@ mod tests {
         assert_eq!(
             text,
             "no event from new since hookinbox started 2h ago (expected within 1h); it sent nothing in the last 7 days either"
+        );
+        let (_, text) = judge("new", &never, hour, (2 * hour, Since::Reload), None);
+        assert_eq!(
+            text,
+            "no event from new since a reload added it 2h ago (expected within 1h)"
         );
     }
 }

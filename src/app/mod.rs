@@ -33,8 +33,8 @@ mod reload;
 mod replication;
 
 use parts::{
-    admin_max_connections, alerter, declare, declared_metrics, destinations, expected_within,
-    serve_options,
+    admin_max_connections, alert_settings, declare, declared_metrics, destinations,
+    expected_within, serve_options,
 };
 pub use reload::{ReloadError, Reloader};
 use replication::{LeaseTask, Replicated, ReplicationTasks, replication, replication_tasks};
@@ -221,14 +221,13 @@ impl App {
             store: store.clone(),
             metrics: metrics.clone(),
             delivery: delivery.clone(),
-            sources: config.sources.iter().map(|s| s.name.to_string()).collect(),
-            expect_within: expected_within(&config),
             started_ms,
             admin: admin_addr,
             drift: learned.clone(),
             reconcile: reconcile.clone(),
         };
-        let alerter = alerter(&config, watched, &clock)?;
+        let (alert_settings, settings) = tokio::sync::watch::channel(alert_settings(&config));
+        let alerter = Alerter::new(watched, settings, clock.clone())?;
         // The tasks' stop tokens exist before the tasks: the admin's open
         // event streams end with the front, however the app ends.
         let tasks = Tasks::default();
@@ -238,12 +237,15 @@ impl App {
         let access = Arc::new(arc_swap::ArcSwap::from_pointee(reload::access_of(&config)));
         let reloader = Reloader::new(
             config.clone(),
-            state.clone(),
-            delivery.clone(),
-            access.clone(),
-            metrics.clone(),
-            store.clone(),
-            tls.clone(),
+            reload::Live {
+                ingest: state.clone(),
+                delivery: delivery.clone(),
+                access: access.clone(),
+                alerts: alert_settings,
+                metrics: metrics.clone(),
+                store: store.clone(),
+                tls: tls.clone(),
+            },
         );
         let admin_state = AdminState::new(AdminContext {
             store: store.clone(),
@@ -444,7 +446,7 @@ struct Wiring {
     sweeper: Sweeper,
     prober: Store,
     probe_bytes: usize,
-    alerter: Option<Alerter>,
+    alerter: Alerter,
     scheduler: Scheduler,
     summary_interval: Duration,
     /// Resolves when the writer thread has exited.
@@ -622,9 +624,7 @@ fn spawn_tasks(tasks: &mut Tasks, wiring: Wiring) {
     tasks.spawn(TaskName::Prober, Tier::Front, |stop| {
         store.keep_probing(probe_bytes, stop)
     });
-    if let Some(alerter) = alerter {
-        tasks.spawn(TaskName::Alerter, Tier::Front, |stop| alerter.run(stop));
-    }
+    tasks.spawn(TaskName::Alerter, Tier::Front, |stop| alerter.run(stop));
     let store = prober.clone();
     tasks.spawn(TaskName::Scheduler, Tier::Back, |stop| async move {
         if gate(store, stop.clone()).await {

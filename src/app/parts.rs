@@ -1,14 +1,12 @@
 //! What the config makes of each part at start (and, for some, on a
 //! reload): the declared metrics, the destinations, the quiet-source
-//! deadlines, the alerter and the listeners' options.
+//! deadlines, the alerter's settings and the listeners' options.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::AppError;
 use crate::admin::AdminState;
-use crate::alert::{Alerter, Watched};
-use crate::clock::Clock;
 use crate::config::Config;
 use crate::deliver::Destination;
 use crate::listener::ServeOptions;
@@ -67,19 +65,13 @@ pub(super) fn expected_within(config: &Config) -> BTreeMap<String, Duration> {
         .collect()
 }
 
-/// The alerter, when `[alerts]` names a URL, watching the store, the
-/// metrics, the destinations and the drift watch; `run` starts its task,
-/// which owns it.
-pub(super) fn alerter(
-    config: &Config,
-    watched: Watched,
-    clock: &Clock,
-) -> Result<Option<Alerter>, AppError> {
-    let alerter = match config.alerts.clone() {
-        Some(alerts) => Some(Alerter::new(alerts, watched, clock.clone())?),
-        None => None,
-    };
-    Ok(alerter)
+/// What the alerter takes from `config`, at start and on each reload.
+pub(super) fn alert_settings(config: &Config) -> crate::alert::Settings {
+    crate::alert::Settings {
+        alerts: config.alerts.clone(),
+        sources: config.sources.iter().map(|s| s.name.to_string()).collect(),
+        expect_within: expected_within(config),
+    }
 }
 
 /// The admin listener's connection cap: [`ADMIN_MAX_CONNECTIONS`], or, once

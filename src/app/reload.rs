@@ -6,10 +6,10 @@
 //! and removed (ingest swaps its table whole); destinations added, changed
 //! and removed (the scheduler's lanes); the admin token, the people's
 //! tokens, the keys' clients and defaults (the admin API's access, swapped
-//! whole); the ingest TLS certificate and key. Everything else (`[server]`,
-//! `[retention]`, `[log]`, `[replication]`, `[telemetry]`, `[alerts]`, a
-//! source's `reconcile` and `expect_within`) is read by tasks that started
-//! with it: a change there is named in the answer and left as it was until
+//! whole); `[alerts]` and each source's `expect_within` (the alerter's
+//! settings); the ingest TLS certificate and key. Everything else
+//! (`[server]`, `[retention]`, `[log]`, `[replication]`, `[telemetry]`, a
+//! source's `reconcile`) is read by tasks that started with it: a change there is named in the answer and left as it was until
 //! a restart. A config that does not pass `config check`, or whose
 //! destinations cannot be set up, is refused whole: nothing of it is taken.
 
@@ -20,6 +20,7 @@ use arc_swap::ArcSwap;
 use sha2::{Digest, Sha256};
 
 use crate::admin::Access;
+use crate::alert;
 use crate::api::{self, ConfigChange, PartChanged};
 use crate::config::{self, Config, SourceConfig};
 use crate::deliver::Destination;
@@ -50,12 +51,19 @@ struct Inner {
     /// The config in force: the last reload's, with what it could not
     /// take kept as the process started.
     running: Mutex<Config>,
-    ingest: IngestState,
-    delivery: DeliveryHandle,
-    access: Arc<ArcSwap<Access>>,
-    metrics: Metrics,
-    store: Store,
-    tls: Option<Tls>,
+    live: Live,
+}
+
+/// The running parts a reload changes in place.
+pub(super) struct Live {
+    pub ingest: IngestState,
+    pub delivery: DeliveryHandle,
+    pub access: Arc<ArcSwap<Access>>,
+    /// The alerter's settings: `[alerts]`, the sources, `expect_within`.
+    pub alerts: tokio::sync::watch::Sender<alert::Settings>,
+    pub metrics: Metrics,
+    pub store: Store,
+    pub tls: Option<Tls>,
 }
 
 /// What a reload reads the config from: the process's environment, as at
@@ -72,31 +80,18 @@ fn reread(origin: &str) -> Result<(Config, Vec<config::GeneratedSecret>), Reload
 }
 
 impl Reloader {
-    pub(super) fn new(
-        config: Config,
-        ingest: IngestState,
-        delivery: DeliveryHandle,
-        access: Arc<ArcSwap<Access>>,
-        metrics: Metrics,
-        store: Store,
-        tls: Option<Tls>,
-    ) -> Reloader {
+    pub(super) fn new(config: Config, live: Live) -> Reloader {
         Reloader(Arc::new(Inner {
             running: Mutex::new(config),
-            ingest,
-            delivery,
-            access,
-            metrics,
-            store,
-            tls,
+            live,
         }))
     }
 
     /// Reads the config again and takes what may change live. Blocking
     /// (files, the store): run it off the runtime's workers.
     pub fn reload(&self) -> Result<api::Reloaded, ReloadError> {
-        let inner = &*self.0;
-        let mut running = inner.running.lock().unwrap_or_else(|p| p.into_inner());
+        let inner = &self.0.live;
+        let mut running = self.0.running.lock().unwrap_or_else(|p| p.into_inner());
         let (read, generated) = reread(&running.origin)?;
         let merged = merged(&running, read);
         let needs_restart = needs_restart(&running, &merged.read);
@@ -123,6 +118,7 @@ impl Reloader {
             paused_states,
         });
         inner.access.store(Arc::new(access_of(&next)));
+        inner.alerts.send_replace(super::alert_settings(&next));
         for secret in &generated {
             tracing::info!(path = %secret.path.display(), "reload: generated a secret for a new part of the config (its file holds it)");
         }
@@ -185,12 +181,10 @@ fn merged(running: &Config, read: Config) -> Merged {
     config.retention = running.retention.clone();
     config.log = running.log.clone();
     config.replication = running.replication.clone();
-    config.alerts = running.alerts.clone();
     config.telemetry = running.telemetry.clone();
     for source in &mut config.sources {
         let before = running.source(source.name.as_str());
         source.reconcile = before.and_then(|b| b.reconcile.clone());
-        source.expect_within = before.and_then(|b| b.expect_within);
     }
     Merged { config, read }
 }
@@ -212,7 +206,7 @@ fn needs_restart(running: &Config, read: &Config) -> Vec<PartChanged> {
         "admin_connection_cap",
         keys_clients(running) != keys_clients(read),
     );
-    for (part, changed) in sections!(server, retention, log, replication, alerts, telemetry)
+    for (part, changed) in sections!(server, retention, log, replication, telemetry)
         .into_iter()
         .chain([cap])
     {
@@ -239,14 +233,6 @@ fn needs_restart(running: &Config, read: &Config) -> Vec<PartChanged> {
         if b != a {
             parts.push(PartChanged {
                 part: format!("source.{name}.reconcile"),
-                change: change(b, a),
-            });
-        }
-        let expect = |s: Option<&SourceConfig>| s.and_then(|s| s.expect_within);
-        let (b, a) = (expect(before), expect(after));
-        if b != a {
-            parts.push(PartChanged {
-                part: format!("source.{name}.expect_within"),
                 change: change(b, a),
             });
         }
@@ -282,7 +268,17 @@ fn applied(running: &Config, next: &Config) -> Vec<PartChanged> {
     compare(sources(running), sources(next));
     compare(destinations(running), destinations(next));
     compare(admin(running), admin(next));
+    compare(alerts(running), alerts(next));
     parts
+}
+
+/// `[alerts]`, when set (its URL may hold a token: only its fingerprint).
+fn alerts(config: &Config) -> BTreeMap<String, Vec<u8>> {
+    config
+        .alerts
+        .iter()
+        .map(|a| ("alerts".to_owned(), fingerprint(a, &[])))
+        .collect()
 }
 
 /// A fingerprint of what `debug` shows and of the secrets it hides.
@@ -314,6 +310,7 @@ fn sources(config: &Config) -> BTreeMap<String, Vec<u8>> {
             let shown = (
                 &s.kind,
                 &s.tolerance,
+                s.expect_within,
                 s.max_body,
                 &s.event_id,
                 &s.event_type,
@@ -455,20 +452,28 @@ mod tests {
     fn what_only_a_restart_takes_is_named_and_kept_as_it_runs() {
         let running = config(&source("shop", SECRET));
         let read = config(&format!(
-            "[retention]\npayload_ttl = \"1d\"\n{}expect_within = \"1h\"\n",
+            "[retention]\npayload_ttl = \"1d\"\n[alerts]\nurl = \"http://127.0.0.1:9/\"\n{}expect_within = \"1h\"\n",
             source("shop", ROTATED)
         ));
         assert_eq!(
             named(&needs_restart(&running, &read)),
-            ["retention changed", "source.shop.expect_within added"]
+            ["retention changed"]
         );
         let next = merged(&running, read).config;
         assert_eq!(
             format!("{:?}", next.retention),
             format!("{:?}", running.retention)
         );
-        assert_eq!(next.sources[0].expect_within, None);
-        // What is live is taken: the rotated secret.
+        // What is live is taken: the rotated secret, `expect_within` and
+        // the alerts.
         assert_eq!(next.sources[0].secrets[0].expose(), ROTATED);
+        assert_eq!(
+            next.sources[0].expect_within,
+            Some(std::time::Duration::from_secs(3600))
+        );
+        assert_eq!(
+            named(&applied(&running, &next)),
+            ["source.shop changed", "alerts added"]
+        );
     }
 }

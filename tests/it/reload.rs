@@ -316,3 +316,78 @@ async fn reloads_under_load_refuse_and_drop_nothing() {
     .await;
     assert!(second.count() > 0, "the added destination got nothing");
 }
+
+/// `[alerts]` and `expect_within` are the alerter's settings, which a
+/// reload changes in place: alerts turned on by a reload fire for a source
+/// the same reload added, quiet since then; turned off, nothing more is
+/// posted.
+#[tokio::test]
+async fn a_reload_turns_alerts_on_for_a_source_it_adds_and_off_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = Destination::start(Mode::Ok).await;
+    let base = config(dir.path(), &source("shop", STANDARD_SECRET, None));
+    let path = write_config(dir.path(), &base);
+    let server = BinaryServer::start(&path, &[], None);
+
+    let alerts = format!(
+        "[alerts]\nurl = \"{}\"\nformat = \"json\"\ncheck_interval = \"50ms\"\nmin_interval = \"1h\"\n\n",
+        receiver.url()
+    );
+    let sources = format!(
+        "{}{}\nexpect_within = \"1s\"\n",
+        source("shop", STANDARD_SECRET, None),
+        source("beat", STANDARD_SECRET, None).trim_end()
+    );
+    std::fs::write(&path, config(dir.path(), &format!("{alerts}{sources}"))).unwrap();
+    let answer = server
+        .admin_ok(ADMIN_TOKEN, "POST", "/api/reload", None)
+        .await
+        .json;
+    let applied = parts(&answer, "applied");
+    assert!(applied.contains(&"alerts added".to_owned()), "{answer}");
+    assert!(
+        applied.contains(&"source.beat added".to_owned()),
+        "{answer}"
+    );
+    assert_eq!(parts(&answer, "needs_restart"), Vec::<String>::new());
+
+    let notice = eventually(
+        "a quiet notice for the added source",
+        Duration::from_secs(20),
+        Duration::from_millis(20),
+        async || {
+            let got: Vec<serde_json::Value> = receiver
+                .received()
+                .iter()
+                .map(|r| serde_json::from_slice(&r.body).unwrap())
+                .collect();
+            got.into_iter()
+                .find(|n| n["alert"] == "quiet" && n["status"] == "firing")
+                .ok_or_else(|| "none yet".to_owned())
+        },
+    )
+    .await;
+    assert_eq!(notice["name"], "beat");
+    let summary = notice["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("no event from beat since a reload added it"),
+        "{summary}"
+    );
+
+    // Off again: `beat` sends, which would resolve the alert within a
+    // check, but no alert URL is left to post it to.
+    std::fs::write(&path, config(dir.path(), &sources)).unwrap();
+    let answer = server
+        .admin_ok(ADMIN_TOKEN, "POST", "/api/reload", None)
+        .await
+        .json;
+    assert_eq!(parts(&answer, "applied"), ["alerts removed"], "{answer}");
+    let posted = receiver.count();
+    assert_eq!(send(&server, "beat", STANDARD_SECRET, "evt_2").await, 200);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        receiver.count(),
+        posted,
+        "a notice after alerts were removed"
+    );
+}
