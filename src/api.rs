@@ -65,6 +65,14 @@ impl Serialize for Timestamp {
     }
 }
 
+/// RFC 3339 in UTC, to the second, as people read it in a message.
+impl std::fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = crate::clock::from_unix_ms(self.0);
+        write!(f, "{}", humantime::format_rfc3339_seconds(at))
+    }
+}
+
 impl<'de> Deserialize<'de> for Timestamp {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;

@@ -298,7 +298,11 @@ fn sources(config: &Config) -> BTreeMap<String, Vec<u8>> {
         .sources
         .iter()
         .map(|s| {
-            let mut secrets: Vec<&[u8]> = s.secrets.iter().map(|x| x.expose().as_bytes()).collect();
+            let mut secrets: Vec<&[u8]> = s
+                .secrets
+                .iter()
+                .map(|x| x.value.expose().as_bytes())
+                .collect();
             if let Some(token) = &s.verify_token {
                 secrets.push(token.value.expose().as_bytes());
             }
@@ -307,10 +311,12 @@ fn sources(config: &Config) -> BTreeMap<String, Vec<u8>> {
                 .iter()
                 .map(|d| (&d.route, &d.filter, &d.ordering))
                 .collect();
+            let named: Vec<_> = s.secrets.iter().map(|x| (&x.name, x.expires)).collect();
             let shown = (
                 &s.kind,
                 &s.tolerance,
                 s.expect_within,
+                named,
                 s.max_body,
                 &s.event_id,
                 &s.event_type,
@@ -466,7 +472,7 @@ mod tests {
         );
         // What is live is taken: the rotated secret, `expect_within` and
         // the alerts.
-        assert_eq!(next.sources[0].secrets[0].expose(), ROTATED);
+        assert_eq!(next.sources[0].secrets[0].value.expose(), ROTATED);
         assert_eq!(
             next.sources[0].expect_within,
             Some(std::time::Duration::from_secs(3600))

@@ -170,7 +170,8 @@ pub struct RawSource {
     pub name: Option<String>,
     pub kind: Option<Kind>,
     pub secret: Option<String>,
-    pub secrets: Option<Vec<String>>,
+    /// Secrets inline, or `[[source.secrets]]` tables (a name, an expiry).
+    pub secrets: Option<Vec<RawSecretEntry>>,
     pub secret_env: Option<String>,
     pub secret_file: Option<String>,
     pub generate_secret: Option<bool>,
@@ -244,6 +245,54 @@ pub struct RawReconcile {
     pub private_key_file: Option<String>,
     /// Paddle: the notification destination (`ntfset_…`) that sends here.
     pub notification_setting: Option<String>,
+}
+
+/// One of `secrets = […]`: the secret itself, or a table that names it,
+/// says where it is kept and when it expires.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum RawSecretEntry {
+    Text(String),
+    Table(RawNamedSecret),
+}
+
+/// A `[[source.secrets]]` table: one secret, in exactly one place.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawNamedSecret {
+    pub name: Option<String>,
+    pub secret: Option<String>,
+    pub secret_env: Option<String>,
+    pub secret_file: Option<String>,
+    /// RFC 3339, or a date (midnight UTC): it verifies nothing from then.
+    pub expires: Option<String>,
+}
+
+/// Read by hand for the reason [`RawDestinations`] is.
+impl<'de> Deserialize<'de> for RawSecretEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Shape;
+        impl<'de> serde::de::Visitor<'de> for Shape {
+            type Value = RawSecretEntry;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a secret, or a table with name, secret_file (or secret, secret_env) and expires")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<RawSecretEntry, E> {
+                Ok(RawSecretEntry::Text(text.to_owned()))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<RawSecretEntry, A::Error> {
+                RawNamedSecret::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(RawSecretEntry::Table)
+            }
+        }
+        deserializer.deserialize_any(Shape)
+    }
 }
 
 /// `destination = "…"`, or `[[source.destination]]` tables.

@@ -15,7 +15,11 @@ use std::path::{Path, PathBuf};
 use super::secret::{ADMIN_TOKEN_NAME, generated_secret_path, load_or_generate_secret};
 use super::{
     AdminConfig, Config, DeliveryConfig, Kind, Secret, SecretOrigin, SourceConfig, SourceName,
+    SourceSecret,
 };
+
+/// The name of a source's secret that the data dir holds.
+pub const GENERATED_NAME: &str = "generated";
 use crate::standard_webhooks::{StandardKey, StandardKeyError};
 
 /// Which side of [`Config::resolve`] a config is on: the types of its three
@@ -39,13 +43,13 @@ pub enum Loaded {}
 pub enum Resolved {}
 
 impl Stage for Loaded {
-    type SourceSecrets = SecretPlan<Vec<GivenSecret<Secret>>>;
+    type SourceSecrets = SecretPlan<Vec<SourceSecret>>;
     type DestinationKey = SecretPlan<GivenSecret<StandardKey>>;
     type AdminToken = SecretPlan<GivenSecret<Secret>>;
 }
 
 impl Stage for Resolved {
-    type SourceSecrets = Vec<Secret>;
+    type SourceSecrets = Vec<SourceSecret>;
     type DestinationKey = StandardKey;
     type AdminToken = Secret;
 }
@@ -232,10 +236,17 @@ impl SourceConfig<Loaded> {
         generated: &mut Vec<GeneratedSecret>,
     ) -> Result<SourceConfig, ResolveError> {
         let secrets = match self.secrets {
-            SecretPlan::Given(secrets) => secrets.into_iter().map(|s| s.value).collect(),
+            SecretPlan::Given(secrets) => secrets,
             SecretPlan::Generated => {
                 let purpose = SecretPurpose::Ingest(self.name.clone());
-                vec![keep(data_dir, purpose, self.kind, generated)?]
+                let path = purpose.path(data_dir);
+                vec![SourceSecret {
+                    name: GENERATED_NAME.to_owned(),
+                    table: false,
+                    origin: SecretOrigin::File(path),
+                    expires: None,
+                    value: keep(data_dir, purpose, self.kind, generated)?,
+                }]
             }
         };
         let mut destinations = Vec::with_capacity(self.destinations.len());
@@ -418,8 +429,9 @@ secret = "given"
             assert_eq!(kept.trim(), g.secret.expose());
         }
         assert_eq!(config.admin.token, generated[0].secret);
-        assert_eq!(config.sources[0].secrets, [generated[1].secret.clone()]);
-        assert_eq!(config.sources[1].secrets, [Secret::new("given")]);
+        assert_eq!(config.sources[0].secrets[0].value, generated[1].secret);
+        assert_eq!(config.sources[0].secrets[0].name, GENERATED_NAME);
+        assert_eq!(config.sources[1].secrets[0].value, Secret::new("given"));
 
         // The second start reads the same secrets and announces none.
         let (again, generated) = loaded(&text).resolve().unwrap();

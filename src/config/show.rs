@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use super::raw::{
     CodeOrText, OneOrMany, RawAdmin, RawAdminUser, RawAlerts, RawConfig, RawDestination,
-    RawDestinations, RawKeyClient, RawKeys, RawLog, RawReconcile, RawReplication, RawRetention,
-    RawServer, RawSize, RawSource, RawTelemetry,
+    RawDestinations, RawKeyClient, RawKeys, RawLog, RawNamedSecret, RawReconcile, RawReplication,
+    RawRetention, RawSecretEntry, RawServer, RawSize, RawSource, RawTelemetry,
 };
 use super::{
     AdminUser, AdminUserToken, Config, DeliveryConfig, GivenSecret, Loaded, Locator, PayloadPart,
@@ -174,11 +174,26 @@ fn source(s: &SourceConfig<Loaded>) -> RawSource {
         SecretPlan::Generated => raw.generate_secret = Some(true),
         SecretPlan::Given(secrets) => {
             for secret in secrets {
+                if secret.table {
+                    let mut table = RawNamedSecret {
+                        name: Some(secret.name.clone()),
+                        expires: secret.expires.map(|at| at.to_string()),
+                        ..RawNamedSecret::default()
+                    };
+                    match &secret.origin {
+                        SecretOrigin::Inline => table.secret = Some(REDACTED.to_owned()),
+                        SecretOrigin::Env(var) => table.secret_env = Some(var.clone()),
+                        SecretOrigin::File(file) => table.secret_file = Some(path(file)),
+                    }
+                    let entries = raw.secrets.get_or_insert_with(Vec::new);
+                    entries.push(RawSecretEntry::Table(table));
+                    continue;
+                }
                 match &secret.origin {
                     SecretOrigin::Inline => raw
                         .secrets
                         .get_or_insert_with(Vec::new)
-                        .push(REDACTED.to_owned()),
+                        .push(RawSecretEntry::Text(REDACTED.to_owned())),
                     SecretOrigin::Env(var) => raw.secret_env = Some(var.clone()),
                     SecretOrigin::File(file) => raw.secret_file = Some(path(file)),
                 }

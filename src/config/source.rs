@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::destination::DeliveryConfig;
 use super::reconcile::ReconcileConfig;
 use super::resolve::{GivenSecret, Resolved, Stage};
-use super::secret::Secret;
+use super::secret::{Secret, SecretOrigin};
 use super::values::{ValueError, parse_name};
 
 /// A source's name: the `{source}` of `POST /in/{source}`.
@@ -272,8 +272,8 @@ pub struct HmacSpec {
 pub struct SourceConfig<S: Stage = Resolved> {
     pub name: SourceName,
     pub kind: Kind,
-    /// Every active secret, in the order read (file, environment, inline).
-    /// Once resolved, never empty.
+    /// Every secret, in the order read (file, environment, inline, then
+    /// the `[[source.secrets]]` tables). Once resolved, never empty.
     pub secrets: S::SourceSecrets,
     /// `None`: the kind's default (see `verify`).
     pub tolerance: Option<Duration>,
@@ -294,6 +294,23 @@ pub struct SourceConfig<S: Stage = Resolved> {
     pub hmac: Option<HmacSpec>,
     /// Asks the provider's API for the events that never arrived.
     pub reconcile: Option<ReconcileConfig>,
+}
+
+/// One of a source's signing secrets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceSecret {
+    /// Unique within its source: a `[[source.secrets]]` table's `name`, or
+    /// where it is kept (the file's name, `$VAR`, `inline`; `:2`, `:3` for
+    /// the second and third from one place). Never the secret.
+    pub name: String,
+    /// Given as a `[[source.secrets]]` table (`config check` prints it back
+    /// as one).
+    pub table: bool,
+    /// Where it is kept: a secret the data dir holds is that file.
+    pub origin: SecretOrigin,
+    /// From then on it verifies nothing.
+    pub expires: Option<crate::api::Timestamp>,
+    pub value: Secret,
 }
 
 /// 1 MiB: larger than any provider's documented payload (Stripe and GitHub

@@ -513,6 +513,132 @@ secrets = ["four"]
     );
 }
 
+/// `[[source.secrets]]` tables name a secret and say when it expires; the
+/// others are named after where they are kept. `config check` prints the
+/// tables back as tables, and reading that output gives the same names
+/// and expiries.
+#[test]
+fn secrets_are_named_after_their_table_or_their_place_and_may_expire() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("gh.secret"), "one\ntwo\n").unwrap();
+    std::fs::write(dir.path().join("old.secret"), "old-secret\n").unwrap();
+    let text = r#"[[source]]
+name = "gh"
+kind = "github"
+secret_file = "gh.secret"
+secret_env = "GH_SECRET"
+
+[[source.secrets]]
+name = "2026-11"
+secret = "new-secret"
+
+[[source.secrets]]
+secret_file = "old.secret"
+expires = "2027-01-31"
+
+[[source.secrets]]
+name = "was"
+secret_env = "WAS"
+expires = "2020-01-01T12:00:00+01:00"
+"#;
+    let env = |name: &str| match name {
+        "GH_SECRET" => Some("three".to_owned()),
+        "WAS" => Some("was-secret".to_owned()),
+        _ => None,
+    };
+    let config = Config::from_toml(text, "f.toml", Some(dir.path()), &env).unwrap();
+    let SecretPlan::Given(given) = &config.sources[0].secrets else {
+        panic!("{config:?}");
+    };
+    let named: Vec<(&str, &str, Option<u64>)> = given
+        .iter()
+        .map(|s| (s.name.as_str(), s.value.expose(), s.expires.map(|t| t.0)))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("gh.secret", "one", None),
+            ("gh.secret:2", "two", None),
+            ("$GH_SECRET", "three", None),
+            ("2026-11", "new-secret", None),
+            ("old.secret", "old-secret", Some(1_801_353_600_000)),
+            ("was", "was-secret", Some(1_577_876_400_000)),
+        ]
+    );
+    let expired: Vec<&String> = config
+        .warnings
+        .iter()
+        .filter(|w| w.contains("expired"))
+        .collect();
+    assert_eq!(expired.len(), 1, "{:?}", config.warnings);
+    assert!(expired[0].contains("\"was\" expired at 2020-01-01T11:00:00Z"));
+
+    let shown = config.to_redacted_toml();
+    assert!(
+        !shown.contains("new-secret") && !shown.contains("was-secret"),
+        "{shown}"
+    );
+    let again = Config::from_toml(
+        &shown.replace("\"[redacted]\"", "\"new-secret\""),
+        "shown",
+        Some(dir.path()),
+        &env,
+    )
+    .unwrap();
+    let SecretPlan::Given(again) = &again.sources[0].secrets else {
+        panic!("{shown}");
+    };
+    let again: Vec<(&str, Option<u64>)> = again
+        .iter()
+        .map(|s| (s.name.as_str(), s.expires.map(|t| t.0)))
+        .collect();
+    let before: Vec<(&str, Option<u64>)> = named.iter().map(|(n, _, e)| (*n, *e)).collect();
+    assert_eq!(again, before, "{shown}");
+}
+
+#[test]
+fn a_secrets_table_holds_one_secret_under_a_name_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("two.secret"), "a\nb\n").unwrap();
+    let head = "[[source]]\nname = \"gh\"\nkind = \"github\"\nsecret = \"x\"\n";
+    for (table, key, says) in [
+        (
+            "secret_file = \"two.secret\"",
+            "source[0].secrets[0].secret_file",
+            "holds 2 secrets",
+        ),
+        ("name = \"a\"", "source[0].secrets[0]", "has no secret"),
+        (
+            "secret = \"y\"\nsecret_env = \"Y\"",
+            "source[0].secrets[0].secret",
+            "set only one",
+        ),
+        (
+            "secret = \"y\"\nname = \"no spaces\"",
+            "source[0].secrets[0].name",
+            "1 to 64",
+        ),
+        (
+            "secret = \"y\"\nname = \"inline\"",
+            "source[0].secrets",
+            "two secrets are named \"inline\"",
+        ),
+        (
+            "secret = \"y\"\nexpires = \"soon\"",
+            "source[0].secrets[0].expires",
+            "RFC 3339",
+        ),
+        ("secret = \"y\"\nsalt = \"z\"", "salt", "unknown field"),
+    ] {
+        let text = format!("{head}\n[[source.secrets]]\n{table}\n");
+        let err = Config::from_toml(&text, "f.toml", Some(dir.path()), &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(key) && err.contains(says), "{table}: {err}");
+        assert!(!err.contains("\"y\""), "{err}");
+    }
+}
+
 #[test]
 fn redacted_output_never_contains_a_secret() {
     let text = "[[source]]\nname = \"gh\"\nkind = \"github\"\nsecret = \"s3cr3t-value\"\n";

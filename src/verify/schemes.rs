@@ -107,7 +107,7 @@ impl Scheme {
         let keys = source
             .secrets
             .iter()
-            .map(|s| signing_key(source.kind, s.expose()))
+            .map(|s| signing_key(source.kind, s.value.expose()))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Scheme {
             kind: source.kind,

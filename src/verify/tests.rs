@@ -197,7 +197,7 @@ fn a_missing_or_malformed_header_is_named() {
 #[test]
 fn a_standard_secret_that_is_not_base64_is_a_config_error() {
     let mut src = source("standard", &[STANDARD_SECRET], "");
-    src.secrets = vec![Secret::new("whsec_not base64!")];
+    src.secrets[0].value = Secret::new("whsec_not base64!");
     let err = Verifier::new(&src).err().unwrap();
     assert_eq!(err.cause, StandardKeyError::NotBase64);
     assert!(err.to_string().contains("base64"), "{err}");

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use super::destination::validate_destinations;
 use super::reconcile::validate_reconcile;
-use super::{Ctx, SecretSetting, longest};
-use crate::config::raw::{OneOrMany, RawSource, default};
+use super::{Ctx, SecretSetting, SecretText, longest};
+use crate::config::raw::{OneOrMany, RawSecretEntry, RawSource, default};
 use crate::config::{
     ConfigError, GivenSecret, HmacSpec, Kind, Loaded, Locator, PayloadPart, Secret, SecretOrigin,
-    SecretPlan, SourceConfig, SourceName,
+    SecretPlan, SourceConfig, SourceName, SourceSecret,
 };
 use crate::standard_webhooks::StandardKey;
 
@@ -79,67 +79,70 @@ pub(super) fn validate_source(
 }
 
 /// `source[i]`'s signing secrets: inline (`secret`, `secrets`), in a
-/// variable or a file, or left to `generate_secret`; exactly one way.
+/// variable or a file, in `[[source.secrets]]` tables (one each, named, with
+/// an expiry), or left to `generate_secret`.
 fn source_secrets(
     cx: &mut Ctx<'_>,
     i: usize,
     kind: Kind,
     rs: &mut RawSource,
-) -> Result<SecretPlan<Vec<GivenSecret<Secret>>>, ConfigError> {
+) -> Result<SecretPlan<Vec<SourceSecret>>, ConfigError> {
     let key = |k: &str| format!("source[{i}].{k}");
+    let (mut inline, mut tables) = (Vec::new(), Vec::new());
+    inline.extend(rs.secret.take());
+    for entry in rs.secrets.take().into_iter().flatten() {
+        match entry {
+            RawSecretEntry::Text(text) => inline.push(text),
+            RawSecretEntry::Table(table) => tables.push(table),
+        }
+    }
     let found = cx.read_secrets(SecretSetting {
         key: key("secret"),
-        inline: rs
-            .secret
-            .take()
-            .into_iter()
-            .chain(rs.secrets.take().into_iter().flatten())
-            .collect(),
+        inline,
         env: rs.secret_env.take(),
         file: rs.secret_file.take(),
     })?;
-    let mut secrets = Vec::new();
+    // Unnamed: named after where they are kept, below.
+    let mut secrets: Vec<(Option<String>, SourceSecret)> = Vec::new();
     for place in found {
-        // A file holds one secret a line; a variable, whitespace-separated ones.
-        let texts: Vec<&str> = match &place.origin {
-            SecretOrigin::File(_) => place
-                .text
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .collect(),
-            SecretOrigin::Env(_) => place.text.split_whitespace().collect(),
-            SecretOrigin::Inline => vec![&place.text],
-        };
-        if texts.is_empty() {
-            let what = match &place.origin {
-                SecretOrigin::File(path) => format!("{} holds no secret", path.display()),
-                SecretOrigin::Env(var) => format!("environment variable {var} is set but empty"),
-                SecretOrigin::Inline => "is empty".to_owned(),
-            };
-            return Err(cx.err(&place.key, what));
+        for text in secret_texts(cx, kind, &place)? {
+            secrets.push((None, unnamed(place.origin.clone(), text)));
         }
-        for text in texts {
-            if ["sk_live_", "sk_test_", "rk_live_", "rk_test_"]
-                .iter()
-                .any(|p| text.starts_with(p))
-            {
-                cx.warnings.push(format!(
-                    "{}: {} looks like a Stripe API key, not a webhook signing secret: \
-                     Stripe signs webhooks with the endpoint's secret (whsec_…, in the \
-                     dashboard under Developers → Webhooks); keep API keys out of hookinbox",
-                    cx.origin, place.key
+    }
+    for (j, table) in tables.into_iter().enumerate() {
+        let at = key(&format!("secrets[{j}]"));
+        let place = cx
+            .read_secret(SecretSetting {
+                key: format!("{at}.secret"),
+                inline: table.secret.into_iter().collect(),
+                env: table.secret_env,
+                file: table.secret_file,
+            })?
+            .ok_or_else(|| cx.err(&at, "has no secret: set secret_file, secret_env or secret"))?;
+        let text = match secret_texts(cx, kind, &place)?.as_slice() {
+            [one] => one.clone(),
+            many => {
+                return Err(cx.err(
+                    &place.key,
+                    format!(
+                        "holds {} secrets: a [[source.secrets]] table names one",
+                        many.len()
+                    ),
                 ));
             }
-            // Refused here, naming the key, rather than by the verifier at start.
-            if kind == Kind::Standard {
-                StandardKey::parse(text).map_err(|e| cx.err(&place.key, e.to_string()))?;
-            }
-            secrets.push(GivenSecret {
-                origin: place.origin.clone(),
-                value: Secret::new(text),
-            });
-        }
+        };
+        let name = table
+            .name
+            .map(|n| secret_name(&n).ok_or_else(|| cx.err(format!("{at}.name"), NAME_RULE)))
+            .transpose()?;
+        let expires = table
+            .expires
+            .map(|text| expiry(&text).ok_or_else(|| cx.err(format!("{at}.expires"), EXPIRES_RULE)))
+            .transpose()?;
+        let mut secret = unnamed(place.origin, text);
+        secret.table = true;
+        secret.expires = expires;
+        secrets.push((name, secret));
     }
     let generate = rs.generate_secret.unwrap_or(default::GENERATE_SECRET);
     if generate && !secrets.is_empty() {
@@ -154,15 +157,162 @@ fn source_secrets(
             "has no secret: set secret_file, secret_env or generate_secret = true",
         ));
     }
-    if secrets.iter().any(|s| s.value.expose().is_empty()) {
-        return Err(cx.err(format!("source[{i}]"), "has an empty secret"));
+    if secrets.len() > MAX_SECRETS {
+        return Err(cx.err(
+            format!("source[{i}]"),
+            format!("has {} secrets: at most {MAX_SECRETS}", secrets.len()),
+        ));
     }
-    let secrets = if generate {
-        SecretPlan::Generated
-    } else {
-        SecretPlan::Given(secrets)
+    if generate {
+        return Ok(SecretPlan::Generated);
+    }
+    let secrets = named(cx, i, secrets)?;
+    for s in &secrets {
+        if let Some(at) = s.expires.filter(|at| at.0 <= cx.now_ms) {
+            cx.warnings.push(format!(
+                "{}: source[{i}]'s secret {:?} expired at {at}: it verifies nothing; remove it",
+                cx.origin, s.name
+            ));
+        }
+    }
+    Ok(SecretPlan::Given(secrets))
+}
+
+/// The most secrets a source may have: a rotation needs two.
+const MAX_SECRETS: usize = 16;
+const NAME_RULE: &str = "use 1 to 64 characters of a-z, A-Z, 0-9, '.', '_', ':', '@' and '-'";
+const EXPIRES_RULE: &str =
+    "is not a time: use RFC 3339 (2026-12-31T00:00:00Z) or a date (2026-12-31, midnight UTC)";
+
+/// The secrets one place holds: a file one a line, a variable
+/// whitespace-separated ones; each one the kind can use.
+fn secret_texts(
+    cx: &mut Ctx<'_>,
+    kind: Kind,
+    place: &SecretText,
+) -> Result<Vec<String>, ConfigError> {
+    let texts: Vec<&str> = match &place.origin {
+        SecretOrigin::File(_) => place
+            .text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect(),
+        SecretOrigin::Env(_) => place.text.split_whitespace().collect(),
+        SecretOrigin::Inline => vec![&place.text],
     };
-    Ok(secrets)
+    if texts.is_empty() || texts.iter().any(|t| t.is_empty()) {
+        let what = match &place.origin {
+            SecretOrigin::File(path) => format!("{} holds no secret", path.display()),
+            SecretOrigin::Env(var) => format!("environment variable {var} is set but empty"),
+            SecretOrigin::Inline => "is empty".to_owned(),
+        };
+        return Err(cx.err(&place.key, what));
+    }
+    for text in &texts {
+        if ["sk_live_", "sk_test_", "rk_live_", "rk_test_"]
+            .iter()
+            .any(|p| text.starts_with(p))
+        {
+            cx.warnings.push(format!(
+                "{}: {} looks like a Stripe API key, not a webhook signing secret: \
+                 Stripe signs webhooks with the endpoint's secret (whsec_…, in the \
+                 dashboard under Developers → Webhooks); keep API keys out of hookinbox",
+                cx.origin, place.key
+            ));
+        }
+        // Refused here, naming the key, rather than by the verifier at start.
+        if kind == Kind::Standard {
+            StandardKey::parse(text).map_err(|e| cx.err(&place.key, e.to_string()))?;
+        }
+    }
+    Ok(texts.into_iter().map(str::to_owned).collect())
+}
+
+fn unnamed(origin: SecretOrigin, text: String) -> SourceSecret {
+    SourceSecret {
+        name: String::new(),
+        table: false,
+        origin,
+        expires: None,
+        value: Secret::new(text),
+    }
+}
+
+/// `text` as a secret's name, if it is one.
+fn secret_name(text: &str) -> Option<String> {
+    let ok = (1..=64).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-_:@".contains(&b));
+    ok.then(|| text.to_owned())
+}
+
+/// An `expires`: RFC 3339 (any offset), or a date at midnight UTC.
+fn expiry(text: &str) -> Option<crate::api::Timestamp> {
+    let full = match text.len() {
+        10 => format!("{text}T00:00:00Z"),
+        _ => text.to_owned(),
+    };
+    full.parse().ok()
+}
+
+/// Each secret with its name: the given one, or where it is kept (the
+/// file's name, `$VAR`, `inline`), with `:2`, `:3`… for the second and
+/// third from one place. Names are unique within the source.
+fn named(
+    cx: &Ctx<'_>,
+    i: usize,
+    secrets: Vec<(Option<String>, SourceSecret)>,
+) -> Result<Vec<SourceSecret>, ConfigError> {
+    let place = |s: &SourceSecret| -> String {
+        let raw = match &s.origin {
+            SecretOrigin::File(path) => path
+                .file_name()
+                .map_or_else(|| "file".to_owned(), |n| n.to_string_lossy().into_owned()),
+            SecretOrigin::Env(var) => format!("${var}"),
+            SecretOrigin::Inline => "inline".to_owned(),
+        };
+        let kept: String = raw
+            .chars()
+            .map(
+                |c| match c.is_ascii_alphanumeric() || ".-_:@$".contains(c) {
+                    true => c,
+                    false => '_',
+                },
+            )
+            .take(60)
+            .collect();
+        kept
+    };
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut out = Vec::with_capacity(secrets.len());
+    let mut names = std::collections::HashSet::new();
+    for (given, mut secret) in secrets {
+        secret.name = match given {
+            Some(name) => name,
+            None => {
+                let base = place(&secret);
+                let n = seen.entry(base.clone()).or_default();
+                *n += 1;
+                match *n {
+                    1 => base,
+                    n => format!("{base}:{n}"),
+                }
+            }
+        };
+        if !names.insert(secret.name.clone()) {
+            return Err(cx.err(
+                format!("source[{i}].secrets"),
+                format!(
+                    "two secrets are named {:?}: give each [[source.secrets]] table a name of its own",
+                    secret.name
+                ),
+            ));
+        }
+        out.push(secret);
+    }
+    Ok(out)
 }
 
 /// `source[i].tolerance`, and the warning when its kind signs no timestamp.
