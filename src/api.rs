@@ -19,6 +19,7 @@ mod activity;
 mod audit;
 mod keys;
 mod reconcile;
+mod secrets;
 mod shapes;
 
 pub use crate::words::{
@@ -35,6 +36,7 @@ pub use keys::{
 pub use reconcile::{
     ReconcileQuery, ReconcileReport, ReconcileSource, ReconcileSources, Recovered,
 };
+pub use secrets::{SecretInfo, SecretList, SecretPlace};
 pub use shapes::{DriftView, FieldView, ShapeView, Shapes, ShapesQuery};
 
 /// A point in time, as Unix milliseconds inside and RFC 3339 on the wire

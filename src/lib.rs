@@ -18,6 +18,7 @@ pub mod tls;
 pub mod ingest;
 pub mod json_pointer;
 pub mod drift;
+pub mod secrets;
 pub mod verify;
 pub mod standard_webhooks;
 pub mod store;

@@ -38,6 +38,8 @@ pub enum TaskName {
     Streams,
     /// The payload drift watch's learner.
     Drift,
+    /// Keeps the source secrets' use in the store.
+    Secrets,
     /// Reconcile passes of the sources' provider APIs.
     Reconcile,
 }
@@ -74,6 +76,7 @@ impl std::fmt::Display for TaskName {
             TaskName::Scheduler => "delivery scheduler",
             TaskName::Sweeper => "sweeper",
             TaskName::Drift => "drift",
+            TaskName::Secrets => "secrets keeper",
             TaskName::Reconcile => "reconciler",
             TaskName::Alerter => "alerter",
             TaskName::Summary => "log summary",

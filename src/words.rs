@@ -134,6 +134,7 @@ words! {
         MissingSignature => "missing_signature",
         MalformedSignature => "malformed_signature",
         SignatureMismatch => "signature_mismatch",
+        ExpiredSecret => "expired_secret",
         BadTimestamp => "bad_timestamp",
         StaleTimestamp => "stale_timestamp",
         MissingEventId => "missing_event_id",

@@ -29,6 +29,7 @@ mod routes;
 mod scrape;
 mod reconcile;
 mod reload;
+mod secrets;
 mod shapes;
 mod stats;
 mod stream;
@@ -94,6 +95,8 @@ pub struct AdminContext {
     pub started_ms: u64,
     /// What the payload drift watch learned (`GET /api/shapes`).
     pub shapes: Arc<std::sync::Mutex<crate::drift::Learned>>,
+    /// Which secret verified what (`GET /api/secrets`).
+    pub secrets: crate::secrets::SecretBook,
     /// Each source's reconcile passes, and a pass by hand.
     pub reconcile: crate::reconcile::ReconcileHandle,
     /// A replicating node's lease and promotion (`[replication]`).

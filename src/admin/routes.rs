@@ -13,7 +13,7 @@ use axum::routing::{any, delete, get, post};
 
 use super::{
     AdminState, audit, auth, backup, bulk, destinations, events, health, keys, reconcile, reload,
-    replication, scrape, shapes, stats, stream, sweep,
+    replication, scrape, secrets, shapes, stats, stream, sweep,
 };
 use crate::api::{AuditAction, Role};
 
@@ -185,6 +185,7 @@ routes! {
         get "/api/stats" => stats::stats, Person(Viewer), None;
         get "/api/activity" => stats::activity, Person(Viewer), None;
         get "/api/shapes" => shapes::shapes, Person(Viewer), None;
+        get "/api/secrets" => secrets::secrets, Person(Operator), None;
         get "/api/reconcile" => reconcile::sources, Person(Viewer), None;
         post "/api/reconcile/{source}" => reconcile::pass, Person(Operator), Some(A::Reconcile);
         post "/api/sweep" => sweep::sweep_now, Person(Admin), Some(A::Sweep);

@@ -22,6 +22,7 @@ use crate::ingest::{self, IngestState};
 use crate::listener::{self, ServeOptions};
 use crate::metrics::Metrics;
 use crate::schedule::{DeliveryHandle, Scheduler};
+use crate::secrets::SecretBook;
 use crate::store::{Store, StoreError, StoreOptions, WriterHandle};
 use crate::supervise::{TaskEnd, TaskError, TaskName, Tasks, Tier};
 use crate::sweep::Sweeper;
@@ -180,6 +181,7 @@ impl App {
         let destinations = destinations(&config)?;
         let paused_states = store.paused_states()?;
         let (drift, learner, learned) = crate::drift::watch(store.clone(), metrics.clone());
+        let secrets = SecretBook::new(clock.clone());
         // After every read at startup: a failed probe makes the writer reopen
         // the file, and reads in that moment are refused.
         let probe_bytes = probe_largest_event(&store, &config).await;
@@ -204,8 +206,11 @@ impl App {
             clock.clone(),
             metrics.clone(),
             replication.as_ref().map(|r| r.control.lease.primary()),
-            drift,
-            telemetry.clone(),
+            crate::ingest::Watchers {
+                drift,
+                telemetry: telemetry.clone(),
+                secrets: secrets.clone(),
+            },
         )?;
         let (reconciler, reconcile) = crate::reconcile::Reconciler::new(
             &config,
@@ -242,6 +247,7 @@ impl App {
                 delivery: delivery.clone(),
                 access: access.clone(),
                 alerts: alert_settings,
+                secrets: secrets.clone(),
                 metrics: metrics.clone(),
                 store: store.clone(),
                 tls: tls.clone(),
@@ -267,6 +273,7 @@ impl App {
             clock,
             started_ms,
             shapes: learned,
+            secrets: secrets.clone(),
             reconcile,
             replication: replication.as_ref().map(|r| r.control.clone()),
             stopping: front,
@@ -295,6 +302,10 @@ impl App {
             replication,
             hub,
             learner,
+            keeper: crate::secrets::Keeper {
+                book: secrets.clone(),
+                store: store.clone(),
+            },
             reconciler,
             telemetry,
         };
@@ -457,6 +468,8 @@ struct Wiring {
     hub: crate::admin::HubReader,
     /// The payload drift watch's learner.
     learner: crate::drift::Learner,
+    /// Keeps the secrets' use.
+    keeper: crate::secrets::Keeper,
     /// Every reconciled source's passes.
     reconciler: crate::reconcile::Reconciler,
     /// Flushed once every task has stopped: the last attempts' spans.
@@ -528,6 +541,7 @@ fn spawn_tasks(tasks: &mut Tasks, wiring: Wiring) {
         replication,
         hub,
         learner,
+        keeper,
         reconciler,
         telemetry: _,
     } = wiring;
@@ -606,6 +620,15 @@ fn spawn_tasks(tasks: &mut Tasks, wiring: Wiring) {
     tasks.spawn(TaskName::Drift, Tier::Back, |stop| async move {
         if gate(store, stop.clone()).await {
             learner.run(stop).await
+        } else {
+            Ok(())
+        }
+    });
+    // Stopped after ingest, so it keeps the last matches.
+    let store = prober.clone();
+    tasks.spawn(TaskName::Secrets, Tier::Back, |stop| async move {
+        if gate(store, stop.clone()).await {
+            keeper.run(stop).await
         } else {
             Ok(())
         }

@@ -61,6 +61,8 @@ pub(super) struct Live {
     pub access: Arc<ArcSwap<Access>>,
     /// The alerter's settings: `[alerts]`, the sources, `expect_within`.
     pub alerts: tokio::sync::watch::Sender<alert::Settings>,
+    /// Which secret verified what (ingest puts a reload's in force).
+    pub secrets: crate::secrets::SecretBook,
     pub metrics: Metrics,
     pub store: Store,
     pub tls: Option<Tls>,
@@ -99,7 +101,8 @@ impl Reloader {
         // Everything that can fail, before anything is taken.
         let destinations = wanted(&running, &next)?;
         let paused_states = inner.store.paused_states()?;
-        let sources = Sources::of(&next).map_err(|e| ReloadError::Invalid(e.to_string()))?;
+        let sources = Sources::of(&next, &inner.secrets, &inner.metrics)
+            .map_err(|e| ReloadError::Invalid(e.to_string()))?;
         // Last of what can fail: it swaps the certificate as it succeeds.
         if let Some(tls) = &inner.tls {
             tls.reload().map_err(|e| {

@@ -104,6 +104,11 @@ pub enum Command {
     /// that fails `config check` is refused whole (exit 1, the reason
     /// printed) and the running one stays.
     Reload(Remote),
+    /// List each source secret: its name, where it is kept, age, expiry and last match
+    ///
+    /// Never a value. After a rotation, the old secret's last match says
+    /// when the provider last signed with it: once that is past, remove it.
+    Secrets(Remote),
     /// Ask a source's provider API for the events that never arrived, now.
     ///
     /// Runs one pass of the source's [source.reconcile] and prints what it
@@ -230,6 +235,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Keys { remote, command } => ops(remote, OpsCommand::Keys(command)),
         Command::Sweep(remote) => ops(remote, OpsCommand::Sweep),
         Command::Reload(remote) => ops(remote, OpsCommand::Reload),
+        Command::Secrets(remote) => ops(remote, OpsCommand::Secrets),
         Command::Reconcile {
             remote,
             source,

@@ -29,6 +29,7 @@ mod query;
 mod reconcile;
 mod reload;
 mod replication;
+mod secrets;
 mod stats;
 mod sweep;
 mod tail;
@@ -76,6 +77,8 @@ pub enum OpsCommand {
     Sweep,
     /// Read the config again and take what may change live.
     Reload,
+    /// Each source secret's name, place, age, expiry and last match.
+    Secrets,
     /// One reconcile pass of a source now, or each source's last pass.
     Reconcile {
         source: Option<String>,
@@ -112,6 +115,7 @@ pub async fn run(remote: Remote, command: OpsCommand) -> Result<(), Failure> {
         OpsCommand::Keys(command) => keys::run(&client, command, json).await,
         OpsCommand::Sweep => sweep::run(&client, json).await,
         OpsCommand::Reload => reload::run(&client, json).await,
+        OpsCommand::Secrets => secrets::run(&client, json).await,
         OpsCommand::Reconcile {
             source,
             since,

@@ -25,6 +25,7 @@ use serde_json::json;
 use crate::clock::Clock;
 use crate::config::{Config, DeliveryFilter, SourceName, TypePattern};
 use crate::metrics::Metrics;
+use crate::secrets::SecretBook;
 use crate::store::{Ingested, Initial, PayloadMatch, Route, Store, StoreError};
 use crate::verify::{
     self, Handshake, HandshakeReply, Rejection, UnusableSecret, Verified, Verifier,
@@ -39,6 +40,11 @@ const RETRY_AFTER_SECS: &str = "5";
 struct Source {
     name: SourceName,
     verifier: Verifier,
+    /// Each secret's use and match counter, in the verifier's order.
+    secrets: Vec<(
+        Arc<crate::secrets::SecretUse>,
+        prometheus_client::metrics::counter::Counter,
+    )>,
     max_body: usize,
     /// Where its events may go; none: they are held.
     destinations: Vec<Destination>,
@@ -163,6 +169,16 @@ pub struct IngestState {
     drift: crate::drift::Watch,
     /// Each stored event's receipt becomes a span (`[telemetry]`).
     telemetry: crate::telemetry::Telemetry,
+    /// Which secret verified what: a reload puts its sources' in force.
+    secrets: SecretBook,
+}
+
+/// What watches ingest's events: the payload drift watch, traces, and the
+/// secrets' use.
+pub struct Watchers {
+    pub drift: crate::drift::Watch,
+    pub telemetry: crate::telemetry::Telemetry,
+    pub secrets: SecretBook,
 }
 
 /// How long a request waits for room in the body budget before it gets 503.
@@ -232,11 +248,17 @@ impl IngestState {
         clock: Clock,
         metrics: Metrics,
         primary: Option<crate::replicate::PrimaryWatch>,
-        drift: crate::drift::Watch,
-        telemetry: crate::telemetry::Telemetry,
+        watchers: Watchers,
     ) -> Result<IngestState, UnusableSecret> {
+        let Watchers {
+            drift,
+            telemetry,
+            secrets,
+        } = watchers;
+        let sources = Sources::of(config, &secrets, &metrics)?;
+        secrets.take(sources.secrets);
         Ok(IngestState {
-            sources: Arc::new(ArcSwap::from_pointee(sources_of(config)?)),
+            sources: Arc::new(ArcSwap::from_pointee(sources.table)),
             store,
             clock,
             metrics,
@@ -245,6 +267,7 @@ impl IngestState {
             primary,
             drift,
             telemetry,
+            secrets,
         })
     }
 
@@ -252,46 +275,59 @@ impl IngestState {
     /// filters and limits, sources added and removed. A request already
     /// verified finishes with the sources it started with.
     pub fn reconfigure(&self, sources: Sources) {
-        self.sources.store(Arc::new(sources.0));
+        self.sources.store(Arc::new(sources.table));
+        self.secrets.take(sources.secrets);
     }
 }
 
 /// Every source of a config as ingest holds it, built
 /// ([`Sources::of`]) before a reload takes anything.
-pub struct Sources(HashMap<String, Arc<Source>>);
+pub struct Sources {
+    table: HashMap<String, Arc<Source>>,
+    secrets: Vec<crate::secrets::Entry>,
+}
 
 impl Sources {
     /// Fails on a secret a source's kind cannot use.
-    pub fn of(config: &Config) -> Result<Sources, UnusableSecret> {
-        sources_of(config).map(Sources)
+    pub fn of(
+        config: &Config,
+        book: &SecretBook,
+        metrics: &Metrics,
+    ) -> Result<Sources, UnusableSecret> {
+        let secrets = book.handles(config);
+        let mut table = HashMap::new();
+        for s in &config.sources {
+            let verifier = Verifier::new(s)?;
+            let destinations = s
+                .destinations
+                .iter()
+                .map(|d| Destination {
+                    route: d.route.clone(),
+                    ordering_key: d.ordering.as_ref().map(|o| o.pointer.clone()),
+                    filter: d.filter.as_ref().map(Filter::new),
+                })
+                .collect();
+            let used = secrets
+                .iter()
+                .filter(|e| e.source == s.name.as_str())
+                .map(|e| {
+                    let counter = metrics.signature_matches(&e.source, &e.name);
+                    (e.used(), counter)
+                })
+                .collect();
+            table.insert(
+                s.name.as_str().to_owned(),
+                Arc::new(Source {
+                    name: s.name.clone(),
+                    verifier,
+                    secrets: used,
+                    max_body: s.max_body,
+                    destinations,
+                }),
+            );
+        }
+        Ok(Sources { table, secrets })
     }
-}
-
-/// Every source's verifier and routes; fails on a secret the kind cannot use.
-fn sources_of(config: &Config) -> Result<HashMap<String, Arc<Source>>, UnusableSecret> {
-    let mut sources = HashMap::new();
-    for s in &config.sources {
-        let verifier = Verifier::new(s)?;
-        let destinations = s
-            .destinations
-            .iter()
-            .map(|d| Destination {
-                route: d.route.clone(),
-                ordering_key: d.ordering.as_ref().map(|o| o.pointer.clone()),
-                filter: d.filter.as_ref().map(Filter::new),
-            })
-            .collect();
-        sources.insert(
-            s.name.as_str().to_owned(),
-            Arc::new(Source {
-                name: s.name.clone(),
-                verifier,
-                max_body: s.max_body,
-                destinations,
-            }),
-        );
-    }
-    Ok(sources)
 }
 
 impl IngestState {
@@ -553,7 +589,13 @@ async fn receive(State(state): State<Arc<IngestState>>, request: Request) -> Res
         query: parts.uri.query(),
     };
     let event = match source.verifier.verify(&request, now) {
-        Ok(Verified::Event(event)) => event,
+        Ok(Verified::Event(event)) => {
+            if let Some((used, counter)) = event.secret().and_then(|i| source.secrets.get(i)) {
+                used.matched(crate::clock::unix_ms(now));
+                counter.inc();
+            }
+            event
+        }
         Ok(Verified::Handshake(handshake)) => return answer_handshake(&source.name, handshake),
         Err(rejection) => return reject(rejection.into(), None),
     };

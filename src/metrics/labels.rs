@@ -181,6 +181,14 @@ pub struct DriftLabels {
     pub change: DriftChange,
 }
 
+/// A source secret, by its name (never its value): in
+/// `signature_matches`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SecretLabels {
+    pub source: String,
+    pub secret: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabel {
     pub kind: SweptKind,

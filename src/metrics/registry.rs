@@ -18,7 +18,8 @@ use super::budget::Budget;
 use super::labels::{
     AlertLabels, BuildLabels, CircuitLabels, DestinationLabel, DriftLabels, KeyClaimLabels,
     KindLabel, ListenerLabel, NamespaceLabel, NodeLabel, OutcomeLabels, ReasonLabel,
-    ReconcileRunLabels, ReconciledLabels, RejectedLabels, SourceLabel, StoreFileLabel,
+    ReconcileRunLabels, ReconciledLabels, RejectedLabels, SecretLabels, SourceLabel,
+    StoreFileLabel,
 };
 use super::process::ProcessCollector;
 use super::record::{Inner, Metrics};
@@ -133,6 +134,8 @@ impl Metrics {
                 => "source_expect_within_seconds", "The source's expect_within: quiet longer than this and it alerts (only sources that set it)";
             circuit_state: Family<DestinationLabel, Gauge>
                 => "circuit_state", "Circuit breaker per destination: 0 closed, 1 half-open, 2 open";
+            signature_matches: Family<SecretLabels, Counter>
+                => "signature_matches", "Events each source secret verified (by its name): after a rotation, the old secret's count stops rising once the provider signs with the new one";
             payload_drift: Family<DriftLabels, Counter>
                 => "payload_drift", "Fields an event's payload lacked, added or retyped against what its source sent before (each departure once)";
             drift_skipped: Family<SourceLabel, Counter>
@@ -242,6 +245,7 @@ impl Metrics {
                 quiet_seconds,
                 expect_within_seconds,
                 circuit_state,
+                signature_matches,
                 payload_drift,
                 drift_skipped,
                 reconcile_runs,

@@ -104,6 +104,9 @@ pub struct VerifiedEvent {
     headers: Vec<(String, String)>,
     body: Bytes,
     received_at_ms: u64,
+    /// Which of the source's secrets verified it (see
+    /// [`Verifier::secret_names`]); `None`: fetched, not signed.
+    secret: Option<usize>,
 }
 
 impl VerifiedEvent {
@@ -128,6 +131,9 @@ impl VerifiedEvent {
     }
     pub fn received_at_ms(&self) -> u64 {
         self.received_at_ms
+    }
+    pub fn secret(&self) -> Option<usize> {
+        self.secret
     }
 
     /// An event hookinbox never received, fetched from its provider's API
@@ -155,6 +161,7 @@ impl VerifiedEvent {
             headers,
             body,
             received_at_ms,
+            secret: None,
         })
     }
 }
@@ -198,6 +205,12 @@ pub enum Rejection {
     },
     #[error("no signature in {header} matches any configured secret")]
     SignatureMismatch { header: String },
+    /// Signed with a secret that has expired, and no other.
+    #[error("the signature matches secret {secret:?}, which expired at {expired_at}")]
+    ExpiredSecret {
+        secret: String,
+        expired_at: crate::api::Timestamp,
+    },
     #[error("the signed timestamp is missing or unreadable")]
     BadTimestamp,
     #[error(
@@ -224,6 +237,7 @@ impl Rejection {
             Rejection::MissingSignature { .. } => RejectReason::MissingSignature,
             Rejection::MalformedSignature { .. } => RejectReason::MalformedSignature,
             Rejection::SignatureMismatch { .. } => RejectReason::SignatureMismatch,
+            Rejection::ExpiredSecret { .. } => RejectReason::ExpiredSecret,
             Rejection::BadTimestamp => RejectReason::BadTimestamp,
             Rejection::StaleTimestamp { .. } => RejectReason::StaleTimestamp,
             Rejection::MissingEventId { .. } => RejectReason::MissingEventId,
@@ -251,6 +265,8 @@ impl Rejection {
 pub struct Verifier {
     source: SourceName,
     scheme: schemes::Scheme,
+    /// Each secret's name and expiry, in the scheme's key order.
+    secrets: Vec<(String, Option<u64>)>,
     tolerance: Duration,
     event_id: Vec<Locator>,
     event_type: Vec<Locator>,
@@ -272,6 +288,11 @@ impl Verifier {
         Ok(Verifier {
             source: source.name.clone(),
             scheme,
+            secrets: source
+                .secrets
+                .iter()
+                .map(|s| (s.name.clone(), s.expires.map(|t| t.0)))
+                .collect(),
             tolerance: source
                 .tolerance
                 .unwrap_or_else(|| default_tolerance(source.kind)),
@@ -336,6 +357,7 @@ impl Verifier {
 
     pub fn verify(&self, req: &Request<'_>, now: SystemTime) -> Result<Verified, Rejection> {
         let checked = self.scheme.check(req)?;
+        let secret = self.live_secret(checked.keys, unix_ms(now))?;
         if let Some(signed_at) = checked.signed_at {
             check_tolerance(signed_at, now, self.tolerance)?;
         }
@@ -344,7 +366,7 @@ impl Verifier {
         if let Some(signed_at_ms) = self.scheme.body_timestamp_ms(&mut body)? {
             check_tolerance(SignedAt::Millis(signed_at_ms), now, self.tolerance)?;
         }
-        if let Some(handshake) = self.scheme.handshake(req, &mut body, checked.key) {
+        if let Some(handshake) = self.scheme.handshake(req, &mut body, secret) {
             return Ok(Verified::Handshake(handshake));
         }
         let event_id = self.find_event_id(req, &mut body)?;
@@ -368,7 +390,31 @@ impl Verifier {
             headers: stored_headers(req.headers),
             body: req.body.clone(),
             received_at_ms: unix_ms(now),
+            secret: Some(secret),
         }))
+    }
+
+    /// The first of `matched` that has not expired at `now_ms`, or the
+    /// expired one that matched, to name in the refusal.
+    fn live_secret(&self, matched: schemes::Matched, now_ms: u64) -> Result<usize, Rejection> {
+        let mut expired = None;
+        for i in matched.iter() {
+            match self.secrets.get(i).and_then(|(_, at)| *at) {
+                Some(at) if at <= now_ms => expired = expired.or(Some((i, at))),
+                _ => return Ok(i),
+            }
+        }
+        let (i, at) = expired.expect("a match names at least one secret");
+        Err(Rejection::ExpiredSecret {
+            secret: self.secrets[i].0.clone(),
+            expired_at: crate::api::Timestamp(at),
+        })
+    }
+
+    /// The names of this source's secrets, in the order
+    /// [`VerifiedEvent::secret`] counts them.
+    pub fn secret_names(&self) -> impl Iterator<Item = &str> {
+        self.secrets.iter().map(|(name, _)| name.as_str())
     }
 
     fn find_event_id(

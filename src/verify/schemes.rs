@@ -28,26 +28,41 @@ pub(super) struct Scheme {
 pub(super) struct Checked {
     /// The timestamp the provider signed, if it signs one.
     pub(super) signed_at: Option<SignedAt>,
-    /// Which configured secret verified it (Zoom answers its URL validation
-    /// with that secret).
-    pub(super) key: usize,
+    /// Which configured secrets verified it (a sender may sign with
+    /// several): the caller picks one that has not expired.
+    pub(super) keys: Matched,
+}
+
+/// The configured secrets (by position, the first 64) that verified a
+/// request: never none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Matched(u64);
+
+impl Matched {
+    /// The positions, in order.
+    pub(super) fn iter(self) -> impl Iterator<Item = usize> {
+        (0..64).filter(move |i| self.0 & (1 << i) != 0)
+    }
 }
 
 impl Checked {
-    fn at(key: usize, signed_at: SignedAt) -> Checked {
+    fn at(keys: Matched, signed_at: SignedAt) -> Checked {
         Checked {
             signed_at: Some(signed_at),
-            key,
+            keys,
         }
     }
 
-    fn untimed(key: usize) -> Checked {
+    fn untimed(keys: Matched) -> Checked {
         Checked {
             signed_at: None,
-            key,
+            keys,
         }
     }
 }
+
+/// Most keys a scheme holds: one bit each in [`Matched`].
+const MAX_KEYS: usize = 64;
 
 /// Computes an HMAC over the concatenation of `parts`.
 pub(crate) fn mac(algorithm: HmacAlgorithm, key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
@@ -107,6 +122,7 @@ impl Scheme {
         let keys = source
             .secrets
             .iter()
+            .take(MAX_KEYS)
             .map(|s| signing_key(source.kind, s.value.expose()))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Scheme {
@@ -117,36 +133,43 @@ impl Scheme {
         })
     }
 
-    /// The first key whose MAC of `parts` equals any of `candidates`.
-    fn matching_key(
+    /// Every key whose MAC of `parts` equals any of `candidates`.
+    fn matching_keys(
         &self,
         algorithm: HmacAlgorithm,
         parts: &[&[u8]],
         candidates: &[Vec<u8>],
-    ) -> Option<usize> {
-        self.keys.iter().position(|key| {
+    ) -> u64 {
+        let mut matched = 0;
+        for (i, key) in self.keys.iter().enumerate() {
             let expected = mac(algorithm, key, parts);
-            candidates
+            if candidates
                 .iter()
                 .any(|c| bool::from(expected.as_slice().ct_eq(c.as_slice())))
-        })
+            {
+                matched |= 1 << i;
+            }
+        }
+        matched
     }
 
-    /// The key that verifies `parts`, or why none does.
+    /// The keys that verify `parts`, or why none does.
     fn require_match(
         &self,
         header: &str,
         algorithm: HmacAlgorithm,
         parts: &[&[u8]],
         candidates: &[Vec<u8>],
-    ) -> Result<usize, Rejection> {
+    ) -> Result<Matched, Rejection> {
         if candidates.is_empty() {
             return Err(malformed(header, "it carries no signature"));
         }
-        self.matching_key(algorithm, parts, candidates)
-            .ok_or_else(|| Rejection::SignatureMismatch {
+        match self.matching_keys(algorithm, parts, candidates) {
+            0 => Err(Rejection::SignatureMismatch {
                 header: header.to_owned(),
-            })
+            }),
+            matched => Ok(Matched(matched)),
+        }
     }
 
     /// Slack's and Zoom's scheme: `v0=` + hex HMAC of `v0:{timestamp}:{body}`,
@@ -221,13 +244,18 @@ impl Scheme {
                 let token = header_str(req.headers, H)
                     .filter(|v| !v.is_empty())
                     .ok_or_else(|| missing(H))?;
-                self.keys
+                let matched = self
+                    .keys
                     .iter()
-                    .position(|k| bool::from(k.as_slice().ct_eq(token.as_bytes())))
-                    .map(Checked::untimed)
-                    .ok_or_else(|| Rejection::SignatureMismatch {
+                    .enumerate()
+                    .filter(|(_, k)| bool::from(k.as_slice().ct_eq(token.as_bytes())))
+                    .fold(0, |set, (i, _)| set | 1 << i);
+                match matched {
+                    0 => Err(Rejection::SignatureMismatch {
                         header: H.to_owned(),
-                    })
+                    }),
+                    set => Ok(Checked::untimed(Matched(set))),
+                }
             }
             Kind::Hmac => self.check_hmac(req),
         }
@@ -315,7 +343,7 @@ impl Scheme {
         Ok(Checked::at(key, SignedAt::Secs(secs)))
     }
 
-    fn check_twilio(&self, req: &Request<'_>) -> Result<usize, Rejection> {
+    fn check_twilio(&self, req: &Request<'_>) -> Result<Matched, Rejection> {
         const H: &str = "x-twilio-signature";
         let sig = B64
             .decode(required(req, H)?)
@@ -395,10 +423,10 @@ impl Scheme {
                 PayloadPart::Header(name) => required(req, name.as_str())?.as_bytes(),
             });
         }
-        let key = self.require_match(h, spec.algorithm, &parts, &[sig])?;
+        let keys = self.require_match(h, spec.algorithm, &parts, &[sig])?;
         Ok(Checked {
             signed_at: timestamp.map(parse_any_timestamp).transpose()?,
-            key,
+            keys,
         })
     }
 

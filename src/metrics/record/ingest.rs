@@ -3,7 +3,7 @@
 //! ack latencies and event types that stats reads back.
 
 use super::Metrics;
-use crate::metrics::labels::{RejectedLabels, SourceLabel};
+use crate::metrics::labels::{RejectedLabels, SecretLabels, SourceLabel};
 use crate::metrics::tally::Totals;
 use crate::words::RejectReason;
 
@@ -21,6 +21,20 @@ impl Metrics {
             .get_or_create(&label)
             .observe(ack.as_secs_f64());
         self.inner.recent_acks.remember(source, ack);
+    }
+
+    /// The counter of events `secret` of `source` verifies: held by ingest,
+    /// which counts on it without a lookup.
+    pub fn signature_matches(
+        &self,
+        source: &str,
+        secret: &str,
+    ) -> prometheus_client::metrics::counter::Counter {
+        let label = SecretLabels {
+            source: source.to_owned(),
+            secret: secret.to_owned(),
+        };
+        self.inner.signature_matches.get_or_create(&label).clone()
     }
 
     /// p50 and p99 of the last acks of `source`, in ms.

@@ -36,7 +36,7 @@ use super::exposition::{Exposition, to_prometheus_text};
 use super::labels::{
     AlertLabels, CircuitLabels, DestinationLabel, DriftLabels, KeyClaimLabels, KindLabel,
     ListenerLabel, NamespaceLabel, OutcomeLabels, ReasonLabel, ReconcileRunLabels,
-    ReconciledLabels, RejectedLabels, SourceLabel, StoreFile, StoreFileLabel,
+    ReconciledLabels, RejectedLabels, SecretLabels, SourceLabel, StoreFile, StoreFileLabel,
 };
 use super::tally::{Recent, Tally, Totals, TypeTally};
 use crate::words::{
@@ -81,6 +81,7 @@ pub(super) struct Inner {
     pub(super) quiet_seconds: Family<SourceLabel, Gauge>,
     pub(super) expect_within_seconds: Family<SourceLabel, Gauge>,
     pub(super) circuit_state: Family<DestinationLabel, Gauge>,
+    pub(super) signature_matches: Family<SecretLabels, Counter>,
     pub(super) payload_drift: Family<DriftLabels, Counter>,
     pub(super) drift_skipped: Family<SourceLabel, Counter>,
     pub(super) reconcile_runs: Family<ReconcileRunLabels, Counter>,

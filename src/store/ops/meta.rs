@@ -1,6 +1,7 @@
 //! Meta: one row of the `meta` table set durably: a destination's pause
-//! state, what the payload drift watch learned, and where each source's
-//! reconcile passes got to, all of which outlive a restart.
+//! state, what the payload drift watch learned, the source secrets' use,
+//! and where each source's reconcile passes got to, all of which outlive
+//! a restart.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -20,6 +21,8 @@ use super::super::tables::Tables;
 const PAUSED_PREFIX: &str = "paused:";
 /// The `meta` key of what the payload drift watch learned.
 const DRIFT: &str = "drift";
+/// The `meta` key of the source secrets' use (`secrets::Keeper`).
+const SECRETS: &str = "secrets";
 /// `meta` keys of sources' reconcile cursors.
 const RECONCILE_PREFIX: &str = "reconcile:";
 
@@ -48,6 +51,27 @@ impl Store {
             })
         })
         .await
+    }
+
+    /// Keeps the source secrets' use (in `secrets`' own encoding),
+    /// replacing what was kept.
+    pub async fn set_secrets_state(&self, value: Vec<u8>) -> Result<(), StoreError> {
+        self.call(|reply| {
+            Box::new(SetMeta {
+                key: SECRETS.to_owned(),
+                value,
+                reply,
+            })
+        })
+        .await
+    }
+
+    /// What [`Store::set_secrets_state`] kept last, if anything.
+    pub fn secrets_state(&self) -> Result<Option<Vec<u8>>, StoreError> {
+        let db = self.db()?;
+        let txn = db.begin_read()?;
+        let meta = txn.open_table(META)?;
+        Ok(meta.get(SECRETS)?.map(|v| v.value().to_vec()))
     }
 
     /// What [`Store::set_drift_state`] kept last, if anything.
