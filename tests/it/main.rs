@@ -39,6 +39,7 @@ mod replicate_nodes;
 mod roles;
 mod runbook;
 mod scale;
+mod secrets;
 mod snapshots;
 mod stream;
 mod support;

@@ -1,0 +1,159 @@
+//! A provider rotating its signing secret, against the real binary: the
+//! new secret arrives by reload beside the old one, nothing is refused
+//! while the provider switches, the match metric and `hookinbox secrets`
+//! move from the old secret to the new, the old one stops verifying at
+//! its expiry, and what was counted outlives a restart.
+
+use std::time::{Duration, SystemTime};
+
+use crate::support::{
+    BinaryServer, STANDARD_SECRET, client, post, server_section, standard_headers_with,
+    write_config,
+};
+
+const ADMIN_TOKEN: &str = "secrets-admin-token-0123456789abcdef";
+const NEW_SECRET: &str = "whsec_bmV3LXNlY3JldC1mb3ItdGhlLXJvdGF0aW9uLXRlc3Q=";
+
+fn config(dir: &std::path::Path, secrets: &str) -> String {
+    format!(
+        "{}[admin]\ntoken = \"{ADMIN_TOKEN}\"\n\n[[source]]\nname = \"shop\"\nkind = \"standard\"\n\n{secrets}",
+        server_section(dir)
+    )
+}
+
+fn table(name: &str, secret: &str, expires: Option<&str>) -> String {
+    let mut t = format!("[[source.secrets]]\nname = \"{name}\"\nsecret = \"{secret}\"\n");
+    if let Some(at) = expires {
+        t.push_str(&format!("expires = \"{at}\"\n"));
+    }
+    t.push('\n');
+    t
+}
+
+async fn send(server: &BinaryServer, secret: &str, id: &str) -> (u16, serde_json::Value) {
+    let body = format!(r#"{{"type":"order.paid","id":"{id}"}}"#).into_bytes();
+    let a = post(
+        &client(),
+        &server.url("/in/shop"),
+        &standard_headers_with(secret, id, &body),
+        body,
+    )
+    .await;
+    (a.status, a.json)
+}
+
+async fn scrape(server: &BinaryServer) -> String {
+    let answer = server.admin_ok(ADMIN_TOKEN, "GET", "/metrics", None).await;
+    answer.json.as_str().expect("the text format").to_owned()
+}
+
+/// `hookinbox_signature_matches_total` for `secret` of `shop`.
+async fn matches(server: &BinaryServer, secret: &str) -> u64 {
+    let scrape = scrape(server).await;
+    let prefix =
+        format!("hookinbox_signature_matches_total{{source=\"shop\",secret=\"{secret}\"}} ");
+    scrape
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map_or(0, |v| v.trim().parse().unwrap())
+}
+
+fn listed(server: &BinaryServer) -> Vec<serde_json::Value> {
+    let (code, out, err) = crate::cli::ops(
+        &server.admin,
+        ADMIN_TOKEN,
+        &["secrets".into(), "--json".into()],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !out.contains(STANDARD_SECRET) && !out.contains(NEW_SECRET),
+        "a secret's value in {out}"
+    );
+    let list: serde_json::Value = serde_json::from_str(&out).unwrap();
+    list["secrets"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_provider_switches_secrets_mid_stream_and_the_old_one_stops_at_its_expiry() {
+    let dir = tempfile::tempdir().unwrap();
+    // The old secret expires a few seconds on: time to switch, then past.
+    let expires_at = SystemTime::now() + Duration::from_secs(10);
+    let expires = humantime::format_rfc3339_seconds(expires_at).to_string();
+    let path = write_config(
+        dir.path(),
+        &config(dir.path(), &table("old", STANDARD_SECRET, None)),
+    );
+    let mut server = BinaryServer::start(&path, &[], None);
+    for i in 0..20 {
+        assert_eq!(
+            send(&server, STANDARD_SECRET, &format!("evt_a{i}")).await.0,
+            200
+        );
+    }
+
+    // The provider rolls its secret: the new one beside the old, which
+    // now expires.
+    let both = format!(
+        "{}{}",
+        table("new", NEW_SECRET, None),
+        table("old", STANDARD_SECRET, Some(&expires))
+    );
+    std::fs::write(&path, config(dir.path(), &both)).unwrap();
+    server
+        .admin_ok(ADMIN_TOKEN, "POST", "/api/reload", None)
+        .await;
+    // Mid-stream the provider switches: old, then new, none refused.
+    for i in 0..20 {
+        let secret = if i < 10 { STANDARD_SECRET } else { NEW_SECRET };
+        assert_eq!(send(&server, secret, &format!("evt_b{i}")).await.0, 200);
+    }
+    assert_eq!(matches(&server, "old").await, 30);
+    assert_eq!(matches(&server, "new").await, 10);
+    let rows = listed(&server);
+    let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["new", "old"]);
+    let (new, old) = (&rows[0], &rows[1]);
+    assert_eq!(
+        (new["matches"].as_u64(), old["matches"].as_u64()),
+        (Some(10), Some(30))
+    );
+    assert!(
+        new["last_match"].as_str() >= old["last_match"].as_str(),
+        "{rows:?}"
+    );
+    assert_eq!(old["expired"], false);
+    assert!(old["expires"].as_str().unwrap().starts_with(&expires[..19]));
+    assert_eq!(old["place"]["kind"], "inline");
+
+    // Past its expiry the old secret verifies nothing; the new one does.
+    let wait = expires_at
+        .duration_since(SystemTime::now())
+        .unwrap_or_default();
+    tokio::time::sleep(wait + Duration::from_millis(200)).await;
+    let (status, answer) = send(&server, STANDARD_SECRET, "evt_late").await;
+    assert_eq!(status, 401, "{answer}");
+    assert_eq!(send(&server, NEW_SECRET, "evt_c").await.0, 200);
+    assert_eq!(matches(&server, "old").await, 30);
+    let scrape = scrape(&server).await;
+    assert!(
+        scrape.contains("hookinbox_rejected_total{source=\"shop\",reason=\"expired_secret\"} 1"),
+        "{scrape}"
+    );
+    let refused = server.log_record("ingest rejected").unwrap_or_default();
+    assert!(
+        refused.to_string().contains("expired"),
+        "the refusal's log line names the expiry: {refused}"
+    );
+    assert_eq!(listed(&server)[1]["expired"], true);
+
+    // A restart keeps what was counted: the old one's 30 and last match.
+    let before = listed(&server);
+    assert!(server.terminate().success());
+    let server = BinaryServer::start(&path, &[], None);
+    let after = listed(&server);
+    for (b, a) in before.iter().zip(&after) {
+        for field in ["name", "first_seen", "last_match", "matches"] {
+            assert_eq!(b[field], a[field], "{field}: {before:?} then {after:?}");
+        }
+    }
+}
