@@ -209,6 +209,9 @@ words! {
         /// The provider says it no longer sends to the source (its hook
         /// inactive, its endpoint disabled), as the last pass read it.
         SubscriptionDisabled => "subscription_disabled",
+        /// A source secret the provider still signs with (or the last one
+        /// left) expires within `secret_notice`, or has expired.
+        SecretExpiring => "secret_expiring",
     }
 }
 

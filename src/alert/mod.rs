@@ -11,7 +11,9 @@
 //! - a source with `expect_within` has sent nothing new for longer than that
 //!   (see [`quiet`]),
 //! - a source's events departed from their learned payload shape within the
-//!   last hour (see [`drift`]).
+//!   last hour (see [`drift`]),
+//! - a source secret the provider still signs with, or the last one left,
+//!   expires within `secret_notice` (see [`secrets`]).
 //!
 //! A condition that starts firing is posted at once, repeated at most once
 //! per `min_interval` while it lasts, and followed by one "resolved" post
@@ -30,6 +32,7 @@
 pub mod drift;
 pub mod quiet;
 pub mod reconcile;
+pub mod secrets;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -59,7 +62,8 @@ use crate::words::{AlertKind, AlertStatus};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Notice {
     pub status: AlertStatus,
-    /// What fired: `dlq`, `pending_age`, `circuit_open`, `quiet` or `drift`.
+    /// What fired: `dlq`, `pending_age`, `circuit_open`, `quiet`, `drift`,
+    /// `missed_events`, `subscription_disabled` or `secret_expiring`.
     pub alert: AlertKind,
     /// The source, or the destination (named after its source).
     pub name: String,
@@ -68,7 +72,7 @@ pub struct Notice {
     /// Dead-lettered events (`dlq`) or pending events (`pending_age`,
     /// `circuit_open`), now; for `quiet`, the events the source sent in the
     /// week before it went quiet; for `drift`, the payload departures
-    /// recorded in the last hour.
+    /// recorded in the last hour; for `secret_expiring`, the secrets.
     pub count: u64,
     /// The latest failure, when there is one.
     pub reason: Option<String>,
@@ -117,6 +121,7 @@ impl Links {
             AlertKind::Drift => format!("/shapes?source={name}"),
             // The overview's Gap fill table.
             AlertKind::MissedEvents | AlertKind::SubscriptionDisabled => "/".to_owned(),
+            AlertKind::SecretExpiring => "/".to_owned(),
         };
         let mut url = self.dashboard.clone();
         url.set_fragment(Some(&fragment));
@@ -133,6 +138,7 @@ impl Links {
             AlertKind::Quiet => format!("api/events?source={}", urlencoding(name)),
             AlertKind::Drift => format!("api/shapes?source={}", urlencoding(name)),
             AlertKind::MissedEvents | AlertKind::SubscriptionDisabled => "api/reconcile".to_owned(),
+            AlertKind::SecretExpiring => "api/secrets".to_owned(),
         };
         self.dashboard
             .join(&path)
@@ -203,6 +209,8 @@ pub struct Alerter {
     drift: Arc<Mutex<Learned>>,
     /// Each reconciled source's passes.
     reconcile: crate::reconcile::ReconcileHandle,
+    /// Each source secret's expiry and last match.
+    secrets: crate::secrets::SecretBook,
     client: reqwest::Client,
     clock: Clock,
     admin: SocketAddr,
@@ -229,6 +237,8 @@ pub struct Watched {
     pub drift: Arc<Mutex<Learned>>,
     /// What each reconciled source's passes found.
     pub reconcile: crate::reconcile::ReconcileHandle,
+    /// Each source secret's expiry and last match.
+    pub secrets: crate::secrets::SecretBook,
 }
 
 /// What the config says of alerts, which a reload changes in place: the
@@ -270,6 +280,7 @@ impl Alerter {
             added_ms: HashMap::new(),
             drift: watched.drift,
             reconcile: watched.reconcile,
+            secrets: watched.secrets,
             client,
             clock,
             admin: watched.admin,
@@ -490,6 +501,22 @@ impl Alerter {
                 firing,
                 Finding {
                     kind: AlertKind::Drift,
+                    name: name.clone(),
+                    count,
+                    reason: None,
+                    summary,
+                },
+            ));
+        }
+        let secrets = self.secrets.current();
+        for name in &self.sources {
+            let of: Vec<&crate::secrets::Entry> =
+                secrets.iter().filter(|e| &e.source == name).collect();
+            let (firing, count, summary) = secrets::judge(name, &of, now, config.secret_notice);
+            out.push((
+                firing,
+                Finding {
+                    kind: AlertKind::SecretExpiring,
                     name: name.clone(),
                     count,
                     reason: None,

@@ -230,6 +230,7 @@ impl App {
             admin: admin_addr,
             drift: learned.clone(),
             reconcile: reconcile.clone(),
+            secrets: secrets.clone(),
         };
         let (alert_settings, settings) = tokio::sync::watch::channel(alert_settings(&config));
         let alerter = Alerter::new(watched, settings, clock.clone())?;

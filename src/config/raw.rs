@@ -79,6 +79,8 @@ pub struct RawAlerts {
     pub pending_age: Option<String>,
     pub min_interval: Option<String>,
     pub check_interval: Option<String>,
+    /// How long before a source secret in use expires to alert.
+    pub secret_notice: Option<String>,
     pub format: Option<AlertFormat>,
     pub host: Option<String>,
     pub dashboard_url: Option<String>,
@@ -530,6 +532,7 @@ pub mod default {
     pub const PENDING_AGE: &str = "1h";
     pub const MIN_INTERVAL: &str = "15m";
     pub const CHECK_INTERVAL: &str = "30s";
+    pub const SECRET_NOTICE: &str = "7d";
     pub const ALERT_FORMAT: AlertFormat = AlertFormat::Slack;
 
     pub const GENERATE_SECRET: bool = false;

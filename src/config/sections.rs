@@ -87,6 +87,9 @@ pub struct AlertConfig {
     pub min_interval: Duration,
     /// How often the conditions are checked.
     pub check_interval: Duration,
+    /// Alert this long before a source secret the provider still signs
+    /// with expires.
+    pub secret_notice: Duration,
     /// The body's shape: Slack's `{"text": …}` or the plain JSON object.
     pub format: AlertFormat,
     /// The machine named in each alert; `None`: the host name.

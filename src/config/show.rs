@@ -73,6 +73,7 @@ pub fn redacted_toml(config: &Config<Loaded>) -> String {
                 pending_age: Some(human(a.pending_age)),
                 min_interval: Some(human(a.min_interval)),
                 check_interval: Some(human(a.check_interval)),
+                secret_notice: Some(human(a.secret_notice)),
                 format: Some(a.format),
                 host: a.host.clone(),
                 dashboard_url: a.dashboard_url.as_ref().map(redact_url),

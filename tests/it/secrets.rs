@@ -6,19 +6,49 @@
 
 use std::time::{Duration, SystemTime};
 
+use crate::destination::{Destination, Mode};
 use crate::support::{
-    BinaryServer, STANDARD_SECRET, client, post, server_section, standard_headers_with,
+    BinaryServer, STANDARD_SECRET, client, eventually, post, server_section, standard_headers_with,
     write_config,
 };
 
 const ADMIN_TOKEN: &str = "secrets-admin-token-0123456789abcdef";
 const NEW_SECRET: &str = "whsec_bmV3LXNlY3JldC1mb3ItdGhlLXJvdGF0aW9uLXRlc3Q=";
 
-fn config(dir: &std::path::Path, secrets: &str) -> String {
+fn config(dir: &std::path::Path, alerts: &str, secrets: &str) -> String {
     format!(
-        "{}[admin]\ntoken = \"{ADMIN_TOKEN}\"\n\n[[source]]\nname = \"shop\"\nkind = \"standard\"\n\n{secrets}",
+        "{}[admin]\ntoken = \"{ADMIN_TOKEN}\"\n\n[alerts]\nurl = \"{alerts}\"\nformat = \"json\"\n\
+         check_interval = \"50ms\"\nmin_interval = \"1h\"\nsecret_notice = \"1h\"\n\n\
+         [[source]]\nname = \"shop\"\nkind = \"standard\"\n\n{secrets}",
         server_section(dir)
     )
+}
+
+/// The `secret_expiring` notices the receiver took, in order.
+fn notices(receiver: &Destination) -> Vec<serde_json::Value> {
+    receiver
+        .received()
+        .iter()
+        .map(|r| serde_json::from_slice::<serde_json::Value>(&r.body).unwrap())
+        .filter(|n| n["alert"] == "secret_expiring")
+        .collect()
+}
+
+async fn wait_notice(receiver: &Destination, status: &str, nth: usize) -> serde_json::Value {
+    eventually(
+        &format!("{status} notice #{nth}"),
+        Duration::from_secs(20),
+        Duration::from_millis(20),
+        async || {
+            let got = notices(receiver);
+            got.iter()
+                .filter(|n| n["status"] == status)
+                .nth(nth)
+                .cloned()
+                .ok_or_else(|| format!("{got:#?}"))
+        },
+    )
+    .await
 }
 
 fn table(name: &str, secret: &str, expires: Option<&str>) -> String {
@@ -76,12 +106,14 @@ fn listed(server: &BinaryServer) -> Vec<serde_json::Value> {
 #[tokio::test]
 async fn a_provider_switches_secrets_mid_stream_and_the_old_one_stops_at_its_expiry() {
     let dir = tempfile::tempdir().unwrap();
+    let receiver = Destination::start(Mode::Ok).await;
+    let alerts = receiver.url();
     // The old secret expires a few seconds on: time to switch, then past.
     let expires_at = SystemTime::now() + Duration::from_secs(10);
     let expires = humantime::format_rfc3339_seconds(expires_at).to_string();
     let path = write_config(
         dir.path(),
-        &config(dir.path(), &table("old", STANDARD_SECRET, None)),
+        &config(dir.path(), &alerts, &table("old", STANDARD_SECRET, None)),
     );
     let mut server = BinaryServer::start(&path, &[], None);
     for i in 0..20 {
@@ -98,15 +130,30 @@ async fn a_provider_switches_secrets_mid_stream_and_the_old_one_stops_at_its_exp
         table("new", NEW_SECRET, None),
         table("old", STANDARD_SECRET, Some(&expires))
     );
-    std::fs::write(&path, config(dir.path(), &both)).unwrap();
+    std::fs::write(&path, config(dir.path(), &alerts, &both)).unwrap();
     server
         .admin_ok(ADMIN_TOKEN, "POST", "/api/reload", None)
         .await;
     // Mid-stream the provider switches: old, then new, none refused.
-    for i in 0..20 {
-        let secret = if i < 10 { STANDARD_SECRET } else { NEW_SECRET };
-        assert_eq!(send(&server, secret, &format!("evt_b{i}")).await.0, 200);
+    // While it still signs with the expiring secret, that is an alert;
+    // once it signs with the new one, the alert resolves.
+    for i in 0..10 {
+        assert_eq!(
+            send(&server, STANDARD_SECRET, &format!("evt_b{i}")).await.0,
+            200
+        );
     }
+    let firing = wait_notice(&receiver, "firing", 0).await;
+    assert_eq!(firing["name"], "shop");
+    let summary = firing["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("secret \"old\" expires in") && summary.contains("still verifies"),
+        "{summary}"
+    );
+    for i in 10..20 {
+        assert_eq!(send(&server, NEW_SECRET, &format!("evt_b{i}")).await.0, 200);
+    }
+    wait_notice(&receiver, "resolved", 0).await;
     assert_eq!(matches(&server, "old").await, 30);
     assert_eq!(matches(&server, "new").await, 10);
     let rows = listed(&server);
@@ -145,6 +192,8 @@ async fn a_provider_switches_secrets_mid_stream_and_the_old_one_stops_at_its_exp
         "the refusal's log line names the expiry: {refused}"
     );
     assert_eq!(listed(&server)[1]["expired"], true);
+    // Expired while the provider signs with the new one: no alert again.
+    assert_eq!(notices(&receiver).len(), 2, "{:#?}", notices(&receiver));
 
     // A restart keeps what was counted: the old one's 30 and last match.
     let before = listed(&server);

@@ -40,6 +40,12 @@ pub(super) fn validate_alerts(cx: &Ctx<'_>, ra: RawAlerts) -> Result<AlertConfig
             default::CHECK_INTERVAL,
             longest::INTERVAL,
         )?,
+        secret_notice: positive(
+            "alerts.secret_notice",
+            ra.secret_notice,
+            default::SECRET_NOTICE,
+            longest::AGE,
+        )?,
         format: ra.format.unwrap_or(default::ALERT_FORMAT),
         host: match ra.host {
             Some(host) if host.trim().is_empty() || host.chars().any(char::is_control) => {
