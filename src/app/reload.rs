@@ -146,7 +146,7 @@ fn wanted(running: &Config, next: &Config) -> Result<Vec<Wanted>, ReloadError> {
     for source in &next.sources {
         for d in &source.destinations {
             let part = format!("destination.{}", d.route);
-            let same = before.get(&part) == Some(&fingerprint(d, &[d.secret.bytes()]));
+            let same = before.get(&part) == Some(&fingerprint(d, &key_bytes(&d.secret)));
             wanted.push(if same {
                 Wanted::Unchanged(d.route.clone())
             } else {
@@ -295,6 +295,11 @@ fn fingerprint(debug: &dyn std::fmt::Debug, secrets: &[&[u8]]) -> Vec<u8> {
     hash.finalize().to_vec()
 }
 
+/// A destination's signing keys, for its fingerprint.
+fn key_bytes(keys: &crate::standard_webhooks::SigningKeys) -> Vec<&[u8]> {
+    keys.keys().iter().map(|k| k.bytes()).collect()
+}
+
 /// Each source's ingest side (its destinations are their own parts).
 fn sources(config: &Config) -> BTreeMap<String, Vec<u8>> {
     config
@@ -340,7 +345,7 @@ fn destinations(config: &Config) -> BTreeMap<String, Vec<u8>> {
         .map(|d| {
             (
                 format!("destination.{}", d.route),
-                fingerprint(d, &[d.secret.bytes()]),
+                fingerprint(d, &key_bytes(&d.secret)),
             )
         })
         .collect()

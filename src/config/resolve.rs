@@ -20,7 +20,7 @@ use super::{
 
 /// The name of a source's secret that the data dir holds.
 pub const GENERATED_NAME: &str = "generated";
-use crate::standard_webhooks::{StandardKey, StandardKeyError};
+use crate::standard_webhooks::{SigningKeys, StandardKey, StandardKeyError};
 
 /// Which side of [`Config::resolve`] a config is on: the types of its three
 /// kinds of secret.
@@ -44,13 +44,13 @@ pub enum Resolved {}
 
 impl Stage for Loaded {
     type SourceSecrets = SecretPlan<Vec<SourceSecret>>;
-    type DestinationKey = SecretPlan<GivenSecret<StandardKey>>;
+    type DestinationKey = SecretPlan<GivenSecret<SigningKeys>>;
     type AdminToken = SecretPlan<GivenSecret<Secret>>;
 }
 
 impl Stage for Resolved {
     type SourceSecrets = Vec<SourceSecret>;
-    type DestinationKey = StandardKey;
+    type DestinationKey = SigningKeys;
     type AdminToken = Secret;
 }
 
@@ -257,13 +257,13 @@ impl SourceConfig<Loaded> {
                     let purpose = SecretPurpose::Destination(dl.route.clone());
                     let text = keep(data_dir, purpose.clone(), Kind::Standard, generated)?;
                     // Generated text always parses; a file edited by hand may not.
-                    StandardKey::parse(text.expose()).map_err(|cause| {
-                        ResolveError::UnusableKey {
+                    StandardKey::parse(text.expose())
+                        .map(SigningKeys::one)
+                        .map_err(|cause| ResolveError::UnusableKey {
                             path: purpose.path(data_dir),
                             purpose,
                             cause,
-                        }
-                    })?
+                        })?
                 }
             };
             destinations.push(DeliveryConfig {
@@ -324,7 +324,7 @@ impl Config<Loaded> {
     /// The key that signs deliveries to destination `route`, as the server
     /// reads it, without generating anything: for `hookinbox listen
     /// --destination`, which signs as that destination does.
-    pub fn destination_key(&self, route: &str) -> Result<StandardKey, ReadSecretError> {
+    pub fn destination_key(&self, route: &str) -> Result<SigningKeys, ReadSecretError> {
         let destination = self
             .sources
             .iter()
@@ -349,11 +349,13 @@ impl Config<Loaded> {
                         });
                     }
                 };
-                StandardKey::parse(text.trim()).map_err(|cause| ReadSecretError::UnusableKey {
-                    purpose,
-                    path,
-                    cause,
-                })
+                StandardKey::parse(text.trim())
+                    .map(SigningKeys::one)
+                    .map_err(|cause| ReadSecretError::UnusableKey {
+                        purpose,
+                        path,
+                        cause,
+                    })
             }
         }
     }

@@ -639,6 +639,45 @@ fn a_secrets_table_holds_one_secret_under_a_name_of_its_own() {
     }
 }
 
+/// A destination's key file may hold two keys (one a line) while the app
+/// moves to the new one: both sign. More than `SigningKeys::MAX`, or a line
+/// that is not a key, is refused naming the key.
+#[test]
+fn a_destination_key_file_holds_one_key_or_two_during_a_rotation() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = |n: u8| {
+        format!(
+            "whsec_{}",
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [n; 24])
+        )
+    };
+    let text = "[[source]]\nname = \"shop\"\nkind = \"github\"\nsecret = \"x\"\n\
+                destination = \"http://127.0.0.1:3000/\"\ndestination_secret_file = \"app.keys\"\n";
+    let load = |lines: &str| {
+        std::fs::write(dir.path().join("app.keys"), lines).unwrap();
+        Config::from_toml(text, "f.toml", Some(dir.path()), &no_env)
+    };
+    let config = load(&format!("{}\n\n{}\n", key(1), key(2))).unwrap();
+    let SecretPlan::Given(given) = &config.sources[0].destinations[0].secret else {
+        panic!("{config:?}");
+    };
+    assert_eq!(given.value.keys().len(), 2);
+    let many: Vec<String> = (1..=5).map(key).collect();
+    let err = load(&many.join("\n")).unwrap_err().to_string();
+    assert!(
+        err.contains("source[0].destination_secret_file") && err.contains("holds 5 keys"),
+        "{err}"
+    );
+    let err = load(&format!("{}\nnot a key!\n", key(1)))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("destination_secret_file") && err.contains("base64"),
+        "{err}"
+    );
+    assert!(!err.contains(&key(1)), "{err}");
+}
+
 #[test]
 fn redacted_output_never_contains_a_secret() {
     let text = "[[source]]\nname = \"gh\"\nkind = \"github\"\nsecret = \"s3cr3t-value\"\n";

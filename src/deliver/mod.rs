@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 use crate::clock::Clock;
 use crate::config::{DeliveryConfig, SourceName};
-use crate::standard_webhooks::{Message, SIGNATURE_AT, StandardKey};
+use crate::standard_webhooks::{Message, SIGNATURE_AT, SigningKeys};
 use crate::store::StoredEvent;
 use crate::store::schema::{Attempt, AttemptClass};
 use crate::words::AttemptOutcome;
@@ -100,7 +100,7 @@ pub struct Destination {
     /// The source whose events it receives.
     pub source: SourceName,
     pub config: DeliveryConfig,
-    key: StandardKey,
+    key: SigningKeys,
     transport: Transport,
 }
 

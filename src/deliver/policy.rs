@@ -125,7 +125,9 @@ mod tests {
             name: None,
             route: "s".into(),
             url: "http://127.0.0.1:9/".parse().unwrap(),
-            secret: StandardKey::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap(),
+            secret: crate::standard_webhooks::SigningKeys::one(
+                StandardKey::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap(),
+            ),
             ca: None,
             jetstream: None,
             filter: None,

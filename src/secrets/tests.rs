@@ -1,3 +1,5 @@
+//! The secrets' book: a record follows its value, what is kept merges.
+
 use super::*;
 use crate::clock::from_unix_ms;
 

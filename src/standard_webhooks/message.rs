@@ -8,7 +8,7 @@
 //! the API). Refuses to send anything or read a clock: callers pass the
 //! attempt number and the time.
 
-use super::StandardKey;
+use super::SigningKeys;
 
 /// The contract's signature header.
 const SIGNATURE: &str = "webhook-signature";
@@ -48,11 +48,11 @@ pub struct Message<'a> {
 
 impl Message<'_> {
     /// The contract's headers for attempt `attempt` at `started_ms`,
-    /// signed with `key`, without any forwarded provider header: what a
+    /// signed with each of `key`, without any forwarded provider header: what a
     /// delivery sends, and what `hookinbox listen` sends to a local app.
     pub fn headers(
         &self,
-        key: &StandardKey,
+        key: &SigningKeys,
         attempt: u32,
         started_ms: u64,
     ) -> Vec<(String, String)> {
@@ -121,6 +121,7 @@ impl Message<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::standard_webhooks::StandardKey;
 
     fn message(body: &[u8]) -> Message<'_> {
         Message {
@@ -139,7 +140,7 @@ mod tests {
     #[test]
     fn the_headers_sent_are_rebuilt_from_the_signature_kept() {
         let key = StandardKey::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
-        let sent = message(b"{}").headers(&key, 3, 1_614_265_330_123);
+        let sent = message(b"{}").headers(&SigningKeys::one(key.clone()), 3, 1_614_265_330_123);
         let names: Vec<&str> = sent.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(
             names,

@@ -66,6 +66,53 @@ impl StandardKey {
     }
 }
 
+/// The keys that sign a destination's deliveries: one, or during a
+/// rotation two (at most [`SigningKeys::MAX`]). Each message carries a
+/// signature by each, space-separated in one `webhook-signature` as the
+/// spec allows, so an app that knows any one of them verifies it.
+/// `Debug` prints `[redacted]`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SigningKeys(Vec<StandardKey>);
+
+impl SigningKeys {
+    /// The most keys a destination signs with: each is a signature more
+    /// on every delivery.
+    pub const MAX: usize = 4;
+
+    pub fn one(key: StandardKey) -> SigningKeys {
+        SigningKeys(vec![key])
+    }
+
+    /// `keys`, in order; `None` when there are none or more than
+    /// [`SigningKeys::MAX`].
+    pub fn new(keys: Vec<StandardKey>) -> Option<SigningKeys> {
+        (1..=Self::MAX)
+            .contains(&keys.len())
+            .then_some(SigningKeys(keys))
+    }
+
+    pub fn keys(&self) -> &[StandardKey] {
+        &self.0
+    }
+
+    /// The `webhook-signature` value: `v1,<sig>` by each key, in order,
+    /// space-separated.
+    pub fn sign(&self, webhook_id: &str, timestamp: i64, body: &[u8]) -> String {
+        let signed: Vec<String> = self
+            .0
+            .iter()
+            .map(|k| k.sign(webhook_id, timestamp, body))
+            .collect();
+        signed.join(" ")
+    }
+}
+
+impl fmt::Debug for SigningKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{} redacted]", self.0.len())
+    }
+}
+
 impl fmt::Debug for StandardKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("[redacted]")

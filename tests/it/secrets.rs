@@ -206,3 +206,104 @@ async fn a_provider_switches_secrets_mid_stream_and_the_old_one_stops_at_its_exp
         }
     }
 }
+
+/// The key hookinbox signs deliveries with today, and the one the app
+/// moves to.
+const SIGNING_OLD: &str = "whsec_b2xkLXNpZ25pbmcta2V5LWZvci10aGUtYXBwLTAx";
+const SIGNING_NEW: &str = "whsec_bmV3LXNpZ25pbmcta2V5LWZvci10aGUtYXBwLTAy";
+/// A key the app might hold by mistake.
+const SIGNING_OTHER: &str = "whsec_b3RoZXItc2lnbmluZy1rZXktbm90LWNvbmZpZ3U=";
+
+/// Whether the official `standardwebhooks` package (PyPI), knowing only
+/// `secret`, verifies the delivery `r`.
+fn app_verifies(r: &crate::destination::Received, secret: &str) -> bool {
+    let headers: serde_json::Map<String, serde_json::Value> = r
+        .headers
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap().into()))
+        .collect();
+    let input = serde_json::json!({
+        "secret": secret,
+        "headers": headers,
+        "body_b64": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &r.body),
+    });
+    let out = crate::support::python("verify_delivery.py", input.to_string().as_bytes());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("ModuleNotFoundError"),
+        "the official library is missing: {}\n{stderr}",
+        crate::support::PYTHON_SETUP
+    );
+    out.status.success()
+}
+
+/// The app moves to a new key at its own pace: the destination's key file
+/// gains the new key beside the old (a reload), every delivery then
+/// carries both signatures and verifies for an app that knows either one,
+/// and once the old key is dropped (another reload) only the new verifies.
+#[tokio::test]
+async fn a_destination_with_two_keys_signs_with_both_until_the_old_one_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = Destination::start(Mode::Ok).await;
+    let keys = dir.path().join("app.keys");
+    std::fs::write(&keys, format!("{SIGNING_OLD}\n")).unwrap();
+    let text = format!(
+        "{}[admin]\ntoken = \"{ADMIN_TOKEN}\"\n\n[[source]]\nname = \"shop\"\nkind = \"standard\"\n\
+         secret = \"{STANDARD_SECRET}\"\ndestination = \"{}\"\ndestination_secret_file = {keys:?}\n",
+        server_section(dir.path()),
+        app.url()
+    );
+    let path = write_config(dir.path(), &text);
+    let server = BinaryServer::start(&path, &[], None);
+    let reload = async || {
+        let answer = server
+            .admin_ok(ADMIN_TOKEN, "POST", "/api/reload", None)
+            .await
+            .json;
+        assert!(
+            answer.to_string().contains("destination.shop"),
+            "the key file's change is the destination's: {answer}"
+        );
+    };
+    let deliveries = async |from: usize, n: usize| {
+        for i in from..from + n {
+            assert_eq!(
+                send(&server, STANDARD_SECRET, &format!("evt_{i}")).await.0,
+                200
+            );
+        }
+        app.wait_for(from + n, Duration::from_secs(20)).await
+    };
+
+    let got = deliveries(0, 1).await;
+    assert_eq!(got[0].header("webhook-signature").split(' ').count(), 1);
+    assert!(app_verifies(&got[0], SIGNING_OLD));
+    assert!(!app_verifies(&got[0], SIGNING_NEW));
+
+    // Both keys: the app may switch whenever it likes.
+    std::fs::write(&keys, format!("{SIGNING_OLD}\n{SIGNING_NEW}\n")).unwrap();
+    reload().await;
+    let got = deliveries(1, 3).await;
+    for r in &got[1..] {
+        assert_eq!(r.header("webhook-signature").split(' ').count(), 2);
+        assert!(
+            app_verifies(r, SIGNING_OLD),
+            "an app that knows only the old key"
+        );
+        assert!(
+            app_verifies(r, SIGNING_NEW),
+            "an app that knows only the new key"
+        );
+        assert!(
+            !app_verifies(r, SIGNING_OTHER),
+            "a key hookinbox does not hold"
+        );
+    }
+
+    // The app has switched: the old key is dropped.
+    std::fs::write(&keys, format!("{SIGNING_NEW}\n")).unwrap();
+    reload().await;
+    let got = deliveries(4, 1).await;
+    assert!(app_verifies(&got[4], SIGNING_NEW));
+    assert!(!app_verifies(&got[4], SIGNING_OLD));
+}

@@ -41,6 +41,7 @@ Commands:
   keys          Idempotency keys: show, list, delete
   sweep         Sweep expired data now
   reload        Make the server read its config and secrets again, as `systemctl reload` does
+  secrets       List each source secret: its name, where it is kept, age, expiry and last match
   reconcile     Ask a source's provider API for the events that never arrived, now
   whoami        Whose token the commands use (the admin token or an [[admin.user]]), its role and expiry
   audit         The audit trail, newest first: who changed what, when and why (refusals too)

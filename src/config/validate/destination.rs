@@ -6,12 +6,13 @@
 use std::time::Duration;
 
 use super::{Ctx, SecretSetting, longest};
+use crate::config::SecretOrigin;
 use crate::config::raw::{self, CodeOrText, RawDestination, RawDestinations, RawSource, default};
 use crate::config::{
     CaFile, ConfigError, DeliveryConfig, DeliveryFilter, GivenSecret, JetStreamTarget, Loaded,
     OrderingConfig, SecretPlan, SourceName, StatusPattern, SubjectTemplate, TypePattern,
 };
-use crate::standard_webhooks::StandardKey;
+use crate::standard_webhooks::{SigningKeys, StandardKey};
 
 /// At most this many destinations per source: a delivery key per
 /// destination is written with each event.
@@ -247,28 +248,51 @@ fn destination_transport(
     Ok((url, jetstream))
 }
 
-/// The Standard Webhooks key that signs its deliveries: given, or left to
-/// the data dir.
+/// The Standard Webhooks keys that sign its deliveries: given (a file one
+/// a line, a variable whitespace-separated: two during a rotation, and
+/// each delivery carries a signature by each), or left to the data dir.
 fn destination_secret(
     cx: &mut Ctx<'_>,
     key: &dyn Fn(&str) -> String,
     rs: &mut RawDestination,
-) -> Result<SecretPlan<GivenSecret<StandardKey>>, ConfigError> {
+) -> Result<SecretPlan<GivenSecret<SigningKeys>>, ConfigError> {
     let found = cx.read_secret(SecretSetting {
         key: key("secret"),
         inline: rs.secret.take().into_iter().collect(),
         env: rs.secret_env.take(),
         file: rs.secret_file.take(),
     })?;
-    let secret = match found {
-        None => SecretPlan::Generated,
-        Some(found) => SecretPlan::Given(GivenSecret {
-            value: StandardKey::parse(found.text.trim())
-                .map_err(|e| cx.err(&found.key, e.to_string()))?,
-            origin: found.origin,
-        }),
+    let Some(found) = found else {
+        return Ok(SecretPlan::Generated);
     };
-    Ok(secret)
+    let texts: Vec<&str> = match &found.origin {
+        SecretOrigin::File(_) => found
+            .text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect(),
+        SecretOrigin::Env(_) => found.text.split_whitespace().collect(),
+        SecretOrigin::Inline => vec![found.text.trim()],
+    };
+    let keys = texts
+        .iter()
+        .map(|t| StandardKey::parse(t).map_err(|e| cx.err(&found.key, e.to_string())))
+        .collect::<Result<Vec<_>, _>>()?;
+    let count = keys.len();
+    let value = SigningKeys::new(keys).ok_or_else(|| {
+        cx.err(
+            &found.key,
+            format!(
+                "holds {count} keys: give 1, or 2 while the app moves to a new one (at most {})",
+                SigningKeys::MAX
+            ),
+        )
+    })?;
+    Ok(SecretPlan::Given(GivenSecret {
+        value,
+        origin: found.origin,
+    }))
 }
 
 /// `ca_file`: extra trusted roots, read and checked to hold a certificate.

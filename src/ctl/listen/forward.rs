@@ -9,12 +9,12 @@ use base64::Engine;
 use serde::Serialize;
 
 use crate::api::{self, EventSummary, PayloadEncoding, Timestamp};
-use crate::standard_webhooks::{Message, StandardKey};
+use crate::standard_webhooks::{Message, SigningKeys};
 
 /// How each request is signed.
 pub(super) enum Signing {
-    /// The delivery contract's headers, signed with this key.
-    Contract(StandardKey),
+    /// The delivery contract's headers, signed with these keys.
+    Contract(SigningKeys),
     /// The provider's headers as hookinbox received them (so a provider's
     /// SDK verifies the event), with no contract header.
     Original,

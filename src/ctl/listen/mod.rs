@@ -86,7 +86,7 @@ pub(super) async fn run(
                 path.display()
             );
         }
-        Signing::Contract(key)
+        Signing::Contract(crate::standard_webhooks::SigningKeys::one(key))
     };
     let forwarder =
         Forwarder::new(args.forward_to.clone(), signing, args.timeout).map_err(usage)?;
