@@ -635,6 +635,7 @@ fn measure_store(store: &Store, loaded: usize, limit: Duration) {
             PayloadMatch {
                 text: Some(format!("buyer{rare_id}@")),
                 pointer: None,
+                seen_as: None,
             },
         ),
         (
@@ -643,6 +644,7 @@ fn measure_store(store: &Store, loaded: usize, limit: Duration) {
             PayloadMatch {
                 text: Some(format!("buyer{rare_id}@")),
                 pointer: None,
+                seen_as: None,
             },
         ),
         (
@@ -651,6 +653,7 @@ fn measure_store(store: &Store, loaded: usize, limit: Duration) {
             PayloadMatch {
                 text: None,
                 pointer: Some(("/data/object/metadata/order_id".into(), rare_id.clone())),
+                seen_as: None,
             },
         ),
         (
@@ -659,6 +662,7 @@ fn measure_store(store: &Store, loaded: usize, limit: Duration) {
             PayloadMatch {
                 text: None,
                 pointer: Some(("/data/object/status".into(), "normal".into())),
+                seen_as: None,
             },
         ),
     ];

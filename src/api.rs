@@ -193,6 +193,10 @@ pub struct StreamedEvent {
     pub event: EventSummary,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<Payload>,
+    /// The payload is masked at its source's `redact` pointers (see
+    /// [`EventDetail::redacted`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redacted: bool,
     /// With the payload: its content type, when the provider gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_type: Option<String>,
@@ -315,6 +319,11 @@ pub struct EventDetail {
     #[schema(value_type = Vec<Vec<String>>)]
     pub headers: Vec<(String, String)>,
     pub payload: Payload,
+    /// The payload is shown with the values at its source's `redact`
+    /// pointers replaced by `"[redacted]"` (or withheld whole, when it is
+    /// not JSON): the caller's role may not read them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redacted: bool,
     pub attempt_history: Vec<AttemptRecord>,
     /// The event's trace (32 hex digits), with `[telemetry]` when the event
     /// is sampled; absent otherwise.

@@ -17,6 +17,7 @@ pub mod listener;
 pub mod tls;
 pub mod ingest;
 pub mod json_pointer;
+pub mod redact;
 pub mod drift;
 pub mod secrets;
 pub mod verify;

@@ -113,6 +113,10 @@ words! {
         Reconcile => "reconcile",
         /// The config re-read (`POST /api/reload`).
         Reload => "reload",
+        /// A payload read whole that viewers see with values masked (the
+        /// source's `redact`): an event's detail, or an event stream with
+        /// payloads.
+        ReadUnredacted => "read_unredacted",
         Other => "other",
     }
 }

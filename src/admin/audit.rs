@@ -207,6 +207,39 @@ pub(super) async fn run(
     response
 }
 
+/// Records that `who` read whole a payload others see masked (`target`:
+/// the event, or none for a stream, `filter` its filters), before the
+/// answer goes out: a read that cannot be recorded is refused (503).
+pub(super) async fn read_unredacted(
+    state: &AdminState,
+    who: Who<'_>,
+    target: Option<String>,
+    filter: Vec<(String, String)>,
+) -> Result<(), AdminError> {
+    let at_ms = state.clock.now_ms();
+    let record = AuditRecord {
+        at_ms,
+        person: who.name.to_owned(),
+        role: who.role,
+        action: AuditAction::ReadUnredacted,
+        target,
+        filter,
+        dry_run: false,
+        note: None,
+        outcome: Some(AuditOutcome {
+            status: 200,
+            at_ms,
+            error: None,
+            matched: None,
+            changed: None,
+        }),
+    };
+    state.store.audit(record).await.map(drop).map_err(|e| {
+        tracing::error!(person = who.name, error = %crate::store::Report(&e), "the audit trail cannot be written: an unredacted read is refused");
+        AdminError::Store(e)
+    })
+}
+
 /// Records a request refused before it ran (the role, an expired token),
 /// with what the caller is told; a record that cannot be written is
 /// logged, and the refusal stands. The record holds what was asked, as an

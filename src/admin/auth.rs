@@ -43,7 +43,7 @@ pub(super) struct Person {
 
 impl Person {
     /// Who the audit trail names.
-    fn who(&self) -> audit::Who<'_> {
+    pub(super) fn who(&self) -> audit::Who<'_> {
         audit::Who {
             name: &self.name,
             role: self.role,

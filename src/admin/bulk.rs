@@ -59,6 +59,7 @@ fn bulk_request(body: serde_json::Value) -> Result<api::BulkRequest, AdminError>
 
 async fn bulk(
     state: &AdminState,
+    role: api::Role,
     body: Result<Json<serde_json::Value>, axum::extract::rejection::JsonRejection>,
     replay: bool,
 ) -> Result<api::BulkResult, AdminError> {
@@ -69,7 +70,7 @@ async fn bulk(
             "a bulk filter takes source, destination, status, type, event_id, from, to, q and match (no cursor or limit)".into(),
         ));
     }
-    let (filter, payload) = filter_of(&body.filter)?;
+    let (filter, payload) = filter_of(&body.filter, super::events::seen_as(state, role))?;
     if filter == EventFilter::default() && payload.is_empty() {
         return Err(AdminError::BadRequest(
             "give a filter (source, status, type, event_id, from, to, q, match): an empty one would take every event".into(),
@@ -192,9 +193,10 @@ async fn bulk(
               (status = 400, description = "A bad or empty filter, a note, or more than 100,000 matches", body = api::ApiError), Unauthorized, StoreUnavailable))]
 pub(super) async fn bulk_replay(
     State(state): State<AdminState>,
+    Extension(person): Extension<super::auth::Person>,
     body: Result<Json<serde_json::Value>, axum::extract::rejection::JsonRejection>,
 ) -> Result<(Extension<Counted>, Json<api::BulkResult>), AdminError> {
-    bulk(&state, body, true).await.map(counted)
+    bulk(&state, person.role, body, true).await.map(counted)
 }
 
 /// The answer, with its counts left for the audit trail.
@@ -211,7 +213,8 @@ fn counted(result: api::BulkResult) -> (Extension<Counted>, Json<api::BulkResult
               (status = 400, description = "A bad or empty filter, no note, or more than 100,000 matches", body = api::ApiError), Unauthorized, StoreUnavailable))]
 pub(super) async fn bulk_ignore(
     State(state): State<AdminState>,
+    Extension(person): Extension<super::auth::Person>,
     body: Result<Json<serde_json::Value>, axum::extract::rejection::JsonRejection>,
 ) -> Result<(Extension<Counted>, Json<api::BulkResult>), AdminError> {
-    bulk(&state, body, false).await.map(counted)
+    bulk(&state, person.role, body, false).await.map(counted)
 }

@@ -3,22 +3,30 @@
 //! filter and which deliveries a change goes to; refuses bulk changes
 //! (`bulk`) and any write but through the store's writer.
 
-use axum::Json;
 use axum::extract::{Path, Query, State};
+use axum::{Extension, Json};
 use base64::Engine;
 
 use super::AdminState;
+use super::audit::read_unredacted;
+use super::auth::Person;
 use super::error::{AdminError, StoreUnavailable, Unauthorized};
+use super::redaction::{SearchView, Sight, shown};
 use super::wire::{attempt_on_wire, status_of, summary};
 use crate::api::{self, EventOrigin, EventQuery, Timestamp};
 use crate::store::schema::Status;
-use crate::store::{Budget, Change, ChangeError, Delivery, EventFilter, PayloadMatch, StoredEvent};
+use crate::store::{
+    Budget, Change, ChangeError, Delivery, EventFilter, PayloadMatch, SeenAs, StoredEvent,
+};
 
 /// Most events one list call returns.
 const MAX_PAGE: usize = 500;
 
 /// The store's filter and payload match of a query.
-pub(super) fn filter_of(query: &EventQuery) -> Result<(EventFilter, PayloadMatch), AdminError> {
+pub(super) fn filter_of(
+    query: &EventQuery,
+    seen_as: Option<SeenAs>,
+) -> Result<(EventFilter, PayloadMatch), AdminError> {
     let filter = EventFilter {
         source: query.source.clone(),
         destination: query.destination.clone(),
@@ -50,6 +58,7 @@ pub(super) fn filter_of(query: &EventQuery) -> Result<(EventFilter, PayloadMatch
     let payload = PayloadMatch {
         text: query.q.clone(),
         pointer,
+        seen_as,
     };
     Ok((filter, payload))
 }
@@ -61,10 +70,11 @@ pub(super) fn filter_of(query: &EventQuery) -> Result<(EventFilter, PayloadMatch
               (status = 400, description = "A bad filter", body = api::ApiError), Unauthorized, StoreUnavailable))]
 pub(super) async fn list_events(
     State(state): State<AdminState>,
+    Extension(person): Extension<Person>,
     query: Result<Query<EventQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<api::EventPage>, AdminError> {
     let Query(query) = query.map_err(|e| AdminError::BadRequest(e.body_text()))?;
-    let (filter, payload) = filter_of(&query)?;
+    let (filter, payload) = filter_of(&query, seen_as(&state, person.role))?;
     let limit = query.limit.unwrap_or(50);
     if !(1..=MAX_PAGE).contains(&limit) {
         return Err(AdminError::BadRequest(format!(
@@ -96,6 +106,19 @@ pub(super) async fn list_events(
     }))
 }
 
+/// What a search by `role` tests payloads on, when some source masks
+/// values for it: a search never matches inside a value its caller may
+/// not read.
+pub(super) fn seen_as(state: &AdminState, role: api::Role) -> Option<SeenAs> {
+    let access = state.access();
+    access.redactions.masks_for(role).then(|| {
+        SeenAs(std::sync::Arc::new(SearchView {
+            redactions: access,
+            role,
+        }))
+    })
+}
+
 /// A payload on the wire: as text when it is UTF-8, else base64.
 pub(super) fn payload_of(body: &[u8]) -> api::Payload {
     match std::str::from_utf8(body) {
@@ -122,9 +145,21 @@ async fn find(state: &AdminState, id: &str) -> Result<StoredEvent, AdminError> {
               (status = 404, description = "No such event", body = api::ApiError), Unauthorized, StoreUnavailable))]
 pub(super) async fn show_event(
     State(state): State<AdminState>,
+    Extension(person): Extension<Person>,
     Path(id): Path<String>,
 ) -> Result<Json<api::EventDetail>, AdminError> {
     let e = find(&state, &id).await?;
+    let access = state.access();
+    let shown = shown(
+        &access.redactions,
+        &e.record.source,
+        person.role,
+        &e.record.body,
+    );
+    let sight = access.redactions.sight(&e.record.source, person.role);
+    if sight == Sight::Unmasked && e.erased.is_none() {
+        read_unredacted(&state, person.who(), Some(e.id.clone()), Vec::new()).await?;
+    }
     let mut attempt_history = Vec::new();
     for d in &e.deliveries {
         let attempts = state.store.attempts(d.key)?;
@@ -139,7 +174,7 @@ pub(super) async fn show_event(
         }
     }
     attempt_history.sort_by_key(|a| a.started_at);
-    let payload = payload_of(&e.record.body);
+    let payload = payload_of(shown.bytes());
     let trace = state.telemetry.trace_of(&e.id);
     Ok(Json(api::EventDetail {
         summary: summary(&e),
@@ -150,6 +185,7 @@ pub(super) async fn show_event(
         content_type: e.record.content_type.clone(),
         headers: e.record.headers.clone(),
         payload,
+        redacted: !shown.is_raw(),
         attempt_history,
         trace_id: trace.as_ref().map(|t| t.trace_id.clone()),
         trace_url: trace.and_then(|t| t.url),

@@ -28,6 +28,7 @@ mod replication;
 mod routes;
 mod scrape;
 mod reconcile;
+mod redaction;
 mod reload;
 mod secrets;
 mod shapes;
@@ -122,6 +123,8 @@ pub struct Access {
     pub sources: Vec<String>,
     /// The sources that set `expect_within`, and what they set.
     pub expect_within: BTreeMap<String, Duration>,
+    /// Each source's `redact` rule: who sees which payload masked.
+    pub redactions: Redactions,
 }
 
 impl AdminContext {
@@ -143,6 +146,8 @@ pub enum ReloadRefused {
     /// Not now (the store could not be read): try again.
     Unavailable(String),
 }
+
+pub use redaction::Redactions;
 
 pub fn router(state: AdminState) -> Router {
     let table = auth::Table {

@@ -168,6 +168,7 @@ pub(super) fn access_of(config: &Config) -> Access {
         keys: config.keys.clone(),
         sources: config.sources.iter().map(|s| s.name.to_string()).collect(),
         expect_within: super::expected_within(config),
+        redactions: crate::admin::Redactions::of(config),
     }
 }
 
@@ -325,6 +326,8 @@ fn sources(config: &Config) -> BTreeMap<String, Vec<u8>> {
                 &s.tolerance,
                 s.expect_within,
                 named,
+                &s.redact,
+                s.redact_for,
                 s.max_body,
                 &s.event_id,
                 &s.event_type,

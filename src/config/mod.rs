@@ -52,7 +52,7 @@ pub use sections::{
 };
 pub use source::{
     DEFAULT_MAX_BODY, HmacAlgorithm, HmacSpec, InvalidName, Kind, Locator, LocatorError,
-    PayloadPart, SignatureEncoding, SourceConfig, SourceName, SourceSecret,
+    PayloadPart, RedactFor, SignatureEncoding, SourceConfig, SourceName, SourceSecret,
 };
 pub use validate::{ADMIN_NAME, LONGEST_LEASE, LONGEST_TTL, TRACE_ID_FIELD};
 pub use values::{ValueError, parse_duration, parse_size, redact_url};

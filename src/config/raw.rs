@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::values::parse_name;
 use super::{
-    AlertFormat, ConfigError, HmacAlgorithm, Kind, LogFormat, OnDeadLetter, Position,
+    AlertFormat, ConfigError, HmacAlgorithm, Kind, LogFormat, OnDeadLetter, Position, RedactFor,
     SignatureEncoding,
 };
 
@@ -220,6 +220,9 @@ pub struct RawSource {
     pub timestamp_header: Option<String>,
     /// `[source.reconcile]`: ask the provider's API for what never arrived.
     pub reconcile: Option<RawReconcile>,
+    /// JSON pointers (`*`: every item) masked for who may not read them.
+    pub redact: Option<Vec<String>>,
+    pub redact_for: Option<RedactFor>,
 }
 
 /// `[source.reconcile]`: the provider API a pass asks, its credential and

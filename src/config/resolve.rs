@@ -304,6 +304,8 @@ impl SourceConfig<Loaded> {
             destinations,
             hmac: self.hmac,
             reconcile: self.reconcile,
+            redact: self.redact,
+            redact_for: self.redact_for,
         })
     }
 }

@@ -169,6 +169,9 @@ fn source(s: &SourceConfig<Loaded>) -> RawSource {
         public_url: s.public_url.as_deref().map(|u| {
             reqwest::Url::parse(u).map_or_else(|_| REDACTED.to_owned(), |u| redact_url(&u))
         }),
+        redact: (!s.redact.is_empty())
+            .then(|| s.redact.iter().map(|p| p.as_str().to_owned()).collect()),
+        redact_for: (!s.redact.is_empty()).then_some(s.redact_for),
         ..RawSource::default()
     };
     match &s.secrets {

@@ -294,6 +294,22 @@ pub struct SourceConfig<S: Stage = Resolved> {
     pub hmac: Option<HmacSpec>,
     /// Asks the provider's API for the events that never arrived.
     pub reconcile: Option<ReconcileConfig>,
+    /// The values masked in its payloads for whom [`RedactFor`] names
+    /// (`redact`); none: every reader sees them.
+    pub redact: Vec<crate::redact::Pattern>,
+    pub redact_for: RedactFor,
+}
+
+/// Who sees a source's `redact` values masked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RedactFor {
+    /// Viewers: operators and admins read the payload whole (each read is
+    /// in the audit trail).
+    #[default]
+    Viewers,
+    /// Everyone who reads through the admin API.
+    Everyone,
 }
 
 /// One of a source's signing secrets.

@@ -678,6 +678,56 @@ fn a_destination_key_file_holds_one_key_or_two_during_a_rotation() {
     assert!(!err.contains(&key(1)), "{err}");
 }
 
+/// `redact` takes JSON pointers (`*` for every item), `redact_for` needs
+/// them, and `config check` prints both back as written.
+#[test]
+fn redact_takes_json_pointers_and_redact_for_needs_them() {
+    let head = "[[source]]\nname = \"shop\"\nkind = \"github\"\nsecret = \"x\"\n";
+    let text = format!(
+        "{head}redact = [\"/data/object/email\", \"/items/*/card\"]\nredact_for = \"everyone\"\n"
+    );
+    let config = Config::from_toml(&text, "f.toml", None, &no_env).unwrap();
+    let s = &config.sources[0];
+    let pointers: Vec<&str> = s.redact.iter().map(|p| p.as_str()).collect();
+    assert_eq!(pointers, ["/data/object/email", "/items/*/card"]);
+    assert_eq!(s.redact_for, RedactFor::Everyone);
+    let shown = config.to_redacted_toml();
+    let again = Config::from_toml(&shown, "shown", None, &no_env).unwrap();
+    assert_eq!(again.sources[0].redact, s.redact);
+    assert_eq!(again.sources[0].redact_for, RedactFor::Everyone);
+    let plain = Config::from_toml(head, "f.toml", None, &no_env).unwrap();
+    assert!(plain.sources[0].redact.is_empty());
+    assert!(!plain.to_redacted_toml().contains("redact_for"));
+
+    for (extra, key, says) in [
+        (
+            "redact = [\"data/email\"]",
+            "source[0].redact[0]",
+            "must start with '/'",
+        ),
+        (
+            "redact = [\"/a\", \"/b~2\"]",
+            "source[0].redact[1]",
+            "~0 is '~'",
+        ),
+        (
+            "redact_for = \"everyone\"",
+            "source[0].redact_for",
+            "needs redact",
+        ),
+        (
+            "redact = [\"/a\"]\nredact_for = \"nobody\"",
+            "redact_for",
+            "unknown variant",
+        ),
+    ] {
+        let err = Config::from_toml(&format!("{head}{extra}\n"), "f.toml", None, &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(key) && err.contains(says), "{extra}: {err}");
+    }
+}
+
 #[test]
 fn redacted_output_never_contains_a_secret() {
     let text = "[[source]]\nname = \"gh\"\nkind = \"github\"\nsecret = \"s3cr3t-value\"\n";

@@ -106,6 +106,7 @@ impl Filter {
             payload: filter.matching.clone().map(|pointer| PayloadMatch {
                 text: None,
                 pointer: Some(pointer),
+                seen_as: None,
             }),
         }
     }

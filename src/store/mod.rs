@@ -71,7 +71,7 @@ pub use ops::PROBE_EVERY;
 pub use options::{
     CHECKPOINT_EVERY, CheckpointHook, Checkpointed, CommitHook, MAX_BATCH, StoreOptions,
 };
-pub use payload::PayloadMatch;
+pub use payload::{PayloadMatch, PayloadView, SeenAs};
 pub use read::{Counts, MAX_KEYS_EXAMINED, NO_TYPE, RouteStats, SourceStats};
 pub use ship::{ShipError, ShippedFrame, Shipper};
 pub use status::Shipping;

@@ -6,6 +6,9 @@
 //! substring only rejects what the walk would: a body with an escape (a
 //! backslash) may write the value otherwise, and is always walked.
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use memchr::memmem::Finder;
 use serde_json::Value;
 
@@ -19,7 +22,34 @@ pub struct PayloadMatch {
     /// A JSON pointer and the value there: a JSON string equal to it, or a
     /// number, `true`, `false` or `null` written the same way.
     pub pointer: Option<(String, String)>,
+    /// The payload as the searcher may read it (values they may not read
+    /// masked); `None`: as stored.
+    pub seen_as: Option<SeenAs>,
 }
+
+/// How one searcher sees a payload: the bytes a match is tested on.
+pub trait PayloadView: Send + Sync {
+    /// `body`, of an event of `source`, as this searcher may read it.
+    fn view<'b>(&self, source: &str, body: &'b [u8]) -> Cow<'b, [u8]>;
+}
+
+/// A shared [`PayloadView`]; equal only to itself.
+#[derive(Clone)]
+pub struct SeenAs(pub Arc<dyn PayloadView>);
+
+impl std::fmt::Debug for SeenAs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SeenAs(..)")
+    }
+}
+
+impl PartialEq for SeenAs {
+    fn eq(&self, other: &SeenAs) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for SeenAs {}
 
 impl PayloadMatch {
     pub fn is_empty(&self) -> bool {
@@ -43,6 +73,7 @@ impl PayloadMatch {
         Matcher {
             text: self.text.as_deref().map(|t| Finder::new(t.as_bytes())),
             pointer,
+            seen_as: self.seen_as.as_ref().map(|s| &*s.0),
         }
     }
 }
@@ -68,6 +99,7 @@ fn written_only_as<'a>(want: &'a str, want_json: Option<&Value>) -> Option<&'a [
 pub struct Matcher<'a> {
     text: Option<Finder<'a>>,
     pointer: Option<Pointer<'a>>,
+    seen_as: Option<&'a dyn PayloadView>,
 }
 
 struct Pointer<'a> {
@@ -80,6 +112,15 @@ struct Pointer<'a> {
 }
 
 impl Matcher<'_> {
+    /// [`Matcher::matches`] on `body` as the searcher sees it (an event of
+    /// `source`).
+    pub fn matches_in(&self, source: &str, body: &[u8]) -> bool {
+        match self.seen_as {
+            Some(view) => self.matches(&view.view(source, body)),
+            None => self.matches(body),
+        }
+    }
+
     /// Whether `body` contains the text and holds the value at the pointer
     /// (each when asked for). A body that is not JSON has no pointer.
     pub fn matches(&self, body: &[u8]) -> bool {
@@ -129,6 +170,7 @@ mod tests {
         let m = PayloadMatch {
             text: text.map(str::to_owned),
             pointer: pointer.map(|(p, v)| (p.to_owned(), v.to_owned())),
+            seen_as: None,
         };
         m.matcher().matches(body.as_bytes())
     }
@@ -339,7 +381,7 @@ mod tests {
                 };
                 (pointer, want)
             };
-            let m = PayloadMatch { text: None, pointer: Some((pointer, want)) };
+            let m = PayloadMatch { text: None, pointer: Some((pointer, want)), seen_as: None };
             let matcher = m.matcher();
             let p = matcher.pointer.as_ref().unwrap();
             let exact = p.holds(body.as_bytes());

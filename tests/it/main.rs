@@ -30,6 +30,7 @@ mod logs;
 mod migration;
 mod monitoring;
 mod nats;
+mod privacy;
 mod providers;
 mod reconcile;
 mod reload;

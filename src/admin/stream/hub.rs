@@ -32,13 +32,13 @@ pub(super) struct Batch {
 /// One event as read, and its SSE text per variant, made on first use.
 pub(super) struct Shared {
     pub event: StoredEvent,
-    /// Index `2 * delivery + payload`.
+    /// Index `3 * delivery + body` (`Sent::index`).
     frames: Vec<OnceLock<Bytes>>,
 }
 
 impl Shared {
     fn new(event: StoredEvent) -> Shared {
-        let frames = (0..2 * event.deliveries.len().max(1))
+        let frames = (0..3 * event.deliveries.len().max(1))
             .map(|_| OnceLock::new())
             .collect();
         Shared { event, frames }
@@ -46,18 +46,19 @@ impl Shared {
 
     /// Its text for a stream with `filter`, if it matches: with the fields
     /// of the first delivery the filter matches.
-    pub fn frame(&self, store: &Store, filter: &EventFilter, with_payload: bool) -> Option<&Bytes> {
+    pub fn frame(
+        &self,
+        store: &Store,
+        filter: &EventFilter,
+        body: super::Sent<'_>,
+    ) -> Option<&Bytes> {
         let e = &self.event;
         let delivery = e
             .deliveries
             .iter()
             .position(|d| filter.matches(&e.record, &d.state))?;
-        let slot = &self.frames[2 * delivery + usize::from(with_payload)];
-        Some(
-            slot.get_or_init(|| {
-                super::frame(store, e, &e.deliveries[delivery].state, with_payload)
-            }),
-        )
+        let slot = &self.frames[3 * delivery + body.index()];
+        Some(slot.get_or_init(|| super::frame(store, e, &e.deliveries[delivery].state, body)))
     }
 }
 

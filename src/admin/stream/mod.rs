@@ -13,6 +13,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::Extension;
 use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, header};
@@ -20,10 +21,13 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::AdminState;
+use super::audit::read_unredacted;
+use super::auth::Person;
 use super::error::{AdminError, StoreUnavailable, Unauthorized};
 use super::events::payload_of;
+use super::redaction::Sight;
 use super::wire::{status_of, summary_at};
-use crate::api::{self, StreamQuery};
+use crate::api::{self, Role, StreamQuery};
 use crate::store::schema::EventState;
 use crate::store::{EventFilter, Store, StoredEvent};
 pub use hub::{HubReader, Streams};
@@ -42,6 +46,7 @@ const HEARTBEAT: Duration = Duration::from_secs(5);
               (status = 400, description = "A bad filter or cursor", body = api::ApiError), Unauthorized, StoreUnavailable))]
 pub(super) async fn stream_events(
     State(state): State<AdminState>,
+    Extension(person): Extension<Person>,
     headers: HeaderMap,
     query: Result<Query<StreamQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<impl axum::response::IntoResponse, AdminError> {
@@ -75,6 +80,22 @@ pub(super) async fn stream_events(
         (None, None) => *store.stored().borrow(),
     };
     let with_payload = query.payload.unwrap_or(false);
+    if with_payload
+        && state
+            .access()
+            .redactions
+            .unmasks_any(query.source.as_deref(), person.role)
+    {
+        let filter = [
+            ("payload", "true"),
+            ("source", query.source.as_deref().unwrap_or("")),
+        ]
+        .into_iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        read_unredacted(&state, person.who(), None, filter).await?;
+    }
     let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(16);
     // Where it starts, first: a client that saves the last id it saw
     // resumes from here even when no event came before it went away.
@@ -89,7 +110,8 @@ pub(super) async fn stream_events(
         store,
         streams: state.streams.clone(),
         filter,
-        with_payload,
+        payload_for: with_payload.then_some(person.role),
+        access: state.access.clone(),
         cursor,
         tx,
         _open: state.metrics.event_stream_opened(),
@@ -109,7 +131,10 @@ struct Follow {
     store: Store,
     streams: Streams,
     filter: EventFilter,
-    with_payload: bool,
+    /// With payloads: as the stream's caller, of this role, may read them.
+    payload_for: Option<Role>,
+    /// Whose payloads are masked for whom, as the last reload left it.
+    access: Arc<arc_swap::ArcSwap<super::Access>>,
     /// The seq after which the next event is sent.
     cursor: u64,
     tx: mpsc::Sender<Result<Bytes, Infallible>>,
@@ -181,9 +206,11 @@ impl Follow {
                 }
                 Err(_) => return Err(Stop::Done),
             };
+            let access = self.access.load();
             let mut text = Vec::new();
             for e in &events {
-                text.extend_from_slice(&frame(&self.store, e, &e.state, self.with_payload));
+                let body = body_of(&access, self.payload_for, &e.record.source);
+                text.extend_from_slice(&frame(&self.store, e, &e.state, body));
             }
             self.send(text).await?;
             if next <= self.cursor {
@@ -200,12 +227,14 @@ impl Follow {
             // Rows the hub read before this stream followed it.
             self.read_store(batch.after).await?;
         }
+        let access = self.access.load();
         let mut text = Vec::with_capacity(batch.events.len() * 640);
         for shared in &batch.events {
             if shared.event.seq <= self.cursor {
                 continue;
             }
-            if let Some(frame) = shared.frame(&self.store, &self.filter, self.with_payload) {
+            let body = body_of(&access, self.payload_for, &shared.event.record.source);
+            if let Some(frame) = shared.frame(&self.store, &self.filter, body) {
                 text.extend_from_slice(frame);
             }
         }
@@ -224,13 +253,50 @@ impl Follow {
     }
 }
 
+/// What of its payload a stream sends with an event.
+#[derive(Debug, Clone, Copy)]
+enum Sent<'a> {
+    None,
+    Whole,
+    /// Masked at these pointers (the event's source's `redact`).
+    Masked(&'a [crate::redact::Pattern]),
+}
+
+impl Sent<'_> {
+    /// Its slot among an event's frames in the hub.
+    fn index(self) -> usize {
+        match self {
+            Sent::None => 0,
+            Sent::Whole => 1,
+            Sent::Masked(_) => 2,
+        }
+    }
+}
+
+/// What a stream for `role` sends of an event of `source`'s payload.
+fn body_of<'a>(access: &'a super::Access, wanted: Option<Role>, source: &str) -> Sent<'a> {
+    match wanted {
+        None => Sent::None,
+        Some(role) => match access.redactions.sight(source, role) {
+            Sight::Masked(patterns) => Sent::Masked(patterns),
+            Sight::Whole | Sight::Unmasked => Sent::Whole,
+        },
+    }
+}
+
 /// One stored event as the text of an SSE `event`, with the fields of
 /// delivery `state`.
-fn frame(store: &Store, e: &StoredEvent, state: &EventState, with_payload: bool) -> Bytes {
+fn frame(store: &Store, e: &StoredEvent, state: &EventState, body: Sent<'_>) -> Bytes {
     let record = &e.record;
+    let with_payload = !matches!(body, Sent::None);
+    let shown = match body {
+        Sent::Masked(patterns) => crate::redact::apply(patterns, &record.body),
+        _ => crate::redact::Shown::Raw(&record.body),
+    };
     let streamed = api::StreamedEvent {
         event: summary_at(e, state),
-        payload: with_payload.then(|| payload_of(&record.body)),
+        payload: with_payload.then(|| payload_of(shown.bytes())),
+        redacted: !shown.is_raw(),
         content_type: with_payload.then(|| record.content_type.clone()).flatten(),
         headers: with_payload.then(|| record.headers.clone()),
     };

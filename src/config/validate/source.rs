@@ -10,8 +10,8 @@ use super::reconcile::validate_reconcile;
 use super::{Ctx, SecretSetting, SecretText, longest};
 use crate::config::raw::{OneOrMany, RawSecretEntry, RawSource, default};
 use crate::config::{
-    ConfigError, GivenSecret, HmacSpec, Kind, Loaded, Locator, PayloadPart, Secret, SecretOrigin,
-    SecretPlan, SourceConfig, SourceName, SourceSecret,
+    ConfigError, GivenSecret, HmacSpec, Kind, Loaded, Locator, PayloadPart, RedactFor, Secret,
+    SecretOrigin, SecretPlan, SourceConfig, SourceName, SourceSecret,
 };
 use crate::standard_webhooks::StandardKey;
 
@@ -40,6 +40,7 @@ pub(super) fn validate_source(
     let public_url = source_public_url(cx, i, kind, &mut rs)?;
     let verify_token = validate_verify_token(cx, i, kind, &mut rs)?;
     let destinations = validate_destinations(cx, i, &name, &mut rs)?;
+    let (redact, redact_for) = source_redact(cx, i, &mut rs)?;
     let reconcile = rs
         .reconcile
         .take()
@@ -75,8 +76,45 @@ pub(super) fn validate_source(
         destinations,
         hmac,
         reconcile,
+        redact,
+        redact_for,
     })
 }
+
+/// `source[i].redact`: JSON pointers, at most [`MAX_REDACT`]; and
+/// `redact_for`, which needs them.
+fn source_redact(
+    cx: &Ctx<'_>,
+    i: usize,
+    rs: &mut RawSource,
+) -> Result<(Vec<crate::redact::Pattern>, RedactFor), ConfigError> {
+    let texts = rs.redact.take().unwrap_or_default();
+    if texts.len() > MAX_REDACT {
+        return Err(cx.err(
+            format!("source[{i}].redact"),
+            format!("has {} pointers: at most {MAX_REDACT}", texts.len()),
+        ));
+    }
+    let patterns = texts
+        .iter()
+        .enumerate()
+        .map(|(j, t)| {
+            crate::redact::Pattern::parse(t)
+                .map_err(|e| cx.err(format!("source[{i}].redact[{j}]"), e))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let redact_for = rs.redact_for.take();
+    if redact_for.is_some() && patterns.is_empty() {
+        return Err(cx.err(
+            format!("source[{i}].redact_for"),
+            "needs redact: the JSON pointers to mask",
+        ));
+    }
+    Ok((patterns, redact_for.unwrap_or_default()))
+}
+
+/// The most `redact` pointers a source may have.
+const MAX_REDACT: usize = 64;
 
 /// `source[i]`'s signing secrets: inline (`secret`, `secrets`), in a
 /// variable or a file, in `[[source.secrets]]` tables (one each, named, with

@@ -179,7 +179,7 @@ impl Store {
                 let view = row::decode_event_view(bytes, &mut scratch)?;
                 page.examined += 1;
                 page.scanned_back_to_ms = Some(view.received_at_ms);
-                if !matcher.matches(view.body) {
+                if !matcher.matches_in(view.source, view.body) {
                     continue;
                 }
             }
@@ -253,7 +253,7 @@ impl Store {
                         let bytes =
                             pack::record::<StoreError>(&packed, raw_event.value(), &mut buf)?;
                         let view = row::decode_event_view(bytes, &mut scratch)?;
-                        let matched = matcher.matches(view.body);
+                        let matched = matcher.matches_in(view.source, view.body);
                         tested = Some((seq, matched));
                         matched
                     }

@@ -129,6 +129,7 @@ async fn search_matches_payloads_within_a_budget_and_resumes_from_its_cursor() {
             PayloadMatch {
                 text: Some("\"e1".into()),
                 pointer: None,
+                seen_as: None,
             },
         ),
         (
@@ -139,6 +140,7 @@ async fn search_matches_payloads_within_a_budget_and_resumes_from_its_cursor() {
             PayloadMatch {
                 text: Some("\"e1".into()),
                 pointer: None,
+                seen_as: None,
             },
         ),
         (
@@ -146,6 +148,7 @@ async fn search_matches_payloads_within_a_budget_and_resumes_from_its_cursor() {
             PayloadMatch {
                 text: None,
                 pointer: Some(("/n".into(), "e42".into())),
+                seen_as: None,
             },
         ),
         (
@@ -156,6 +159,7 @@ async fn search_matches_payloads_within_a_budget_and_resumes_from_its_cursor() {
             PayloadMatch {
                 text: Some("e".into()),
                 pointer: Some(("/type".into(), "t0".into())),
+                seen_as: None,
             },
         ),
         (
@@ -163,6 +167,7 @@ async fn search_matches_payloads_within_a_budget_and_resumes_from_its_cursor() {
             PayloadMatch {
                 text: None,
                 pointer: Some(("/n".into(), "e".into())),
+                seen_as: None,
             },
         ),
     ];
