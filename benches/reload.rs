@@ -17,10 +17,9 @@ mod support;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::Flags;
+use support::{Flags, ServeProcess};
 
 const TOKEN: &str = "reload-bench-admin-token-0123456789";
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -41,7 +40,7 @@ fn main() {
     };
     let path = dir.path().join("hookinbox.toml");
     std::fs::write(&path, config(false, false, false)).unwrap();
-    let mut server = Server::start(&bin, &path);
+    let mut server = ServeProcess::start(&bin, &path);
     let admin: SocketAddr = ([127, 0, 0, 1], admin_port).into();
     server.wait_ready(admin);
     println!(
@@ -143,47 +142,4 @@ fn post(addr: SocketAddr, path: &str) -> (u16, String) {
         .split_once("\r\n\r\n")
         .map_or(String::new(), |(_, b)| b.to_owned());
     (status, body)
-}
-
-struct Server(Child);
-
-impl Server {
-    fn start(bin: &str, config: &Path) -> Server {
-        let child = Command::new(bin)
-            .args(["serve", "--config"])
-            .arg(config)
-            .env("HOOKINBOX_LOG_LEVEL", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run {bin}: {e} (build it: cargo build --release)"));
-        Server(child)
-    }
-
-    /// Until `/readyz` answers 200 (60 s at most).
-    fn wait_ready(&mut self, admin: SocketAddr) {
-        for _ in 0..600 {
-            if let Ok(mut s) = TcpStream::connect(admin) {
-                let _ = write!(
-                    s,
-                    "GET /readyz HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n"
-                );
-                let mut answer = String::new();
-                if s.read_to_string(&mut answer).is_ok() && answer.starts_with("HTTP/1.1 200") {
-                    return;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!("hookinbox did not become ready");
-    }
-
-    fn stop(&mut self) {
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe {
-            libc::kill(self.0.id() as i32, libc::SIGTERM);
-        }
-        let _ = self.0.wait();
-    }
 }

@@ -156,3 +156,50 @@ pub fn stripe_like_body_of_type(id: &str, i: usize, event_type: &str) -> String 
         risk = h % 100,
     )
 }
+
+/// `hookinbox serve` as a child process (logs at warn, to nowhere).
+#[allow(dead_code)]
+pub struct ServeProcess(std::process::Child);
+
+#[allow(dead_code)]
+impl ServeProcess {
+    pub fn start(bin: &str, config: &Path) -> ServeProcess {
+        let child = std::process::Command::new(bin)
+            .args(["serve", "--config"])
+            .arg(config)
+            .env("HOOKINBOX_LOG_LEVEL", "warn")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {bin}: {e} (build it: cargo build --release)"));
+        ServeProcess(child)
+    }
+
+    /// Until `/readyz` answers 200 (60 s at most).
+    pub fn wait_ready(&mut self, admin: std::net::SocketAddr) {
+        use std::io::{Read, Write};
+        for _ in 0..600 {
+            if let Ok(mut s) = std::net::TcpStream::connect(admin) {
+                let _ = write!(
+                    s,
+                    "GET /readyz HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n"
+                );
+                let mut answer = String::new();
+                if s.read_to_string(&mut answer).is_ok() && answer.starts_with("HTTP/1.1 200") {
+                    return;
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("hookinbox did not become ready");
+    }
+
+    pub fn stop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.0.id() as i32, libc::SIGTERM);
+        }
+        let _ = self.0.wait();
+    }
+}

@@ -20,7 +20,8 @@ pub struct AuditArgs {
     #[arg(long)]
     pub person: Option<String>,
     /// replay, ignore, erase, bulk_replay, bulk_ignore, pause, resume,
-    /// sweep, backup, promote, key_delete, key_change or other.
+    /// sweep, backup, promote, key_delete, key_change, reconcile, reload,
+    /// read_unredacted or other.
     #[arg(long)]
     pub action: Option<AuditAction>,
     /// Asked at or after (RFC 3339).

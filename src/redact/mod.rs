@@ -120,9 +120,8 @@ pub fn apply<'b>(patterns: &[Pattern], body: &'b [u8]) -> Shown<'b> {
     };
     let base = text.as_ptr() as usize;
     let mut spans = Vec::new();
-    for p in patterns {
-        find(root, &p.tokens, base, &mut spans);
-    }
+    let paths: Vec<&[Token]> = patterns.iter().map(|p| p.tokens.as_slice()).collect();
+    find(root, &paths, base, &mut spans);
     if spans.is_empty() {
         return Shown::Raw(body);
     }
@@ -142,14 +141,23 @@ pub fn apply<'b>(patterns: &[Pattern], body: &'b [u8]) -> Shown<'b> {
     Shown::Masked(out)
 }
 
-/// Adds the byte span (in the text at `base`) of each value `tokens` reach
-/// from `value`.
-fn find(value: &RawValue, tokens: &[Token], base: usize, spans: &mut Vec<(usize, usize)>) {
+/// Adds the byte span (in the text at `base`) of each value the `paths`
+/// reach from `value`: one walk for every pattern, each object or array
+/// on the way parsed once.
+fn find(value: &RawValue, paths: &[&[Token]], base: usize, spans: &mut Vec<(usize, usize)>) {
     let text = value.get();
-    let Some((first, rest)) = tokens.split_first() else {
+    // A path that ends here masks the whole value, and what is under it.
+    if paths.iter().any(|p| p.is_empty()) {
         let start = text.as_ptr() as usize - base;
         spans.push((start, start + text.len()));
         return;
+    }
+    let under = |step: &dyn Fn(&Token) -> bool| -> Vec<&[Token]> {
+        paths
+            .iter()
+            .filter(|p| step(&p[0]))
+            .map(|p| &p[1..])
+            .collect()
     };
     match text.as_bytes().first() {
         Some(b'{') => {
@@ -157,12 +165,13 @@ fn find(value: &RawValue, tokens: &[Token], base: usize, spans: &mut Vec<(usize,
             else {
                 return;
             };
-            match first {
-                Token::Any => members.values().for_each(|v| find(v, rest, base, spans)),
-                Token::Key(k) => {
-                    if let Some(v) = members.get(k.as_str()) {
-                        find(v, rest, base, spans);
-                    }
+            for (name, v) in &members {
+                let next = under(&|t| match t {
+                    Token::Any => true,
+                    Token::Key(k) => k == name,
+                });
+                if !next.is_empty() {
+                    find(v, &next, base, spans);
                 }
             }
         }
@@ -170,12 +179,13 @@ fn find(value: &RawValue, tokens: &[Token], base: usize, spans: &mut Vec<(usize,
             let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(text) else {
                 return;
             };
-            match first {
-                Token::Any => items.iter().for_each(|v| find(v, rest, base, spans)),
-                Token::Key(k) => {
-                    if let Some(v) = index(k).and_then(|i| items.get(i)) {
-                        find(v, rest, base, spans);
-                    }
+            for (i, v) in items.iter().enumerate() {
+                let next = under(&|t| match t {
+                    Token::Any => true,
+                    Token::Key(k) => index(k) == Some(i),
+                });
+                if !next.is_empty() {
+                    find(v, &next, base, spans);
                 }
             }
         }
