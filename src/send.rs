@@ -107,8 +107,13 @@ fn plan(args: SendArgs) -> anyhow::Result<Plan> {
         let source = config
             .source(name)
             .with_context(|| format!("{}: no source named {name:?}", config.origin))?;
+        // The first that has not expired (an expired one verifies nothing).
+        let now = crate::clock::Clock::system().now_ms();
         let given = match &source.secrets {
-            SecretPlan::Given(secrets) => secrets.first(),
+            SecretPlan::Given(secrets) => secrets
+                .iter()
+                .find(|s| s.expires.is_none_or(|at| at.0 > now))
+                .or(secrets.first()),
             SecretPlan::Generated => None,
         };
         let secret = match given {

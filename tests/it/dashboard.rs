@@ -337,6 +337,11 @@ destination = "{}"
         }
     }
 
+    /// The server's config file, to edit before a reload.
+    fn config_path(&self) -> std::path::PathBuf {
+        self._dir.path().join("hookinbox.toml")
+    }
+
     /// Signs in by keyboard: the token, then Enter.
     async fn sign_in(&self) {
         type_into(&self.b, "#token", &format!("{TOKEN}\u{E007}")).await;

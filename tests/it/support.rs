@@ -696,6 +696,37 @@ pub fn python(script: &str, input: &[u8]) -> std::process::Output {
     python_with(script, &[], input)
 }
 
+/// Runs tests/py/verify_delivery.py: the official `standardwebhooks` package
+/// from PyPI (tests/py/requirements.txt), knowing only `secret`, checks
+/// delivery `r`'s signature over `body`.
+pub fn official_verify(
+    r: &crate::destination::Received,
+    secret: &str,
+    body: &[u8],
+) -> Result<(), String> {
+    let headers: serde_json::Map<String, serde_json::Value> = r
+        .headers
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap().into()))
+        .collect();
+    let input = serde_json::json!({
+        "secret": secret,
+        "headers": headers,
+        "body_b64": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, body),
+    });
+    let out = python("verify_delivery.py", input.to_string().as_bytes());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("ModuleNotFoundError"),
+        "the official library is missing: {PYTHON_SETUP}\n{stderr}"
+    );
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("{}{stderr}", String::from_utf8_lossy(&out.stdout)))
+    }
+}
+
 /// [`python`] with arguments after the script's path.
 pub fn python_with(script: &str, args: &[&str], input: &[u8]) -> std::process::Output {
     use std::io::Write;

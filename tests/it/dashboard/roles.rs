@@ -13,6 +13,16 @@ use crate::support::client;
 async fn a_viewer_sees_who_is_signed_in_and_no_action_buttons_and_the_api_refuses_it() {
     let scene = Scene::six_dead_events().await;
     let b = &scene.b;
+    // The source redacts its customers from viewers (a reload takes it).
+    let path = scene.config_path();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let redacting = text.replace(
+        "name = \"shop\"\n",
+        "name = \"shop\"\nredact = [\"/data/object/customer\"]\n",
+    );
+    assert_ne!(text, redacting);
+    std::fs::write(&path, redacting).unwrap();
+    scene.admin_post("/api/reload", json!({})).await;
     type_into(b, "#token", &format!("{VIEWER_TOKEN}\u{E007}")).await;
     text_until(b, "main h1", |t| t == "Overview").await;
     text_until(b, "#who", |t| t == "vera (viewer)").await;
@@ -32,6 +42,21 @@ async fn a_viewer_sees_who_is_signed_in_and_no_action_buttons_and_the_api_refuse
     }
     // What the viewer may do is still there.
     assert_eq!(buttons("#copy").await, 1);
+    // The customer is masked on the page, and says why; nowhere in it is
+    // the value.
+    text_until(b, "#payload", |t| {
+        t.contains("\"customer\": \"[redacted]\"")
+    })
+    .await;
+    text_until(b, "#redacted-note", |t| {
+        t.contains("your role may not read")
+    })
+    .await;
+    let page = b.source().await.unwrap();
+    assert!(
+        !page.contains("cus_alpha"),
+        "the viewer's event page holds the value"
+    );
     assert_accessible(b, "event as a viewer").await;
 
     b.goto(&format!("{}/#/dlq", scene.server.admin))

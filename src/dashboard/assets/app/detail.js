@@ -233,6 +233,7 @@ async function detail(id) {
         },
       }),
       h('span', { class: 'muted', text: ev.content_type || '' })),
+    ev.redacted ? h('p', { class: 'muted', id: 'redacted-note', text: 'Values this source redacts are shown as "[redacted]": your role may not read them.' }) : null,
     h('pre', { class: 'payload', id: 'payload', tabindex: '0', text }),
     h('h2', { text: 'Headers' }),
     ev.headers.length
