@@ -394,15 +394,31 @@ impl Verifier {
         }))
     }
 
-    /// The first of `matched` that has not expired at `now_ms`, or the
-    /// expired one that matched, to name in the refusal.
+    /// Of `matched`, the one not expired at `now_ms` that expires last (no
+    /// expiry: never), so a request a provider signs with its old and its
+    /// new secret during a roll counts as the new one's; or the expired
+    /// one that matched, to name in the refusal.
     fn live_secret(&self, matched: schemes::Matched, now_ms: u64) -> Result<usize, Rejection> {
         let mut expired = None;
+        let mut live: Option<(usize, Option<u64>)> = None;
         for i in matched.iter() {
-            match self.secrets.get(i).and_then(|(_, at)| *at) {
+            let expires = self.secrets.get(i).and_then(|(_, at)| *at);
+            match expires {
                 Some(at) if at <= now_ms => expired = expired.or(Some((i, at))),
-                _ => return Ok(i),
+                _ => {
+                    let later = |best: Option<u64>| match (expires, best) {
+                        (None, Some(_)) => true,
+                        (Some(a), Some(b)) => a > b,
+                        _ => false,
+                    };
+                    if live.is_none_or(|(_, best)| later(best)) {
+                        live = Some((i, expires));
+                    }
+                }
             }
+        }
+        if let Some((i, _)) = live {
+            return Ok(i);
         }
         let (i, at) = expired.expect("a match names at least one secret");
         Err(Rejection::ExpiredSecret {

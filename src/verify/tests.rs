@@ -297,6 +297,63 @@ fn verify_signed(
     )
 }
 
+/// Of the secrets that verify a request, the one counted is the one that
+/// expires last; one that expired verifies nothing, and is named.
+#[test]
+fn a_request_signed_by_old_and_new_counts_for_the_new_and_an_expired_secret_is_refused() {
+    const NEW: &str = "whsec_bmV3LXNlY3JldC1mb3ItdGhlLXJlbG9hZC10ZXN0";
+    // `verify_signed` signs at 1,700,000,000 s and verifies a second later.
+    let expiring = |at_ms: u64| {
+        let mut src = source("standard", &[STANDARD_SECRET, NEW], "");
+        src.secrets[0].expires = Some(crate::api::Timestamp(at_ms));
+        Verifier::new(&src).unwrap()
+    };
+    let body: &'static [u8] = br#"{"type":"a"}"#;
+    let signature = |secret: &str| {
+        let signed = sign(&Signing {
+            kind: Kind::Standard,
+            secret,
+            body,
+            event_id: "msg_1",
+            event_type: None,
+            timestamp: 1_700_000_000,
+            url: "",
+            content_type: "application/json",
+            hmac: None,
+        })
+        .unwrap();
+        signed
+            .into_iter()
+            .find(|(n, _)| n == "webhook-signature")
+            .unwrap()
+            .1
+    };
+    let counted = |v: &Verifier, sig: &str| match verify_signed(
+        v,
+        Kind::Standard,
+        NEW,
+        body,
+        &[("webhook-signature", sig)],
+    ) {
+        Ok(Verified::Event(e)) => Ok(e.secret()),
+        Ok(other) => panic!("{other:?}"),
+        Err(e) => Err(e),
+    };
+    let later = expiring(1_700_000_500_000);
+    let both = format!("{} {}", signature(STANDARD_SECRET), signature(NEW));
+    // Signed by both (the old listed first): the new one's.
+    assert_eq!(counted(&later, &both), Ok(Some(1)));
+    // By the old alone, before it expires: the old one's.
+    assert_eq!(counted(&later, &signature(STANDARD_SECRET)), Ok(Some(0)));
+    // Past its expiry, the old alone is refused, naming it; both still pass.
+    let past = expiring(1_700_000_000_000);
+    let refused = counted(&past, &signature(STANDARD_SECRET)).unwrap_err();
+    assert_eq!(refused.reason(), RejectReason::ExpiredSecret);
+    assert!(refused.to_string().contains("\"inline\""), "{refused}");
+    assert!(refused.is_authentication());
+    assert_eq!(counted(&past, &both), Ok(Some(1)));
+}
+
 fn handshake(verified: Result<Verified, Rejection>) -> Handshake {
     match verified {
         Ok(Verified::Handshake(h)) => h,
