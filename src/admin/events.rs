@@ -11,7 +11,7 @@ use super::AdminState;
 use super::audit::read_unredacted;
 use super::auth::Person;
 use super::error::{AdminError, StoreUnavailable, Unauthorized};
-use super::redaction::{SearchView, Sight, shown};
+use super::redaction::{SearchView, Sight};
 use super::wire::{attempt_on_wire, status_of, summary};
 use crate::api::{self, EventOrigin, EventQuery, Timestamp};
 use crate::store::schema::Status;
@@ -111,12 +111,10 @@ pub(super) async fn list_events(
 /// not read.
 pub(super) fn seen_as(state: &AdminState, role: api::Role) -> Option<SeenAs> {
     let access = state.access();
-    access.redactions.masks_for(role).then(|| {
-        SeenAs(std::sync::Arc::new(SearchView {
-            redactions: access,
-            role,
-        }))
-    })
+    access
+        .redactions
+        .masks_for(role)
+        .then(|| SeenAs(std::sync::Arc::new(SearchView { access, role })))
 }
 
 /// A payload on the wire: as text when it is UTF-8, else base64.
@@ -150,13 +148,8 @@ pub(super) async fn show_event(
 ) -> Result<Json<api::EventDetail>, AdminError> {
     let e = find(&state, &id).await?;
     let access = state.access();
-    let shown = shown(
-        &access.redactions,
-        &e.record.source,
-        person.role,
-        &e.record.body,
-    );
     let sight = access.redactions.sight(&e.record.source, person.role);
+    let shown = sight.show(&e.record.body);
     if sight == Sight::Unmasked && e.erased.is_none() {
         read_unredacted(&state, person.who(), Some(e.id.clone()), Vec::new()).await?;
     }

@@ -37,6 +37,16 @@ pub(super) enum Sight<'a> {
     Masked(&'a [Pattern]),
 }
 
+impl Sight<'_> {
+    /// `body` as this sight shows it.
+    pub(super) fn show(self, body: &[u8]) -> Shown<'_> {
+        match self {
+            Sight::Masked(patterns) => apply(patterns, body),
+            Sight::Whole | Sight::Unmasked => Shown::Raw(body),
+        }
+    }
+}
+
 impl Redactions {
     pub fn of(config: &Config) -> Redactions {
         Redactions(
@@ -80,28 +90,15 @@ impl Redactions {
     }
 }
 
-/// `body` of an event of `source`, as `role` may see it.
-pub(super) fn shown<'b>(
-    redactions: &Redactions,
-    source: &str,
-    role: Role,
-    body: &'b [u8],
-) -> Shown<'b> {
-    match redactions.sight(source, role) {
-        Sight::Masked(patterns) => apply(patterns, body),
-        Sight::Whole | Sight::Unmasked => Shown::Raw(body),
-    }
-}
-
 /// What a search by `role` tests each payload on.
 pub(super) struct SearchView {
-    pub redactions: Arc<super::Access>,
+    pub access: Arc<super::Access>,
     pub role: Role,
 }
 
 impl PayloadView for SearchView {
     fn view<'b>(&self, source: &str, body: &'b [u8]) -> Cow<'b, [u8]> {
-        match shown(&self.redactions.redactions, source, self.role, body) {
+        match self.access.redactions.sight(source, self.role).show(body) {
             Shown::Raw(b) => Cow::Borrowed(b),
             Shown::Masked(b) => Cow::Owned(b),
             // Nothing of it may be read: nothing of it matches.

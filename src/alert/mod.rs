@@ -175,6 +175,12 @@ fn default_dashboard(admin: SocketAddr, host: &str) -> reqwest::Url {
         .expect("a loopback URL parses")
 }
 
+/// Since when a source counts as quiet if it never sent: the start, or the
+/// reload that added it (`added_ms`).
+fn watched_since(added_ms: &HashMap<String, u64>, started_ms: u64, name: &str) -> u64 {
+    added_ms.get(name).copied().unwrap_or(started_ms)
+}
+
 /// The host alerts name and where their links point, as `alerts` sets them.
 fn links_of(alerts: Option<&AlertConfig>, admin: SocketAddr) -> (String, Links) {
     let host = alerts
@@ -357,10 +363,9 @@ impl Alerter {
         self.expect_within = expect_within;
     }
 
-    /// Since when `name` counts as quiet if it never sent: the start, or
-    /// the reload that added it.
+    /// Since when `name` counts as quiet if it never sent.
     fn watched_since(&self, name: &str) -> u64 {
-        self.added_ms.get(name).copied().unwrap_or(self.started_ms)
+        watched_since(&self.added_ms, self.started_ms, name)
     }
 
     /// What the store holds per source, or `None` when it cannot be read
@@ -569,7 +574,7 @@ impl Alerter {
         let (added_ms, started_ms) = (&self.added_ms, self.started_ms);
         self.histories.retain(|name, _| {
             let newest = held.get(name).and_then(|s| s.newest_received_ms);
-            let since = added_ms.get(name).copied().unwrap_or(started_ms);
+            let since = watched_since(added_ms, started_ms, name);
             let quiet = expect_within
                 .get(name)
                 .is_some_and(|&w| quiet::quiet_for(newest, since, now_ms) > w);

@@ -592,7 +592,7 @@ async fn receive(State(state): State<Arc<IngestState>>, request: Request) -> Res
     let event = match source.verifier.verify(&request, now) {
         Ok(Verified::Event(event)) => {
             if let Some((used, counter)) = event.secret().and_then(|i| source.secrets.get(i)) {
-                used.matched(crate::clock::unix_ms(now));
+                used.matched(event.received_at_ms());
                 counter.inc();
             }
             event

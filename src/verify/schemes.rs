@@ -41,7 +41,10 @@ pub(super) struct Matched(u64);
 impl Matched {
     /// The positions, in order.
     pub(super) fn iter(self) -> impl Iterator<Item = usize> {
-        (0..64).filter(move |i| self.0 & (1 << i) != 0)
+        // Each set bit, lowest first: one step per match, not per position.
+        std::iter::successors(Some(self.0), |rest| Some(rest & rest.wrapping_sub(1)))
+            .take_while(|&rest| rest != 0)
+            .map(|rest| rest.trailing_zeros() as usize)
     }
 }
 

@@ -310,23 +310,9 @@ fn a_request_signed_by_old_and_new_counts_for_the_new_and_an_expired_secret_is_r
     };
     let body: &'static [u8] = br#"{"type":"a"}"#;
     let signature = |secret: &str| {
-        let signed = sign(&Signing {
-            kind: Kind::Standard,
-            secret,
-            body,
-            event_id: "msg_1",
-            event_type: None,
-            timestamp: 1_700_000_000,
-            url: "",
-            content_type: "application/json",
-            hmac: None,
-        })
-        .unwrap();
-        signed
-            .into_iter()
-            .find(|(n, _)| n == "webhook-signature")
+        crate::standard_webhooks::StandardKey::parse(secret)
             .unwrap()
-            .1
+            .sign("msg_1", 1_700_000_000, body)
     };
     let counted = |v: &Verifier, sig: &str| match verify_signed(
         v,

@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use super::{Ctx, SecretSetting, longest};
-use crate::config::SecretOrigin;
 use crate::config::raw::{self, CodeOrText, RawDestination, RawDestinations, RawSource, default};
 use crate::config::{
     CaFile, ConfigError, DeliveryConfig, DeliveryFilter, GivenSecret, JetStreamTarget, Loaded,
@@ -265,16 +264,8 @@ fn destination_secret(
     let Some(found) = found else {
         return Ok(SecretPlan::Generated);
     };
-    let texts: Vec<&str> = match &found.origin {
-        SecretOrigin::File(_) => found
-            .text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect(),
-        SecretOrigin::Env(_) => found.text.split_whitespace().collect(),
-        SecretOrigin::Inline => vec![found.text.trim()],
-    };
+    // An inline key is taken trimmed, as the other places' are.
+    let texts: Vec<&str> = found.pieces().into_iter().map(str::trim).collect();
     let keys = texts
         .iter()
         .map(|t| StandardKey::parse(t).map_err(|e| cx.err(&found.key, e.to_string())))

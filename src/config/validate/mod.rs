@@ -265,6 +265,23 @@ struct SecretText {
     text: String,
 }
 
+impl SecretText {
+    /// The secrets it holds: a file one a line (blank lines skipped), a
+    /// variable whitespace-separated ones, an inline value itself.
+    fn pieces(&self) -> Vec<&str> {
+        match &self.origin {
+            SecretOrigin::File(_) => self
+                .text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect(),
+            SecretOrigin::Env(_) => self.text.split_whitespace().collect(),
+            SecretOrigin::Inline => vec![&self.text],
+        }
+    }
+}
+
 pub fn validate(
     raw: RawConfig,
     origin: &str,

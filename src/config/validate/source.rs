@@ -229,16 +229,7 @@ fn secret_texts(
     kind: Kind,
     place: &SecretText,
 ) -> Result<Vec<String>, ConfigError> {
-    let texts: Vec<&str> = match &place.origin {
-        SecretOrigin::File(_) => place
-            .text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect(),
-        SecretOrigin::Env(_) => place.text.split_whitespace().collect(),
-        SecretOrigin::Inline => vec![&place.text],
-    };
+    let texts = place.pieces();
     if texts.is_empty() || texts.iter().any(|t| t.is_empty()) {
         let what = match &place.origin {
             SecretOrigin::File(path) => format!("{} holds no secret", path.display()),
